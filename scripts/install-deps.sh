@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install what mlwatch needs from Debian, only what is missing.
+#   scripts/install-deps.sh build   - to build and run the agent
+#   scripts/install-deps.sh test    - also what the test suite uses
+set -euo pipefail
+what=${1:-build}
+
+build_pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libyaml-dev zlib1g-dev)
+test_pkgs=(libcmocka-dev clang libclang-rt-14-dev prometheus curl python3 procps)
+
+pkgs=("${build_pkgs[@]}")
+[ "$what" = test ] && pkgs+=("${test_pkgs[@]}")
+
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "installing: ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo=sudo
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"

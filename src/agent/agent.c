@@ -1,0 +1,185 @@
+/* agent.c - the collection loop and the HTTP endpoints of `mlwatch agent`.
+ *
+ * The main thread collects on a fixed schedule (absolute deadlines, so the
+ * interval does not drift by the cost of collecting) and publishes each
+ * snapshot; libmicrohttpd's threads serve scrapes from the latest one. */
+#include "agent.h"
+#include "../collect/collector.h"
+#include "../collect/procmap.h"
+#include "../core/log.h"
+#include "../core/units.h"
+#include "../core/util.h"
+#include "../mlwatch.h"
+#include "../serve/exposition.h"
+#include "../serve/http.h"
+#include "../serve/metrics_endpoint.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static volatile sig_atomic_t stop_requested;
+static atomic_int ready;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+static const char landing_page[] =
+    "<!doctype html><html><head><meta charset=\"utf-8\"><title>mlwatch</title></head>"
+    "<body><h1>mlwatch " MLWATCH_VERSION "</h1>"
+    "<p>GPU, energy and container telemetry for shared machines.</p>"
+    "<ul><li><a href=\"/metrics\">/metrics</a> (Prometheus text 0.0.4 or OpenMetrics 1.0)</li>"
+    "<li><a href=\"/-/healthy\">/-/healthy</a></li><li><a href=\"/-/ready\">/-/ready</a></li></ul>"
+    "</body></html>\n";
+
+static void landing_handler(void *cls, const mw_http_request *req, mw_http_response *resp)
+{
+    (void)cls;
+    if (strcmp(req->path, "/") != 0) {
+        mw_http_text(resp, 404, "no such path: %s\n", req->path);
+        return;
+    }
+    resp->status = 200;
+    resp->content_type = "text/html; charset=utf-8";
+    resp->body = (char *)landing_page;
+    resp->len = sizeof(landing_page) - 1;
+    resp->body_static = 1;
+}
+
+static void healthy_handler(void *cls, const mw_http_request *req, mw_http_response *resp)
+{
+    (void)cls;
+    (void)req;
+    mw_http_text(resp, 200, "mlwatch is healthy\n");
+}
+
+static void ready_handler(void *cls, const mw_http_request *req, mw_http_response *resp)
+{
+    (void)cls;
+    (void)req;
+    if (atomic_load(&ready))
+        mw_http_text(resp, 200, "mlwatch is ready\n");
+    else
+        mw_http_text(resp, 503, "mlwatch is starting: no collection has completed yet\n");
+}
+
+typedef struct runtime {
+    mw_hostfs host;
+    mw_procmap *procmap;
+    mw_env env;
+    mw_collector_set *set;
+} runtime;
+
+static int runtime_open(runtime *rt, const mw_config *cfg)
+{
+    memset(rt, 0, sizeof(*rt));
+    int rc = mw_hostfs_open(&rt->host, cfg->root);
+    if (rc < 0) {
+        fprintf(stderr, "mlwatch: --root %s: %s\n", cfg->root, strerror(-rc));
+        return -1;
+    }
+    rt->procmap = mw_procmap_new(&rt->host);
+    rt->env = (mw_env){cfg, &rt->host, rt->procmap};
+    rt->set = mw_collector_set_new(&rt->env);
+    return 0;
+}
+
+static void runtime_close(runtime *rt)
+{
+    mw_collector_set_free(rt->set);
+    mw_procmap_free(rt->procmap);
+    mw_hostfs_close(&rt->host);
+}
+
+static mw_snapshot *collect_once(runtime *rt)
+{
+    mw_snapshot *snap = mw_snapshot_new();
+    mw_collector_set_run(rt->set, snap);
+    return snap;
+}
+
+int mw_metrics_once(const mw_config *cfg, FILE *out)
+{
+    runtime rt;
+    if (runtime_open(&rt, cfg) < 0) return 1;
+    mw_snapshot *snap = collect_once(&rt);
+    mw_buf b;
+    mw_buf_init(&b, 0);
+    mw_render(snap, strcmp(cfg->format, "openmetrics") == 0 ? MW_FMT_OPENMETRICS : MW_FMT_TEXT,
+              &b);
+    int rc = fwrite(b.data, 1, b.len, out) == b.len && fflush(out) == 0 ? 0 : 1;
+    mw_buf_free(&b);
+    mw_snapshot_free(snap);
+    runtime_close(&rt);
+    return rc;
+}
+
+static void add_ns(struct timespec *t, int64_t ns)
+{
+    t->tv_nsec += ns % 1000000000;
+    t->tv_sec += ns / 1000000000;
+    if (t->tv_nsec >= 1000000000) {
+        t->tv_nsec -= 1000000000;
+        t->tv_sec++;
+    }
+}
+
+int mw_agent_run(const mw_config *cfg)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    runtime rt;
+    if (runtime_open(&rt, cfg) < 0) return 1;
+    mw_published *pub = mw_published_new();
+    mw_http_server *http = mw_http_new(0);
+    mw_http_route(http, "GET", "/metrics", 0, mw_metrics_handler, pub);
+    mw_http_route(http, "GET", "/-/healthy", 0, healthy_handler, NULL);
+    mw_http_route(http, "GET", "/-/ready", 0, ready_handler, NULL);
+    mw_http_route(http, "GET", "/", 1, landing_handler, NULL);
+    char err[512];
+    if (mw_http_start(http, cfg->listen, err, sizeof(err)) < 0) {
+        fprintf(stderr, "mlwatch: --listen %s: %s\n", cfg->listen, err);
+        mw_http_free(http);
+        mw_published_free(pub);
+        runtime_close(&rt);
+        return 1;
+    }
+    char iv[32];
+    mw_format_duration(cfg->interval_ms, iv, sizeof(iv));
+    mw_log(MW_LOG_INFO, "agent", "mlwatch %s listening on %s (port %d), root %s, interval %s",
+           MLWATCH_VERSION, cfg->listen, mw_http_port(http), cfg->root, iv);
+
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    while (!stop_requested) {
+        mw_published_update(pub, collect_once(&rt));
+        atomic_store(&ready, 1);
+        add_ns(&next, cfg->interval_ms * 1000000);
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec > next.tv_sec || (now.tv_sec == next.tv_sec && now.tv_nsec > next.tv_nsec)) {
+            /* A cycle overran the interval: skip ahead instead of bursting. */
+            next = now;
+            continue;
+        }
+        while (!stop_requested &&
+               clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {
+        }
+    }
+    mw_log(MW_LOG_INFO, "agent", "stopping");
+    mw_http_free(http);
+    mw_published_free(pub);
+    runtime_close(&rt);
+    return 0;
+}

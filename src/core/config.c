@@ -1,0 +1,409 @@
+/* config.c - settings from flags and YAML, driven by one options table. */
+#include "config.h"
+#include "log.h"
+#include "units.h"
+#include "util.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+int (*mw_config_collector_exists)(const char *name);
+
+typedef enum { OPT_STRING, OPT_PATH, OPT_DURATION, OPT_LIST } opt_type;
+
+typedef struct option {
+    const char *name; /* flag "--name"; YAML key is name with '-' as '_' */
+    opt_type type;
+    size_t offset, size; /* field in mw_config; for OPT_LIST the count field */
+    size_t count_offset;
+    const char *def;  /* default, as text (documentation) */
+    const char *help;
+    /* Extra validation; writes the reason into why. */
+    int (*validate)(const char *value, char *why, size_t whysize);
+} option;
+
+static int check_listen(const char *v, char *why, size_t n)
+{
+    char host[256];
+    uint16_t port;
+    if (mw_parse_listen(v, host, sizeof(host), &port) == 0) return 0;
+    snprintf(why, n, "must be ADDR:PORT with a port from 0 to 65535, like :%d or 127.0.0.1:%d",
+             MW_DEFAULT_PORT, MW_DEFAULT_PORT);
+    return -1;
+}
+
+static int check_log_level(const char *v, char *why, size_t n)
+{
+    mw_log_level l;
+    if (mw_log_level_parse(v, &l) == 0) return 0;
+    snprintf(why, n, "must be one of debug, info, warn, error");
+    return -1;
+}
+
+static int check_format(const char *v, char *why, size_t n)
+{
+    if (strcmp(v, "text") == 0 || strcmp(v, "openmetrics") == 0) return 0;
+    snprintf(why, n, "must be text or openmetrics");
+    return -1;
+}
+
+static int check_collector(const char *v, char *why, size_t n)
+{
+    if (!mw_config_collector_exists || mw_config_collector_exists(v)) return 0;
+    snprintf(why, n, "no collector named '%s' (see `mlwatch help`)", v);
+    return -1;
+}
+
+#define FIELD(f) offsetof(mw_config, f), sizeof(((mw_config *)0)->f)
+
+static const option options[] = {
+    {"root", OPT_PATH, FIELD(root), 0, "/",
+     "Host prefix under which /proc, /sys, /var/log/pods and /var/lib/kubelet are read", NULL},
+    {"listen", OPT_STRING, FIELD(listen), 0, ":10230",
+     "ADDR:PORT for /metrics and the API (empty ADDR = all interfaces)", check_listen},
+    {"interval", OPT_DURATION, FIELD(interval_ms), 0, "1s", "Collection interval", NULL},
+    {"config", OPT_PATH, FIELD(config_path), 0, "", "YAML configuration file", NULL},
+    {"log-level", OPT_STRING, FIELD(log_level), 0, "info", "debug, info, warn or error",
+     check_log_level},
+    {"format", OPT_STRING, FIELD(format), 0, "text",
+     "`mlwatch metrics` output: text (Prometheus 0.0.4) or openmetrics", check_format},
+    {"collectors", OPT_LIST, FIELD(collectors), offsetof(mw_config, ncollectors), "all",
+     "Comma-separated collectors to run", check_collector},
+    {"disable-collectors", OPT_LIST, FIELD(disable_collectors),
+     offsetof(mw_config, ndisable_collectors), "none", "Comma-separated collectors to switch off",
+     check_collector},
+};
+
+void mw_config_defaults(mw_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    mw_strlcpy(c->root, "/", sizeof(c->root));
+    snprintf(c->listen, sizeof(c->listen), ":%d", MW_DEFAULT_PORT);
+    c->interval_ms = 1000;
+    mw_strlcpy(c->log_level, "info", sizeof(c->log_level));
+    mw_strlcpy(c->format, "text", sizeof(c->format));
+}
+
+int mw_parse_listen(const char *s, char *host, size_t hostsize, uint16_t *port)
+{
+    const char *colon;
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        if (!close || close[1] != ':') return -1;
+        size_t n = (size_t)(close - s - 1);
+        if (n == 0 || n >= hostsize) return -1;
+        memcpy(host, s + 1, n);
+        host[n] = '\0';
+        colon = close + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (!colon) return -1;
+        size_t n = (size_t)(colon - s);
+        if (n >= hostsize || memchr(s, ':', n)) return -1;
+        memcpy(host, s, n);
+        host[n] = '\0';
+    }
+    const char *p = colon + 1;
+    char *end;
+    if (*p < '0' || *p > '9') return -1;
+    errno = 0;
+    long v = strtol(p, &end, 10);
+    if (*end || errno || v < 0 || v > 65535) return -1; /* 0: the kernel picks */
+    *port = (uint16_t)v;
+    return 0;
+}
+
+static void yaml_key_of(const option *o, char *out, size_t n)
+{
+    mw_strlcpy(out, o->name, n);
+    for (char *p = out; *p; p++)
+        if (*p == '-') *p = '_';
+}
+
+static const option *find_option(const char *name, int yaml)
+{
+    for (size_t i = 0; i < MW_ARRAY_LEN(options); i++) {
+        char key[64];
+        if (yaml)
+            yaml_key_of(&options[i], key, sizeof(key));
+        else
+            mw_strlcpy(key, options[i].name, sizeof(key));
+        if (strcmp(key, name) == 0) return &options[i];
+    }
+    return NULL;
+}
+
+/* Set one scalar value (or one list element when append is set). */
+static int set_value(mw_config *c, const option *o, const char *v, int append, char *why,
+                     size_t whysize)
+{
+    char *field = (char *)c + o->offset;
+    if (o->validate && o->type != OPT_LIST && o->validate(v, why, whysize) < 0) return -1;
+    switch (o->type) {
+    case OPT_STRING:
+    case OPT_PATH:
+        if (strlen(v) >= o->size) {
+            snprintf(why, whysize, "value is longer than %zu characters", o->size - 1);
+            return -1;
+        }
+        mw_strlcpy(field, v, o->size);
+        return 0;
+    case OPT_DURATION: {
+        int64_t ms;
+        if (mw_parse_duration_ms(v, &ms) < 0 || ms <= 0) {
+            snprintf(why, whysize, "invalid duration '%s' (examples: 1s, 500ms, 1m30s)", v);
+            return -1;
+        }
+        *(int64_t *)(void *)field = ms;
+        return 0;
+    }
+    case OPT_LIST: {
+        size_t *count = (size_t *)(void *)((char *)c + o->count_offset);
+        size_t elem = 32, cap = o->size / elem;
+        if (!append) *count = 0;
+        /* A flag value is comma-separated; a YAML sequence gives one item at a time. */
+        const char *p = v;
+        while (*p) {
+            const char *comma = strchr(p, ',');
+            size_t n = comma ? (size_t)(comma - p) : strlen(p);
+            char item[64];
+            if (n == 0 || n >= elem) {
+                snprintf(why, whysize, "invalid list item '%.*s'", (int)(n < 60 ? n : 60), p);
+                return -1;
+            }
+            memcpy(item, p, n);
+            item[n] = '\0';
+            if (o->validate && o->validate(item, why, whysize) < 0) return -1;
+            if (*count >= cap) {
+                snprintf(why, whysize, "more than %zu items", cap);
+                return -1;
+            }
+            mw_strlcpy(field + *count * elem, item, elem);
+            (*count)++;
+            p += n;
+            if (*p == ',') p++;
+        }
+        return 0;
+    }
+    }
+    return -1;
+}
+
+/* ---- YAML ---- */
+
+static int yaml_fail(char *err, size_t errsize, const char *name, const yaml_mark_t *m,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static int yaml_fail(char *err, size_t errsize, const char *name, const yaml_mark_t *m,
+                     const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    snprintf(err, errsize, "%s:%zu:%zu: %s", name, m->line + 1, m->column + 1, msg);
+    return -1;
+}
+
+static int load_document(mw_config *c, const char *name, yaml_document_t *doc, char *err,
+                         size_t errsize)
+{
+    yaml_node_t *root = yaml_document_get_root_node(doc);
+    if (!root) return 0; /* empty file: all defaults */
+    if (root->type == YAML_SCALAR_NODE && root->data.scalar.length == 0) return 0;
+    if (root->type != YAML_MAPPING_NODE)
+        return yaml_fail(err, errsize, name, &root->start_mark,
+                         "the top level must be a mapping of settings (key: value)");
+    for (yaml_node_pair_t *pair = root->data.mapping.pairs.start;
+         pair < root->data.mapping.pairs.top; pair++) {
+        yaml_node_t *k = yaml_document_get_node(doc, pair->key);
+        yaml_node_t *v = yaml_document_get_node(doc, pair->value);
+        if (!k || !v) continue;
+        if (k->type != YAML_SCALAR_NODE)
+            return yaml_fail(err, errsize, name, &k->start_mark, "keys must be plain names");
+        const char *key = (const char *)k->data.scalar.value;
+        const option *o = find_option(key, 1);
+        if (!o || strcmp(o->name, "config") == 0)
+            return yaml_fail(err, errsize, name, &k->start_mark, "unknown key '%s'", key);
+        char why[256];
+        if (o->type == OPT_LIST) {
+            size_t *count = (size_t *)(void *)((char *)c + o->count_offset);
+            *count = 0;
+            if (v->type == YAML_SCALAR_NODE) {
+                if (set_value(c, o, (const char *)v->data.scalar.value, 0, why, sizeof(why)) < 0)
+                    return yaml_fail(err, errsize, name, &v->start_mark, "%s: %s", key, why);
+            } else if (v->type == YAML_SEQUENCE_NODE) {
+                for (yaml_node_item_t *it = v->data.sequence.items.start;
+                     it < v->data.sequence.items.top; it++) {
+                    yaml_node_t *item = yaml_document_get_node(doc, *it);
+                    if (!item || item->type != YAML_SCALAR_NODE)
+                        return yaml_fail(err, errsize, name, item ? &item->start_mark : &v->start_mark,
+                                         "%s: list items must be names", key);
+                    if (set_value(c, o, (const char *)item->data.scalar.value, 1, why,
+                                  sizeof(why)) < 0)
+                        return yaml_fail(err, errsize, name, &item->start_mark, "%s: %s", key,
+                                         why);
+                }
+            } else {
+                return yaml_fail(err, errsize, name, &v->start_mark,
+                                 "%s: expected a list of names", key);
+            }
+            continue;
+        }
+        if (v->type != YAML_SCALAR_NODE)
+            return yaml_fail(err, errsize, name, &v->start_mark,
+                             "%s: expected a single value, got a %s", key,
+                             v->type == YAML_MAPPING_NODE ? "mapping" : "list");
+        if (set_value(c, o, (const char *)v->data.scalar.value, 0, why, sizeof(why)) < 0)
+            return yaml_fail(err, errsize, name, &v->start_mark, "%s: %s", key, why);
+    }
+    return 0;
+}
+
+int mw_config_load_string(mw_config *c, const char *name, const char *text, size_t len, char *err,
+                          size_t errsize)
+{
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    if (!yaml_parser_initialize(&parser)) {
+        snprintf(err, errsize, "%s: cannot initialise the YAML parser", name);
+        return -1;
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        snprintf(err, errsize, "%s:%zu:%zu: YAML syntax error: %s", name,
+                 parser.problem_mark.line + 1, parser.problem_mark.column + 1,
+                 parser.problem ? parser.problem : "unknown");
+        yaml_parser_delete(&parser);
+        return -1;
+    }
+    int rc = load_document(c, name, &doc, err, errsize);
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+int mw_config_load_file(mw_config *c, const char *path, char *err, size_t errsize)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errsize, "%s: cannot open config file: %s", path, strerror(errno));
+        return -1;
+    }
+    /* A configuration file is small; refuse anything absurd rather than read it. */
+    char *text = mw_xmalloc(1 << 20);
+    size_t len = fread(text, 1, 1 << 20, f);
+    int toolong = len == (1 << 20);
+    int rerr = ferror(f);
+    fclose(f);
+    if (rerr || toolong) {
+        snprintf(err, errsize, "%s: %s", path,
+                 rerr ? "cannot read config file" : "config file is larger than 1 MiB");
+        free(text);
+        return -1;
+    }
+    int rc = mw_config_load_string(c, path, text, len, err, errsize);
+    free(text);
+    return rc;
+}
+
+/* ---- flags ---- */
+
+int mw_config_from_args(mw_config *c, int argc, char **argv, int first, char **rest,
+                        size_t *nrest, size_t rest_cap, char *err, size_t errsize)
+{
+    if (nrest) *nrest = 0;
+    /* Pass 1: find --config so that the file is applied before other flags. */
+    for (int i = first; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) break;
+        const char *a = argv[i];
+        if (strncmp(a, "--config=", 9) == 0 || strcmp(a, "--config") == 0) {
+            const char *v = a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[i + 1] : NULL);
+            if (!v || !*v) {
+                snprintf(err, errsize, "--config: missing value");
+                return -1;
+            }
+            mw_strlcpy(c->config_path, v, sizeof(c->config_path));
+            if (mw_config_load_file(c, v, err, errsize) < 0) return -1;
+            mw_strlcpy(c->config_path, v, sizeof(c->config_path));
+        }
+    }
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            for (i++; i < argc; i++) {
+                if (!rest || *nrest >= rest_cap) {
+                    snprintf(err, errsize, "unexpected argument '%s'", argv[i]);
+                    return -1;
+                }
+                rest[(*nrest)++] = argv[i];
+            }
+            break;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            if (!rest || *nrest >= rest_cap) {
+                snprintf(err, errsize, "unexpected argument '%s'", a);
+                return -1;
+            }
+            rest[(*nrest)++] = argv[i];
+            continue;
+        }
+        char name[64];
+        const char *eq = strchr(a + 2, '=');
+        size_t n = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (n >= sizeof(name)) n = sizeof(name) - 1;
+        memcpy(name, a + 2, n);
+        name[n] = '\0';
+        const option *o = find_option(name, 0);
+        if (!o) {
+            snprintf(err, errsize, "unknown flag '--%s' (see `mlwatch help`)", name);
+            return -1;
+        }
+        const char *v;
+        if (eq)
+            v = eq + 1;
+        else if (i + 1 < argc)
+            v = argv[++i];
+        else {
+            snprintf(err, errsize, "--%s: missing value", name);
+            return -1;
+        }
+        if (strcmp(o->name, "config") == 0) continue; /* handled in pass 1 */
+        char why[256];
+        if (set_value(c, o, v, 0, why, sizeof(why)) < 0) {
+            snprintf(err, errsize, "--%s: %s", name, why);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void mw_config_print_help(FILE *out)
+{
+    for (size_t i = 0; i < MW_ARRAY_LEN(options); i++) {
+        const option *o = &options[i];
+        char flag[80];
+        snprintf(flag, sizeof(flag), "--%s %s", o->name,
+                 o->type == OPT_DURATION ? "DURATION"
+                 : o->type == OPT_LIST   ? "LIST"
+                 : o->type == OPT_PATH   ? "PATH"
+                                         : "VALUE");
+        fprintf(out, "  %-30s %s (default: %s)\n", flag, o->help, o->def[0] ? o->def : "none");
+    }
+}
+
+void mw_config_print_markdown(FILE *out)
+{
+    fprintf(out, "| flag | YAML key | default | meaning |\n|---|---|---|---|\n");
+    for (size_t i = 0; i < MW_ARRAY_LEN(options); i++) {
+        char key[64];
+        yaml_key_of(&options[i], key, sizeof(key));
+        fprintf(out, "| `--%s` | `%s` | `%s` | %s |\n", options[i].name,
+                strcmp(options[i].name, "config") == 0 ? "(flag only)" : key,
+                options[i].def[0] ? options[i].def : "", options[i].help);
+    }
+}

@@ -1,0 +1,127 @@
+/* hostfs.c - bounded reads of host files under a root prefix, see hostfs.h. */
+#include "hostfs.h"
+#include "parse.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int mw_hostfs_open(mw_hostfs *h, const char *root)
+{
+    if (!root || !*root) root = "/";
+    int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    h->rootfd = fd;
+    mw_strlcpy(h->root, root, sizeof(h->root));
+    return 0;
+}
+
+void mw_hostfs_close(mw_hostfs *h)
+{
+    if (h->rootfd >= 0) close(h->rootfd);
+    h->rootfd = -1;
+}
+
+static const char *rel(const char *path)
+{
+    while (*path == '/') path++;
+    return *path ? path : ".";
+}
+
+int mw_readat(int dirfd, const char *name, mw_buf *buf, size_t max)
+{
+    if (!max) max = MW_HOSTFS_MAX_FILE;
+    int fd = openat(dirfd, rel(name), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return -errno;
+    mw_buf_clear(buf);
+    int rc = 0;
+    for (;;) {
+        /* sysfs and procfs files are small; one page is the common case. */
+        if (mw_buf_reserve(buf, 4096) < 0) {
+            rc = -ENOMEM;
+            break;
+        }
+        size_t room = buf->cap - buf->len - 1;
+        ssize_t n = read(fd, buf->data + buf->len, room);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            rc = -errno;
+            break;
+        }
+        if (n == 0) break;
+        buf->len += (size_t)n;
+        if (buf->len > max) {
+            rc = -EFBIG;
+            break;
+        }
+    }
+    if (buf->data) buf->data[buf->len] = '\0';
+    close(fd);
+    if (rc < 0) mw_buf_clear(buf);
+    return rc;
+}
+
+int mw_hostfs_read(const mw_hostfs *h, const char *path, mw_buf *buf, size_t max)
+{
+    return mw_readat(h->rootfd, path, buf, max);
+}
+
+static int read_small(int dirfd, const char *name, char *tmp, size_t size)
+{
+    int fd = openat(dirfd, rel(name), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return -errno;
+    ssize_t n;
+    do
+        n = read(fd, tmp, size - 1);
+    while (n < 0 && errno == EINTR);
+    int e = errno;
+    close(fd);
+    if (n < 0) return -e;
+    tmp[n] = '\0';
+    return (int)n;
+}
+
+int mw_read_u64at(int dirfd, const char *name, uint64_t *out)
+{
+    char tmp[64];
+    int n = read_small(dirfd, name, tmp, sizeof(tmp));
+    if (n < 0) return n;
+    const char *p = tmp;
+    if (mw_parse_u64(&p, out) < 0) return -EINVAL;
+    while (*p == ' ' || *p == '\n') p++;
+    return *p ? -EINVAL : 0;
+}
+
+int mw_read_lineat(int dirfd, const char *name, char *out, size_t size)
+{
+    char tmp[512];
+    int n = read_small(dirfd, name, tmp, sizeof(tmp));
+    if (n < 0) return n;
+    char *nl = memchr(tmp, '\n', (size_t)n);
+    if (nl) *nl = '\0';
+    mw_strlcpy(out, tmp, size);
+    return 0;
+}
+
+int mw_hostfs_opendirfd(const mw_hostfs *h, const char *path)
+{
+    int fd = openat(h->rootfd, rel(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+DIR *mw_fdopendir_dup(int fd)
+{
+    int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (d < 0) return NULL;
+    DIR *dir = fdopendir(d);
+    if (!dir) {
+        int e = errno;
+        close(d);
+        errno = e;
+        return NULL;
+    }
+    return dir;
+}

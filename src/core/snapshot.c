@@ -1,0 +1,155 @@
+/* snapshot.c - one collection cycle's samples, see snapshot.h. */
+#include "snapshot.h"
+#include "util.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t hash_name(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+mw_snapshot *mw_snapshot_new(void)
+{
+    mw_snapshot *s = mw_xcalloc(1, sizeof(*s));
+    mw_arena_init(&s->arena, 64 * 1024);
+    s->nslots = 256;
+    s->slots = mw_xcalloc(s->nslots, sizeof(*s->slots));
+    s->timestamp_ms = mw_now_ms();
+    return s;
+}
+
+void mw_snapshot_free(mw_snapshot *s)
+{
+    if (!s) return;
+    mw_arena_free(&s->arena);
+    free(s->slots);
+    free(s);
+}
+
+static size_t find_slot(mw_family **slots, size_t nslots, const char *name)
+{
+    size_t i = hash_name(name) & (nslots - 1);
+    while (slots[i] && strcmp(slots[i]->desc->name, name) != 0) i = (i + 1) & (nslots - 1);
+    return i;
+}
+
+static void grow(mw_snapshot *s)
+{
+    size_t n = s->nslots * 2;
+    mw_family **slots = mw_xcalloc(n, sizeof(*slots));
+    for (mw_family *f = s->first; f; f = f->next) slots[find_slot(slots, n, f->desc->name)] = f;
+    free(s->slots);
+    s->slots = slots;
+    s->nslots = n;
+}
+
+static mw_family *family_for(mw_snapshot *s, const mw_metric_desc *d)
+{
+    size_t i = find_slot(s->slots, s->nslots, d->name);
+    if (s->slots[i]) return s->slots[i];
+    if ((s->nfamilies + 1) * 2 > s->nslots) {
+        grow(s);
+        i = find_slot(s->slots, s->nslots, d->name);
+    }
+    mw_family *f = mw_arena_alloc(&s->arena, sizeof(*f));
+    memset(f, 0, sizeof(*f));
+    f->desc = d;
+    if (s->last)
+        s->last->next = f;
+    else
+        s->first = f;
+    s->last = f;
+    s->slots[i] = f;
+    s->nfamilies++;
+    return f;
+}
+
+void mw_emitv(mw_snapshot *s, const mw_metric_desc *d, double value, size_t nlabels,
+              const mw_label *labels)
+{
+    if (nlabels > MW_MAX_LABELS) nlabels = MW_MAX_LABELS;
+    mw_family *f = family_for(s, d);
+    mw_sample *smp = mw_arena_alloc(&s->arena, sizeof(*smp) + nlabels * sizeof(mw_label));
+    smp->next = NULL;
+    smp->value = value;
+    smp->nlabels = (uint32_t)nlabels;
+    for (size_t i = 0; i < nlabels; i++) {
+        smp->labels[i].name = labels[i].name;
+        smp->labels[i].value = mw_arena_strdup(&s->arena, labels[i].value ? labels[i].value : "");
+    }
+    if (f->last)
+        f->last->next = smp;
+    else
+        f->first = smp;
+    f->last = smp;
+    f->nsamples++;
+    s->nsamples++;
+}
+
+void mw_emit(mw_snapshot *s, const mw_metric_desc *d, double value, ...)
+{
+    mw_label labels[MW_MAX_LABELS];
+    size_t n = 0;
+    va_list ap;
+    va_start(ap, value);
+    for (;;) {
+        const char *name = va_arg(ap, const char *);
+        if (!name) break;
+        const char *val = va_arg(ap, const char *);
+        if (n < MW_MAX_LABELS) {
+            labels[n].name = name;
+            labels[n].value = val;
+            n++;
+        }
+    }
+    va_end(ap);
+    mw_emitv(s, d, value, n, labels);
+}
+
+const mw_family *mw_snapshot_find(const mw_snapshot *s, const char *name)
+{
+    size_t i = find_slot(s->slots, s->nslots, name);
+    return s->slots[i];
+}
+
+static int sample_has(const mw_sample *smp, const char *name, const char *value)
+{
+    for (uint32_t i = 0; i < smp->nlabels; i++)
+        if (strcmp(smp->labels[i].name, name) == 0) return strcmp(smp->labels[i].value, value) == 0;
+    return value[0] == '\0'; /* an absent label equals the empty value */
+}
+
+int mw_snapshot_get(const mw_snapshot *s, const char *name, double *out, ...)
+{
+    const mw_family *f = mw_snapshot_find(s, name);
+    if (!f) return -1;
+    const char *want[2 * MW_MAX_LABELS];
+    size_t n = 0;
+    va_list ap;
+    va_start(ap, out);
+    for (;;) {
+        const char *k = va_arg(ap, const char *);
+        if (!k) break;
+        const char *v = va_arg(ap, const char *);
+        if (n < 2 * MW_MAX_LABELS) {
+            want[n++] = k;
+            want[n++] = v;
+        }
+    }
+    va_end(ap);
+    for (const mw_sample *smp = f->first; smp; smp = smp->next) {
+        size_t i;
+        for (i = 0; i < n; i += 2)
+            if (!sample_has(smp, want[i], want[i + 1])) break;
+        if (i == n) {
+            *out = smp->value;
+            return 0;
+        }
+    }
+    return -1;
+}

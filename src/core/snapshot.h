@@ -1,0 +1,76 @@
+/* snapshot.h - the samples of one collection cycle.
+ *
+ * Collectors describe each metric family once, statically (mw_metric_desc),
+ * and add samples to the cycle's snapshot with mw_emit(). The snapshot owns
+ * copies of every label value in its arena; it is immutable once published
+ * and is what /metrics renders, what the store will ingest, and what derived
+ * computations (energy, idle sessions) read.
+ *
+ * Label names must be string literals (they are not copied). */
+#ifndef MW_SNAPSHOT_H
+#define MW_SNAPSHOT_H
+
+#include "arena.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { MW_GAUGE, MW_COUNTER, MW_INFO } mw_metric_type;
+
+/* Naming rules (checked by tests/unit/test_metric_names.c):
+ *  - name starts with "mlwatch_", counters end in "_total", info in "_info";
+ *  - a non-empty unit is a base unit and the name ends in "_<unit>" (before
+ *    "_total" for counters). */
+typedef struct mw_metric_desc {
+    const char *name; /* full sample name, e.g. "mlwatch_cpu_seconds_total" */
+    const char *help;
+    const char *unit; /* "seconds", "bytes", "joules", ... or "" */
+    mw_metric_type type;
+} mw_metric_desc;
+
+typedef struct mw_label {
+    const char *name;
+    const char *value;
+} mw_label;
+
+typedef struct mw_sample {
+    struct mw_sample *next;
+    double value;
+    uint32_t nlabels;
+    mw_label labels[];
+} mw_sample;
+
+typedef struct mw_family {
+    struct mw_family *next; /* order of first emission */
+    const mw_metric_desc *desc;
+    mw_sample *first, *last;
+    size_t nsamples;
+} mw_family;
+
+typedef struct mw_snapshot {
+    mw_arena arena;
+    mw_family *first, *last;
+    mw_family **slots; /* open-addressing index by name */
+    size_t nslots, nfamilies, nsamples;
+    int64_t timestamp_ms; /* when collection of this cycle began */
+} mw_snapshot;
+
+#define MW_MAX_LABELS 16
+
+mw_snapshot *mw_snapshot_new(void);
+void mw_snapshot_free(mw_snapshot *s);
+
+/* Add one sample. Variadic arguments are label name/value pairs ending with
+ * NULL: mw_emit(s, &CPU_SECONDS, 12.5, "cpu", "0", "mode", "user", NULL).
+ * A NULL value is written as "". */
+void mw_emit(mw_snapshot *s, const mw_metric_desc *d, double value, ...);
+void mw_emitv(mw_snapshot *s, const mw_metric_desc *d, double value, size_t nlabels,
+              const mw_label *labels);
+
+const mw_family *mw_snapshot_find(const mw_snapshot *s, const char *name);
+/* The value of the first sample of NAME whose labels include all given pairs
+ * (NULL-terminated name/value list); returns 0 and sets *out, or -1. Used by
+ * tests and derived computations. */
+int mw_snapshot_get(const mw_snapshot *s, const char *name, double *out, ...);
+
+#endif

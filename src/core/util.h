@@ -1,0 +1,26 @@
+/* util.h - small helpers every module uses: checked allocation, time,
+ * bounded string copies. */
+#ifndef MW_UTIL_H
+#define MW_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MW_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+void *mw_xmalloc(size_t n);
+void *mw_xcalloc(size_t n, size_t size);
+void *mw_xrealloc(void *p, size_t n);
+char *mw_xstrdup(const char *s);
+
+/* Wall-clock milliseconds since the epoch (sample timestamps). */
+int64_t mw_now_ms(void);
+/* Monotonic nanoseconds (durations, scheduling). */
+int64_t mw_mono_ns(void);
+/* CPU time consumed by the calling thread, nanoseconds. */
+int64_t mw_thread_cpu_ns(void);
+
+/* strlcpy semantics: always terminates, returns strlen(src). */
+size_t mw_strlcpy(char *dst, const char *src, size_t size);
+
+#endif

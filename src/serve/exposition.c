@@ -1,0 +1,169 @@
+/* exposition.c - Prometheus text 0.0.4 and OpenMetrics 1.0 rendering. */
+#include "exposition.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+void mw_format_value(double v, char *out, size_t size)
+{
+    if (isnan(v)) {
+        snprintf(out, size, "NaN");
+        return;
+    }
+    if (isinf(v)) {
+        snprintf(out, size, v > 0 ? "+Inf" : "-Inf");
+        return;
+    }
+    /* Integers (counters, bytes) are the common case: print them exactly. */
+    if (v == floor(v) && fabs(v) < 9007199254740992.0) {
+        snprintf(out, size, "%lld", (long long)v);
+        return;
+    }
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(out, size, "%.*g", prec, v);
+        if (strtod(out, NULL) == v) return;
+    }
+}
+
+static void put_escaped(mw_buf *b, const char *s, int quote)
+{
+    const char *run = s;
+    for (const char *p = s; *p; p++) {
+        const char *esc = NULL;
+        if (*p == '\\')
+            esc = "\\\\";
+        else if (*p == '\n')
+            esc = "\\n";
+        else if (*p == '"' && quote)
+            esc = "\\\"";
+        if (esc) {
+            mw_buf_append(b, run, (size_t)(p - run));
+            mw_buf_puts(b, esc);
+            run = p + 1;
+        }
+    }
+    mw_buf_puts(b, run);
+}
+
+/* Family name in OpenMetrics: counters drop "_total", info drops "_info". */
+static size_t om_family_len(const mw_metric_desc *d)
+{
+    size_t n = strlen(d->name);
+    if (d->type == MW_COUNTER && n > 6 && strcmp(d->name + n - 6, "_total") == 0) return n - 6;
+    if (d->type == MW_INFO && n > 5 && strcmp(d->name + n - 5, "_info") == 0) return n - 5;
+    return n;
+}
+
+static void put_sample(mw_buf *b, const char *name, const mw_sample *smp)
+{
+    char num[40];
+    mw_buf_puts(b, name);
+    if (smp->nlabels) {
+        mw_buf_putc(b, '{');
+        for (uint32_t i = 0; i < smp->nlabels; i++) {
+            if (i) mw_buf_putc(b, ',');
+            mw_buf_puts(b, smp->labels[i].name);
+            mw_buf_append(b, "=\"", 2);
+            put_escaped(b, smp->labels[i].value, 1);
+            mw_buf_putc(b, '"');
+        }
+        mw_buf_putc(b, '}');
+    }
+    mw_buf_putc(b, ' ');
+    mw_format_value(smp->value, num, sizeof(num));
+    mw_buf_puts(b, num);
+    mw_buf_putc(b, '\n');
+}
+
+void mw_render(const mw_snapshot *s, mw_format fmt, mw_buf *out)
+{
+    static const char *text_types[] = {"gauge", "counter", "gauge"};
+    static const char *om_types[] = {"gauge", "counter", "info"};
+    for (const mw_family *f = s->first; f; f = f->next) {
+        const mw_metric_desc *d = f->desc;
+        if (fmt == MW_FMT_TEXT) {
+            mw_buf_printf(out, "# HELP %s ", d->name);
+            put_escaped(out, d->help, 0);
+            mw_buf_printf(out, "\n# TYPE %s %s\n", d->name, text_types[d->type]);
+        } else {
+            int n = (int)om_family_len(d);
+            mw_buf_printf(out, "# HELP %.*s ", n, d->name);
+            put_escaped(out, d->help, 1);
+            mw_buf_printf(out, "\n# TYPE %.*s %s\n", n, d->name, om_types[d->type]);
+            if (d->unit[0]) mw_buf_printf(out, "# UNIT %.*s %s\n", n, d->name, d->unit);
+        }
+        for (const mw_sample *smp = f->first; smp; smp = smp->next) put_sample(out, d->name, smp);
+    }
+    if (fmt == MW_FMT_OPENMETRICS) mw_buf_puts(out, "# EOF\n");
+}
+
+/* Split the next comma-separated element of a header; returns its length. */
+static size_t next_elem(const char **p, const char **start)
+{
+    while (**p == ' ' || **p == ',') (*p)++;
+    *start = *p;
+    while (**p && **p != ',') (*p)++;
+    return (size_t)(*p - *start);
+}
+
+/* q-value of one element ("type;a=b;q=0.5"), 1.0 by default. */
+static double elem_q(const char *e, size_t n)
+{
+    const char *end = e + n;
+    for (const char *p = e; p < end; p++) {
+        if (*p != ';') continue;
+        const char *q = p + 1;
+        while (q < end && *q == ' ') q++;
+        if (q + 1 < end && (q[0] == 'q' || q[0] == 'Q') && q[1] == '=') {
+            double v = strtod(q + 2, NULL);
+            return v < 0 ? 0 : v > 1 ? 1 : v;
+        }
+    }
+    return 1.0;
+}
+
+static int elem_is(const char *e, size_t n, const char *type)
+{
+    size_t t = strlen(type);
+    if (n < t || strncasecmp(e, type, t) != 0) return 0;
+    return n == t || e[t] == ';' || e[t] == ' ';
+}
+
+mw_format mw_negotiate_format(const char *accept)
+{
+    if (!accept) return MW_FMT_TEXT;
+    double best_q = 0;
+    mw_format best = MW_FMT_TEXT;
+    const char *p = accept, *e;
+    size_t n;
+    while ((n = next_elem(&p, &e)) > 0) {
+        double q = elem_q(e, n);
+        int is_om = elem_is(e, n, "application/openmetrics-text");
+        int is_text = elem_is(e, n, "text/plain");
+        if (is_om) {
+            /* Only versions we speak: 1.0.0 and the 0.0.1 draft it grew from. */
+            const char *v = strstr(e, "version=");
+            if (v && v < e + n && strncmp(v + 8, "1.0.0", 5) != 0 && strncmp(v + 8, "0.0.1", 5) != 0)
+                continue;
+        }
+        if (!is_om && !is_text) continue;
+        if (q > best_q) {
+            best_q = q;
+            best = is_om ? MW_FMT_OPENMETRICS : MW_FMT_TEXT;
+        }
+    }
+    return best;
+}
+
+int mw_accepts_gzip(const char *accept_encoding)
+{
+    if (!accept_encoding) return 0;
+    const char *p = accept_encoding, *e;
+    size_t n;
+    while ((n = next_elem(&p, &e)) > 0)
+        if (elem_is(e, n, "gzip")) return elem_q(e, n) > 0;
+    return 0;
+}

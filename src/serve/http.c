@@ -1,0 +1,252 @@
+/* http.c - routing and bounded request handling over libmicrohttpd. */
+#include "http.h"
+#include "../core/buf.h"
+#include "../core/config.h"
+#include "../core/log.h"
+#include "../core/util.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define MAX_ROUTES 64
+
+typedef struct route {
+    const char *method, *path;
+    int prefix;
+    mw_http_handler h;
+    void *cls;
+} route;
+
+struct mw_http_server {
+    struct MHD_Daemon *d;
+    route routes[MAX_ROUTES];
+    int nroutes;
+    size_t max_body;
+    int port;
+};
+
+/* Per-connection state while a request body arrives. */
+typedef struct pending {
+    mw_buf body;
+    int too_large;
+} pending;
+
+mw_http_server *mw_http_new(size_t max_body)
+{
+    mw_http_server *s = mw_xcalloc(1, sizeof(*s));
+    s->max_body = max_body ? max_body : (16u << 20);
+    return s;
+}
+
+void mw_http_route(mw_http_server *s, const char *method, const char *path, int prefix,
+                   mw_http_handler h, void *cls)
+{
+    if (s->nroutes >= MAX_ROUTES) abort(); /* programming error */
+    s->routes[s->nroutes++] = (route){method, path, prefix, h, cls};
+}
+
+const char *mw_http_header(const mw_http_request *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+const char *mw_http_arg(const mw_http_request *r, const char *name)
+{
+    const char *v = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+    if (!v) v = MHD_lookup_connection_value(r->conn, MHD_POSTDATA_KIND, name);
+    return v;
+}
+
+void mw_http_add_header(mw_http_response *resp, const char *name, const char *value)
+{
+    if (resp->nheaders >= MW_HTTP_MAX_HEADERS) return;
+    resp->header_names[resp->nheaders] = name;
+    resp->header_values[resp->nheaders] = value;
+    resp->nheaders++;
+}
+
+void mw_http_text(mw_http_response *resp, int status, const char *fmt, ...)
+{
+    mw_buf b;
+    mw_buf_init(&b, 0);
+    va_list ap;
+    va_start(ap, fmt);
+    mw_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    resp->status = status;
+    resp->content_type = "text/plain; charset=utf-8";
+    resp->body = mw_buf_steal(&b, &resp->len);
+    resp->free_fn = NULL;
+    resp->body_static = 0;
+}
+
+static const route *find_route(const mw_http_server *s, const char *method, const char *path,
+                               int *method_mismatch)
+{
+    *method_mismatch = 0;
+    for (int i = 0; i < s->nroutes; i++) {
+        const route *r = &s->routes[i];
+        int match = r->prefix ? strncmp(path, r->path, strlen(r->path)) == 0
+                              : strcmp(path, r->path) == 0;
+        if (!match) continue;
+        if (r->method && strcmp(r->method, method) != 0) {
+            *method_mismatch = 1;
+            continue;
+        }
+        return r;
+    }
+    return NULL;
+}
+
+static void free_body_cb(void *cls)
+{
+    free(cls);
+}
+
+static enum MHD_Result send_response(struct MHD_Connection *conn, mw_http_response *resp)
+{
+    struct MHD_Response *r;
+    if (resp->body_static)
+        r = MHD_create_response_from_buffer(resp->len, resp->body, MHD_RESPMEM_PERSISTENT);
+    else if (resp->free_fn)
+        r = MHD_create_response_from_buffer_with_free_callback_cls(resp->len, resp->body,
+                                                                    resp->free_fn, resp->free_cls);
+    else
+        r = MHD_create_response_from_buffer_with_free_callback_cls(resp->len, resp->body,
+                                                                    free_body_cb, resp->body);
+    if (!r) return MHD_NO;
+    if (resp->content_type) MHD_add_response_header(r, "Content-Type", resp->content_type);
+    for (int i = 0; i < resp->nheaders; i++)
+        MHD_add_response_header(r, resp->header_names[i], resp->header_values[i]);
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)resp->status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    mw_http_server *s = cls;
+    pending *p = *con_cls;
+    if (!p) {
+        p = mw_xcalloc(1, sizeof(*p));
+        mw_buf_init(&p->body, s->max_body);
+        *con_cls = p;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (!p->too_large && mw_buf_append(&p->body, upload, *upload_size) < 0) p->too_large = 1;
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    mw_http_response resp = {0};
+    if (p->too_large) {
+        mw_http_text(&resp, 413, "request body larger than %zu bytes\n", s->max_body);
+        return send_response(conn, &resp);
+    }
+    int wrong_method;
+    const route *r = find_route(s, method, url, &wrong_method);
+    if (!r) {
+        if (wrong_method)
+            mw_http_text(&resp, 405, "method %s not allowed on %s\n", method, url);
+        else
+            mw_http_text(&resp, 404, "no such path: %s\n", url);
+        return send_response(conn, &resp);
+    }
+    mw_http_request req = {method, url, p->body.data ? p->body.data : "", p->body.len, conn};
+    resp.status = 200;
+    r->h(r->cls, &req, &resp);
+    return send_response(conn, &resp);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    pending *p = *con_cls;
+    if (!p) return;
+    mw_buf_free(&p->body);
+    free(p);
+    *con_cls = NULL;
+}
+
+int mw_http_start(mw_http_server *s, const char *listen, char *err, size_t errsize)
+{
+    char host[256];
+    uint16_t port;
+    if (mw_parse_listen(listen, host, sizeof(host), &port) < 0) {
+        snprintf(err, errsize, "invalid listen address '%s'", listen);
+        return -1;
+    }
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof(ss));
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
+    if (host[0] == '\0') {
+        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+        a6->sin6_family = AF_INET6;
+        a6->sin6_addr = in6addr_any;
+        a6->sin6_port = htons(port);
+        flags |= MHD_USE_DUAL_STACK;
+    } else {
+        struct addrinfo hints = {0}, *ai = NULL;
+        hints.ai_socktype = SOCK_STREAM;
+        hints.ai_flags = AI_NUMERICSERV;
+        char portstr[8];
+        snprintf(portstr, sizeof(portstr), "%u", port);
+        int rc = getaddrinfo(host, portstr, &hints, &ai);
+        if (rc != 0 || !ai) {
+            snprintf(err, errsize, "cannot resolve listen address '%s': %s", host,
+                     gai_strerror(rc));
+            return -1;
+        }
+        memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
+        if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+        freeaddrinfo(ai);
+    }
+    for (int attempt = 0; attempt < 2 && !s->d; attempt++) {
+        s->d = MHD_start_daemon(flags, port, NULL, NULL, on_request, s,
+                                MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                                MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                                MHD_OPTION_THREAD_POOL_SIZE, (unsigned)2,
+                                MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
+                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
+        if (!s->d && host[0] == '\0' && attempt == 0) {
+            /* No IPv6 on this host: fall back to all IPv4 interfaces. */
+            memset(&ss, 0, sizeof(ss));
+            struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+            a4->sin_family = AF_INET;
+            a4->sin_addr.s_addr = htonl(INADDR_ANY);
+            a4->sin_port = htons(port);
+            flags &= ~(unsigned)MHD_USE_DUAL_STACK;
+        }
+    }
+    if (!s->d) {
+        snprintf(err, errsize, "cannot listen on %s (address in use or not available)", listen);
+        return -1;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = info ? info->port : port;
+    return 0;
+}
+
+int mw_http_port(const mw_http_server *s)
+{
+    return s->port;
+}
+
+void mw_http_free(mw_http_server *s)
+{
+    if (!s) return;
+    if (s->d) MHD_stop_daemon(s->d);
+    free(s);
+}

@@ -1,0 +1,58 @@
+/* http.h - the one HTTP layer: a small router on top of libmicrohttpd.
+ *
+ * Handlers are registered before mw_http_start() and run on the server's
+ * thread pool; they fill a mw_http_response whose body the server frees
+ * (through free_fn) once it has been sent. Request bodies are read up to a
+ * bound (413 beyond it). */
+#ifndef MW_HTTP_H
+#define MW_HTTP_H
+
+#include <stddef.h>
+
+typedef struct mw_http_server mw_http_server;
+struct MHD_Connection;
+
+typedef struct mw_http_request {
+    const char *method;
+    const char *path; /* without the query string */
+    const char *body;
+    size_t body_len;
+    struct MHD_Connection *conn;
+} mw_http_request;
+
+#define MW_HTTP_MAX_HEADERS 4
+
+typedef struct mw_http_response {
+    int status;
+    const char *content_type;
+    char *body; /* owned by the response unless free_fn is NULL and static */
+    size_t len;
+    void (*free_fn)(void *cls); /* called with free_cls after sending; NULL = free(body) */
+    void *free_cls;
+    int body_static; /* body is a string literal: never freed */
+    const char *header_names[MW_HTTP_MAX_HEADERS];
+    const char *header_values[MW_HTTP_MAX_HEADERS];
+    int nheaders;
+} mw_http_response;
+
+typedef void (*mw_http_handler)(void *cls, const mw_http_request *req, mw_http_response *resp);
+
+mw_http_server *mw_http_new(size_t max_body);
+/* path matches exactly, or as a prefix when prefix is set. method NULL = any. */
+void mw_http_route(mw_http_server *s, const char *method, const char *path, int prefix,
+                   mw_http_handler h, void *cls);
+/* Bind and start serving on ADDR:PORT. Returns 0, or -1 with a message. */
+int mw_http_start(mw_http_server *s, const char *listen, char *err, size_t errsize);
+/* The port actually bound (useful with port 0 in tests). */
+int mw_http_port(const mw_http_server *s);
+void mw_http_free(mw_http_server *s); /* stops the server if running */
+
+const char *mw_http_header(const mw_http_request *r, const char *name);
+const char *mw_http_arg(const mw_http_request *r, const char *name);
+
+/* Fill resp with a static or formatted text body. */
+void mw_http_text(mw_http_response *resp, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void mw_http_add_header(mw_http_response *resp, const char *name, const char *value);
+
+#endif
