@@ -1,5 +1,5 @@
 /* psi.h - parser for pressure stall information files, shared by the host
- * pressure collector (/proc/pressure/*) and the cgroup collector
+ * pressure collector (/proc/pressure/cpu, memory, io) and the cgroup collector
  * (cpu.pressure, memory.pressure, io.pressure). */
 #ifndef MW_PSI_H
 #define MW_PSI_H
