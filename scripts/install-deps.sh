@@ -2,6 +2,7 @@
 # Install what mlwatch needs from Debian, only what is missing.
 #   scripts/install-deps.sh build   - to build and run the agent
 #   scripts/install-deps.sh test    - also what the test suite uses
+#   scripts/install-deps.sh bench   - also the tools benchmarks compare against
 set -euo pipefail
 what=${1:-build}
 
@@ -9,7 +10,9 @@ build_pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libyaml-dev zlib1
 test_pkgs=(libcmocka-dev clang libclang-rt-14-dev prometheus curl python3 procps)
 
 pkgs=("${build_pkgs[@]}")
+bench_pkgs=(prometheus-node-exporter bc curl)
 [ "$what" = test ] && pkgs+=("${test_pkgs[@]}")
+[ "$what" = bench ] && pkgs+=("${test_pkgs[@]}" "${bench_pkgs[@]}")
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# cli.sh - command line: help, version, and usage errors (one line, exit 2).
+source "$(dirname "$0")/lib.sh"
+
+# expect_usage_error EXPECTED_LINE ARGS...
+expect_usage_error() {
+    local want=$1
+    shift
+    set +e
+    "$MLWATCH_BIN" "$@" >"$WORK/out" 2>"$WORK/err"
+    local rc=$?
+    set -e
+    expect_eq "exit status of '$*'" 2 "$rc"
+    expect_eq "stderr lines of '$*'" 1 "$(wc -l <"$WORK/err")"
+    expect_eq "message of '$*'" "$want" "$(cat "$WORK/err")"
+    expect_eq "stdout of '$*'" "" "$(cat "$WORK/out")"
+}
+
+"$MLWATCH_BIN" --version | grep -Eq '^mlwatch [0-9]+\.[0-9]+\.[0-9]+ \(revision [0-9a-f]+|unknown\)$' ||
+    fail "--version output: $("$MLWATCH_BIN" --version)"
+ok
+"$MLWATCH_BIN" help >"$WORK/help"
+for word in "mlwatch agent" "mlwatch metrics" "--root" "--listen" "--interval" "--config" ":10230" "loadavg"; do
+    grep -q -- "$word" "$WORK/help" || fail "help does not mention $word"
+    ok
+done
+
+expect_usage_error "mlwatch: unknown command 'frobnicate' (see \`mlwatch help\`)" frobnicate
+expect_usage_error "mlwatch agent: unknown flag '--bogus' (see \`mlwatch help\`)" agent --bogus
+expect_usage_error "mlwatch agent: --interval: invalid duration 'soon' (examples: 1s, 500ms, 1m30s)" agent --interval soon
+expect_usage_error "mlwatch agent: --interval: invalid duration '0s' (examples: 1s, 500ms, 1m30s)" agent --interval=0s
+expect_usage_error "mlwatch metrics: --listen: must be ADDR:PORT with a port from 0 to 65535, like :10230 or 127.0.0.1:10230" metrics --listen 127.0.0.1:99999
+expect_usage_error "mlwatch metrics: --collectors: no collector named 'gpu9' (see \`mlwatch help\`)" metrics --collectors loadavg,gpu9
+expect_usage_error "mlwatch metrics: --root: missing value" metrics --root
+expect_usage_error "mlwatch metrics: unexpected argument 'extra'" metrics extra
+
+printf 'root: /\ninterval: 2s\nintervall: 1s\n' >"$WORK/unknown.yaml"
+expect_usage_error "mlwatch agent: $WORK/unknown.yaml:3:1: unknown key 'intervall'" agent --config "$WORK/unknown.yaml"
+printf 'interval: [1s, 2s]\n' >"$WORK/type.yaml"
+expect_usage_error "mlwatch agent: $WORK/type.yaml:1:11: interval: expected a single value, got a list" agent --config "$WORK/type.yaml"
+printf 'listen: "localhost"\n' >"$WORK/listen.yaml"
+expect_usage_error "mlwatch agent: $WORK/listen.yaml:1:9: listen: must be ADDR:PORT with a port from 0 to 65535, like :10230 or 127.0.0.1:10230" agent --config "$WORK/listen.yaml"
+printf 'interval: 1s\n  bad indent: [\n' >"$WORK/syntax.yaml"
+set +e
+"$MLWATCH_BIN" agent --config "$WORK/syntax.yaml" 2>"$WORK/err"
+rc=$?
+set -e
+expect_eq "exit status for a YAML syntax error" 2 "$rc"
+grep -Eq "^mlwatch agent: $WORK/syntax.yaml:[0-9]+:[0-9]+: YAML syntax error: " "$WORK/err" || fail "syntax error message: $(cat "$WORK/err")"
+ok
+expect_usage_error "mlwatch agent: $WORK/missing.yaml: cannot open config file: No such file or directory" agent --config "$WORK/missing.yaml"
+
+# A config file sets values; a flag overrides the file.
+printf 'collectors: [loadavg]\nformat: openmetrics\n' >"$WORK/good.yaml"
+"$MLWATCH_BIN" metrics --config "$WORK/good.yaml" --root "$MLWATCH_FIXTURES/bare-vm" >"$WORK/om"
+expect_eq "last line of OpenMetrics output" "# EOF" "$(tail -n1 "$WORK/om")"
+grep -q '^mlwatch_load1 ' "$WORK/om" || fail "loadavg missing from config-selected run"
+ok
+if grep -q '^mlwatch_cpu_seconds_total' "$WORK/om"; then fail "collectors: [loadavg] did not restrict collectors"; fi
+ok
+"$MLWATCH_BIN" metrics --config "$WORK/good.yaml" --format text --root "$MLWATCH_FIXTURES/bare-vm" >"$WORK/text"
+if grep -q '^# EOF' "$WORK/text"; then fail "--format text did not override the file"; fi
+ok
+done_ok

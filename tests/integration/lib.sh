@@ -1,0 +1,79 @@
+# lib.sh - shared helpers for integration tests (sourced, not run).
+# Environment from ctest: MLWATCH_BIN, MLWATCH_SRC, MLWATCH_BUILD, MLWATCH_FIXTURES.
+set -euo pipefail
+
+: "${MLWATCH_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+: "${MLWATCH_BIN:=$MLWATCH_SRC/build/mlwatch}"
+: "${MLWATCH_FIXTURES:=$MLWATCH_SRC/tests/fixtures}"
+
+TEST_NAME=$(basename "$0" .sh)
+WORK=$(mktemp -d "/tmp/mlwatch-it-$TEST_NAME-XXXXXX")
+PIDS=()
+CHECKS=0
+
+cleanup() {
+    for p in "${PIDS[@]:-}"; do
+        [ -n "$p" ] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true
+    done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+fail() {
+    echo "FAIL [$TEST_NAME]: $*" >&2
+    exit 1
+}
+
+ok() {
+    CHECKS=$((CHECKS + 1))
+}
+
+# expect_eq WHAT EXPECTED ACTUAL
+expect_eq() {
+    [ "$2" = "$3" ] || fail "$1: expected '$2', got '$3'"
+    ok
+}
+
+# A TCP port nobody listens on (the kernel's choice, released again).
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# wait_http URL [SECONDS]: until URL answers 200.
+wait_http() {
+    local url=$1 deadline=$((SECONDS + ${2:-20}))
+    while [ $SECONDS -lt $deadline ]; do
+        [ "$(curl -s -o /dev/null -w '%{http_code}' "$url" 2>/dev/null)" = 200 ] && return 0
+        sleep 0.1
+    done
+    fail "no answer from $url"
+}
+
+# start_agent ARGS...: sets AGENT_PID, AGENT_URL; logs in $WORK/agent.log.
+start_agent() {
+    local port
+    port=$(free_port)
+    "$MLWATCH_BIN" agent --listen "127.0.0.1:$port" "$@" >"$WORK/agent.log" 2>&1 &
+    AGENT_PID=$!
+    PIDS+=("$AGENT_PID")
+    AGENT_URL="http://127.0.0.1:$port"
+    wait_http "$AGENT_URL/-/ready"
+}
+
+# Copy a fixture tree into the work folder and print its path.
+fixture_copy() {
+    local dst="$WORK/root-$1"
+    mkdir -p "$dst"
+    cp -a "$MLWATCH_FIXTURES/$1/." "$dst/"
+    echo "$dst"
+}
+
+# Samples of the exposition that change from run to run (timings, the
+# agent's own process, build identity) are dropped before comparing.
+stable_samples() {
+    grep -v '^#' | grep -Ev '^(mlwatch_collector_duration_seconds|mlwatch_process_|mlwatch_start_time_seconds|mlwatch_build_info|mlwatch_filesystem_)' || true
+}
+
+done_ok() {
+    echo "PASS [$TEST_NAME]: $CHECKS checks"
+}
