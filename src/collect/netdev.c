@@ -1,14 +1,119 @@
-/* netdev.c - PLACEHOLDER: to be implemented. */
+/* netdev.c - network interface counters from /proc/net/dev. */
 #include "collector.h"
+#include "netdev.h"
+#include "../core/parse.h"
+
+#include <string.h>
+
+#define NETDEV_MAX 4096 /* interfaces reported per cycle */
+
+static const mw_metric_desc RX_BYTES = {"mlwatch_network_receive_bytes_total",
+                                        "Bytes received by the interface.", "bytes", MW_COUNTER};
+static const mw_metric_desc TX_BYTES = {"mlwatch_network_transmit_bytes_total",
+                                        "Bytes transmitted by the interface.", "bytes", MW_COUNTER};
+static const mw_metric_desc RX_PACKETS = {"mlwatch_network_receive_packets_total",
+                                          "Packets received by the interface.", "", MW_COUNTER};
+static const mw_metric_desc TX_PACKETS = {"mlwatch_network_transmit_packets_total",
+                                          "Packets transmitted by the interface.", "", MW_COUNTER};
+static const mw_metric_desc RX_ERRS = {"mlwatch_network_receive_errors_total",
+                                       "Receive errors detected by the interface.", "", MW_COUNTER};
+static const mw_metric_desc TX_ERRS = {"mlwatch_network_transmit_errors_total",
+                                       "Transmit errors detected by the interface.", "",
+                                       MW_COUNTER};
+static const mw_metric_desc RX_DROP = {"mlwatch_network_receive_drops_total",
+                                       "Received packets dropped by the interface or the kernel.",
+                                       "", MW_COUNTER};
+static const mw_metric_desc TX_DROP = {"mlwatch_network_transmit_drops_total",
+                                       "Packets dropped before transmission.", "", MW_COUNTER};
+
+static const char *line_end(const char *p)
+{
+    const char *nl = strchr(p, '\n');
+    return nl ? nl : p + strlen(p);
+}
+
+int mw_parse_netdev_line(const char **p, mw_netdev *out)
+{
+    const char *s = *p;
+    for (;;) {
+        if (!*s) {
+            *p = s;
+            return 0;
+        }
+        const char *end = line_end(s);
+        *p = *end ? end + 1 : end;
+        /* The two header lines have '|' and no ':'; blank lines are ignored. */
+        if (memchr(s, '|', (size_t)(end - s)) && !memchr(s, ':', (size_t)(end - s))) {
+            s = *p;
+            continue;
+        }
+        const char *q = s;
+        mw_skip_blanks(&q);
+        if (q == end) {
+            s = *p;
+            continue;
+        }
+        const char *colon = memchr(q, ':', (size_t)(end - q));
+        if (!colon || colon == q || (size_t)(colon - q) >= sizeof(out->name)) return -1;
+        for (const char *c = q; c < colon; c++)
+            if (*c == ' ' || *c == '\t') return -1;
+        memcpy(out->name, q, (size_t)(colon - q));
+        out->name[colon - q] = '\0';
+        q = colon + 1;
+        uint64_t v[16];
+        for (int i = 0; i < 16; i++) {
+            mw_skip_blanks(&q);
+            if (mw_parse_u64(&q, &v[i]) < 0) return -1;
+            if (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\0') return -1;
+        }
+        mw_skip_blanks(&q);
+        if (q != end) return -1;
+        out->rx_bytes = v[0];
+        out->rx_packets = v[1];
+        out->rx_errs = v[2];
+        out->rx_drop = v[3];
+        out->tx_bytes = v[8];
+        out->tx_packets = v[9];
+        out->tx_errs = v[10];
+        out->tx_drop = v[11];
+        return 1;
+    }
+}
 
 static void netdev_collect(void *state, mw_collect_ctx *ctx)
 {
     (void)state;
-    (void)ctx;
+    static const char path[] = "proc/net/dev";
+    int rc = mw_hostfs_read(ctx->env->host, path, ctx->scratch, 0);
+    if (rc < 0) {
+        mw_collect_error(ctx, path, rc, NULL);
+        return;
+    }
+    const char *p = ctx->scratch->data ? ctx->scratch->data : "";
+    size_t n = 0;
+    mw_netdev d;
+    while ((rc = mw_parse_netdev_line(&p, &d)) != 0) {
+        if (rc < 0) {
+            mw_collect_error(ctx, path, 0, "malformed line");
+            continue;
+        }
+        if (n++ == NETDEV_MAX) {
+            mw_collect_error(ctx, path, 0, "more than 4096 interfaces; the rest are not reported");
+            break;
+        }
+        mw_emit(ctx->snap, &RX_BYTES, (double)d.rx_bytes, "device", d.name, MW_END);
+        mw_emit(ctx->snap, &TX_BYTES, (double)d.tx_bytes, "device", d.name, MW_END);
+        mw_emit(ctx->snap, &RX_PACKETS, (double)d.rx_packets, "device", d.name, MW_END);
+        mw_emit(ctx->snap, &TX_PACKETS, (double)d.tx_packets, "device", d.name, MW_END);
+        mw_emit(ctx->snap, &RX_ERRS, (double)d.rx_errs, "device", d.name, MW_END);
+        mw_emit(ctx->snap, &TX_ERRS, (double)d.tx_errs, "device", d.name, MW_END);
+        mw_emit(ctx->snap, &RX_DROP, (double)d.rx_drop, "device", d.name, MW_END);
+        mw_emit(ctx->snap, &TX_DROP, (double)d.tx_drop, "device", d.name, MW_END);
+    }
 }
 
 const mw_collector mw_collector_netdev = {
     .name = "netdev",
-    .help = "placeholder",
+    .help = "Network interface traffic, errors and drops from /proc/net/dev",
     .collect = netdev_collect,
 };

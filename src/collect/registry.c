@@ -10,14 +10,16 @@
 extern const mw_collector mw_collector_cpu, mw_collector_cpufreq, mw_collector_memory,
     mw_collector_vmstat, mw_collector_numa, mw_collector_pressure, mw_collector_loadavg,
     mw_collector_hwmon, mw_collector_infiniband, mw_collector_rapl, mw_collector_netdev,
-    mw_collector_diskstats, mw_collector_filesystem, mw_collector_cgroup, mw_collector_self;
+    mw_collector_diskstats, mw_collector_filesystem, mw_collector_cgroup, mw_collector_gpu,
+    mw_collector_self;
 
 const mw_collector *const mw_collectors[] = {
     &mw_collector_cpu,       &mw_collector_cpufreq,  &mw_collector_memory,
     &mw_collector_vmstat,    &mw_collector_numa,     &mw_collector_pressure,
     &mw_collector_loadavg,   &mw_collector_hwmon,    &mw_collector_infiniband,
     &mw_collector_rapl,      &mw_collector_netdev,   &mw_collector_diskstats,
-    &mw_collector_filesystem, &mw_collector_cgroup,  &mw_collector_self,
+    &mw_collector_filesystem, &mw_collector_cgroup,  &mw_collector_gpu,
+    &mw_collector_self,
 };
 
 const size_t mw_ncollectors = sizeof(mw_collectors) / sizeof(mw_collectors[0]);

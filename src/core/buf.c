@@ -2,6 +2,7 @@
 #include "buf.h"
 #include "util.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,16 +30,19 @@ void mw_buf_clear(mw_buf *b)
 
 int mw_buf_reserve(mw_buf *b, size_t n)
 {
-    size_t need = b->len + n + 1;
-    if (b->max && need > b->max + 1) {
+    /* Compare without computing len + n + 1 or max + 1, which can wrap. */
+    if (n > SIZE_MAX - 1 - b->len || (b->max && (b->len > b->max || n > b->max - b->len))) {
         b->overflow = 1;
         return -1;
     }
+    size_t need = b->len + n + 1;
     if (need <= b->cap) return 0;
     size_t cap = b->cap ? b->cap : 256;
-    while (cap < need) cap *= 2;
-    if (b->max && cap > b->max + 1) cap = b->max + 1;
+    while (cap < need)
+        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    if (b->max && cap - 1 > b->max) cap = b->max + 1;
     b->data = mw_xrealloc(b->data, cap);
+    b->data[b->len] = '\0'; /* a fresh buffer is an empty string, not garbage */
     b->cap = cap;
     return 0;
 }
@@ -102,5 +106,6 @@ char *mw_buf_steal(mw_buf *b, size_t *len)
     if (len) *len = b->len;
     b->data = NULL;
     b->len = b->cap = 0;
+    b->overflow = 0;
     return p;
 }

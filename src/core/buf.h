@@ -10,10 +10,10 @@
 #include <stddef.h>
 
 typedef struct mw_buf {
-    char *data; /* always NUL-terminated when len > 0 or after mw_buf_reserve */
+    char *data; /* NUL-terminated whenever it is not NULL */
     size_t len, cap;
-    size_t max;  /* 0 = unbounded */
-    int overflow; /* set when an append was cut at max */
+    size_t max;   /* 0 = unbounded */
+    int overflow; /* set when an append was refused (whole) at max */
 } mw_buf;
 
 void mw_buf_init(mw_buf *b, size_t max);

@@ -19,7 +19,7 @@ typedef struct option {
     opt_type type;
     size_t offset, size; /* field in mw_config; for OPT_LIST the count field */
     size_t count_offset;
-    const char *def;  /* default, as text (documentation) */
+    const char *def; /* default, as text (documentation) */
     const char *help;
     /* Extra validation; writes the reason into why. */
     int (*validate)(const char *value, char *why, size_t whysize);
@@ -75,6 +75,14 @@ static const option options[] = {
     {"disable-collectors", OPT_LIST, FIELD(disable_collectors),
      offsetof(mw_config, ndisable_collectors), "none", "Comma-separated collectors to switch off",
      check_collector},
+    {"nvml-library", OPT_PATH, FIELD(nvml_library), 0, "libnvidia-ml.so.1",
+     "NVIDIA NVML library to load for GPU metrics (none: no NVIDIA GPUs)", NULL},
+    {"rocm-library", OPT_PATH, FIELD(rocm_library), 0, "auto",
+     "AMD ROCm SMI library for GPU metrics; auto tries librocm_smi64.so.7, .6, .5, .1 when the "
+     "amdgpu driver is loaded (none: no AMD GPUs)",
+     NULL},
+    {"gpu-process-interval", OPT_DURATION, FIELD(gpu_process_interval_ms), 0, "5s",
+     "Interval of slow GPU calls: process lists, MIG, ECC, NVLink, PCIe", NULL},
 };
 
 void mw_config_defaults(mw_config *c)
@@ -85,6 +93,9 @@ void mw_config_defaults(mw_config *c)
     c->interval_ms = 1000;
     mw_strlcpy(c->log_level, "info", sizeof(c->log_level));
     mw_strlcpy(c->format, "text", sizeof(c->format));
+    mw_strlcpy(c->nvml_library, "libnvidia-ml.so.1", sizeof(c->nvml_library));
+    mw_strlcpy(c->rocm_library, "auto", sizeof(c->rocm_library));
+    c->gpu_process_interval_ms = 5000;
 }
 
 int mw_parse_listen(const char *s, char *host, size_t hostsize, uint16_t *port)
@@ -164,9 +175,11 @@ static int set_value(mw_config *c, const option *o, const char *v, int append, c
         size_t *count = (size_t *)(void *)((char *)c + o->count_offset);
         size_t elem = 32, cap = o->size / elem;
         if (!append) *count = 0;
-        /* A flag value is comma-separated; a YAML sequence gives one item at a time. */
+        /* A flag value is comma-separated; a YAML sequence gives one item at a
+         * time. An empty value (not an empty sequence item) means the default. */
         const char *p = v;
-        while (*p) {
+        if (!*p && !append) return 0;
+        for (;;) {
             const char *comma = strchr(p, ',');
             size_t n = comma ? (size_t)(comma - p) : strlen(p);
             char item[64];
@@ -184,11 +197,20 @@ static int set_value(mw_config *c, const option *o, const char *v, int append, c
             mw_strlcpy(field + *count * elem, item, elem);
             (*count)++;
             p += n;
-            if (*p == ',') p++;
+            if (*p != ',') return 0;
+            p++; /* a trailing comma leaves an empty item: refused above */
         }
-        return 0;
     }
     }
+    return -1;
+}
+
+/* Errors are one line: a key, a value or an argument with a newline or other
+ * control character in it must not break the message (or forge a log line). */
+static int one_line(char *err)
+{
+    for (unsigned char *p = (unsigned char *)err; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) *p = '?';
     return -1;
 }
 
@@ -209,12 +231,26 @@ static int yaml_fail(char *err, size_t errsize, const char *name, const yaml_mar
     return -1;
 }
 
+/* The scalar's text, or NULL when it holds a NUL ("\0" escape), which C
+ * strings would silently cut. */
+static const char *scalar_text(const yaml_node_t *n)
+{
+    const char *t = (const char *)n->data.scalar.value;
+    return strlen(t) == n->data.scalar.length ? t : NULL;
+}
+
+static int is_empty_document(yaml_document_t *doc)
+{
+    yaml_node_t *root = yaml_document_get_root_node(doc);
+    return !root || (root->type == YAML_SCALAR_NODE && root->data.scalar.length == 0);
+}
+
 static int load_document(mw_config *c, const char *name, yaml_document_t *doc, char *err,
                          size_t errsize)
 {
+    size_t seen_line[MW_ARRAY_LEN(options)] = {0}; /* 1-based line of each key, 0 = unseen */
     yaml_node_t *root = yaml_document_get_root_node(doc);
-    if (!root) return 0; /* empty file: all defaults */
-    if (root->type == YAML_SCALAR_NODE && root->data.scalar.length == 0) return 0;
+    if (is_empty_document(doc)) return 0; /* empty file: all defaults */
     if (root->type != YAML_MAPPING_NODE)
         return yaml_fail(err, errsize, name, &root->start_mark,
                          "the top level must be a mapping of settings (key: value)");
@@ -225,32 +261,43 @@ static int load_document(mw_config *c, const char *name, yaml_document_t *doc, c
         if (!k || !v) continue;
         if (k->type != YAML_SCALAR_NODE)
             return yaml_fail(err, errsize, name, &k->start_mark, "keys must be plain names");
-        const char *key = (const char *)k->data.scalar.value;
+        const char *key = scalar_text(k);
+        if (!key) return yaml_fail(err, errsize, name, &k->start_mark, "keys must be plain names");
         const option *o = find_option(key, 1);
         if (!o || strcmp(o->name, "config") == 0)
             return yaml_fail(err, errsize, name, &k->start_mark, "unknown key '%s'", key);
+        size_t idx = (size_t)(o - options);
+        if (seen_line[idx])
+            return yaml_fail(err, errsize, name, &k->start_mark,
+                             "duplicate key '%s' (first set on line %zu)", key, seen_line[idx]);
+        seen_line[idx] = k->start_mark.line + 1;
         char why[256];
         if (o->type == OPT_LIST) {
             size_t *count = (size_t *)(void *)((char *)c + o->count_offset);
             *count = 0;
             if (v->type == YAML_SCALAR_NODE) {
-                if (set_value(c, o, (const char *)v->data.scalar.value, 0, why, sizeof(why)) < 0)
+                if (!scalar_text(v))
+                    return yaml_fail(err, errsize, name, &v->start_mark,
+                                     "%s: value contains a NUL character", key);
+                if (set_value(c, o, scalar_text(v), 0, why, sizeof(why)) < 0)
                     return yaml_fail(err, errsize, name, &v->start_mark, "%s: %s", key, why);
             } else if (v->type == YAML_SEQUENCE_NODE) {
                 for (yaml_node_item_t *it = v->data.sequence.items.start;
                      it < v->data.sequence.items.top; it++) {
                     yaml_node_t *item = yaml_document_get_node(doc, *it);
                     if (!item || item->type != YAML_SCALAR_NODE)
-                        return yaml_fail(err, errsize, name, item ? &item->start_mark : &v->start_mark,
+                        return yaml_fail(err, errsize, name,
+                                         item ? &item->start_mark : &v->start_mark,
                                          "%s: list items must be names", key);
-                    if (set_value(c, o, (const char *)item->data.scalar.value, 1, why,
-                                  sizeof(why)) < 0)
-                        return yaml_fail(err, errsize, name, &item->start_mark, "%s: %s", key,
-                                         why);
+                    if (!scalar_text(item))
+                        return yaml_fail(err, errsize, name, &item->start_mark,
+                                         "%s: value contains a NUL character", key);
+                    if (set_value(c, o, scalar_text(item), 1, why, sizeof(why)) < 0)
+                        return yaml_fail(err, errsize, name, &item->start_mark, "%s: %s", key, why);
                 }
             } else {
-                return yaml_fail(err, errsize, name, &v->start_mark,
-                                 "%s: expected a list of names", key);
+                return yaml_fail(err, errsize, name, &v->start_mark, "%s: expected a list of names",
+                                 key);
             }
             continue;
         }
@@ -258,10 +305,20 @@ static int load_document(mw_config *c, const char *name, yaml_document_t *doc, c
             return yaml_fail(err, errsize, name, &v->start_mark,
                              "%s: expected a single value, got a %s", key,
                              v->type == YAML_MAPPING_NODE ? "mapping" : "list");
-        if (set_value(c, o, (const char *)v->data.scalar.value, 0, why, sizeof(why)) < 0)
+        if (!scalar_text(v))
+            return yaml_fail(err, errsize, name, &v->start_mark,
+                             "%s: value contains a NUL character", key);
+        if (set_value(c, o, scalar_text(v), 0, why, sizeof(why)) < 0)
             return yaml_fail(err, errsize, name, &v->start_mark, "%s: %s", key, why);
     }
     return 0;
+}
+
+static int syntax_error(yaml_parser_t *parser, const char *name, char *err, size_t errsize)
+{
+    snprintf(err, errsize, "%s:%zu:%zu: YAML syntax error: %s", name, parser->problem_mark.line + 1,
+             parser->problem_mark.column + 1, parser->problem ? parser->problem : "unknown");
+    return -1;
 }
 
 int mw_config_load_string(mw_config *c, const char *name, const char *text, size_t len, char *err,
@@ -275,16 +332,32 @@ int mw_config_load_string(mw_config *c, const char *name, const char *text, size
     }
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     if (!yaml_parser_load(&parser, &doc)) {
-        snprintf(err, errsize, "%s:%zu:%zu: YAML syntax error: %s", name,
-                 parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-                 parser.problem ? parser.problem : "unknown");
+        syntax_error(&parser, name, err, errsize);
         yaml_parser_delete(&parser);
-        return -1;
+        return one_line(err);
     }
-    int rc = load_document(c, name, &doc, err, errsize);
+    /* Settings land in a copy: a file with an error changes nothing. */
+    mw_config *tmp = mw_xmalloc(sizeof(*tmp));
+    *tmp = *c;
+    int rc = load_document(tmp, name, &doc, err, errsize);
+    int had_root = yaml_document_get_root_node(&doc) != NULL;
     yaml_document_delete(&doc);
+    /* One document per file: a second one ("---") would otherwise be ignored
+     * without a word, syntax errors and all. */
+    if (rc == 0 && had_root) {
+        if (!yaml_parser_load(&parser, &doc)) {
+            rc = syntax_error(&parser, name, err, errsize);
+        } else {
+            if (!is_empty_document(&doc))
+                rc = yaml_fail(err, errsize, name, &yaml_document_get_root_node(&doc)->start_mark,
+                               "a second YAML document; the file must hold one mapping");
+            yaml_document_delete(&doc);
+        }
+    }
+    if (rc == 0) *c = *tmp;
+    free(tmp);
     yaml_parser_delete(&parser);
-    return rc;
+    return rc == 0 ? 0 : one_line(err);
 }
 
 int mw_config_load_file(mw_config *c, const char *path, char *err, size_t errsize)
@@ -292,7 +365,7 @@ int mw_config_load_file(mw_config *c, const char *path, char *err, size_t errsiz
     FILE *f = fopen(path, "rb");
     if (!f) {
         snprintf(err, errsize, "%s: cannot open config file: %s", path, strerror(errno));
-        return -1;
+        return one_line(err);
     }
     /* A configuration file is small; refuse anything absurd rather than read it. */
     char *text = mw_xmalloc(1 << 20);
@@ -304,7 +377,7 @@ int mw_config_load_file(mw_config *c, const char *path, char *err, size_t errsiz
         snprintf(err, errsize, "%s: %s", path,
                  rerr ? "cannot read config file" : "config file is larger than 1 MiB");
         free(text);
-        return -1;
+        return one_line(err);
     }
     int rc = mw_config_load_string(c, path, text, len, err, errsize);
     free(text);
@@ -313,11 +386,12 @@ int mw_config_load_file(mw_config *c, const char *path, char *err, size_t errsiz
 
 /* ---- flags ---- */
 
-int mw_config_from_args(mw_config *c, int argc, char **argv, int first, char **rest,
-                        size_t *nrest, size_t rest_cap, char *err, size_t errsize)
+static int from_args(mw_config *c, int argc, char **argv, int first, char **rest, size_t *nrest,
+                     size_t rest_cap, char *err, size_t errsize)
 {
     if (nrest) *nrest = 0;
     /* Pass 1: find --config so that the file is applied before other flags. */
+    const char *config = NULL;
     for (int i = first; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0) break;
         const char *a = argv[i];
@@ -327,10 +401,19 @@ int mw_config_from_args(mw_config *c, int argc, char **argv, int first, char **r
                 snprintf(err, errsize, "--config: missing value");
                 return -1;
             }
-            mw_strlcpy(c->config_path, v, sizeof(c->config_path));
-            if (mw_config_load_file(c, v, err, errsize) < 0) return -1;
-            mw_strlcpy(c->config_path, v, sizeof(c->config_path));
+            /* Loading both would merge them silently; keeping one would drop
+             * the other silently. Neither is what the user can expect. */
+            if (config) {
+                snprintf(err, errsize, "--config: given more than once");
+                return -1;
+            }
+            config = v;
+            if (a[8] != '=') i++; /* the value is not a flag */
         }
+    }
+    if (config) {
+        if (mw_config_load_file(c, config, err, errsize) < 0) return -1;
+        mw_strlcpy(c->config_path, config, sizeof(c->config_path));
     }
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
@@ -382,6 +465,14 @@ int mw_config_from_args(mw_config *c, int argc, char **argv, int first, char **r
     return 0;
 }
 
+int mw_config_from_args(mw_config *c, int argc, char **argv, int first, char **rest, size_t *nrest,
+                        size_t rest_cap, char *err, size_t errsize)
+{
+    if (from_args(c, argc, argv, first, rest, nrest, rest_cap, err, errsize) < 0)
+        return one_line(err);
+    return 0;
+}
+
 void mw_config_print_help(FILE *out)
 {
     for (size_t i = 0; i < MW_ARRAY_LEN(options); i++) {
@@ -402,8 +493,17 @@ void mw_config_print_markdown(FILE *out)
     for (size_t i = 0; i < MW_ARRAY_LEN(options); i++) {
         char key[64];
         yaml_key_of(&options[i], key, sizeof(key));
-        fprintf(out, "| `--%s` | `%s` | `%s` | %s |\n", options[i].name,
-                strcmp(options[i].name, "config") == 0 ? "(flag only)" : key,
-                options[i].def[0] ? options[i].def : "", options[i].help);
+        char keycell[80], defcell[80];
+        if (strcmp(options[i].name, "config") == 0)
+            mw_strlcpy(keycell, "(flag only)", sizeof(keycell));
+        else
+            snprintf(keycell, sizeof(keycell), "`%s`", key);
+        /* An empty code span (``) would show as two backticks. */
+        if (options[i].def[0])
+            snprintf(defcell, sizeof(defcell), "`%s`", options[i].def);
+        else
+            mw_strlcpy(defcell, "none", sizeof(defcell));
+        fprintf(out, "| `--%s` | %s | %s | %s |\n", options[i].name, keycell, defcell,
+                options[i].help);
     }
 }

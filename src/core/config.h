@@ -29,6 +29,11 @@ typedef struct mw_config {
     /* Collectors switched off; applied after `collectors`. */
     char disable_collectors[MW_MAX_LIST][32];
     size_t ndisable_collectors;
+    /* GPU libraries (dlopen'ed; "none" switches one off) and the interval of
+     * slow GPU calls (process lists, MIG, ECC, NVLink). */
+    char nvml_library[PATH_MAX];
+    char rocm_library[PATH_MAX];
+    int64_t gpu_process_interval_ms;
 } mw_config;
 
 void mw_config_defaults(mw_config *c);

@@ -27,20 +27,37 @@ void mw_hostfs_close(mw_hostfs *h)
 
 static const char *rel(const char *path)
 {
-    while (*path == '/') path++;
+    while (*path == '/')
+        path++;
     return *path ? path : ".";
 }
 
 int mw_readat(int dirfd, const char *name, mw_buf *buf, size_t max)
 {
     if (!max) max = MW_HOSTFS_MAX_FILE;
+    mw_buf_clear(buf); /* on every error too: never leave an earlier file's bytes */
     int fd = openat(dirfd, rel(name), O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) return -errno;
-    mw_buf_clear(buf);
     int rc = 0;
     for (;;) {
-        /* sysfs and procfs files are small; one page is the common case. */
-        if (mw_buf_reserve(buf, 4096) < 0) {
+        /* sysfs and procfs files are small; one page is the common case. Ask
+         * for no more than the buffer's own bound allows, so that a file that
+         * fits in a bounded buffer is read whole. */
+        size_t want = 4096;
+        if (buf->max) {
+            if (buf->len >= buf->max) {
+                /* The buffer is full: the file fits only if this is its end. */
+                char c;
+                ssize_t n;
+                do
+                    n = read(fd, &c, 1);
+                while (n < 0 && errno == EINTR);
+                if (n != 0) rc = n < 0 ? -errno : -EFBIG;
+                break;
+            }
+            if (buf->max - buf->len < want) want = buf->max - buf->len;
+        }
+        if (mw_buf_reserve(buf, want) < 0) {
             rc = -ENOMEM;
             break;
         }
@@ -91,7 +108,8 @@ int mw_read_u64at(int dirfd, const char *name, uint64_t *out)
     if (n < 0) return n;
     const char *p = tmp;
     if (mw_parse_u64(&p, out) < 0) return -EINVAL;
-    while (*p == ' ' || *p == '\n') p++;
+    while (*p == ' ' || *p == '\n')
+        p++;
     return *p ? -EINVAL : 0;
 }
 
@@ -114,7 +132,9 @@ int mw_hostfs_opendirfd(const mw_hostfs *h, const char *path)
 
 DIR *mw_fdopendir_dup(int fd)
 {
-    int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    /* A fresh open of "." rather than dup(): a dup shares the file offset, so
+     * a second listing of the same directory would start at its end. */
+    int d = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (d < 0) return NULL;
     DIR *dir = fdopendir(d);
     if (!dir) {

@@ -26,8 +26,9 @@ int mw_hostfs_open(mw_hostfs *h, const char *root);
 void mw_hostfs_close(mw_hostfs *h);
 
 /* Read a whole file (path relative to the root; a leading '/' is ignored)
- * into buf, replacing its contents. Returns 0, -errno, or -EFBIG when the file
- * is larger than max (0 = MW_HOSTFS_MAX_FILE). */
+ * into buf, replacing its contents (left empty on any error). Returns 0,
+ * -errno, or -EFBIG when the file is larger than max (0 = MW_HOSTFS_MAX_FILE)
+ * or than buf's own bound. */
 int mw_hostfs_read(const mw_hostfs *h, const char *path, mw_buf *buf, size_t max);
 /* Same, relative to an already open directory. */
 int mw_readat(int dirfd, const char *name, mw_buf *buf, size_t max);
@@ -39,7 +40,8 @@ int mw_read_lineat(int dirfd, const char *name, char *out, size_t size);
 
 /* Open a directory under the root: returns an fd (O_DIRECTORY) or -errno. */
 int mw_hostfs_opendirfd(const mw_hostfs *h, const char *path);
-/* fdopendir() on a dup of fd, so the caller keeps fd; NULL with errno set. */
+/* A DIR stream over the directory fd refers to, with its own offset (each call
+ * lists from the start); the caller keeps fd. NULL with errno set. */
 DIR *mw_fdopendir_dup(int fd);
 
 #endif

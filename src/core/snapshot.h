@@ -56,6 +56,8 @@ typedef struct mw_snapshot {
 } mw_snapshot;
 
 #define MW_MAX_LABELS 16
+/* Terminator of variadic label lists (a typed null pointer, as varargs need). */
+#define MW_END ((const char *)NULL)
 
 mw_snapshot *mw_snapshot_new(void);
 void mw_snapshot_free(mw_snapshot *s);

@@ -17,9 +17,10 @@ void mw_format_value(double v, char *out, size_t size)
         snprintf(out, size, v > 0 ? "+Inf" : "-Inf");
         return;
     }
-    /* Integers (counters, bytes) are the common case: print them exactly. */
+    /* Integers (counters, bytes) are the common case: print them exactly.
+     * The sign of -0.0 is kept, as Go's FormatFloat does. */
     if (v == floor(v) && fabs(v) < 9007199254740992.0) {
-        snprintf(out, size, "%lld", (long long)v);
+        snprintf(out, size, "%s%lld", v == 0 && signbit(v) ? "-" : "", (long long)v);
         return;
     }
     for (int prec = 15; prec <= 17; prec++) {
@@ -95,7 +96,8 @@ void mw_render(const mw_snapshot *s, mw_format fmt, mw_buf *out)
             mw_buf_printf(out, "\n# TYPE %.*s %s\n", n, d->name, om_types[d->type]);
             if (d->unit[0]) mw_buf_printf(out, "# UNIT %.*s %s\n", n, d->name, d->unit);
         }
-        for (const mw_sample *smp = f->first; smp; smp = smp->next) put_sample(out, d->name, smp);
+        for (const mw_sample *smp = f->first; smp; smp = smp->next)
+            put_sample(out, d->name, smp);
     }
     if (fmt == MW_FMT_OPENMETRICS) mw_buf_puts(out, "# EOF\n");
 }
@@ -103,33 +105,58 @@ void mw_render(const mw_snapshot *s, mw_format fmt, mw_buf *out)
 /* Split the next comma-separated element of a header; returns its length. */
 static size_t next_elem(const char **p, const char **start)
 {
-    while (**p == ' ' || **p == ',') (*p)++;
+    while (**p == ' ' || **p == '\t' || **p == ',')
+        (*p)++;
     *start = *p;
-    while (**p && **p != ',') (*p)++;
+    while (**p && **p != ',')
+        (*p)++;
     return (size_t)(*p - *start);
 }
 
-/* q-value of one element ("type;a=b;q=0.5"), 1.0 by default. */
-static double elem_q(const char *e, size_t n)
+/* The value of parameter NAME in one element ("type;a=b;q=0.5"), without
+ * quotes, or NULL when absent; *vlen gets its length. */
+static const char *elem_param(const char *e, size_t n, const char *name, size_t *vlen)
 {
     const char *end = e + n;
+    size_t nl = strlen(name);
     for (const char *p = e; p < end; p++) {
         if (*p != ';') continue;
         const char *q = p + 1;
-        while (q < end && *q == ' ') q++;
-        if (q + 1 < end && (q[0] == 'q' || q[0] == 'Q') && q[1] == '=') {
-            double v = strtod(q + 2, NULL);
-            return v < 0 ? 0 : v > 1 ? 1 : v;
+        while (q < end && (*q == ' ' || *q == '\t'))
+            q++;
+        if ((size_t)(end - q) <= nl || strncasecmp(q, name, nl) != 0 || q[nl] != '=') continue;
+        const char *v = q + nl + 1, *ve = v;
+        while (ve < end && *ve != ';' && *ve != ' ' && *ve != '\t')
+            ve++;
+        if (ve - v >= 2 && *v == '"' && ve[-1] == '"') {
+            v++;
+            ve--;
         }
+        *vlen = (size_t)(ve - v);
+        return v;
     }
-    return 1.0;
+    return NULL;
+}
+
+/* q-value of one element, 1.0 by default. */
+static double elem_q(const char *e, size_t n)
+{
+    size_t len;
+    const char *v = elem_param(e, n, "q", &len);
+    if (!v) return 1.0;
+    char num[16];
+    if (len >= sizeof(num)) return 0; /* no valid qvalue is this long */
+    memcpy(num, v, len);
+    num[len] = '\0';
+    double q = strtod(num, NULL);
+    return q > 0 ? (q > 1 ? 1 : q) : 0; /* NaN and negatives: not acceptable */
 }
 
 static int elem_is(const char *e, size_t n, const char *type)
 {
     size_t t = strlen(type);
     if (n < t || strncasecmp(e, type, t) != 0) return 0;
-    return n == t || e[t] == ';' || e[t] == ' ';
+    return n == t || e[t] == ';' || e[t] == ' ' || e[t] == '\t';
 }
 
 mw_format mw_negotiate_format(const char *accept)
@@ -145,8 +172,9 @@ mw_format mw_negotiate_format(const char *accept)
         int is_text = elem_is(e, n, "text/plain");
         if (is_om) {
             /* Only versions we speak: 1.0.0 and the 0.0.1 draft it grew from. */
-            const char *v = strstr(e, "version=");
-            if (v && v < e + n && strncmp(v + 8, "1.0.0", 5) != 0 && strncmp(v + 8, "0.0.1", 5) != 0)
+            size_t vl;
+            const char *v = elem_param(e, n, "version", &vl);
+            if (v && !(vl == 5 && (strncmp(v, "1.0.0", 5) == 0 || strncmp(v, "0.0.1", 5) == 0)))
                 continue;
         }
         if (!is_om && !is_text) continue;

@@ -86,22 +86,47 @@ void mw_http_text(mw_http_response *resp, int status, const char *fmt, ...)
     resp->body_static = 0;
 }
 
+static int path_matches(const route *r, const char *path)
+{
+    return r->prefix ? strncmp(path, r->path, strlen(r->path)) == 0 : strcmp(path, r->path) == 0;
+}
+
+/* HEAD is served by GET routes (libmicrohttpd leaves the body out). */
+static int method_matches(const route *r, const char *method)
+{
+    return !r->method || strcmp(r->method, method) == 0 ||
+           (strcmp(r->method, "GET") == 0 && strcmp(method, "HEAD") == 0);
+}
+
 static const route *find_route(const mw_http_server *s, const char *method, const char *path,
                                int *method_mismatch)
 {
     *method_mismatch = 0;
     for (int i = 0; i < s->nroutes; i++) {
         const route *r = &s->routes[i];
-        int match = r->prefix ? strncmp(path, r->path, strlen(r->path)) == 0
-                              : strcmp(path, r->path) == 0;
-        if (!match) continue;
-        if (r->method && strcmp(r->method, method) != 0) {
+        if (!path_matches(r, path)) continue;
+        if (!method_matches(r, method)) {
             *method_mismatch = 1;
             continue;
         }
         return r;
     }
     return NULL;
+}
+
+/* The Allow header of a 405: the methods of every route for path. */
+static void allowed_methods(const mw_http_server *s, const char *path, char *out, size_t size)
+{
+    size_t off = 0;
+    out[0] = '\0';
+    for (int i = 0; i < s->nroutes && off < size; i++) {
+        const route *r = &s->routes[i];
+        if (!path_matches(r, path) || !r->method) continue;
+        int w = snprintf(out + off, size - off, "%s%s%s", off ? ", " : "", r->method,
+                         strcmp(r->method, "GET") == 0 ? ", HEAD" : "");
+        if (w < 0) break;
+        off += (size_t)w;
+    }
 }
 
 static void free_body_cb(void *cls)
@@ -116,11 +141,21 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, mw_http_respon
         r = MHD_create_response_from_buffer(resp->len, resp->body, MHD_RESPMEM_PERSISTENT);
     else if (resp->free_fn)
         r = MHD_create_response_from_buffer_with_free_callback_cls(resp->len, resp->body,
-                                                                    resp->free_fn, resp->free_cls);
+                                                                   resp->free_fn, resp->free_cls);
     else
         r = MHD_create_response_from_buffer_with_free_callback_cls(resp->len, resp->body,
-                                                                    free_body_cb, resp->body);
-    if (!r) return MHD_NO;
+                                                                   free_body_cb, resp->body);
+    if (!r) {
+        /* libmicrohttpd took nothing: release the body (and any reference
+         * it holds) here, or it leaks. */
+        if (!resp->body_static) {
+            if (resp->free_fn)
+                resp->free_fn(resp->free_cls);
+            else
+                free(resp->body);
+        }
+        return MHD_NO;
+    }
     if (resp->content_type) MHD_add_response_header(r, "Content-Type", resp->content_type);
     for (int i = 0; i < resp->nheaders; i++)
         MHD_add_response_header(r, resp->header_names[i], resp->header_values[i]);
@@ -155,9 +190,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     int wrong_method;
     const route *r = find_route(s, method, url, &wrong_method);
     if (!r) {
-        if (wrong_method)
+        char allow[128]; /* outlives the call below that copies it */
+        if (wrong_method) {
+            allowed_methods(s, url, allow, sizeof(allow));
             mw_http_text(&resp, 405, "method %s not allowed on %s\n", method, url);
-        else
+            mw_http_add_header(&resp, "Allow", allow);
+        } else
             mw_http_text(&resp, 404, "no such path: %s\n", url);
         return send_response(conn, &resp);
     }
@@ -214,10 +252,9 @@ int mw_http_start(mw_http_server *s, const char *listen, char *err, size_t errsi
         freeaddrinfo(ai);
     }
     for (int attempt = 0; attempt < 2 && !s->d; attempt++) {
-        s->d = MHD_start_daemon(flags, port, NULL, NULL, on_request, s,
-                                MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                                MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                                MHD_OPTION_THREAD_POOL_SIZE, (unsigned)2,
+        s->d = MHD_start_daemon(flags, port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
+                                (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+                                s, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)2,
                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
         if (!s->d && host[0] == '\0' && attempt == 0) {

@@ -1,0 +1,297 @@
+/* gpu_collect.c - cost of GPU collection with the fake NVML library.
+ *
+ *   build/bench_gpu_collect FAKE_LIBNVML [MLWATCH_BIN]
+ *
+ * 1. The NVML backend on its own (what the GPU thread spends, without the
+ *    driver: the fake answers in about a microsecond where a real driver
+ *    takes tens of microseconds to milliseconds per call): one fast poll
+ *    (utilization, memory, power, energy, temperature, clocks) and one slow
+ *    poll (process list, process utilization, MIG, ECC, PCIe, NVLink) per
+ *    GPU, with 0 and 100 processes on the GPU; the difference is the cost
+ *    per process.
+ * 2. The collection cycle (main thread) of the cgroup and gpu collectors on
+ *    a node of 100 pods (tests/fixtures/generate-node.sh) with 8 GPUs and
+ *    100 GPU processes: copying the published state, mapping processes to
+ *    pods and emitting every family.
+ * 3. With MLWATCH_BIN: the resident memory of `mlwatch agent` on that node,
+ *    every collector on, after 40 cycles at 100 ms and 5 scrapes, with the
+ *    fake GPUs and with --nvml-library none.
+ * Run from the repository root (it calls tests/fixtures/generate-node.sh). */
+#include "collect/collector.h"
+#include "collect/gpu/gpu.h"
+#include "collect/procmap.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/util.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char scenario_path[256];
+static char node[256];
+static int pids[4096];
+static int npids;
+
+static void write_scenario(int gpus, int procs_per_gpu, int use_node_pids)
+{
+    FILE *f = fopen(scenario_path, "w");
+    if (!f) exit(1);
+    for (int g = 0; g < gpus; g++) {
+        fprintf(f,
+                "gpu %d name=\"NVIDIA H100 80GB HBM3\" uuid=GPU-%08d bus=00000000:%02X:00.0 "
+                "numa=%d cpus=0-47 util=%d memutil=30 memtotal=85520809984 memused=40000000000 "
+                "power_mw=500000 limit_mw=700000 energy_mj=123456789 temp=50 sm_mhz=1980 "
+                "sm_max_mhz=1980 mem_mhz=2619 mem_max_mhz=2619 reasons=1 ecc_corrected=1 "
+                "remapped=0,0,0,0 pcie_gen=5 pcie_gen_max=5 pcie_width=16 pcie_width_max=16\n",
+                g, g, 0x18 + g, g / 4, 50 + g);
+        for (int l = 0; l < 18; l++)
+            fprintf(f, "nvlink gpu=%d link=%d crc_flit=%d\n", g, l, l);
+        for (int p = 0; p < procs_per_gpu; p++) {
+            int pid = use_node_pids && npids ? pids[(g * procs_per_gpu + p) % npids]
+                                             : 100000 + g * 1000 + p;
+            fprintf(f, "proc gpu=%d pid=%d mem=%d sm=%d\n", g, pid, 1 << 28, p % 90 + 1);
+        }
+    }
+    fclose(f);
+}
+
+static double now_s(void)
+{
+    return (double)mw_mono_ns() / 1e9;
+}
+
+static void sink_error(void *ctx, unsigned dev, const char *call, const char *what)
+{
+    (void)ctx;
+    fprintf(stderr, "gpu%u %s: %s\n", dev, call, what);
+}
+
+static void sink_xid(void *ctx, unsigned dev, uint64_t xid)
+{
+    (void)ctx;
+    (void)dev;
+    (void)xid;
+}
+
+/* Microseconds per device of one poll of the given kind. */
+static double backend_cost(const char *lib, int gpus, int procs, unsigned what, int rounds)
+{
+    write_scenario(gpus, procs, 0);
+    mw_gpu_backend b;
+    char why[256];
+    if (mw_gpu_nvml_open(&b, lib, NULL, why, sizeof(why)) < 0) {
+        fprintf(stderr, "%s\n", why);
+        exit(1);
+    }
+    mw_gpu_sink sink = {NULL, sink_error, sink_xid};
+    mw_gpu_dev *devs = mw_xcalloc((size_t)gpus, sizeof(*devs));
+    for (int g = 0; g < gpus; g++)
+        b.identify(b.impl, (unsigned)g, &devs[g], &sink);
+    for (int g = 0; g < gpus; g++)
+        b.poll(b.impl, (unsigned)g, &devs[g], MW_GPU_FAST | MW_GPU_SLOW, &sink);
+    double t0 = now_s();
+    for (int r = 0; r < rounds; r++)
+        for (int g = 0; g < gpus; g++)
+            b.poll(b.impl, (unsigned)g, &devs[g], what, &sink);
+    double us = (now_s() - t0) * 1e6 / rounds / gpus;
+    if (procs && (int)devs[0].nprocs != procs) fprintf(stderr, "expected %d processes\n", procs);
+    b.close(b.impl);
+    free(devs);
+    return us;
+}
+
+static void read_node_pids(void)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd),
+             "find '%s/sys/fs/cgroup/kubepods.slice' -name cgroup.procs -path '*cri-containerd*' "
+             "-exec cat {} + 2>/dev/null",
+             node);
+    FILE *p = popen(cmd, "r");
+    if (!p) return;
+    while (npids < 4096 && fscanf(p, "%d", &pids[npids]) == 1)
+        npids++;
+    pclose(p);
+}
+
+static int exists(const char *name)
+{
+    return mw_collector_find(name) != NULL;
+}
+
+/* Microseconds of the gpu collector per cycle (main thread). */
+static double cycle_cost(const char *lib, int cycles, size_t *samples)
+{
+    mw_config cfg;
+    mw_config_defaults(&cfg);
+    mw_config_collector_exists = exists;
+    char err[256];
+    char *argv[] = {"x",
+                    "x",
+                    "--root",
+                    node,
+                    "--collectors",
+                    "cgroup,gpu",
+                    "--nvml-library",
+                    (char *)lib,
+                    "--rocm-library",
+                    "none",
+                    "--interval",
+                    "1h",
+                    "--gpu-process-interval",
+                    "1h"};
+    if (mw_config_from_args(&cfg, MW_ARRAY_LEN(argv), argv, 2, NULL, NULL, 0, err, sizeof(err)) <
+        0) {
+        fprintf(stderr, "%s\n", err);
+        exit(1);
+    }
+    mw_hostfs host;
+    if (mw_hostfs_open(&host, node) < 0) exit(1);
+    mw_procmap *pm = mw_procmap_new(&host);
+    mw_env env = {&cfg, &host, pm};
+    mw_collector_set *set = mw_collector_set_new(&env);
+    mw_gpu_collector_sync();
+    mw_snapshot *s = mw_snapshot_new();
+    mw_collector_set_run(set, s);
+    const mw_family *f = mw_snapshot_find(s, "mlwatch_container_gpu_memory_used_bytes");
+    *samples = f ? f->nsamples : 0;
+    mw_snapshot_free(s);
+    double total = 0;
+    for (int i = 0; i < cycles; i++) {
+        s = mw_snapshot_new();
+        mw_collector_set_run(set, s);
+        double v;
+        if (mw_snapshot_get(s, "mlwatch_collector_duration_seconds", &v, "collector", "gpu", "gpu",
+                            "", NULL) == 0)
+            total += v;
+        mw_snapshot_free(s);
+    }
+    mw_collector_set_free(set);
+    mw_procmap_free(pm);
+    mw_hostfs_close(&host);
+    return total * 1e6 / cycles;
+}
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) < 0)
+        exit(1);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static size_t scrape(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+        if (fd >= 0) close(fd);
+        return 0;
+    }
+    static const char req[] = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    if (write(fd, req, sizeof(req) - 1) < 0) {
+        close(fd);
+        return 0;
+    }
+    char buf[65536];
+    size_t total = 0;
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) > 0)
+        total += (size_t)n;
+    close(fd);
+    return total;
+}
+
+static void agent_rss(const char *bin, const char *lib, long *rss_kb, long *hwm_kb, size_t *bytes)
+{
+    int port = free_port();
+    char listen[64];
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0) dup2(devnull, 2);
+        execl(bin, bin, "agent", "--root", node, "--listen", listen, "--nvml-library", lib,
+              "--rocm-library", "none", "--interval", "100ms", "--gpu-process-interval", "100ms",
+              (char *)NULL);
+        _exit(127);
+    }
+    usleep(4000000); /* 40 cycles */
+    *bytes = 0;
+    for (int i = 0; i < 5; i++)
+        *bytes = scrape(port);
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    *rss_kb = *hwm_kb = -1;
+    while (f && fgets(line, sizeof(line), f)) {
+        sscanf(line, "VmRSS: %ld", rss_kb);
+        sscanf(line, "VmHWM: %ld", hwm_kb);
+    }
+    if (f) fclose(f);
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s FAKE_LIBNVML [MLWATCH_BIN]\n", argv[0]);
+        return 2;
+    }
+    const char *lib = argv[1];
+    mw_log_set_level(MW_LOG_ERROR);
+    snprintf(scenario_path, sizeof(scenario_path), "/tmp/mlwatch-bench-gpu-%d.txt", (int)getpid());
+    snprintf(node, sizeof(node), "/tmp/mlwatch-bench-node-%d", (int)getpid());
+    setenv("FAKE_NVML_SCENARIO", scenario_path, 1);
+    setenv("FAKE_NVML_RELOAD", "0", 1); /* the fake reads the scenario once */
+
+    int rounds = 2000;
+    double fast = backend_cost(lib, 8, 0, MW_GPU_FAST, rounds);
+    double slow0 = backend_cost(lib, 8, 0, MW_GPU_SLOW, rounds / 4);
+    double slow100 = backend_cost(lib, 8, 100, MW_GPU_SLOW, rounds / 4);
+    printf("backend (GPU thread), 8 GPUs, per GPU: fast poll %.1f us, slow poll %.1f us "
+           "(0 processes), %.1f us (100 processes): %.2f us per process\n",
+           fast, slow0, slow100, (slow100 - slow0) / 100);
+
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "tests/fixtures/generate-node.sh 299 '%s' >/dev/null", node);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "cannot run tests/fixtures/generate-node.sh (run from the repository)\n");
+        return 1;
+    }
+    read_node_pids();
+    write_scenario(8, 13, 1); /* 104 processes of the node's pods over 8 GPUs */
+    size_t samples;
+    double cyc = cycle_cost(lib, 500, &samples);
+    printf("collection cycle (main thread): gpu collector %.1f us per cycle for 8 GPUs, 104 "
+           "processes, %zu container memory samples\n",
+           cyc, samples);
+    if (argc > 2) {
+        long rss, hwm, rss0, hwm0;
+        size_t bytes, bytes0;
+        agent_rss(argv[2], lib, &rss, &hwm, &bytes);
+        agent_rss(argv[2], "none", &rss0, &hwm0, &bytes0);
+        printf("mlwatch agent, 100 pods (299 containers), all collectors: with 8 fake GPUs RSS "
+               "%.1f MiB (peak %.1f MiB, exposition %zu bytes); without GPUs RSS %.1f MiB "
+               "(peak %.1f MiB, %zu bytes)\n",
+               rss / 1024.0, hwm / 1024.0, bytes, rss0 / 1024.0, hwm0 / 1024.0, bytes0);
+    }
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", node, scenario_path);
+    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", node);
+    return 0;
+}

@@ -1,0 +1,423 @@
+/* gpu_collector.c - the "gpu" collector: NVIDIA (NVML) and AMD (ROCm SMI)
+ * GPUs, per device, per MIG instance and per container.
+ *
+ * Vendor libraries take a driver-wide lock and some calls are slow (a
+ * process listing costs milliseconds; a wedged GPU can hang a call), so no
+ * library call runs in the collection cycle. A thread of our own polls every
+ * device: cheap readings every --interval, slow ones (process lists, MIG,
+ * ECC, NVLink, PCIe) every --gpu-process-interval, and publishes a copy of
+ * the devices after each poll. collect() only copies the latest published
+ * state into the snapshot and attributes processes to containers through
+ * the process map (gpu_emit.c); it waits only on its very first run, for at
+ * most a few seconds, so that `mlwatch metrics` shows GPUs. Readings older
+ * than 3 slow intervals (10 s at least) are not reported: a hung driver
+ * shows as errors and missing GPU samples, not as frozen values. */
+#include "gpu.h"
+#include "gpu_emit.h"
+#include "../collector.h"
+#include "../../core/log.h"
+#include "../../core/util.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define OPEN_WAIT_S 10 /* init() waits this long for the libraries to answer */
+#define FIRST_WAIT_S 3 /* the first collect() waits this long for a first poll */
+#define MAX_PENDING 32 /* errors queued between two collections */
+#define SYNC_WAIT_S 30
+#define STOP_WAIT_S 5 /* destroy() waits this long for the thread */
+
+typedef struct pending_error {
+    char path[96];
+    char what[160];
+} pending_error;
+
+typedef struct gpu_state gpu_state;
+
+typedef struct backend_slot {
+    mw_gpu_backend b;
+    gpu_state *st;
+    unsigned base; /* index of its first device in the state's arrays */
+    mw_gpu_sink sink;
+} backend_slot;
+
+struct gpu_state {
+    const mw_env *env;
+    int64_t interval_ns, slow_interval_ns;
+    backend_slot slots[2];
+    unsigned nslots, n;
+    mw_gpu_dev *work;   /* owned by the thread */
+    mw_gpu_dev *latest; /* published, under lock */
+    uint64_t *energy_base, *energy_last;
+    mw_gpu_emitter *emitter;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake, done;
+    int stop, opened; /* opened: 0 pending, 1 devices found, -1 nothing */
+    char why[768];
+    uint64_t sync_req, sync_done, published;
+    int64_t published_ns;
+    pending_error errs[MAX_PENDING];
+    unsigned nerrs;
+    uint64_t dropped_errs;
+    int collected_once, absent_logged;
+};
+
+/* Running collectors, for mw_gpu_collector_sync(). */
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static gpu_state *registry[8];
+
+static void on_error(void *ctx, unsigned dev, const char *call, const char *what)
+{
+    backend_slot *s = ctx;
+    gpu_state *st = s->st;
+    pthread_mutex_lock(&st->lock);
+    if (st->nerrs < MAX_PENDING) {
+        pending_error *e = &st->errs[st->nerrs++];
+        if (dev == MW_GPU_NONE)
+            snprintf(e->path, sizeof(e->path), "%s/%s", s->b.name, call);
+        else
+            snprintf(e->path, sizeof(e->path), "%s/gpu%u/%s", s->b.name, dev, call);
+        mw_strlcpy(e->what, what, sizeof(e->what));
+    } else {
+        st->dropped_errs++;
+    }
+    pthread_mutex_unlock(&st->lock);
+}
+
+static void on_xid(void *ctx, unsigned dev, uint64_t xid)
+{
+    backend_slot *s = ctx;
+    if (dev >= s->b.ndevices || xid > UINT32_MAX) return;
+    mw_gpu_dev *d = &s->st->work[s->base + dev];
+    for (uint32_t k = 0; k < d->nxids; k++) {
+        if (d->xids[k].xid == xid) {
+            d->xids[k].count++;
+            return;
+        }
+    }
+    if (d->nxids < MW_GPU_MAX_XIDS) {
+        d->xids[d->nxids].xid = (uint32_t)xid;
+        d->xids[d->nxids].count = 1;
+        d->nxids++;
+    }
+}
+
+static void deadline_after(struct timespec *ts, int64_t ns)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += (time_t)(ns / 1000000000);
+    ts->tv_nsec += (long)(ns % 1000000000);
+    if (ts->tv_nsec >= 1000000000) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000;
+    }
+}
+
+/* Open the backends and identify their devices (on the thread). */
+static void open_backends(gpu_state *st)
+{
+    const mw_config *cfg = st->env->cfg;
+    char why_nvml[320], why_rocm[320];
+    why_nvml[0] = why_rocm[0] = '\0';
+    backend_slot *s = &st->slots[0];
+    if (mw_gpu_nvml_open(&s->b, cfg->nvml_library, st->env->host, why_nvml, sizeof(why_nvml)) ==
+        0) {
+        if (s->b.ndevices)
+            st->nslots++;
+        else {
+            snprintf(why_nvml, sizeof(why_nvml), "driver %s reports no GPUs",
+                     s->b.driver_version[0] ? s->b.driver_version : "(unknown version)");
+            s->b.close(s->b.impl);
+        }
+    }
+    s = &st->slots[st->nslots];
+    if (mw_gpu_rocm_open(&s->b, cfg->rocm_library, st->env->host, why_rocm, sizeof(why_rocm)) ==
+        0) {
+        if (s->b.ndevices)
+            st->nslots++;
+        else {
+            snprintf(why_rocm, sizeof(why_rocm), "no AMD GPUs");
+            s->b.close(s->b.impl);
+        }
+    }
+    unsigned n = 0;
+    for (unsigned k = 0; k < st->nslots; k++) {
+        st->slots[k].base = n;
+        n += st->slots[k].b.ndevices;
+    }
+    st->n = n;
+    st->work = mw_xcalloc(n ? n : 1, sizeof(mw_gpu_dev));
+    st->latest = mw_xcalloc(n ? n : 1, sizeof(mw_gpu_dev));
+    st->energy_base = mw_xcalloc(n ? n : 1, sizeof(uint64_t));
+    st->energy_last = mw_xcalloc(n ? n : 1, sizeof(uint64_t));
+    for (unsigned k = 0; k < st->nslots; k++) {
+        s = &st->slots[k];
+        s->st = st;
+        s->sink = (mw_gpu_sink){s, on_error, on_xid};
+        for (unsigned i = 0; i < s->b.ndevices; i++) {
+            mw_gpu_dev *d = &st->work[s->base + i];
+            d->numa_node = -1;
+            d->driver_version = s->b.driver_version;
+            s->b.identify(s->b.impl, i, d, &s->sink);
+        }
+    }
+    if (n) {
+        char *p = st->why;
+        size_t room = sizeof(st->why);
+        for (unsigned k = 0; k < st->nslots; k++) {
+            int w = snprintf(
+                p, room, "%s%s %s: %u GPU%s", k ? "; " : "",
+                strcmp(st->slots[k].b.name, "nvml") == 0 ? "NVML, driver" : "ROCm SMI, driver",
+                st->slots[k].b.driver_version[0] ? st->slots[k].b.driver_version : "(unknown)",
+                st->slots[k].b.ndevices, st->slots[k].b.ndevices == 1 ? "" : "s");
+            if (w < 0 || (size_t)w >= room) break;
+            p += w;
+            room -= (size_t)w;
+        }
+    } else {
+        snprintf(st->why, sizeof(st->why), "NVML: %s; ROCm SMI: %s", why_nvml, why_rocm);
+    }
+}
+
+/* Keep the energy counter monotonic: a value below the last one means the
+ * driver was reloaded (the counter restarts at 0), so what was counted
+ * before is carried over. */
+static void fix_energy(gpu_state *st, unsigned i)
+{
+    mw_gpu_dev *d = &st->work[i];
+    if (!(d->have & MW_GF_BIT(MW_GF_ENERGY))) return;
+    if (d->energy_mj < st->energy_last[i]) st->energy_base[i] += st->energy_last[i];
+    st->energy_last[i] = d->energy_mj;
+    d->energy_j = (double)(st->energy_base[i] + d->energy_mj) / 1000.0;
+}
+
+static void *poll_thread(void *arg)
+{
+    gpu_state *st = arg;
+    open_backends(st);
+    pthread_mutex_lock(&st->lock);
+    st->opened = st->n ? 1 : -1;
+    pthread_cond_broadcast(&st->done);
+    pthread_mutex_unlock(&st->lock);
+    if (st->opened < 0) return NULL;
+    int64_t next_fast = mw_mono_ns(), next_slow = next_fast;
+    for (;;) {
+        pthread_mutex_lock(&st->lock);
+        for (;;) {
+            if (st->stop || st->sync_req > st->sync_done) break;
+            int64_t now = mw_mono_ns();
+            if (now >= next_fast) break;
+            struct timespec ts;
+            deadline_after(&ts, next_fast - now);
+            pthread_cond_timedwait(&st->wake, &st->lock, &ts);
+        }
+        uint64_t req = st->sync_req;
+        int stop = st->stop;
+        pthread_mutex_unlock(&st->lock);
+        if (stop) break;
+        int64_t now = mw_mono_ns();
+        unsigned what = MW_GPU_FAST;
+        if (now >= next_slow || req > st->sync_done) {
+            what |= MW_GPU_SLOW;
+            next_slow = now + st->slow_interval_ns;
+        }
+        for (unsigned k = 0; k < st->nslots; k++)
+            st->slots[k].b.events(st->slots[k].b.impl, &st->slots[k].sink);
+        for (unsigned k = 0; k < st->nslots; k++) {
+            backend_slot *s = &st->slots[k];
+            for (unsigned i = 0; i < s->b.ndevices; i++) {
+                int64_t t0 = mw_mono_ns();
+                s->b.poll(s->b.impl, i, &st->work[s->base + i], what, &s->sink);
+                st->work[s->base + i].poll_ns = mw_mono_ns() - t0;
+                fix_energy(st, s->base + i);
+            }
+        }
+        next_fast += st->interval_ns;
+        if (next_fast < mw_mono_ns()) next_fast = mw_mono_ns() + st->interval_ns;
+        pthread_mutex_lock(&st->lock);
+        memcpy(st->latest, st->work, st->n * sizeof(mw_gpu_dev));
+        st->published++;
+        st->published_ns = mw_mono_ns();
+        if (req > st->sync_done) st->sync_done = req;
+        pthread_cond_broadcast(&st->done);
+        pthread_mutex_unlock(&st->lock);
+    }
+    return NULL;
+}
+
+static void free_state(gpu_state *st)
+{
+    for (unsigned k = 0; k < st->nslots; k++)
+        st->slots[k].b.close(st->slots[k].b.impl);
+    mw_gpu_emitter_free(st->emitter);
+    free(st->work);
+    free(st->latest);
+    free(st->energy_base);
+    free(st->energy_last);
+    pthread_mutex_destroy(&st->lock);
+    pthread_cond_destroy(&st->wake);
+    pthread_cond_destroy(&st->done);
+    free(st);
+}
+
+static int gpu_init(const mw_env *env, void **state)
+{
+    gpu_state *st = mw_xcalloc(1, sizeof(*st));
+    st->env = env;
+    st->interval_ns = env->cfg->interval_ms * 1000000;
+    st->slow_interval_ns = env->cfg->gpu_process_interval_ms * 1000000;
+    if (st->slow_interval_ns < st->interval_ns) st->slow_interval_ns = st->interval_ns;
+    pthread_mutex_init(&st->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&st->wake, &ca);
+    pthread_cond_init(&st->done, &ca);
+    pthread_condattr_destroy(&ca);
+    int rc = pthread_create(&st->thread, NULL, poll_thread, st);
+    if (rc != 0) {
+        free_state(st);
+        return -rc;
+    }
+    struct timespec ts;
+    deadline_after(&ts, (int64_t)OPEN_WAIT_S * 1000000000);
+    pthread_mutex_lock(&st->lock);
+    while (st->opened == 0)
+        if (pthread_cond_timedwait(&st->done, &st->lock, &ts) == ETIMEDOUT) break;
+    int opened = st->opened;
+    pthread_mutex_unlock(&st->lock);
+    if (opened < 0) {
+        pthread_join(st->thread, NULL);
+        mw_log(MW_LOG_INFO, "gpu", "no GPU telemetry (%s)", st->why);
+        free_state(st);
+        return MW_COLLECTOR_ABSENT;
+    }
+    if (opened == 0)
+        mw_log(MW_LOG_WARN, "gpu",
+               "the GPU libraries have not answered within %d s; GPU metrics will appear "
+               "when they do",
+               OPEN_WAIT_S);
+    else
+        mw_log(MW_LOG_INFO, "gpu", "GPU telemetry: %s", st->why);
+    st->emitter = mw_gpu_emitter_new();
+    pthread_mutex_lock(&registry_lock);
+    for (size_t k = 0; k < MW_ARRAY_LEN(registry); k++) {
+        if (!registry[k]) {
+            registry[k] = st;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+    *state = st;
+    return 0;
+}
+
+static void gpu_collect(void *state, mw_collect_ctx *ctx)
+{
+    gpu_state *st = state;
+    pthread_mutex_lock(&st->lock);
+    if (!st->collected_once) {
+        /* The very first cycle (and `mlwatch metrics`) waits for a poll. */
+        st->collected_once = 1;
+        struct timespec ts;
+        deadline_after(&ts, (int64_t)FIRST_WAIT_S * 1000000000);
+        while (st->published == 0 && st->opened >= 0)
+            if (pthread_cond_timedwait(&st->done, &st->lock, &ts) == ETIMEDOUT) break;
+    }
+    if (st->opened < 0) {
+        /* The libraries answered after init() had given up waiting. */
+        pthread_mutex_unlock(&st->lock);
+        if (!st->absent_logged) mw_log(MW_LOG_INFO, "gpu", "no GPU telemetry (%s)", st->why);
+        st->absent_logged = 1;
+        return;
+    }
+    unsigned n = st->opened > 0 ? st->n : 0;
+    uint64_t published = st->published;
+    int64_t age = mw_mono_ns() - st->published_ns;
+    pending_error errs[MAX_PENDING];
+    unsigned nerrs = st->nerrs;
+    uint64_t dropped = st->dropped_errs;
+    memcpy(errs, st->errs, nerrs * sizeof(errs[0]));
+    st->nerrs = 0;
+    st->dropped_errs = 0;
+    int64_t stale_ns = 3 * st->slow_interval_ns;
+    if (stale_ns < 10000000000LL) stale_ns = 10000000000LL;
+    /* Emitting from the published copy under the lock costs the poller at
+     * most this long a wait before its next publication; no copy needed. */
+    if (published && age <= stale_ns) mw_gpu_emit(st->emitter, ctx, st->latest, n);
+    pthread_mutex_unlock(&st->lock);
+
+    for (unsigned k = 0; k < nerrs; k++)
+        mw_collect_error(ctx, errs[k].path, 0, errs[k].what);
+    ctx->errors += dropped;
+    if (!published) {
+        mw_collect_error(ctx, "gpu", 0, "no GPU poll has completed yet (a driver call hangs?)");
+    } else if (age > stale_ns) {
+        /* Old readings would look current: the hang is reported instead. */
+        char what[128];
+        snprintf(what, sizeof(what), "no GPU poll has completed for %.0f s (a driver call hangs?)",
+                 (double)age / 1e9);
+        mw_collect_error(ctx, "gpu", 0, what);
+    }
+}
+
+static void gpu_destroy(void *state)
+{
+    gpu_state *st = state;
+    if (!st) return;
+    pthread_mutex_lock(&registry_lock);
+    for (size_t k = 0; k < MW_ARRAY_LEN(registry); k++)
+        if (registry[k] == st) registry[k] = NULL;
+    pthread_mutex_unlock(&registry_lock);
+    pthread_mutex_lock(&st->lock);
+    st->stop = 1;
+    pthread_cond_broadcast(&st->wake);
+    pthread_mutex_unlock(&st->lock);
+    /* A driver call can hang for good: then the agent stops without it
+     * (the thread and what it uses are left to the exiting process). */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += STOP_WAIT_S;
+    if (pthread_timedjoin_np(st->thread, NULL, &ts) != 0) {
+        mw_log(MW_LOG_WARN, "gpu", "the GPU poller is stuck in a driver call; not waiting for it");
+        pthread_detach(st->thread);
+        return;
+    }
+    free_state(st);
+}
+
+int mw_gpu_collector_sync(void)
+{
+    int rc = 0;
+    pthread_mutex_lock(&registry_lock);
+    for (size_t k = 0; k < MW_ARRAY_LEN(registry); k++) {
+        gpu_state *st = registry[k];
+        if (!st) continue;
+        struct timespec ts;
+        deadline_after(&ts, (int64_t)SYNC_WAIT_S * 1000000000);
+        pthread_mutex_lock(&st->lock);
+        uint64_t req = ++st->sync_req;
+        pthread_cond_broadcast(&st->wake);
+        while (st->sync_done < req && st->opened >= 0)
+            if (pthread_cond_timedwait(&st->done, &st->lock, &ts) == ETIMEDOUT) {
+                rc = -1;
+                break;
+            }
+        pthread_mutex_unlock(&st->lock);
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return rc;
+}
+
+const mw_collector mw_collector_gpu = {
+    .name = "gpu",
+    .help = "NVIDIA (NVML) and AMD (ROCm SMI) GPUs, MIG instances, per-container shares",
+    .init = gpu_init,
+    .collect = gpu_collect,
+    .destroy = gpu_destroy,
+};

@@ -1,0 +1,196 @@
+/* test_snapshot.c - one cycle's samples (src/core/snapshot.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "core/snapshot.h"
+#include "core/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const mw_metric_desc CPU = {"mlwatch_cpu_seconds_total", "CPU", "seconds", MW_COUNTER};
+static const mw_metric_desc MEM = {"mlwatch_memory_bytes", "Memory", "bytes", MW_GAUGE};
+/* A second description of the same name (two collectors sharing a family). */
+static const mw_metric_desc CPU_AGAIN = {"mlwatch_cpu_seconds_total", "other", "", MW_GAUGE};
+
+static void emit_and_find(void **state)
+{
+    (void)state;
+    int64_t before = mw_now_ms();
+    mw_snapshot *s = mw_snapshot_new();
+    assert_true(s->timestamp_ms >= before && s->timestamp_ms <= mw_now_ms());
+    assert_null(mw_snapshot_find(s, "mlwatch_cpu_seconds_total"));
+
+    char cpu[8];
+    snprintf(cpu, sizeof(cpu), "0");
+    mw_emit(s, &CPU, 1.5, "cpu", cpu, "mode", "user", (const char *)NULL);
+    snprintf(cpu, sizeof(cpu), "1"); /* the snapshot keeps its own copy */
+    mw_emit(s, &MEM, 4096, (const char *)NULL);
+    mw_emit(s, &CPU, 2.5, "cpu", cpu, "mode", (const char *)NULL,
+            (const char *)NULL); /* NULL value: "" */
+    mw_emit(s, &CPU_AGAIN, 9, "cpu", "2", (const char *)NULL);
+
+    assert_int_equal(s->nfamilies, 2);
+    assert_int_equal(s->nsamples, 4);
+    /* Families in order of first emission; samples in order of emission. */
+    assert_ptr_equal(s->first->desc, &CPU);
+    assert_ptr_equal(s->first->next->desc, &MEM);
+    assert_null(s->first->next->next);
+    assert_ptr_equal(s->last, s->first->next);
+
+    const mw_family *f = mw_snapshot_find(s, "mlwatch_cpu_seconds_total");
+    assert_ptr_equal(f, s->first);
+    assert_int_equal(f->nsamples, 3);
+    const mw_sample *a = f->first, *b = a->next, *c = b->next;
+    assert_null(c->next);
+    assert_ptr_equal(f->last, c);
+    assert_true(a->value == 1.5 && b->value == 2.5 && c->value == 9);
+    assert_int_equal(a->nlabels, 2);
+    assert_string_equal(a->labels[0].name, "cpu");
+    assert_string_equal(a->labels[0].value, "0");
+    assert_string_equal(a->labels[1].value, "user");
+    assert_string_equal(b->labels[0].value, "1");
+    assert_string_equal(b->labels[1].name, "mode");
+    assert_string_equal(b->labels[1].value, "");
+    assert_int_equal(c->nlabels, 1);
+
+    const mw_family *m = mw_snapshot_find(s, "mlwatch_memory_bytes");
+    assert_int_equal(m->nsamples, 1);
+    assert_int_equal(m->first->nlabels, 0);
+    assert_null(mw_snapshot_find(s, "mlwatch_memory"));
+    assert_null(mw_snapshot_find(s, ""));
+    mw_snapshot_free(s);
+    mw_snapshot_free(NULL);
+}
+
+static void get_by_labels(void **state)
+{
+    (void)state;
+    mw_snapshot *s = mw_snapshot_new();
+    mw_emit(s, &CPU, 1, "cpu", "0", "mode", "user", (const char *)NULL);
+    mw_emit(s, &CPU, 2, "cpu", "0", "mode", "system", (const char *)NULL);
+    mw_emit(s, &CPU, 3, "cpu", "1", "mode", "user", (const char *)NULL);
+    mw_emit(s, &MEM, 10, (const char *)NULL);
+    mw_emit(s, &MEM, 20, "numa", "", (const char *)NULL);
+    double v = -1;
+    assert_int_equal(
+        mw_snapshot_get(s, "mlwatch_cpu_seconds_total", &v, "cpu", "1", (const char *)NULL), 0);
+    assert_true(v == 3);
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_cpu_seconds_total", &v, "mode", "system", "cpu",
+                                     "0", (const char *)NULL),
+                     0);
+    assert_true(v == 2);
+    /* No label filter: the first sample. */
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_cpu_seconds_total", &v, (const char *)NULL), 0);
+    assert_true(v == 1);
+    /* An absent label equals the empty value, as in PromQL. */
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_memory_bytes", &v, "numa", "", (const char *)NULL),
+                     0);
+    assert_true(v == 10);
+    v = -1;
+    assert_int_equal(
+        mw_snapshot_get(s, "mlwatch_cpu_seconds_total", &v, "cpu", "2", (const char *)NULL), -1);
+    assert_int_equal(
+        mw_snapshot_get(s, "mlwatch_cpu_seconds_total", &v, "node", "0", (const char *)NULL), -1);
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_nothing", &v, (const char *)NULL), -1);
+    assert_true(v == -1);
+    mw_snapshot_free(s);
+}
+
+static void label_limit(void **state)
+{
+    (void)state;
+    mw_snapshot *s = mw_snapshot_new();
+    mw_label labels[20];
+    char names[20][8], values[20][8];
+    for (int i = 0; i < 20; i++) {
+        snprintf(names[i], sizeof(names[i]), "l%d", i);
+        snprintf(values[i], sizeof(values[i]), "v%d", i);
+        labels[i].name = names[i];
+        labels[i].value = values[i];
+    }
+    mw_emitv(s, &MEM, 1, 20, labels);
+    const mw_sample *smp = mw_snapshot_find(s, "mlwatch_memory_bytes")->first;
+    assert_int_equal(smp->nlabels, MW_MAX_LABELS);
+    assert_string_equal(smp->labels[15].value, "v15");
+    /* Through mw_emit as well: extra pairs are dropped, not overrun. */
+    mw_emit(s, &MEM, 2, "a", "1", "b", "2", "c", "3", "d", "4", "e", "5", "f", "6", "g", "7", "h",
+            "8", "i", "9", "j", "10", "k", "11", "l", "12", "m", "13", "n", "14", "o", "15", "p",
+            "16", "q", "17", (const char *)NULL);
+    smp = smp->next;
+    assert_int_equal(smp->nlabels, MW_MAX_LABELS);
+    assert_string_equal(smp->labels[15].name, "p");
+    assert_string_equal(smp->labels[15].value, "16");
+    mw_emitv(s, &MEM, 3, 0, NULL);
+    assert_int_equal(smp->next->nlabels, 0);
+    mw_snapshot_free(s);
+}
+
+static void many_families(void **state)
+{
+    (void)state;
+    /* Far more families than the initial index: it must grow and still find
+     * every one, in emission order. */
+    enum { N = 5000 };
+    mw_metric_desc *d = mw_xcalloc(N, sizeof(*d));
+    char(*names)[32] = mw_xcalloc(N, 32);
+    mw_snapshot *s = mw_snapshot_new();
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], 32, "mlwatch_family_%d", i);
+        d[i] = (mw_metric_desc){names[i], "help", "", MW_GAUGE};
+        mw_emit(s, &d[i], i, (const char *)NULL);
+        mw_emit(s, &d[i / 2], -i, "again", "yes",
+                (const char *)NULL); /* re-emitting an older family */
+    }
+    assert_int_equal(s->nfamilies, N);
+    assert_int_equal(s->nsamples, 2 * N);
+    assert_true(s->nslots >= 2 * N);
+    int i = 0;
+    for (const mw_family *f = s->first; f; f = f->next, i++) {
+        assert_ptr_equal(f->desc, &d[i]);
+        assert_ptr_equal(mw_snapshot_find(s, names[i]), f);
+        assert_true(f->first->value == i);
+    }
+    assert_int_equal(i, N);
+    double v;
+    assert_int_equal(
+        mw_snapshot_get(s, "mlwatch_family_1234", &v, "again", "yes", (const char *)NULL), 0);
+    assert_true(v == -2468);
+    mw_snapshot_free(s);
+    free(names);
+    free(d);
+}
+
+static void large_label_values(void **state)
+{
+    (void)state;
+    /* Values larger than an arena block are copied whole. */
+    size_t n = 200000;
+    char *big = malloc(n + 1);
+    for (size_t i = 0; i < n; i++)
+        big[i] = (char)('a' + i % 26);
+    big[n] = '\0';
+    mw_snapshot *s = mw_snapshot_new();
+    mw_emit(s, &MEM, 1, "big", big, (const char *)NULL);
+    mw_emit(s, &MEM, 2, "small", "x", (const char *)NULL);
+    big[0] = 'Z';
+    const mw_sample *smp = mw_snapshot_find(s, "mlwatch_memory_bytes")->first;
+    assert_int_equal(strlen(smp->labels[0].value), n);
+    assert_int_equal(smp->labels[0].value[0], 'a');
+    assert_string_equal(smp->next->labels[0].value, "x");
+    free(big);
+    mw_snapshot_free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(emit_and_find),      cmocka_unit_test(get_by_labels),
+        cmocka_unit_test(label_limit),        cmocka_unit_test(many_families),
+        cmocka_unit_test(large_label_values),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
