@@ -275,7 +275,7 @@ static void slow_driver_never_delays_a_cycle(void **state)
         nanosleep(&pause, NULL);
     }
     /* The driver spends 0.7 s in every process listing; cycles do not. */
-    if (worst > 0.1) fail_msg("a collection cycle took %.3f s behind a slow driver", worst);
+    if (worst > 0.25) fail_msg("a collection cycle took %.3f s behind a slow driver", worst);
     gh_close(s);
 }
 
