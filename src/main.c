@@ -1,5 +1,6 @@
-/* main.c - command-line entry point: picks the command, parses its flags,
- * and hands over. Usage errors exit 2 with one line naming the problem. */
+/* main.c - command-line entry point: picks the command and hands over.
+ * Usage errors exit 2 with one line naming the problem. To add a command,
+ * add a row to commands[]. */
 #include "agent/agent.h"
 #include "collect/collector.h"
 #include "core/config.h"
@@ -9,6 +10,36 @@
 #include <stdio.h>
 #include <string.h>
 
+typedef struct command {
+    const char *name;
+    const char *usage; /* one line for `mlwatch help` */
+    /* Runs with the flags already parsed into cfg; rest holds the positional
+     * arguments (everything after "--" included) when accepts_args is set. */
+    int (*run)(const mw_config *cfg, char **rest, size_t nrest);
+    int accepts_args;
+} command;
+
+static int cmd_agent(const mw_config *cfg, char **rest, size_t nrest)
+{
+    (void)rest;
+    (void)nrest;
+    return mw_agent_run(cfg);
+}
+
+static int cmd_metrics(const mw_config *cfg, char **rest, size_t nrest)
+{
+    (void)rest;
+    (void)nrest;
+    return mw_metrics_once(cfg, stdout);
+}
+
+static const command commands[] = {
+    {"agent", "mlwatch agent [FLAGS]     collect every interval; serve /metrics on --listen",
+     cmd_agent, 0},
+    {"metrics", "mlwatch metrics [FLAGS]   collect once and print the exposition on stdout",
+     cmd_metrics, 0},
+};
+
 static int collector_exists(const char *name)
 {
     return mw_collector_find(name) != NULL;
@@ -16,15 +47,13 @@ static int collector_exists(const char *name)
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "mlwatch %s - GPU, energy and container telemetry for shared machines\n\n"
-            "Usage:\n"
-            "  mlwatch agent [FLAGS]     collect every interval; serve /metrics on --listen\n"
-            "  mlwatch metrics [FLAGS]   collect once and print the exposition on stdout\n"
-            "  mlwatch help              this text\n"
-            "  mlwatch --version         print the version\n\n"
-            "Flags (each also a key in the --config YAML file, with '-' written '_'):\n",
+    fprintf(out, "mlwatch %s - GPU, energy and container telemetry for shared machines\n\nUsage:\n",
             MLWATCH_VERSION);
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        fprintf(out, "  %s\n", commands[i].usage);
+    fprintf(out, "  mlwatch help              this text\n"
+                 "  mlwatch --version         print the version\n\n"
+                 "Flags (each also a key in the --config YAML file, with '-' written '_'):\n");
     mw_config_print_help(out);
     fprintf(out, "\nCollectors:\n");
     for (size_t i = 0; i < mw_ncollectors; i++)
@@ -38,32 +67,37 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    const char *cmd = argv[1];
-    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+    const char *name = argv[1];
+    if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
         printf("mlwatch %s (revision %s)\n", MLWATCH_VERSION, MLWATCH_REVISION);
         return 0;
     }
-    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+    if (strcmp(name, "help") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
         if (argc > 2 && strcmp(argv[2], "--markdown") == 0)
             mw_config_print_markdown(stdout);
         else
             usage(stdout);
         return 0;
     }
-    if (strcmp(cmd, "agent") != 0 && strcmp(cmd, "metrics") != 0) {
-        fprintf(stderr, "mlwatch: unknown command '%s' (see `mlwatch help`)\n", cmd);
+    const command *cmd = NULL;
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(name, commands[i].name) == 0) cmd = &commands[i];
+    if (!cmd) {
+        fprintf(stderr, "mlwatch: unknown command '%s' (see `mlwatch help`)\n", name);
         return 2;
     }
-    mw_config cfg;
+    static mw_config cfg; /* large (paths): not on the stack */
     mw_config_defaults(&cfg);
     char err[1024];
-    if (mw_config_from_args(&cfg, argc, argv, 2, NULL, NULL, 0, err, sizeof(err)) < 0) {
-        fprintf(stderr, "mlwatch %s: %s\n", cmd, err);
+    char *rest[256];
+    size_t nrest = 0;
+    if (mw_config_from_args(&cfg, argc, argv, 2, cmd->accepts_args ? rest : NULL, &nrest,
+                            cmd->accepts_args ? 256 : 0, err, sizeof(err)) < 0) {
+        fprintf(stderr, "mlwatch %s: %s\n", name, err);
         return 2;
     }
     mw_log_level level;
     mw_log_level_parse(cfg.log_level, &level);
     mw_log_set_level(level);
-    if (strcmp(cmd, "agent") == 0) return mw_agent_run(&cfg);
-    return mw_metrics_once(&cfg, stdout);
+    return cmd->run(&cfg, rest, nrest);
 }

@@ -6,6 +6,7 @@
 #include "agent.h"
 #include "../collect/collector.h"
 #include "../collect/procmap.h"
+#include "module.h"
 #include "../core/log.h"
 #include "../core/units.h"
 #include "../core/util.h"
@@ -74,6 +75,7 @@ typedef struct runtime {
     mw_procmap *procmap;
     mw_env env;
     mw_collector_set *set;
+    mw_module_set *modules;
 } runtime;
 
 static int runtime_open(runtime *rt, const mw_config *cfg)
@@ -87,11 +89,13 @@ static int runtime_open(runtime *rt, const mw_config *cfg)
     rt->procmap = mw_procmap_new(&rt->host);
     rt->env = (mw_env){cfg, &rt->host, rt->procmap};
     rt->set = mw_collector_set_new(&rt->env);
+    rt->modules = mw_module_set_new(&rt->env);
     return 0;
 }
 
 static void runtime_close(runtime *rt)
 {
+    mw_module_set_free(rt->modules);
     mw_collector_set_free(rt->set);
     mw_procmap_free(rt->procmap);
     mw_hostfs_close(&rt->host);
@@ -101,6 +105,7 @@ static mw_snapshot *collect_once(runtime *rt)
 {
     mw_snapshot *snap = mw_snapshot_new();
     mw_collector_set_run(rt->set, snap);
+    mw_module_set_derive(rt->modules, snap);
     return snap;
 }
 
@@ -146,6 +151,7 @@ int mw_agent_run(const mw_config *cfg)
     mw_http_route(http, "GET", "/metrics", 0, mw_metrics_handler, pub);
     mw_http_route(http, "GET", "/-/healthy", 0, healthy_handler, NULL);
     mw_http_route(http, "GET", "/-/ready", 0, ready_handler, NULL);
+    mw_module_set_routes(rt.modules, http);
     mw_http_route(http, "GET", "/", 1, landing_handler, NULL);
     char err[512];
     if (mw_http_start(http, cfg->listen, err, sizeof(err)) < 0) {
@@ -163,7 +169,9 @@ int mw_agent_run(const mw_config *cfg)
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     while (!stop_requested) {
-        mw_published_update(pub, collect_once(&rt));
+        mw_snapshot *snap = collect_once(&rt);
+        mw_module_set_consume(rt.modules, snap);
+        mw_published_update(pub, snap);
         atomic_store(&ready, 1);
         add_ns(&next, cfg->interval_ms * 1000000);
         struct timespec now;

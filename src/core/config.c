@@ -12,7 +12,16 @@
 
 int (*mw_config_collector_exists)(const char *name);
 
-typedef enum { OPT_STRING, OPT_PATH, OPT_DURATION, OPT_LIST } opt_type;
+typedef enum {
+    OPT_STRING,
+    OPT_PATH,
+    OPT_DURATION, /* int64_t milliseconds, > 0 */
+    OPT_LIST,     /* char[N][32] with a size_t count */
+    OPT_BOOL,     /* int 0/1; a flag without "=VALUE" means true */
+    OPT_NUMBER,   /* double */
+    OPT_SIZE,     /* uint64_t bytes ("512MiB") */
+    OPT_SECTION,  /* YAML-only nested settings, parsed by the option's section() */
+} opt_type;
 
 typedef struct option {
     const char *name; /* flag "--name"; YAML key is name with '-' as '_' */
@@ -23,6 +32,10 @@ typedef struct option {
     const char *help;
     /* Extra validation; writes the reason into why. */
     int (*validate)(const char *value, char *why, size_t whysize);
+    /* OPT_SECTION: parse the YAML node (a yaml_node_t * of document doc) into
+     * c; on error write "FILE:LINE:COL: problem" into err and return -1. */
+    int (*section)(mw_config *c, const char *file, void *doc, void *node, char *err,
+                   size_t errsize);
 } option;
 
 static int check_listen(const char *v, char *why, size_t n)
@@ -57,32 +70,40 @@ static int check_collector(const char *v, char *why, size_t n)
     return -1;
 }
 
-#define FIELD(f) offsetof(mw_config, f), sizeof(((mw_config *)0)->f)
+/* One row per setting. Scalars: OPT(flag, type, field, default, help, validate).
+ * Lists: OPT_LIST_OF(flag, field, count field, default, help, validate).
+ * Config-file sections: SECTION(key, default, help, parser). */
+#define OPT(n, t, f, d, h, v)                                                                     \
+    {.name = n, .type = t, .offset = offsetof(mw_config, f),                                      \
+     .size = sizeof(((mw_config *)0)->f), .def = d, .help = h, .validate = v}
+#define OPT_LIST_OF(n, f, cnt, d, h, v)                                                           \
+    {.name = n, .type = OPT_LIST, .offset = offsetof(mw_config, f),                               \
+     .size = sizeof(((mw_config *)0)->f), .count_offset = offsetof(mw_config, cnt), .def = d,     \
+     .help = h, .validate = v}
+#define SECTION(n, d, h, fn) {.name = n, .type = OPT_SECTION, .def = d, .help = h, .section = fn}
 
 static const option options[] = {
-    {"root", OPT_PATH, FIELD(root), 0, "/",
-     "Host prefix under which /proc, /sys, /var/log/pods and /var/lib/kubelet are read", NULL},
-    {"listen", OPT_STRING, FIELD(listen), 0, ":10230",
-     "ADDR:PORT for /metrics and the API (empty ADDR = all interfaces)", check_listen},
-    {"interval", OPT_DURATION, FIELD(interval_ms), 0, "1s", "Collection interval", NULL},
-    {"config", OPT_PATH, FIELD(config_path), 0, "", "YAML configuration file", NULL},
-    {"log-level", OPT_STRING, FIELD(log_level), 0, "info", "debug, info, warn or error",
-     check_log_level},
-    {"format", OPT_STRING, FIELD(format), 0, "text",
-     "`mlwatch metrics` output: text (Prometheus 0.0.4) or openmetrics", check_format},
-    {"collectors", OPT_LIST, FIELD(collectors), offsetof(mw_config, ncollectors), "all",
-     "Comma-separated collectors to run", check_collector},
-    {"disable-collectors", OPT_LIST, FIELD(disable_collectors),
-     offsetof(mw_config, ndisable_collectors), "none", "Comma-separated collectors to switch off",
-     check_collector},
-    {"nvml-library", OPT_PATH, FIELD(nvml_library), 0, "libnvidia-ml.so.1",
-     "NVIDIA NVML library to load for GPU metrics (none: no NVIDIA GPUs)", NULL},
-    {"rocm-library", OPT_PATH, FIELD(rocm_library), 0, "auto",
-     "AMD ROCm SMI library for GPU metrics; auto tries librocm_smi64.so.7, .6, .5, .1 when the "
-     "amdgpu driver is loaded (none: no AMD GPUs)",
-     NULL},
-    {"gpu-process-interval", OPT_DURATION, FIELD(gpu_process_interval_ms), 0, "5s",
-     "Interval of slow GPU calls: process lists, MIG, ECC, NVLink, PCIe", NULL},
+    OPT("root", OPT_PATH, root, "/",
+        "Host prefix under which /proc, /sys, /var/log/pods and /var/lib/kubelet are read", NULL),
+    OPT("listen", OPT_STRING, listen, ":10230",
+        "ADDR:PORT for /metrics and the API (empty ADDR = all interfaces)", check_listen),
+    OPT("interval", OPT_DURATION, interval_ms, "1s", "Collection interval", NULL),
+    OPT("config", OPT_PATH, config_path, "", "YAML configuration file", NULL),
+    OPT("log-level", OPT_STRING, log_level, "info", "debug, info, warn or error", check_log_level),
+    OPT("format", OPT_STRING, format, "text",
+        "`mlwatch metrics` output: text (Prometheus 0.0.4) or openmetrics", check_format),
+    OPT_LIST_OF("collectors", collectors, ncollectors, "all", "Comma-separated collectors to run",
+                check_collector),
+    OPT_LIST_OF("disable-collectors", disable_collectors, ndisable_collectors, "none",
+                "Comma-separated collectors to switch off", check_collector),
+    OPT("nvml-library", OPT_PATH, nvml_library, "libnvidia-ml.so.1",
+        "NVIDIA NVML library to load for GPU metrics (none: no NVIDIA GPUs)", NULL),
+    OPT("rocm-library", OPT_PATH, rocm_library, "auto",
+        "AMD ROCm SMI library for GPU metrics; auto tries librocm_smi64.so.7, .6, .5, .1 when the "
+        "amdgpu driver is loaded (none: no AMD GPUs)",
+        NULL),
+    OPT("gpu-process-interval", OPT_DURATION, gpu_process_interval_ms, "5s",
+        "Interval of slow GPU calls: process lists, MIG, ECC, NVLink, PCIe", NULL),
 };
 
 void mw_config_defaults(mw_config *c)
@@ -171,6 +192,39 @@ static int set_value(mw_config *c, const option *o, const char *v, int append, c
         *(int64_t *)(void *)field = ms;
         return 0;
     }
+    case OPT_BOOL:
+        if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcmp(v, "yes") == 0)
+            *(int *)(void *)field = 1;
+        else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0 || strcmp(v, "no") == 0)
+            *(int *)(void *)field = 0;
+        else {
+            snprintf(why, whysize, "must be true or false, got '%s'", v);
+            return -1;
+        }
+        return 0;
+    case OPT_NUMBER: {
+        char *end;
+        errno = 0;
+        double d = strtod(v, &end);
+        if (!*v || *end || errno || d != d) {
+            snprintf(why, whysize, "must be a number, got '%s'", v);
+            return -1;
+        }
+        *(double *)(void *)field = d;
+        return 0;
+    }
+    case OPT_SIZE: {
+        uint64_t bytes;
+        if (mw_parse_size(v, &bytes) < 0) {
+            snprintf(why, whysize, "invalid size '%s' (examples: 512MiB, 1GB, 4096)", v);
+            return -1;
+        }
+        *(uint64_t *)(void *)field = bytes;
+        return 0;
+    }
+    case OPT_SECTION:
+        snprintf(why, whysize, "can only be set in the config file");
+        return -1;
     case OPT_LIST: {
         size_t *count = (size_t *)(void *)((char *)c + o->count_offset);
         size_t elem = 32, cap = o->size / elem;
@@ -272,6 +326,10 @@ static int load_document(mw_config *c, const char *name, yaml_document_t *doc, c
                              "duplicate key '%s' (first set on line %zu)", key, seen_line[idx]);
         seen_line[idx] = k->start_mark.line + 1;
         char why[256];
+        if (o->type == OPT_SECTION) {
+            if (o->section(c, name, doc, v, err, errsize) < 0) return -1;
+            continue;
+        }
         if (o->type == OPT_LIST) {
             size_t *count = (size_t *)(void *)((char *)c + o->count_offset);
             *count = 0;
@@ -442,13 +500,15 @@ static int from_args(mw_config *c, int argc, char **argv, int first, char **rest
         memcpy(name, a + 2, n);
         name[n] = '\0';
         const option *o = find_option(name, 0);
-        if (!o) {
+        if (!o || o->type == OPT_SECTION) {
             snprintf(err, errsize, "unknown flag '--%s' (see `mlwatch help`)", name);
             return -1;
         }
         const char *v;
         if (eq)
             v = eq + 1;
+        else if (o->type == OPT_BOOL)
+            v = "true"; /* a bare boolean flag switches it on */
         else if (i + 1 < argc)
             v = argv[++i];
         else {
@@ -477,11 +537,15 @@ void mw_config_print_help(FILE *out)
 {
     for (size_t i = 0; i < MW_ARRAY_LEN(options); i++) {
         const option *o = &options[i];
+        if (o->type == OPT_SECTION) continue; /* config-file only: see docs/configuration.md */
         char flag[80];
         snprintf(flag, sizeof(flag), "--%s %s", o->name,
                  o->type == OPT_DURATION ? "DURATION"
                  : o->type == OPT_LIST   ? "LIST"
                  : o->type == OPT_PATH   ? "PATH"
+                 : o->type == OPT_BOOL   ? "[=BOOL]"
+                 : o->type == OPT_NUMBER ? "NUMBER"
+                 : o->type == OPT_SIZE   ? "SIZE"
                                          : "VALUE");
         fprintf(out, "  %-30s %s (default: %s)\n", flag, o->help, o->def[0] ? o->def : "none");
     }
@@ -503,7 +567,11 @@ void mw_config_print_markdown(FILE *out)
             snprintf(defcell, sizeof(defcell), "`%s`", options[i].def);
         else
             mw_strlcpy(defcell, "none", sizeof(defcell));
-        fprintf(out, "| `--%s` | %s | %s | %s |\n", options[i].name, keycell, defcell,
-                options[i].help);
+        char flagcell[80];
+        if (options[i].type == OPT_SECTION)
+            mw_strlcpy(flagcell, "(config file only)", sizeof(flagcell));
+        else
+            snprintf(flagcell, sizeof(flagcell), "`--%s`", options[i].name);
+        fprintf(out, "| %s | %s | %s | %s |\n", flagcell, keycell, defcell, options[i].help);
     }
 }

@@ -1,0 +1,42 @@
+/* module.h - stages after collection: derive, store, ship, notify.
+ *
+ * Collectors read the host; modules work on what they collected. Each cycle
+ * the agent runs, in registry order (modules.c):
+ *   1. derive(snap)   - add samples computed from this cycle's samples
+ *                       (energy attribution, carbon, idle sessions, findings);
+ *                       a later module sees what earlier ones added;
+ *   2. consume(snap)  - read the finished snapshot (append to the store,
+ *                       enqueue for remote write, send notifications); must
+ *                       not block: slow work belongs on the module's thread;
+ * then the snapshot is published for /metrics. routes() registers HTTP
+ * endpoints on the agent's one port. `mlwatch metrics` runs derive only.
+ *
+ * init() returns MW_COLLECTOR_ABSENT when the module is switched off by the
+ * configuration, 0 when active, or a negative errno (logged, module off). */
+#ifndef MW_MODULE_H
+#define MW_MODULE_H
+
+#include "../collect/collector.h"
+#include "../serve/http.h"
+
+typedef struct mw_module {
+    const char *name;
+    int (*init)(const mw_env *env, void **state);
+    void (*routes)(void *state, mw_http_server *http);         /* optional */
+    void (*derive)(void *state, mw_snapshot *snap);            /* optional */
+    void (*consume)(void *state, const mw_snapshot *snap);     /* optional */
+    void (*destroy)(void *state);                              /* optional */
+} mw_module;
+
+extern const mw_module *const mw_modules[];
+extern const size_t mw_nmodules;
+
+typedef struct mw_module_set mw_module_set;
+
+mw_module_set *mw_module_set_new(const mw_env *env);
+void mw_module_set_routes(mw_module_set *set, mw_http_server *http);
+void mw_module_set_derive(mw_module_set *set, mw_snapshot *snap);
+void mw_module_set_consume(mw_module_set *set, const mw_snapshot *snap);
+void mw_module_set_free(mw_module_set *set);
+
+#endif

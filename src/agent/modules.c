@@ -1,0 +1,77 @@
+/* modules.c - the registry of post-collection modules and their runner.
+ *
+ * Order matters: a module that derives samples from another's output comes
+ * after it (energy before carbon before idle sessions before findings); the
+ * store and the shippers come last so they see every derived sample. */
+#include "module.h"
+#include "../core/log.h"
+#include "../core/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Add modules here, in the order they must run. */
+const mw_module *const mw_modules[] = {
+    NULL, /* placeholder so the array is never empty; skipped below */
+};
+const size_t mw_nmodules = sizeof(mw_modules) / sizeof(mw_modules[0]);
+
+typedef struct active_module {
+    const mw_module *m;
+    void *state;
+} active_module;
+
+struct mw_module_set {
+    active_module *items;
+    size_t n;
+};
+
+mw_module_set *mw_module_set_new(const mw_env *env)
+{
+    mw_module_set *set = mw_xcalloc(1, sizeof(*set));
+    set->items = mw_xcalloc(mw_nmodules, sizeof(active_module));
+    for (size_t i = 0; i < mw_nmodules; i++) {
+        const mw_module *m = mw_modules[i];
+        if (!m) continue;
+        void *state = NULL;
+        if (m->init) {
+            int rc = m->init(env, &state);
+            if (rc == MW_COLLECTOR_ABSENT) continue;
+            if (rc < 0) {
+                mw_log(MW_LOG_WARN, m->name, "module disabled: initialisation failed (%s)",
+                       strerror(-rc));
+                continue;
+            }
+        }
+        set->items[set->n++] = (active_module){m, state};
+    }
+    return set;
+}
+
+void mw_module_set_routes(mw_module_set *set, mw_http_server *http)
+{
+    for (size_t i = 0; i < set->n; i++)
+        if (set->items[i].m->routes) set->items[i].m->routes(set->items[i].state, http);
+}
+
+void mw_module_set_derive(mw_module_set *set, mw_snapshot *snap)
+{
+    for (size_t i = 0; i < set->n; i++)
+        if (set->items[i].m->derive) set->items[i].m->derive(set->items[i].state, snap);
+}
+
+void mw_module_set_consume(mw_module_set *set, const mw_snapshot *snap)
+{
+    for (size_t i = 0; i < set->n; i++)
+        if (set->items[i].m->consume) set->items[i].m->consume(set->items[i].state, snap);
+}
+
+void mw_module_set_free(mw_module_set *set)
+{
+    if (!set) return;
+    /* Reverse order: later modules may hold references into earlier ones. */
+    for (size_t i = set->n; i-- > 0;)
+        if (set->items[i].m->destroy) set->items[i].m->destroy(set->items[i].state);
+    free(set->items);
+    free(set);
+}
