@@ -6,7 +6,8 @@
 set -euo pipefail
 what=${1:-build}
 
-build_pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libyaml-dev zlib1g-dev)
+build_pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libyaml-dev zlib1g-dev
+            libprotobuf-c-dev protobuf-c-compiler libsnappy-dev libcurl4-openssl-dev libjansson-dev)
 test_pkgs=(libcmocka-dev clang libclang-rt-14-dev prometheus curl python3 procps)
 
 pkgs=("${build_pkgs[@]}")
