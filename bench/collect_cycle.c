@@ -30,6 +30,7 @@ int main(int argc, char **argv)
     int cycles = argc > 2 ? atoi(argv[2]) : 1000;
     if (cycles < 1) cycles = 1;
     mw_config_collector_exists = exists;
+    mw_tune_allocator(); /* as main() does for the agent */
     mw_log_set_level(MW_LOG_ERROR);
     mw_config cfg;
     mw_config_defaults(&cfg);

@@ -2,9 +2,12 @@
  * Usage errors exit 2 with one line naming the problem. To add a command,
  * add a row to commands[]. */
 #include "agent/agent.h"
+#include "agent/run.h"
 #include "collect/collector.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/util.h"
+#include "derive/doctor.h"
 #include "mlwatch.h"
 
 #include <stdio.h>
@@ -33,11 +36,32 @@ static int cmd_metrics(const mw_config *cfg, char **rest, size_t nrest)
     return mw_metrics_once(cfg, stdout);
 }
 
+static int cmd_doctor(const mw_config *cfg, char **rest, size_t nrest)
+{
+    (void)rest;
+    (void)nrest;
+    return mw_doctor_run(cfg);
+}
+
+static int cmd_run(const mw_config *cfg, char **rest, size_t nrest)
+{
+    return mw_run_command(cfg, rest, nrest);
+}
+
 static const command commands[] = {
     {"agent", "mlwatch agent [FLAGS]     collect every interval; serve /metrics on --listen",
      cmd_agent, 0},
     {"metrics", "mlwatch metrics [FLAGS]   collect once and print the exposition on stdout",
      cmd_metrics, 0},
+    {"doctor",
+     "mlwatch doctor [--namespace NS] [--pod POD] [--pid PID] [--json] [--window DURATION]\n"
+     "                            why is my training slow? findings from the agent at --listen,\n"
+     "                            else from sampling for the window (exit 1 when any)",
+     cmd_doctor, 0},
+    {"run",
+     "mlwatch run [--json] [--interval DURATION] [--work N --unit NAME] -- COMMAND [ARGS...]\n"
+     "                            run COMMAND; report its energy, CO2, GPU use, J per unit",
+     cmd_run, 1},
 };
 
 static int collector_exists(const char *name)
@@ -63,6 +87,7 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
     mw_config_collector_exists = collector_exists;
+    mw_tune_allocator();
     if (argc < 2) {
         usage(stderr);
         return 2;

@@ -78,7 +78,7 @@ typedef struct runtime {
     mw_module_set *modules;
 } runtime;
 
-static int runtime_open(runtime *rt, const mw_config *cfg)
+static int runtime_open(runtime *rt, const mw_config *cfg, int oneshot)
 {
     memset(rt, 0, sizeof(*rt));
     int rc = mw_hostfs_open(&rt->host, cfg->root);
@@ -89,7 +89,7 @@ static int runtime_open(runtime *rt, const mw_config *cfg)
     rt->procmap = mw_procmap_new(&rt->host);
     rt->env = (mw_env){cfg, &rt->host, rt->procmap};
     rt->set = mw_collector_set_new(&rt->env);
-    rt->modules = mw_module_set_new(&rt->env);
+    rt->modules = mw_module_set_new(&rt->env, oneshot);
     return 0;
 }
 
@@ -112,7 +112,7 @@ static mw_snapshot *collect_once(runtime *rt)
 int mw_metrics_once(const mw_config *cfg, FILE *out)
 {
     runtime rt;
-    if (runtime_open(&rt, cfg) < 0) return 1;
+    if (runtime_open(&rt, cfg, 1) < 0) return 1;
     mw_snapshot *snap = collect_once(&rt);
     mw_buf b;
     mw_buf_init(&b, 0);
@@ -145,7 +145,7 @@ int mw_agent_run(const mw_config *cfg)
     signal(SIGPIPE, SIG_IGN);
 
     runtime rt;
-    if (runtime_open(&rt, cfg) < 0) return 1;
+    if (runtime_open(&rt, cfg, 0) < 0) return 1;
     mw_published *pub = mw_published_new();
     mw_http_server *http = mw_http_new(0);
     mw_http_route(http, "GET", "/metrics", 0, mw_metrics_handler, pub);

@@ -21,6 +21,11 @@
 
 typedef struct mw_module {
     const char *name;
+    /* Set for modules with effects beyond the snapshot (files under
+     * --state-dir or --data-dir, network traffic, notifications): they run in
+     * the agent only, never in one-shot commands such as `mlwatch metrics`,
+     * which must not race a running agent for its files. */
+    int agent_only;
     int (*init)(const mw_env *env, void **state);
     void (*routes)(void *state, mw_http_server *http);         /* optional */
     void (*derive)(void *state, mw_snapshot *snap);            /* optional */
@@ -33,7 +38,8 @@ extern const size_t mw_nmodules;
 
 typedef struct mw_module_set mw_module_set;
 
-mw_module_set *mw_module_set_new(const mw_env *env);
+/* oneshot: skip agent_only modules. */
+mw_module_set *mw_module_set_new(const mw_env *env, int oneshot);
 void mw_module_set_routes(mw_module_set *set, mw_http_server *http);
 void mw_module_set_derive(mw_module_set *set, mw_snapshot *snap);
 void mw_module_set_consume(mw_module_set *set, const mw_snapshot *snap);

@@ -10,9 +10,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+extern const mw_module mw_doctor_module; /* src/derive/doctor.c: findings */
+extern const mw_module mw_module_energy; /* src/derive/energy_module.c: energy, CO2 */
+extern const mw_module mw_module_idle;   /* src/derive/idle.c: idle GPU sessions, notifications */
+extern const mw_module mw_module_remote_write; /* src/ship/remote_write.c: shipper */
+extern const mw_module mw_module_store;        /* src/store/store_module.c */
+
 /* Add modules here, in the order they must run. */
 const mw_module *const mw_modules[] = {
     NULL, /* placeholder so the array is never empty; skipped below */
+    &mw_module_energy,
+    &mw_module_idle,
+    &mw_doctor_module,
+    &mw_module_store, /* src/store/store_module.c: after the derivers, before shippers */
+    &mw_module_remote_write, /* shippers last: they see every derived sample */
 };
 const size_t mw_nmodules = sizeof(mw_modules) / sizeof(mw_modules[0]);
 
@@ -26,13 +37,13 @@ struct mw_module_set {
     size_t n;
 };
 
-mw_module_set *mw_module_set_new(const mw_env *env)
+mw_module_set *mw_module_set_new(const mw_env *env, int oneshot)
 {
     mw_module_set *set = mw_xcalloc(1, sizeof(*set));
     set->items = mw_xcalloc(mw_nmodules, sizeof(active_module));
     for (size_t i = 0; i < mw_nmodules; i++) {
         const mw_module *m = mw_modules[i];
-        if (!m) continue;
+        if (!m || (oneshot && m->agent_only)) continue;
         void *state = NULL;
         if (m->init) {
             int rc = m->init(env, &state);

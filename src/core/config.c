@@ -56,10 +56,55 @@ static int check_log_level(const char *v, char *why, size_t n)
     return -1;
 }
 
+/* Store limits: a whole number of series, bytes or samples (0: no limit). */
+static int check_store_count(const char *v, char *why, size_t n)
+{
+    char *end;
+    double d = strtod(v, &end);
+    if (*v && !*end && d >= 0 && d <= 1e15 && d == (double)(long long)d) return 0;
+    snprintf(why, n, "must be a whole number from 0 to 1e15, got '%s'", v);
+    return -1;
+}
+
 static int check_format(const char *v, char *why, size_t n)
 {
     if (strcmp(v, "text") == 0 || strcmp(v, "openmetrics") == 0) return 0;
     snprintf(why, n, "must be text or openmetrics");
+    return -1;
+}
+
+static int check_percent(const char *v, char *why, size_t n)
+{
+    char *end;
+    double d = strtod(v, &end);
+    if (*v && !*end && d >= 0 && d <= 100) return 0;
+    snprintf(why, n, "must be a percentage from 0 to 100, got '%s'", v);
+    return -1;
+}
+
+static int check_owner_from(const char *v, char *why, size_t n)
+{
+    if (strcmp(v, "namespace") == 0 || (strncmp(v, "label:", 6) == 0 && v[6]) ||
+        (strncmp(v, "annotation:", 11) == 0 && v[11]))
+        return 0;
+    snprintf(why, n, "must be namespace, label:KEY or annotation:KEY");
+    return -1;
+}
+
+static int check_pid(const char *v, char *why, size_t n)
+{
+    char *end;
+    errno = 0;
+    long pid = strtol(v, &end, 10);
+    if (*v >= '1' && *v <= '9' && !*end && !errno && pid > 0 && pid <= 4194304) return 0;
+    snprintf(why, n, "must be a process ID from 1 to 4194304, got '%s'", v);
+    return -1;
+}
+
+static int check_idle_policy(const char *v, char *why, size_t n)
+{
+    if (strcmp(v, "none") == 0 || strcmp(v, "requests") == 0 || strcmp(v, "cpu") == 0) return 0;
+    snprintf(why, n, "must be none, requests or cpu");
     return -1;
 }
 
@@ -104,6 +149,128 @@ static const option options[] = {
         NULL),
     OPT("gpu-process-interval", OPT_DURATION, gpu_process_interval_ms, "5s",
         "Interval of slow GPU calls: process lists, MIG, ECC, NVLink, PCIe", NULL),
+    OPT("idle-threshold", OPT_NUMBER, idle_threshold, "5",
+        "GPU utilization (percent) below which a held GPU counts as idle", check_percent),
+    OPT("idle-window", OPT_DURATION, idle_window_ms, "30m",
+        "How long a held GPU must stay below --idle-threshold before it is an idle session", NULL),
+    OPT("idle-busy-period", OPT_DURATION, idle_busy_period_ms, "1m",
+        "How long an idle session must stay above the threshold to end (hysteresis)", NULL),
+    SECTION("idle", "none",
+            "Per-namespace idle overrides: idle: {namespaces: {NS: {threshold: 2, window: 2h, "
+            "busy_period: 5m}}}",
+            mw_idle_config_section),
+    OPT("kubernetes", OPT_BOOL, kubernetes, "false",
+        "Watch this node's pods through the API server (in-cluster service account, or "
+        "--kubeconfig) for workload and owner labels",
+        NULL),
+    OPT("kubeconfig", OPT_PATH, kubeconfig, "",
+        "kubeconfig file for --kubernetes (default: the in-cluster service account)", NULL),
+    OPT("node-name", OPT_STRING, node_name, "",
+        "This node's name for --kubernetes (default: $NODE_NAME, else the host name)", NULL),
+    OPT("owner-from", OPT_STRING, owner_from, "namespace",
+        "Owner of a pod: namespace, label:KEY or annotation:KEY", check_owner_from),
+    OPT("notify-webhook", OPT_STRING, notify_webhook, "",
+        "Mattermost or Slack incoming webhook URL for idle GPU sessions: URL, file:PATH or "
+        "env:NAME",
+        NULL),
+    OPT("notify-alertmanager-webhook", OPT_STRING, notify_alertmanager_webhook, "",
+        "Webhook receiving Alertmanager's webhook payload (version 4): URL, file:PATH or env:NAME",
+        NULL),
+    OPT("notify-smtp-server", OPT_STRING, notify_smtp_server, "",
+        "SMTP server for idle GPU e-mail, smtp://HOST:PORT (STARTTLS required) or "
+        "smtps://HOST:PORT",
+        NULL),
+    OPT("notify-smtp-from", OPT_STRING, notify_smtp_from, "", "Sender address of e-mail", NULL),
+    OPT("notify-smtp-to", OPT_STRING, notify_smtp_to, "", "Comma-separated recipients of e-mail",
+        NULL),
+    OPT("notify-smtp-username", OPT_STRING, notify_smtp_username, "", "SMTP user name", NULL),
+    OPT("notify-smtp-password", OPT_STRING, notify_smtp_password, "",
+        "SMTP password: file:PATH or env:NAME (a literal works but shows in the process list)",
+        NULL),
+    OPT("notify-smtp-ca-file", OPT_PATH, notify_smtp_ca_file, "",
+        "CA bundle to verify the SMTP server with (default: the system's)", NULL),
+    OPT("notify-repeat-interval", OPT_DURATION, notify_repeat_interval_ms, "4h",
+        "Repeat a notification for a session still idle after this long", NULL),
+    OPT("state-dir", OPT_PATH, state_dir, "/var/lib/mlwatch",
+        "Folder for state kept across restarts (notifications sent)", NULL),
+    OPT("namespace", OPT_STRING, doctor_namespace, "",
+        "`mlwatch doctor`: only findings of this Kubernetes namespace (and the node's own)", NULL),
+    OPT("pod", OPT_STRING, doctor_pod, "",
+        "`mlwatch doctor`: only findings of this pod (and the node's own)", NULL),
+    OPT("pid", OPT_STRING, doctor_pid, "",
+        "`mlwatch doctor`: only findings of the container this process runs in", check_pid),
+    OPT("json", OPT_BOOL, doctor_json, "false", "`mlwatch doctor`: print the findings as JSON",
+        NULL),
+    OPT("window", OPT_DURATION, doctor_window_ms, "auto",
+        "`mlwatch doctor`: how far back to look (auto: the agent's whole history, or 10s of "
+        "sampling when no agent answers on --listen)",
+        NULL),
+    SECTION("doctor", "see docs/doctor.md",
+            "Thresholds of the doctor's findings and the agent's history: doctor: {history: 5m, "
+            "throttled_ratio: 0.05, ...}",
+            mw_doctor_config_section),
+    OPT("data-dir", OPT_PATH, data_dir, "/var/lib/mlwatch",
+        "Folder for data kept across restarts (the store; remote-write queues under "
+        "remote-write/ENDPOINT/)",
+        NULL),
+    /* A flag and a scalar key for one URL; a list in the file is parsed by
+     * the section function (see load_document). */
+    {.name = "remote-write", .type = OPT_STRING, .offset = offsetof(mw_config, remote_write_url),
+     .size = sizeof(((mw_config *)0)->remote_write_url), .def = "",
+     .help = "Prometheus remote-write URL to ship every sample to; in the config file also a "
+             "list of endpoints with auth, TLS, queue and write_relabel_configs "
+             "(docs/remote-write.md)",
+     .validate = NULL, .section = mw_rw_config_section},
+    SECTION("external-labels", "none",
+            "Labels added to every series shipped by remote write: external_labels: {node: n1}",
+            mw_rw_external_labels_section),
+    OPT("carbon-intensity", OPT_STRING, carbon_intensity, "",
+        "Grid carbon intensity for CO2: a number (gCO2eq/kWh), a schedule CSV file (TIME,GRAMS) "
+        "or an http(s) URL of a JSON API (see the carbon: section, docs/energy.md)",
+        NULL),
+    SECTION("carbon", "none",
+            "Carbon intensity API: carbon: {url: URL, json_path: data[0].intensity.actual, "
+            "auth_header: auth-token, auth_file: PATH, refresh: 5m, timeout: 10s, max_body: 1MiB}",
+            mw_carbon_config_section),
+    OPT("energy-idle-policy", OPT_STRING, energy_idle_policy, "none",
+        "Idle (static) host energy: none (unattributed), requests (shared by the containers' CPU "
+        "requests) or cpu (shared by CPU time)",
+        check_idle_policy),
+    OPT("energy-idle-watts-per-cpu", OPT_NUMBER, energy_idle_watts_per_cpu, "0.74",
+        "Estimation model without RAPL: watts per CPU at 0% utilization", NULL),
+    OPT("energy-max-watts-per-cpu", OPT_NUMBER, energy_max_watts_per_cpu, "3.5",
+        "Estimation model without RAPL: watts per CPU at 100% utilization", NULL),
+    OPT("freeipmi-library", OPT_PATH, freeipmi_library, "libfreeipmi.so.17",
+        "FreeIPMI library for node power (IPMI DCMI, in-band /dev/ipmi0); none: off", NULL),
+    OPT("work", OPT_NUMBER, run_work, "0",
+        "`mlwatch run`: units of work the command does, for joules per unit", NULL),
+    OPT("unit", OPT_STRING, run_unit, "unit", "`mlwatch run`: name of a unit of --work", NULL),
+    OPT("store", OPT_BOOL, store, "true",
+        "Keep samples in the embedded store in DATA-DIR/data (the agent's own every interval, "
+        "and remote writes to /api/v1/write); false: neither",
+        NULL),
+    OPT("retention", OPT_DURATION, retention_ms, "15d", "How long the store keeps samples", NULL),
+    OPT("retention-size", OPT_SIZE, retention_size, "0",
+        "Most bytes the store may use on disk, oldest blocks deleted first (0: no limit)", NULL),
+    OPT("store-max-series", OPT_NUMBER, store_max_series, "10000000",
+        "Most active series in the store; writes that would add more get 429 (0: no limit)",
+        check_store_count),
+    OPT("store-max-series-per-tenant", OPT_NUMBER, store_max_series_per_tenant, "0",
+        "Most active series per value of --store-tenant-label; beyond it 429 (0: no limit)",
+        check_store_count),
+    OPT("store-tenant-label", OPT_STRING, store_tenant_label, "",
+        "Label whose values are tenants for --store-max-series-per-tenant (e.g. namespace)", NULL),
+    OPT("store-max-label-name-length", OPT_NUMBER, store_max_label_name_length, "256",
+        "Longest label name the store accepts, bytes; beyond it 400 (0: no limit)",
+        check_store_count),
+    OPT("store-max-label-value-length", OPT_NUMBER, store_max_label_value_length, "4096",
+        "Longest label value the store accepts, bytes; beyond it 400 (0: no limit)",
+        check_store_count),
+    OPT("store-max-labels", OPT_NUMBER, store_max_labels, "64",
+        "Most labels per series (at most 255); beyond it 400", check_store_count),
+    OPT("store-max-samples-per-request", OPT_NUMBER, store_max_samples_per_request, "1000000",
+        "Most samples in one remote-write request; beyond it 400 (0: no limit)",
+        check_store_count),
 };
 
 void mw_config_defaults(mw_config *c)
@@ -117,6 +284,31 @@ void mw_config_defaults(mw_config *c)
     mw_strlcpy(c->nvml_library, "libnvidia-ml.so.1", sizeof(c->nvml_library));
     mw_strlcpy(c->rocm_library, "auto", sizeof(c->rocm_library));
     c->gpu_process_interval_ms = 5000;
+    c->idle_threshold = 5;
+    c->idle_window_ms = 30 * 60 * 1000;
+    c->idle_busy_period_ms = 60 * 1000;
+    mw_strlcpy(c->owner_from, "namespace", sizeof(c->owner_from));
+    c->notify_repeat_interval_ms = 4 * 3600 * 1000;
+    mw_strlcpy(c->state_dir, "/var/lib/mlwatch", sizeof(c->state_dir));
+    mw_doctor_thresholds_defaults(&c->doctor);
+    mw_strlcpy(c->data_dir, "/var/lib/mlwatch", sizeof(c->data_dir));
+    c->carbon_refresh_ms = 5 * 60 * 1000;
+    c->carbon_timeout_ms = 10 * 1000;
+    c->carbon_max_body = 1 << 20;
+    mw_strlcpy(c->carbon_json_path, "carbonIntensity", sizeof(c->carbon_json_path));
+    mw_strlcpy(c->carbon_auth_header, "auth-token", sizeof(c->carbon_auth_header));
+    mw_strlcpy(c->energy_idle_policy, "none", sizeof(c->energy_idle_policy));
+    c->energy_idle_watts_per_cpu = 0.74;
+    c->energy_max_watts_per_cpu = 3.5;
+    mw_strlcpy(c->freeipmi_library, "libfreeipmi.so.17", sizeof(c->freeipmi_library));
+    mw_strlcpy(c->run_unit, "unit", sizeof(c->run_unit));
+    c->store = 1;
+    c->retention_ms = 15LL * 24 * 3600 * 1000;
+    c->store_max_series = 10000000;
+    c->store_max_label_name_length = 256;
+    c->store_max_label_value_length = 4096;
+    c->store_max_labels = 64;
+    c->store_max_samples_per_request = 1000000;
 }
 
 int mw_parse_listen(const char *s, char *host, size_t hostsize, uint16_t *port)
@@ -326,7 +518,7 @@ static int load_document(mw_config *c, const char *name, yaml_document_t *doc, c
                              "duplicate key '%s' (first set on line %zu)", key, seen_line[idx]);
         seen_line[idx] = k->start_mark.line + 1;
         char why[256];
-        if (o->type == OPT_SECTION) {
+        if (o->type == OPT_SECTION || (o->section && v->type != YAML_SCALAR_NODE)) {
             if (o->section(c, name, doc, v, err, errsize) < 0) return -1;
             continue;
         }

@@ -48,7 +48,19 @@ static void grow(mw_snapshot *s)
     s->nslots = n;
 }
 
+static mw_family *family_lookup(mw_snapshot *s, const mw_metric_desc *d);
+
 static mw_family *family_for(mw_snapshot *s, const mw_metric_desc *d)
+{
+    /* Collectors emit a family's samples one after another: the family of
+     * the previous sample is by far the most likely hit. */
+    if (s->last_used && s->last_used->desc == d) return s->last_used;
+    mw_family *f = family_lookup(s, d);
+    s->last_used = f;
+    return f;
+}
+
+static mw_family *family_lookup(mw_snapshot *s, const mw_metric_desc *d)
 {
     size_t i = find_slot(s->slots, s->nslots, d->name);
     if (s->slots[i]) return s->slots[i];

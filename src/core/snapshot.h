@@ -52,6 +52,7 @@ typedef struct mw_snapshot {
     mw_family *first, *last;
     mw_family **slots; /* open-addressing index by name */
     size_t nslots, nfamilies, nsamples;
+    mw_family *last_used; /* family of the last emitted sample (fast path) */
     int64_t timestamp_ms; /* when collection of this cycle began */
 } mw_snapshot;
 

@@ -1,6 +1,7 @@
 /* util.c - checked allocation, clocks and bounded copies. */
 #include "util.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,4 +72,10 @@ size_t mw_strlcpy(char *dst, const char *src, size_t size)
         dst[c] = '\0';
     }
     return n;
+}
+
+void mw_tune_allocator(void)
+{
+    mallopt(M_TRIM_THRESHOLD, 16 << 20);
+    mallopt(M_MMAP_THRESHOLD, 4 << 20);
 }

@@ -20,6 +20,11 @@ int64_t mw_mono_ns(void);
 /* CPU time consumed by the calling thread, nanoseconds. */
 int64_t mw_thread_cpu_ns(void);
 
+/* Keep freed heap memory for reuse instead of returning it to the kernel
+ * after every snapshot (each cycle frees and re-allocates about the same few
+ * hundred KiB; trimming and re-faulting it cost ~0.3 ms a cycle). */
+void mw_tune_allocator(void);
+
 /* strlcpy semantics: always terminates, returns strlen(src). */
 size_t mw_strlcpy(char *dst, const char *src, size_t size);
 

@@ -1,0 +1,464 @@
+/* run.c - `mlwatch run [--json] [--interval D] [--work N --unit NAME] -- CMD...`
+ *
+ * Runs the command in a cgroup of its own where one can be created (cgroup
+ * v2: a child of our own cgroup, which must be writable; the child moves
+ * itself in before exec, so no process of the tree escapes), else follows
+ * its process tree through /proc. Every interval it collects the node's
+ * power sources (cpu, rapl, hwmon, gpu, ipmi), adds the command's CPU time
+ * as one container ("mlwatch-run") and runs the same attribution model as
+ * the agent (src/derive/energy.c), so the command's energy is its share of
+ * the node's, measured where the node measures and estimated where it does
+ * not. GPU processes of the tree are mapped to that container, so the GPU
+ * collector attributes their GPU share. The report goes to stderr (the
+ * command owns stdout), as text or --json. Signals are forwarded; the exit
+ * status is the command's. */
+#include "run.h"
+#include "../collect/collector.h"
+#include "../collect/procmap.h"
+#include "../core/log.h"
+#include "../core/util.h"
+#include "../derive/energy.h"
+#include "../derive/energy_module.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RUN_CONTAINER "mlwatch-run"
+#define MAX_PROCS 65536
+
+static const mw_metric_desc RUN_CPU = {"mlwatch_container_cpu_seconds_total",
+                                       "CPU time of the command's tree.", "seconds", MW_COUNTER};
+
+static volatile sig_atomic_t child_pid;
+
+static void forward(int sig)
+{
+    if (child_pid > 0) kill((pid_t)child_pid, sig);
+}
+
+typedef struct tracker {
+    char cgroup[PATH_MAX]; /* absolute folder of our cgroup; "" = process tree */
+    pid_t root;
+    int *pids;
+    size_t npids;
+    double cpu, user, sys; /* seconds, highest seen */
+} tracker;
+
+/* Create a cgroup v2 child of our own cgroup. */
+static int make_cgroup(tracker *t)
+{
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    if (!f) return -1;
+    char line[PATH_MAX], path[PATH_MAX] = "";
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, "0::", 3) == 0) {
+            line[strcspn(line, "\n")] = '\0';
+            mw_strlcpy(path, line + 3, sizeof(path));
+        }
+    fclose(f);
+    if (!path[0]) return -1; /* cgroup v1 only */
+    snprintf(t->cgroup, sizeof(t->cgroup), "/sys/fs/cgroup%.3900s/%s-%d",
+             strcmp(path, "/") == 0 ? "" : path, RUN_CONTAINER, (int)getpid());
+    if (mkdir(t->cgroup, 0755) < 0) {
+        t->cgroup[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
+static int read_small(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, size - 1);
+    close(fd);
+    if (n < 0) return -1;
+    buf[n] = '\0';
+    return 0;
+}
+
+static void sample_cgroup(tracker *t)
+{
+    char path[PATH_MAX + 32], buf[4096];
+    snprintf(path, sizeof(path), "%s/cpu.stat", t->cgroup);
+    if (read_small(path, buf, sizeof(buf)) == 0) {
+        unsigned long long u = 0, us = 0, sy = 0;
+        char *p = strstr(buf, "usage_usec ");
+        if (p) u = strtoull(p + 11, NULL, 10);
+        if ((p = strstr(buf, "user_usec "))) us = strtoull(p + 10, NULL, 10);
+        if ((p = strstr(buf, "system_usec "))) sy = strtoull(p + 12, NULL, 10);
+        if (u / 1e6 > t->cpu) t->cpu = u / 1e6;
+        t->user = us / 1e6;
+        t->sys = sy / 1e6;
+    }
+    t->npids = 0;
+    snprintf(path, sizeof(path), "%s/cgroup.procs", t->cgroup);
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    int pid;
+    while (t->npids < MAX_PROCS && fscanf(f, "%d", &pid) == 1)
+        t->pids[t->npids++] = pid;
+    fclose(f);
+}
+
+typedef struct pstat {
+    int pid, ppid;
+    double cpu, user, sys;
+} pstat;
+
+/* Every process's parent and CPU time (own plus waited-for children). */
+static size_t scan_proc(pstat *out, size_t cap)
+{
+    DIR *d = opendir("/proc");
+    if (!d) return 0;
+    size_t n = 0;
+    long hz = sysconf(_SC_CLK_TCK);
+    struct dirent *de;
+    while (n < cap && (de = readdir(d))) {
+        if (de->d_name[0] < '1' || de->d_name[0] > '9') continue;
+        char path[300], buf[1024];
+        snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+        if (read_small(path, buf, sizeof(buf)) < 0) continue;
+        char *close = strrchr(buf, ')'); /* the name may hold spaces and ')' */
+        if (!close) continue;
+        int ppid;
+        unsigned long long ut, st;
+        long long cut, cst;
+        if (sscanf(close + 2, "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld",
+                   &ppid, &ut, &st, &cut, &cst) != 5)
+            continue;
+        out[n].pid = atoi(de->d_name);
+        out[n].ppid = ppid;
+        out[n].user = (double)(ut + (unsigned long long)(cut > 0 ? cut : 0)) / (double)hz;
+        out[n].sys = (double)(st + (unsigned long long)(cst > 0 ? cst : 0)) / (double)hz;
+        out[n].cpu = out[n].user + out[n].sys;
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static void sample_tree(tracker *t, pstat *ps)
+{
+    size_t n = scan_proc(ps, MAX_PROCS);
+    t->npids = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ps[i].pid == t->root) t->pids[t->npids++] = ps[i].pid;
+    /* Descendants: passes until nothing is added (trees are shallow). */
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (size_t i = 0; i < n; i++) {
+            int in = 0, parent_in = 0;
+            for (size_t k = 0; k < t->npids && !(in && parent_in); k++) {
+                in |= t->pids[k] == ps[i].pid;
+                parent_in |= t->pids[k] == ps[i].ppid;
+            }
+            if (!in && parent_in && t->npids < MAX_PROCS) {
+                t->pids[t->npids++] = ps[i].pid;
+                changed = 1;
+            }
+        }
+    }
+    double cpu = 0, user = 0, sys = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < t->npids; k++)
+            if (t->pids[k] == ps[i].pid) {
+                cpu += ps[i].cpu;
+                user += ps[i].user;
+                sys += ps[i].sys;
+            }
+    if (cpu > t->cpu) { /* exited, unreaped descendants would make it dip */
+        t->cpu = cpu;
+        t->user = user;
+        t->sys = sys;
+    }
+}
+
+typedef struct run_acc {
+    double gpu_util_sum;
+    int gpu_samples;
+} run_acc;
+
+static void cycle(tracker *t, pstat *ps, mw_collector_set *set, mw_procmap *pm, mw_energy *e,
+                  mw_carbon *carbon, run_acc *acc)
+{
+    if (t->cgroup[0])
+        sample_cgroup(t);
+    else
+        sample_tree(t, ps);
+    mw_container_ref ref;
+    memset(&ref, 0, sizeof(ref));
+    mw_strlcpy(ref.id, RUN_CONTAINER, sizeof(ref.id));
+    mw_strlcpy(ref.container, RUN_CONTAINER, sizeof(ref.container));
+    mw_procmap_begin(pm);
+    for (size_t i = 0; i < t->npids; i++)
+        mw_procmap_set(pm, t->pids[i], &ref);
+    mw_procmap_end(pm);
+    mw_snapshot *snap = mw_snapshot_new();
+    mw_collector_set_run(set, snap);
+    mw_emit(snap, &RUN_CPU, t->cpu, "namespace", "", "pod", "", "container", RUN_CONTAINER, MW_END);
+    double util = 0;
+    const mw_family *f = mw_snapshot_find(snap, "mlwatch_container_gpu_utilization_ratio");
+    int any = 0;
+    for (const mw_sample *s = f ? f->first : NULL; s; s = s->next)
+        for (uint32_t i = 0; i < s->nlabels; i++)
+            if (strcmp(s->labels[i].name, "container") == 0 &&
+                strcmp(s->labels[i].value, RUN_CONTAINER) == 0) {
+                util += s->value;
+                any = 1;
+            }
+    if (mw_snapshot_find(snap, "mlwatch_gpu_utilization_ratio")) {
+        acc->gpu_util_sum += util;
+        acc->gpu_samples += 1;
+    }
+    (void)any;
+    mw_energy_step(e, snap, mw_carbon_now(carbon, snap->timestamp_ms, NULL));
+    mw_snapshot_free(snap);
+}
+
+static void report(const mw_config *cfg, char **argv, size_t argc, const tracker *t,
+                   const mw_energy *e, const run_acc *acc, double wall, int status,
+                   double intensity)
+{
+    double j[MW_EC_N][MW_EK_N] = {{0}}, co2 = 0;
+    mw_energy_container(e, "", "", RUN_CONTAINER, j, &co2);
+    double total = 0;
+    for (int k = 0; k < MW_EC_N; k++)
+        total += j[k][0] + j[k][1];
+    int estimated = mw_energy_last(e)->estimated_cpu;
+    double gpu = acc->gpu_samples ? acc->gpu_util_sum / acc->gpu_samples : -1;
+    double kwh = total / 3.6e6;
+    if (cfg->doctor_json) {
+        json_t *cmd = json_array();
+        for (size_t i = 0; i < argc; i++)
+            json_array_append_new(cmd, json_string(argv[i]));
+        json_t *comp = json_object();
+        for (int k = 0; k < MW_EC_N; k++)
+            json_object_set_new(comp, mw_energy_component_names[k],
+                                json_pack("{s:f,s:f,s:f,s:f}", "joules", j[k][0] + j[k][1],
+                                          "dynamic_joules", j[k][0], "idle_joules", j[k][1], "wh",
+                                          (j[k][0] + j[k][1]) / 3600));
+        json_t *o = json_pack(
+            "{s:o,s:i,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:o,s:f,s:s,s:s}", "command", cmd, "exit_status",
+            status, "tracking", t->cgroup[0] ? "cgroup" : "process_tree", "wall_seconds", wall,
+            "cpu_seconds", t->cpu, "cpu_user_seconds", t->user, "cpu_system_seconds", t->sys,
+            "energy_joules", total, "energy_wh", total / 3600, "components", comp,
+            "average_power_watts", wall > 0 ? total / wall : 0, "cpu_method",
+            estimated ? "estimated" : "measured", "idle_policy", cfg->energy_idle_policy);
+        json_object_set_new(o, "co2_grams", intensity >= 0 ? json_real(co2) : json_null());
+        json_object_set_new(o, "carbon_intensity_grams_per_kwh",
+                            intensity >= 0 ? json_real(intensity) : json_null());
+        json_object_set_new(o, "gpu_utilization_ratio", gpu >= 0 ? json_real(gpu) : json_null());
+        if (cfg->run_work > 0)
+            json_object_set_new(o, "work",
+                                json_pack("{s:f,s:s,s:f,s:f}", "units", cfg->run_work, "unit",
+                                          cfg->run_unit, "joules_per_unit", total / cfg->run_work,
+                                          "units_per_kwh", kwh > 0 ? cfg->run_work / kwh : 0));
+        char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
+        fprintf(stderr, "%s\n", text);
+        free(text);
+        json_decref(o);
+        return;
+    }
+    fprintf(stderr, "\nmlwatch run: %s (exit status %d)\n", argv[0], status);
+    fprintf(stderr, "  wall time        %.3f s\n", wall);
+    fprintf(stderr, "  CPU time         %.3f s (user %.3f s, system %.3f s; %s)\n", t->cpu, t->user,
+            t->sys, t->cgroup[0] ? "own cgroup" : "process tree");
+    fprintf(stderr, "  energy           %.3f J = %.6f Wh (CPU %s, idle policy %s)\n", total,
+            total / 3600, estimated ? "estimated" : "measured", cfg->energy_idle_policy);
+    for (int k = 0; k < MW_EC_N; k++)
+        fprintf(stderr, "    %-6s         %.3f J = %.6f Wh (dynamic %.3f J, idle %.3f J)\n",
+                mw_energy_component_names[k], j[k][0] + j[k][1], (j[k][0] + j[k][1]) / 3600,
+                j[k][0], j[k][1]);
+    fprintf(stderr, "  average power    %.3f W\n", wall > 0 ? total / wall : 0);
+    if (intensity >= 0)
+        fprintf(stderr, "  CO2              %.6f g (last intensity %.1f gCO2eq/kWh)\n", co2,
+                intensity);
+    else
+        fprintf(stderr, "  CO2              unknown (no --carbon-intensity)\n");
+    if (gpu >= 0)
+        fprintf(stderr, "  GPU utilization  %.1f %% (mean)\n", gpu * 100);
+    else
+        fprintf(stderr, "  GPU utilization  no GPU\n");
+    if (cfg->run_work > 0)
+        fprintf(stderr, "  efficiency       %.6g J/%s, %.6g %s/kWh\n", total / cfg->run_work,
+                cfg->run_unit, kwh > 0 ? cfg->run_work / kwh : 0, cfg->run_unit);
+}
+
+static double mono_s(void)
+{
+    return (double)mw_mono_ns() / 1e9;
+}
+
+int mw_run_command(const mw_config *cfg, char **argv, size_t argc)
+{
+    if (argc == 0) {
+        fprintf(stderr, "mlwatch run: no command (usage: mlwatch run [FLAGS] -- COMMAND [ARGS])\n");
+        return 2;
+    }
+    if (cfg->run_work < 0) {
+        fprintf(stderr, "mlwatch run: --work must be a positive number of units\n");
+        return 2;
+    }
+    /* Collectors' "not on this host" lines are noise around a command's
+     * output; --log-level debug shows them. */
+    if (strcmp(cfg->log_level, "info") == 0) mw_log_set_level(MW_LOG_WARN);
+    char **args = mw_xcalloc(argc + 1, sizeof(char *)); /* execvp needs the NULL */
+    memcpy(args, argv, argc * sizeof(char *));
+    argv = args;
+    static mw_config c;
+    c = *cfg;
+    static const char *const names[] = {"cpu", "rapl", "hwmon", "gpu", "ipmi"};
+    c.ncollectors = 0;
+    for (size_t i = 0; i < MW_ARRAY_LEN(names); i++)
+        mw_strlcpy(c.collectors[c.ncollectors++], names[i], sizeof(c.collectors[0]));
+    c.gpu_process_interval_ms = c.interval_ms;
+    mw_energy_params p;
+    if (mw_energy_params_from_config(&c, &p) < 0) {
+        fprintf(stderr, "mlwatch run: --energy-max-watts-per-cpu must be at least "
+                        "--energy-idle-watts-per-cpu\n");
+        free(args);
+        return 2;
+    }
+    if (p.idle_policy == MW_IDLE_REQUESTS) p.idle_policy = MW_IDLE_CPU; /* no requests here */
+    char err[1024];
+    mw_carbon *carbon = NULL;
+    if (mw_energy_carbon_from_config(&c, &carbon, err, sizeof(err)) < 0) {
+        fprintf(stderr, "mlwatch run: %s\n", err);
+        free(args);
+        return 2;
+    }
+    mw_hostfs host;
+    int rc = mw_hostfs_open(&host, c.root);
+    if (rc < 0) {
+        fprintf(stderr, "mlwatch run: --root %s: %s\n", c.root, strerror(-rc));
+        mw_carbon_close(carbon);
+        free(args);
+        return 2;
+    }
+    mw_procmap *pm = mw_procmap_new(&host);
+    mw_env env = {&c, &host, pm};
+    mw_collector_set *set = mw_collector_set_new(&env);
+    mw_energy *e = mw_energy_new(&p);
+    tracker t;
+    memset(&t, 0, sizeof(t));
+    t.pids = mw_xcalloc(MAX_PROCS, sizeof(int));
+    pstat *ps = mw_xcalloc(MAX_PROCS, sizeof(pstat));
+    run_acc acc = {0, 0};
+    if (make_cgroup(&t) < 0)
+        mw_log(MW_LOG_DEBUG, "run", "no cgroup of its own: following the process tree");
+
+    /* Baseline before the command starts. */
+    cycle(&t, ps, set, pm, e, carbon, &acc);
+    int errpipe[2];
+    if (pipe2(errpipe, O_CLOEXEC) < 0) errpipe[0] = errpipe[1] = -1;
+    /* Forwarding is in place before the child exists (exec resets caught
+     * signals to their defaults in the child). */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = forward;
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+    for (size_t i = 0; i < MW_ARRAY_LEN(sigs); i++)
+        sigaction(sigs[i], &sa, NULL);
+    double start = mono_s();
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (t.cgroup[0]) {
+            char path[PATH_MAX + 32];
+            snprintf(path, sizeof(path), "%s/cgroup.procs", t.cgroup);
+            int fd = open(path, O_WRONLY | O_CLOEXEC);
+            if (fd >= 0) {
+                if (write(fd, "0\n", 2) < 0) { /* stays in the parent's cgroup: still counted */
+                }
+                close(fd);
+            }
+        }
+        execvp(argv[0], argv);
+        int en = errno;
+        if (errpipe[1] >= 0 && write(errpipe[1], &en, sizeof(en)) < 0) {
+        }
+        _exit(127);
+    }
+    if (pid > 0) child_pid = pid;
+    if (errpipe[1] >= 0) close(errpipe[1]);
+    int status = 0, exit_status = 127;
+    if (pid < 0) {
+        fprintf(stderr, "mlwatch run: cannot start %s: %s\n", argv[0], strerror(errno));
+        goto out;
+    }
+    child_pid = pid;
+    t.root = pid;
+    int en = 0;
+    if (errpipe[0] >= 0 && read(errpipe[0], &en, sizeof(en)) == (ssize_t)sizeof(en)) {
+        waitpid(pid, &status, 0);
+        fprintf(stderr, "mlwatch run: cannot run %s: %s\n", argv[0], strerror(en));
+        goto out;
+    }
+    if (t.cgroup[0]) { /* did the child get in? If not, follow the tree instead */
+        char path[64], line[PATH_MAX];
+        snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+        const char *name = strrchr(t.cgroup, '/');
+        if (read_small(path, line, sizeof(line)) < 0 || !strstr(line, name)) {
+            rmdir(t.cgroup);
+            t.cgroup[0] = '\0';
+        }
+    }
+    struct rusage ru;
+    memset(&ru, 0, sizeof(ru));
+    double next = start + (double)c.interval_ms / 1000.0;
+    for (;;) {
+        pid_t w = wait4(pid, &status, WNOHANG, &ru);
+        if (w == pid) break;
+        double now = mono_s();
+        if (now >= next) {
+            cycle(&t, ps, set, pm, e, carbon, &acc);
+            next += (double)c.interval_ms / 1000.0;
+            if (next < now) next = now + (double)c.interval_ms / 1000.0;
+        }
+        /* Short naps: the command's end is seen within 20 ms. */
+        struct timespec nap = {0, 20000000};
+        nanosleep(&nap, NULL);
+    }
+    double wall = mono_s() - start;
+    /* The tail interval, with the command's final CPU time. */
+    if (!t.cgroup[0]) {
+        double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+                     (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+        if (cpu > t.cpu) {
+            t.cpu = cpu;
+            t.user = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+            t.sys = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+        }
+        t.root = -1; /* gone: the tree sample must not lower the total */
+    }
+    cycle(&t, ps, set, pm, e, carbon, &acc);
+    exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    report(&c, argv, argc, &t, e, &acc, wall, exit_status,
+           mw_carbon_now(carbon, mw_now_ms(), NULL));
+out:
+    if (errpipe[0] >= 0) close(errpipe[0]);
+    if (t.cgroup[0] && rmdir(t.cgroup) < 0)
+        mw_log(MW_LOG_WARN, "run", "cannot remove %s: %s (processes of the command live on?)",
+               t.cgroup, strerror(errno));
+    child_pid = 0;
+    free(t.pids);
+    free(ps);
+    mw_energy_free(e);
+    mw_collector_set_free(set);
+    mw_procmap_free(pm);
+    mw_hostfs_close(&host);
+    mw_carbon_close(carbon);
+    free(args);
+    return exit_status;
+}
