@@ -170,7 +170,7 @@ static double cycle_cost(const char *lib, int cycles, size_t *samples)
         mw_collector_set_run(set, s);
         double v;
         if (mw_snapshot_get(s, "mlwatch_collector_duration_seconds", &v, "collector", "gpu", "gpu",
-                            "", NULL) == 0)
+                            "", MW_END) == 0)
             total += v;
         mw_snapshot_free(s);
     }

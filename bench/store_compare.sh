@@ -8,6 +8,7 @@
 # forced compaction for mlwatch, a forced flush for VictoriaMetrics; the
 # Prometheus figure is its WAL and head chunks, as it compacts only 2 h
 # blocks). Prints one line per store and the ratios. Never a timed test.
+# ONLY=mlwatch runs mlwatch alone (no ratios).
 set -u
 N=${1:-1000000} R=${2:-20}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -65,6 +66,8 @@ disk=$(du -sk "$D/ml/data" | cut -f1)
 echo "mlwatch compaction_ms=$((t1 - t0)) disk_MB=$((disk / 1024)) disk_bytes_per_sample=$(python3 -c "print(round($disk*1024/($N*$R),2))")" | tee -a "$D/summary"
 grep "store: opened" "$D/ml.log" | tail -1
 kill $P; wait $P 2>/dev/null
+
+if [ "${ONLY:-}" = mlwatch ]; then rm -rf "$D"; exit 0; fi
 
 # --- Prometheus ---
 start_prom() { prometheus --config.file=/dev/null --storage.tsdb.path="$D/prom" --web.listen-address=127.0.0.1:19090 --web.enable-remote-write-receiver --query.max-samples=500000000 >>"$D/prom.log" 2>&1 & P=$!; }

@@ -114,7 +114,7 @@ int main(int argc, char **argv)
     static mw_config cfg; /* large (paths): not on the stack */
     mw_config_defaults(&cfg);
     char err[1024];
-    char *rest[256];
+    char *rest[256] = {0};
     size_t nrest = 0;
     if (mw_config_from_args(&cfg, argc, argv, 2, cmd->accepts_args ? rest : NULL, &nrest,
                             cmd->accepts_args ? 256 : 0, err, sizeof(err)) < 0) {

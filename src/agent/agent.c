@@ -116,8 +116,7 @@ int mw_metrics_once(const mw_config *cfg, FILE *out)
     mw_snapshot *snap = collect_once(&rt);
     mw_buf b;
     mw_buf_init(&b, 0);
-    mw_render(snap, strcmp(cfg->format, "openmetrics") == 0 ? MW_FMT_OPENMETRICS : MW_FMT_TEXT,
-              &b);
+    mw_render(snap, strcmp(cfg->format, "openmetrics") == 0 ? MW_FMT_OPENMETRICS : MW_FMT_TEXT, &b);
     int rc = fwrite(b.data, 1, b.len, out) == b.len && fflush(out) == 0 ? 0 : 1;
     mw_buf_free(&b);
     mw_snapshot_free(snap);

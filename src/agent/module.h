@@ -27,10 +27,10 @@ typedef struct mw_module {
      * which must not race a running agent for its files. */
     int agent_only;
     int (*init)(const mw_env *env, void **state);
-    void (*routes)(void *state, mw_http_server *http);         /* optional */
-    void (*derive)(void *state, mw_snapshot *snap);            /* optional */
-    void (*consume)(void *state, const mw_snapshot *snap);     /* optional */
-    void (*destroy)(void *state);                              /* optional */
+    void (*routes)(void *state, mw_http_server *http);     /* optional */
+    void (*derive)(void *state, mw_snapshot *snap);        /* optional */
+    void (*consume)(void *state, const mw_snapshot *snap); /* optional */
+    void (*destroy)(void *state);                          /* optional */
 } mw_module;
 
 extern const mw_module *const mw_modules[];

@@ -15,10 +15,11 @@
  *  - a reported cgroup's record (IDs, names, label arrays, limits, open
  *    files) persists across cycles in a hash table by path: no allocation
  *    per cycle once the set of cgroups is stable;
- *  - its control files stay open and are re-read with one pread() at offset
- *    0 (the kernel regenerates cgroup files on each read from 0): a steady
- *    cycle opens no file and no directory of a container. The number of open
- *    files is bounded (fd_budget); past it files are opened per read;
+ *  - the control files read every cycle stay open and are re-read with one
+ *    pread() at offset 0 (the kernel regenerates cgroup files on each read
+ *    from 0): most cycles open no file and no directory of a container. The
+ *    number of open files is bounded (fd_budget); past it files are opened
+ *    per read;
  *  - every cycle reads what changes every second and what attribution needs
  *    (cpu.stat, memory.current, memory.stat, cgroup.procs); the pressure
  *    files every PSI_EVERY cycles; the limits (cpu.max, memory.max and their
@@ -27,7 +28,8 @@
  *    in between, so no series flaps;
  *  - directories are listed with getdents64() into per-depth buffers
  *    allocated once; only entries of type DT_DIR are classified;
- *  - samples are emitted after the walk, family by family;
+ *  - samples are emitted after the walk, family by family, cgroups sorted
+ *    by path (sorted again only when cgroups appear);
  *  - the Kubernetes names index (pods.h) is rebuilt only when a new
  *    container cannot be named from it, while an unnamed one is young, and
  *    every PODS_RESCAN_MS otherwise.
@@ -83,8 +85,7 @@ static const mw_metric_desc THROTTLED = {
     "Time the container's cgroup was throttled by its CPU quota.", "seconds", MW_COUNTER};
 static const mw_metric_desc THROTTLED_PERIODS = {
     "mlwatch_container_cpu_throttled_periods_total",
-    "CPU quota enforcement periods in which the container's cgroup was throttled.", "",
-    MW_COUNTER};
+    "CPU quota enforcement periods in which the container's cgroup was throttled.", "", MW_COUNTER};
 static const mw_metric_desc PERIODS = {
     "mlwatch_container_cpu_periods_total",
     "CPU quota enforcement periods that elapsed while the container's cgroup was runnable.", "",
@@ -102,8 +103,7 @@ static const mw_metric_desc MEM_USAGE = {
     MW_GAUGE};
 static const mw_metric_desc MEM_WS = {
     "mlwatch_container_memory_working_set_bytes",
-    "Memory usage minus inactive file cache, the figure the kubelet evicts on.", "bytes",
-    MW_GAUGE};
+    "Memory usage minus inactive file cache, the figure the kubelet evicts on.", "bytes", MW_GAUGE};
 static const mw_metric_desc MEM_RSS = {
     "mlwatch_container_memory_rss_bytes",
     "Anonymous memory of the container's cgroup (v2 anon, v1 total_rss).", "bytes", MW_GAUGE};
@@ -111,9 +111,9 @@ static const mw_metric_desc MEM_LIMIT = {
     "mlwatch_container_memory_limit_bytes",
     "Memory limit of the container's cgroup (memory.max); absent when unlimited.", "bytes",
     MW_GAUGE};
-static const mw_metric_desc PROCESSES = {
-    "mlwatch_container_processes", "Processes in the container's cgroup (cgroup.procs).", "",
-    MW_GAUGE};
+static const mw_metric_desc PROCESSES = {"mlwatch_container_processes",
+                                         "Processes in the container's cgroup (cgroup.procs).", "",
+                                         MW_GAUGE};
 static const mw_metric_desc PSI_WAITING = {
     "mlwatch_container_pressure_waiting_seconds_total",
     "Time some tasks of the container's cgroup waited for the resource (PSI some).", "seconds",
@@ -129,7 +129,7 @@ static const mw_metric_desc INFO = {
 
 /* --- control files -------------------------------------------------------- */
 
-/* Slots of a cgroup's open files. */
+/* Slots of a cgroup's control files; the first five are read every cycle. */
 enum {
     F_CPU,      /* v2 cpu.stat, v1 cpuacct.usage */
     F_THROTTLE, /* v1 cpu.stat (v2: in cpu.stat) */
@@ -149,21 +149,22 @@ enum {
 enum { H_WALK, H_CPU, H_MEM, NHIER };
 
 typedef struct cg_file {
-    const char *name;        /* NULL: not read in this cgroup version */
-    unsigned char hier;      /* H_* */
-    unsigned char optional;  /* exists only with a controller or PSI enabled */
-    unsigned char iterated;  /* a seq_file that may need several reads */
+    const char *name;       /* NULL: not read in this cgroup version */
+    unsigned char hier;     /* H_* */
+    unsigned char optional; /* exists only with a controller or PSI enabled */
+    unsigned char iterated; /* a seq_file that may need several reads */
 } cg_file;
 
+/* Files read every cycle stay open between cycles; those read every
+ * PSI_EVERY or REFRESH_EVERY cycles are opened for each read (keeping them
+ * would save little and multiply the descriptors the agent holds). */
+#define KEPT(slot) ((slot) <= F_PROCS)
+
 static const cg_file FILES_V2[NFILES] = {
-    [F_CPU] = {"cpu.stat", H_WALK, 0, 0},
-    [F_MEM] = {"memory.current", H_WALK, 1, 0},
-    [F_MEMSTAT] = {"memory.stat", H_WALK, 1, 0},
-    [F_PROCS] = {"cgroup.procs", H_WALK, 0, 1},
-    [F_PSI_CPU] = {"cpu.pressure", H_WALK, 1, 0},
-    [F_PSI_MEM] = {"memory.pressure", H_WALK, 1, 0},
-    [F_PSI_IO] = {"io.pressure", H_WALK, 1, 0},
-    [F_QUOTA] = {"cpu.max", H_WALK, 1, 0},
+    [F_CPU] = {"cpu.stat", H_WALK, 0, 0},         [F_MEM] = {"memory.current", H_WALK, 1, 0},
+    [F_MEMSTAT] = {"memory.stat", H_WALK, 1, 0},  [F_PROCS] = {"cgroup.procs", H_WALK, 0, 1},
+    [F_PSI_CPU] = {"cpu.pressure", H_WALK, 1, 0}, [F_PSI_MEM] = {"memory.pressure", H_WALK, 1, 0},
+    [F_PSI_IO] = {"io.pressure", H_WALK, 1, 0},   [F_QUOTA] = {"cpu.max", H_WALK, 1, 0},
     [F_MEMLIMIT] = {"memory.max", H_WALK, 1, 0},
 };
 
@@ -197,15 +198,15 @@ typedef struct cg_entry {
     uint64_t names_gen; /* pods index generation the names were taken from */
     int named;          /* container found in the index: names are final */
     int64_t first_ms, last_try_ms;
-    int fd[NFILES]; /* open control files, or FD_NONE / FD_ABSENT */
+    int fd[NFILES];       /* open control files, or FD_NONE / FD_ABSENT */
     int64_t dir_mtime_ns; /* not a cgroup file system: directory mtime at the last refresh */
     /* What the last reads gave. */
-    int ok;                         /* CPU usage read this cycle: emit */
+    int ok; /* CPU usage read this cycle: emit */
     mw_cg_cpu cpu;
     int has_mem, has_memstat;
     uint64_t mem_usage;
     mw_cg_memstat memstat;
-    int nprocs;                     /* -1: unknown */
+    int nprocs; /* -1: unknown */
     unsigned char psi_some[3], psi_full[3];
     uint64_t psi_some_us[3], psi_full_us[3];
     int has_quota, has_mem_limit;
@@ -221,8 +222,9 @@ typedef struct cg_state {
     int kernfs;                /* the hierarchy is a real cgroup file system */
     cg_entry **buckets;
     size_t nbuckets;
-    cg_entry **entries; /* in order of discovery */
+    cg_entry **entries; /* sorted by path when emitting */
     size_t nentries, cap;
+    int unsorted;           /* entries were added since the last sort */
     size_t nfds, fd_budget; /* control files kept open, and the most allowed */
     uint64_t cycle;
     int64_t now_ms;
@@ -372,7 +374,8 @@ static void slot_close(cg_state *st, cg_entry *e, int slot, int to)
 
 static void entry_free(cg_state *st, cg_entry *e)
 {
-    for (int i = 0; i < NFILES; i++) slot_close(st, e, i, FD_NONE);
+    for (int i = 0; i < NFILES; i++)
+        slot_close(st, e, i, FD_NONE);
     free(e);
 }
 
@@ -380,10 +383,12 @@ static void cg_destroy(void *state)
 {
     cg_state *st = state;
     if (!st) return;
-    for (size_t i = 0; i < st->nentries; i++) entry_free(st, st->entries[i]);
+    for (size_t i = 0; i < st->nentries; i++)
+        entry_free(st, st->entries[i]);
     free(st->entries);
     free(st->buckets);
-    for (int i = 0; i < MAX_DEPTH; i++) free(st->dents[i]);
+    for (int i = 0; i < MAX_DEPTH; i++)
+        free(st->dents[i]);
     mw_pods_free(st->pods);
     for (int h = 0; h < NHIER; h++)
         if (st->rootfd[h] >= 0) close(st->rootfd[h]);
@@ -444,9 +449,11 @@ static cg_entry *entry_get(cg_state *st, mw_collect_ctx *ctx, const mw_cg_node *
     mw_strlcpy(e->ref.pod_uid, node->pod_uid, sizeof(e->ref.pod_uid));
     e->born = st->cycle;
     e->first_ms = st->now_ms;
-    for (int i = 0; i < NFILES; i++) e->fd[i] = FD_NONE;
+    for (int i = 0; i < NFILES; i++)
+        e->fd[i] = FD_NONE;
     set_labels(e);
     st->entries[st->nentries++] = e;
+    st->unsorted = 1;
     if (st->nentries > st->nbuckets) rehash(st);
     size_t b = h & (st->nbuckets - 1);
     e->hnext = st->buckets[b];
@@ -465,7 +472,8 @@ static void sweep(cg_state *st)
             continue;
         }
         cg_entry **pp = &st->buckets[e->hash & (st->nbuckets - 1)];
-        while (*pp != e) pp = &(*pp)->hnext;
+        while (*pp != e)
+            pp = &(*pp)->hnext;
         *pp = e->hnext;
         entry_free(st, e);
     }
@@ -604,7 +612,7 @@ static int read_slot(cg_state *st, mw_collect_ctx *ctx, cg_entry *e, cg_dirs *d,
                            rc == -ENOENT ? "missing (the cgroup vanished?)" : NULL);
                 return -1;
             }
-            kept = st->nfds < st->fd_budget;
+            kept = KEPT(slot) && st->nfds < st->fd_budget;
             if (kept) {
                 e->fd[slot] = fd;
                 st->nfds++;
@@ -829,8 +837,18 @@ static void walk(cg_state *st, mw_collect_ctx *ctx, int fd, const mw_cg_node *pa
 /* --- emitting -------------------------------------------------------------- */
 
 typedef enum {
-    V_CPU, V_THROTTLED, V_THROTTLED_PERIODS, V_PERIODS, V_QUOTA, V_PERIOD, V_MEM_USAGE, V_MEM_WS,
-    V_MEM_RSS, V_MEM_LIMIT, V_PROCESSES, NVALUES
+    V_CPU,
+    V_THROTTLED,
+    V_THROTTLED_PERIODS,
+    V_PERIODS,
+    V_QUOTA,
+    V_PERIOD,
+    V_MEM_USAGE,
+    V_MEM_WS,
+    V_MEM_RSS,
+    V_MEM_LIMIT,
+    V_PROCESSES,
+    NVALUES
 } cg_value;
 
 static const mw_metric_desc *const VALUE_DESC[NVALUES] = {
@@ -912,7 +930,8 @@ static void emit_info(mw_collect_ctx *ctx, const cg_entry *e)
     const mw_container_ref *r = &e->ref;
     mw_label l[8];
     size_t n = 0;
-    for (size_t i = 0; i < e->nlabels; i++) l[n++] = e->labels[i];
+    for (size_t i = 0; i < e->nlabels; i++)
+        l[n++] = e->labels[i];
     if (e->node.kind == MW_CG_K8S_CONTAINER) {
         l[n++] = (mw_label){"pod_uid", r->pod_uid};
         l[n++] = (mw_label){"qos", mw_cg_qos_name(e->node.qos)};
@@ -924,9 +943,20 @@ static void emit_info(mw_collect_ctx *ctx, const cg_entry *e)
     mw_emitv(ctx->snap, &INFO, 1, n, l);
 }
 
-/* Family by family, cgroups in order of discovery. */
+static int by_path(const void *a, const void *b)
+{
+    return strcmp((*(cg_entry *const *)a)->ref.cgroup, (*(cg_entry *const *)b)->ref.cgroup);
+}
+
+/* Family by family, cgroups by path: the order does not depend on the order
+ * of directory entries (which on ext4 depends on the file system's hash
+ * seed), and is sorted again only when cgroups appeared. */
 static void emit_all(cg_state *st, mw_collect_ctx *ctx)
 {
+    if (st->unsorted) {
+        qsort(st->entries, st->nentries, sizeof(*st->entries), by_path);
+        st->unsorted = 0;
+    }
     for (int v = 0; v < NVALUES; v++)
         for (size_t i = 0; i < st->nentries; i++) {
             const cg_entry *e = st->entries[i];

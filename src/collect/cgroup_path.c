@@ -100,7 +100,8 @@ static mw_cg_kind container_of_pod(const char *s, size_t n, mw_cg_node *out)
     size_t bl;
     /* crio-conmon-<id>: CRI-O's container monitor, not a container. */
     if (prefix(s, n, "crio-conmon-")) return MW_CG_IGNORE;
-    if (between(s, n, "cri-containerd-", ".scope", &b, &bl) == 0 && take_id(b, bl, 12, out->id) == 0)
+    if (between(s, n, "cri-containerd-", ".scope", &b, &bl) == 0 &&
+        take_id(b, bl, 12, out->id) == 0)
         out->runtime = MW_RT_CONTAINERD;
     else if (between(s, n, "crio-", ".scope", &b, &bl) == 0 && take_id(b, bl, 12, out->id) == 0)
         out->runtime = MW_RT_CRIO;
@@ -218,7 +219,8 @@ mw_cg_kind mw_cg_parse_path(const char *path, mw_cg_node *out)
     mw_cg_root(out);
     const char *p = path;
     for (;;) {
-        while (*p == '/') p++;
+        while (*p == '/')
+            p++;
         if (!*p) return out->kind;
         size_t n = strcspn(p, "/");
         if (!mw_cg_walked(out->kind)) { /* below a reported or ignored cgroup */

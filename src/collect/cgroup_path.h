@@ -58,10 +58,10 @@ typedef enum { MW_RT_NONE, MW_RT_CONTAINERD, MW_RT_CRIO, MW_RT_DOCKER } mw_cg_ru
 
 typedef struct mw_cg_node {
     mw_cg_kind kind;
-    mw_cg_qos qos;                /* pods and their containers */
-    mw_cg_runtime runtime;        /* containers; MW_RT_NONE when the name does not tell */
-    char pod_uid[MW_CG_UID_MAX];  /* canonical form, with '-'; pods and containers */
-    char id[MW_CG_ID_MAX];        /* container ID; containers and Docker */
+    mw_cg_qos qos;               /* pods and their containers */
+    mw_cg_runtime runtime;       /* containers; MW_RT_NONE when the name does not tell */
+    char pod_uid[MW_CG_UID_MAX]; /* canonical form, with '-'; pods and containers */
+    char id[MW_CG_ID_MAX];       /* container ID; containers and Docker */
 } mw_cg_node;
 
 /* 1 for the kinds that are reported (one sample set each). */
@@ -102,7 +102,7 @@ int mw_parse_proc_cgroup(const char *text, char *out, size_t size);
  * modules. */
 uint64_t mw_cg_hash(const char *s);
 
-const char *mw_cg_qos_name(mw_cg_qos qos);         /* "guaranteed", ... or "" */
+const char *mw_cg_qos_name(mw_cg_qos qos);        /* "guaranteed", ... or "" */
 const char *mw_cg_runtime_name(mw_cg_runtime rt); /* "containerd", ... or "" */
 
 #endif

@@ -33,9 +33,9 @@ static const mw_metric_desc ERRORS = {
     MW_COUNTER};
 static const mw_metric_desc BUILD_INFO = {
     "mlwatch_build_info", "Version of the running mlwatch; the value is always 1.", "", MW_INFO};
-static const mw_metric_desc START_TIME = {
-    "mlwatch_start_time_seconds", "When the agent started, seconds since the epoch.", "seconds",
-    MW_GAUGE};
+static const mw_metric_desc START_TIME = {"mlwatch_start_time_seconds",
+                                          "When the agent started, seconds since the epoch.",
+                                          "seconds", MW_GAUGE};
 
 void mw_collect_error(mw_collect_ctx *ctx, const char *path, int err, const char *what)
 {
@@ -104,12 +104,12 @@ void mw_collector_set_run(mw_collector_set *set, mw_snapshot *snap)
     }
     for (size_t i = 0; i < set->n; i++)
         mw_emit(snap, &DURATION, set->items[i].last_duration_s, "collector", set->items[i].c->name,
-                NULL);
+                MW_END);
     for (size_t i = 0; i < set->n; i++)
         mw_emit(snap, &ERRORS, (double)set->items[i].errors_total, "collector",
-                set->items[i].c->name, NULL);
-    mw_emit(snap, &BUILD_INFO, 1, "version", MLWATCH_VERSION, "revision", MLWATCH_REVISION, NULL);
-    mw_emit(snap, &START_TIME, (double)set->start_ms / 1000.0, NULL);
+                set->items[i].c->name, MW_END);
+    mw_emit(snap, &BUILD_INFO, 1, "version", MLWATCH_VERSION, "revision", MLWATCH_REVISION, MW_END);
+    mw_emit(snap, &START_TIME, (double)set->start_ms / 1000.0, MW_END);
 }
 
 uint64_t mw_collector_set_errors(const mw_collector_set *set, const char *name)

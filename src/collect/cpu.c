@@ -145,13 +145,13 @@ static void emit_cpu(void *arg, const mw_cpu_times *t)
     snprintf(id, sizeof(id), "%u", (unsigned)t->cpu);
     for (unsigned i = 0; i < t->ncols && i < MW_CPU_GUEST; i++)
         mw_emit(snap, &CPU_SECONDS, (double)t->ticks[i] / MW_USER_HZ, "cpu", id, "mode", MODES[i],
-                (const char *)NULL);
+                MW_END);
     if (t->ncols > MW_CPU_GUEST)
         mw_emit(snap, &CPU_GUEST_SECONDS, (double)t->ticks[MW_CPU_GUEST] / MW_USER_HZ, "cpu", id,
-                "mode", "user", (const char *)NULL);
+                "mode", "user", MW_END);
     if (t->ncols > MW_CPU_GUEST_NICE)
         mw_emit(snap, &CPU_GUEST_SECONDS, (double)t->ticks[MW_CPU_GUEST_NICE] / MW_USER_HZ, "cpu",
-                id, "mode", "nice", (const char *)NULL);
+                id, "mode", "nice", MW_END);
 }
 
 static void cpu_collect(void *state, mw_collect_ctx *ctx)
@@ -169,18 +169,14 @@ static void cpu_collect(void *state, mw_collect_ctx *ctx)
         mw_collect_error(ctx, path, 0, "malformed content");
         return;
     }
-    if (st.present & MW_STAT_CTXT)
-        mw_emit(ctx->snap, &CONTEXT_SWITCHES, (double)st.ctxt, (const char *)NULL);
-    if (st.present & MW_STAT_INTR)
-        mw_emit(ctx->snap, &INTERRUPTS, (double)st.intr, (const char *)NULL);
-    if (st.present & MW_STAT_PROCESSES)
-        mw_emit(ctx->snap, &FORKS, (double)st.processes, (const char *)NULL);
-    if (st.present & MW_STAT_BTIME)
-        mw_emit(ctx->snap, &BOOT_TIME, (double)st.btime, (const char *)NULL);
+    if (st.present & MW_STAT_CTXT) mw_emit(ctx->snap, &CONTEXT_SWITCHES, (double)st.ctxt, MW_END);
+    if (st.present & MW_STAT_INTR) mw_emit(ctx->snap, &INTERRUPTS, (double)st.intr, MW_END);
+    if (st.present & MW_STAT_PROCESSES) mw_emit(ctx->snap, &FORKS, (double)st.processes, MW_END);
+    if (st.present & MW_STAT_BTIME) mw_emit(ctx->snap, &BOOT_TIME, (double)st.btime, MW_END);
     if (st.present & MW_STAT_PROCS_RUNNING)
-        mw_emit(ctx->snap, &PROCS_RUNNING, (double)st.procs_running, (const char *)NULL);
+        mw_emit(ctx->snap, &PROCS_RUNNING, (double)st.procs_running, MW_END);
     if (st.present & MW_STAT_PROCS_BLOCKED)
-        mw_emit(ctx->snap, &PROCS_BLOCKED, (double)st.procs_blocked, (const char *)NULL);
+        mw_emit(ctx->snap, &PROCS_BLOCKED, (double)st.procs_blocked, MW_END);
     /* One error per cycle for the file, whatever is wrong with it. */
     if (st.malformed)
         mw_collect_error(ctx, path, 0, "malformed or truncated lines skipped");

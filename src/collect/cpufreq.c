@@ -187,14 +187,14 @@ static void cpufreq_collect(void *state, mw_collect_ctx *ctx)
         if (rc < 0)
             report(ctx, path, rc);
         else
-            mw_emit(ctx->snap, &FREQ, (double)hz, "cpu", id, (const char *)NULL);
+            mw_emit(ctx->snap, &FREQ, (double)hz, "cpu", id, MW_END);
 
         for (size_t k = 0; k < sizeof(LIMITS) / sizeof(LIMITS[0]); k++) {
             rc = read_khz(st->dirfd, path, sizeof(path), dirlen, LIMITS[k].file, &hz);
             if (rc < 0)
                 report(ctx, path, rc);
             else
-                mw_emit(ctx->snap, LIMITS[k].desc, (double)hz, "cpu", id, (const char *)NULL);
+                mw_emit(ctx->snap, LIMITS[k].desc, (double)hz, "cpu", id, MW_END);
         }
 
         char gov[64];
@@ -204,7 +204,7 @@ static void cpufreq_collect(void *state, mw_collect_ctx *ctx)
         if (rc < 0)
             report(ctx, path, rc);
         else
-            mw_emit(ctx->snap, &GOVERNOR, 1, "cpu", id, "governor", gov, (const char *)NULL);
+            mw_emit(ctx->snap, &GOVERNOR, 1, "cpu", id, "governor", gov, MW_END);
     }
     if (ctx->errors != errors_before) st->rescan = 1;
 }

@@ -8,8 +8,8 @@ static const mw_metric_desc LOAD5 = {"mlwatch_load5", "5-minute load average.", 
 static const mw_metric_desc LOAD15 = {"mlwatch_load15", "15-minute load average.", "", MW_GAUGE};
 static const mw_metric_desc RUNNABLE = {
     "mlwatch_tasks_runnable", "Tasks currently runnable (from /proc/loadavg).", "", MW_GAUGE};
-static const mw_metric_desc TASKS = {"mlwatch_tasks", "Tasks (threads) that exist on the host.",
-                                     "", MW_GAUGE};
+static const mw_metric_desc TASKS = {"mlwatch_tasks", "Tasks (threads) that exist on the host.", "",
+                                     MW_GAUGE};
 
 int mw_parse_loadavg(const char *text, mw_loadavg *out)
 {
@@ -37,11 +37,11 @@ static void loadavg_collect(void *state, mw_collect_ctx *ctx)
         mw_collect_error(ctx, path, 0, "malformed content");
         return;
     }
-    mw_emit(ctx->snap, &LOAD1, l.load1, NULL);
-    mw_emit(ctx->snap, &LOAD5, l.load5, NULL);
-    mw_emit(ctx->snap, &LOAD15, l.load15, NULL);
-    mw_emit(ctx->snap, &RUNNABLE, (double)l.runnable, NULL);
-    mw_emit(ctx->snap, &TASKS, (double)l.tasks, NULL);
+    mw_emit(ctx->snap, &LOAD1, l.load1, MW_END);
+    mw_emit(ctx->snap, &LOAD5, l.load5, MW_END);
+    mw_emit(ctx->snap, &LOAD15, l.load15, MW_END);
+    mw_emit(ctx->snap, &RUNNABLE, (double)l.runnable, MW_END);
+    mw_emit(ctx->snap, &TASKS, (double)l.tasks, MW_END);
 }
 
 const mw_collector mw_collector_loadavg = {

@@ -195,7 +195,7 @@ static void memory_collect(void *state, mw_collect_ctx *ctx)
     }
     for (size_t i = 0; i < NFIELDS; i++)
         if (m.present & (1ULL << i))
-            mw_emit(ctx->snap, &FIELDS[i].desc, (double)m.value[i], (const char *)NULL);
+            mw_emit(ctx->snap, &FIELDS[i].desc, (double)m.value[i], MW_END);
     if (m.malformed) mw_collect_error(ctx, path, 0, "malformed or truncated lines skipped");
 }
 

@@ -147,7 +147,8 @@ static int grow_records(void **arr, size_t *cap, size_t n, size_t elem, size_t m
 static void table_reset(table *t, size_t n)
 {
     size_t want = 64;
-    while (want < n * 2) want *= 2;
+    while (want < n * 2)
+        want *= 2;
     if (want != t->nslots) {
         free(t->slots);
         t->slots = mw_xcalloc(want, sizeof(uint32_t));
@@ -160,7 +161,8 @@ static void table_reset(table *t, size_t n)
 static void table_put(table *t, const char *key, uint32_t idx)
 {
     size_t i = mw_cg_hash(key) & (t->nslots - 1);
-    while (t->slots[i]) i = (i + 1) & (t->nslots - 1);
+    while (t->slots[i])
+        i = (i + 1) & (t->nslots - 1);
     t->slots[i] = idx + 1;
 }
 
@@ -189,8 +191,7 @@ static int add_ctr(mw_pods *p, const struct dirent64 *d)
     return 0;
 }
 
-static int list(mw_pods *p, const mw_hostfs *host, const char *path, scan_fn fn,
-                mw_pods_error *err)
+static int list(mw_pods *p, const mw_hostfs *host, const char *path, scan_fn fn, mw_pods_error *err)
 {
     int fd = mw_hostfs_opendirfd(host, path);
     if (fd == -ENOENT) return 0;
@@ -234,9 +235,11 @@ int mw_pods_scan(mw_pods *p, const mw_hostfs *host, mw_pods_error *err)
         rc = -1;
     }
     table_reset(&p->pod_index, p->npods);
-    for (size_t i = 0; i < p->npods; i++) table_put(&p->pod_index, p->pods[i].uid, (uint32_t)i);
+    for (size_t i = 0; i < p->npods; i++)
+        table_put(&p->pod_index, p->pods[i].uid, (uint32_t)i);
     table_reset(&p->ctr_index, p->nctrs);
-    for (size_t i = 0; i < p->nctrs; i++) table_put(&p->ctr_index, p->ctrs[i].id, (uint32_t)i);
+    for (size_t i = 0; i < p->nctrs; i++)
+        table_put(&p->ctr_index, p->ctrs[i].id, (uint32_t)i);
     p->generation++;
     return rc;
 }

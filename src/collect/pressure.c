@@ -69,10 +69,10 @@ static void pressure_collect(void *state, mw_collect_ctx *ctx)
             continue;
         }
         mw_emit(ctx->snap, &WAITING, (double)psi.some_total_us / 1e6, "resource", RESOURCES[i],
-                (const char *)NULL);
+                MW_END);
         if (psi.has_full)
             mw_emit(ctx->snap, &STALLED, (double)psi.full_total_us / 1e6, "resource", RESOURCES[i],
-                    (const char *)NULL);
+                    MW_END);
     }
 }
 

@@ -132,14 +132,14 @@ static void refs_rehash(pm_table *t, size_t nslots)
     free(t->ref_slots);
     t->ref_slots = mw_xcalloc(nslots, sizeof(uint32_t));
     t->nref_slots = nslots;
-    for (size_t r = 0; r < t->nrefs; r++) t->ref_slots[ref_slot(t, t->refs[r].cgroup)] = r + 1;
+    for (size_t r = 0; r < t->nrefs; r++)
+        t->ref_slots[ref_slot(t, t->refs[r].cgroup)] = r + 1;
 }
 
 /* Index of REF in t, added when new; -1 past the bound. */
 static long intern_ref(pm_table *t, const mw_container_ref *ref)
 {
-    if (t->nrefs && strcmp(t->refs[t->last_ref].cgroup, ref->cgroup) == 0)
-        return (long)t->last_ref;
+    if (t->nrefs && strcmp(t->refs[t->last_ref].cgroup, ref->cgroup) == 0) return (long)t->last_ref;
     if ((t->nrefs + 1) * 2 > t->nref_slots) refs_rehash(t, t->nref_slots ? t->nref_slots * 2 : 64);
     size_t i = ref_slot(t, ref->cgroup);
     if (!t->ref_slots[i]) {
@@ -158,7 +158,8 @@ static long intern_ref(pm_table *t, const mw_container_ref *ref)
 static void pids_insert(pm_pid *slots, size_t mask, int pid, uint32_t ref)
 {
     size_t i = hash_pid(pid, mask);
-    while (slots[i].pid && slots[i].pid != pid) i = (i + 1) & mask;
+    while (slots[i].pid && slots[i].pid != pid)
+        i = (i + 1) & mask;
     slots[i].pid = pid;
     slots[i].ref = ref;
 }
@@ -187,7 +188,8 @@ void mw_procmap_set(mw_procmap *m, int pid, const mw_container_ref *ref)
     }
     size_t mask = t->npid_slots - 1;
     size_t i = hash_pid(pid, mask);
-    while (t->pids[i].pid && t->pids[i].pid != pid) i = (i + 1) & mask;
+    while (t->pids[i].pid && t->pids[i].pid != pid)
+        i = (i + 1) & mask;
     if (!t->pids[i].pid) t->npids++;
     t->pids[i].pid = pid;
     t->pids[i].ref = (uint32_t)r;
@@ -242,7 +244,8 @@ static long resolve(const pm_table *t, const char *cgpath)
         while (len > 1) {
             long r = find_path(t, path);
             if (r >= 0) return r;
-            while (len > 0 && path[len - 1] != '/') len--;
+            while (len > 0 && path[len - 1] != '/')
+                len--;
             if (len > 1) len--; /* drop the '/' too, except the root's */
             path[len] = '\0';
         }
@@ -252,7 +255,8 @@ static long resolve(const pm_table *t, const char *cgpath)
     size_t end = strlen(path);
     while (end > 0) {
         size_t start = end;
-        while (start > 0 && path[start - 1] != '/') start--;
+        while (start > 0 && path[start - 1] != '/')
+            start--;
         char id[MW_CG_ID_MAX];
         if (mw_cg_component_id(path + start, end - start, id) == 0)
             for (size_t r = 0; r < t->nrefs; r++)

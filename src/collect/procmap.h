@@ -16,8 +16,8 @@
 typedef struct mw_procmap mw_procmap;
 
 typedef struct mw_container_ref {
-    char id[96];        /* container ID (runtime's), or "" for non-container cgroups */
-    char pod_uid[48];   /* Kubernetes pod UID, "" outside Kubernetes */
+    char id[96];      /* container ID (runtime's), or "" for non-container cgroups */
+    char pod_uid[48]; /* Kubernetes pod UID, "" outside Kubernetes */
     char namespace_[128];
     char pod[256];
     char container[128];

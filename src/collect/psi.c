@@ -22,8 +22,10 @@ static int parse_line(const char **p, uint64_t *total, double *avg10)
         }
     }
     mw_skip_blanks(p);
-    if (**p == '\n') (*p)++;
-    else if (**p) return -1;
+    if (**p == '\n')
+        (*p)++;
+    else if (**p)
+        return -1;
     return 0;
 }
 

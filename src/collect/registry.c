@@ -12,6 +12,7 @@ extern const mw_collector mw_collector_cpu, mw_collector_cpufreq, mw_collector_m
     mw_collector_hwmon, mw_collector_infiniband, mw_collector_rapl, mw_collector_netdev,
     mw_collector_diskstats, mw_collector_filesystem, mw_collector_cgroup, mw_collector_gpu,
     mw_collector_self;
+extern const mw_collector mw_collector_ipmi;
 
 const mw_collector *const mw_collectors[] = {
     &mw_collector_cpu,       &mw_collector_cpufreq,  &mw_collector_memory,
@@ -20,6 +21,7 @@ const mw_collector *const mw_collectors[] = {
     &mw_collector_rapl,      &mw_collector_netdev,   &mw_collector_diskstats,
     &mw_collector_filesystem, &mw_collector_cgroup,  &mw_collector_gpu,
     &mw_collector_self,
+    &mw_collector_ipmi, /* node power from the BMC (src/collect/ipmi.c) */
 };
 
 const size_t mw_ncollectors = sizeof(mw_collectors) / sizeof(mw_collectors[0]);

@@ -43,7 +43,7 @@ static const mw_metric_desc THREADS = {"mlwatch_process_threads", "Threads of th
 typedef struct self_state {
     int fd; /* /proc/self, i.e. /proc/<our pid> */
     double tick_s, page_bytes;
-    long fds;      /* last count, -errno when it failed */
+    long fds; /* last count, -errno when it failed */
     unsigned cycle;
 } self_state;
 

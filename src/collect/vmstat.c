@@ -107,8 +107,7 @@ static void vmstat_collect(void *state, mw_collect_ctx *ctx)
         return;
     }
     for (size_t i = 0; i < NFIELDS; i++)
-        if (v.present & (1u << i))
-            mw_emit(ctx->snap, &FIELDS[i].desc, (double)v.value[i], (const char *)NULL);
+        if (v.present & (1u << i)) mw_emit(ctx->snap, &FIELDS[i].desc, (double)v.value[i], MW_END);
     if (v.malformed) mw_collect_error(ctx, path, 0, "malformed or truncated lines skipped");
 }
 

@@ -42,12 +42,12 @@ static void load(lazy *l)
     mw_log(MW_LOG_WARN, "lazylib", "cannot load %s (%s): %s", l->sonames[0], err, l->what);
 }
 
-#define LIB(var, what, ...)                                                                       \
-    static const char *const var##_names[] = {__VA_ARGS__, NULL};                                 \
+#define LIB(var, what, ...)                                                                        \
+    static const char *const var##_names[] = {__VA_ARGS__, NULL};                                  \
     static lazy var = {what, var##_names, PTHREAD_ONCE_INIT, NULL};                                \
-    static void var##_load(void)                                                                  \
-    {                                                                                             \
-        load(&var);                                                                               \
+    static void var##_load(void)                                                                   \
+    {                                                                                              \
+        load(&var);                                                                                \
     }
 
 LIB(curl_lib, "HTTP features (carbon URL, notifications, Kubernetes, remote write) are off",
@@ -56,35 +56,35 @@ LIB(snappy_lib, "remote write (send and receive) is off", "libsnappy.so.1")
 LIB(crypto_lib, "hashmod relabelling is off", "libcrypto.so.3", "libcrypto.so.1.1")
 
 /* Resolve SYM of library L into a static function pointer of type T. */
-#define RESOLVE(L, T, sym)                                                                        \
-    static void *sym_;                                                                            \
-    pthread_once(&L.once, L##_load);                                                              \
-    void *p_ = __atomic_load_n(&sym_, __ATOMIC_ACQUIRE);                                          \
-    if (!p_ && L.handle) {                                                                        \
-        /* Threads racing here all store the same address. */                                    \
-        p_ = dlsym(L.handle, #sym);                                                               \
-        __atomic_store_n(&sym_, p_, __ATOMIC_RELEASE);                                            \
-    }                                                                                             \
-    __typeof__(T) fn_;                                                                            \
+#define RESOLVE(L, T, sym)                                                                         \
+    static void *sym_;                                                                             \
+    pthread_once(&L.once, L##_load);                                                               \
+    void *p_ = __atomic_load_n(&sym_, __ATOMIC_ACQUIRE);                                           \
+    if (!p_ && L.handle) {                                                                         \
+        /* Threads racing here all store the same address. */                                      \
+        p_ = dlsym(L.handle, #sym);                                                                \
+        __atomic_store_n(&sym_, p_, __ATOMIC_RELEASE);                                             \
+    }                                                                                              \
+    __typeof__(T) fn_;                                                                             \
     __builtin_memcpy(&fn_, &p_, sizeof(p_));
 
 /* ---- libcurl ---- */
 
 CURLcode curl_global_init(long flags)
 {
-    RESOLVE(curl_lib, CURLcode (*)(long), curl_global_init)
+    RESOLVE(curl_lib, CURLcode(*)(long), curl_global_init)
     return fn_ ? fn_(flags) : CURLE_FAILED_INIT;
 }
 
 CURL *curl_easy_init(void)
 {
-    RESOLVE(curl_lib, CURL *(*)(void), curl_easy_init)
+    RESOLVE(curl_lib, CURL * (*)(void), curl_easy_init)
     return fn_ ? fn_() : NULL;
 }
 
 CURLcode curl_easy_setopt(CURL *curl, CURLoption option, ...)
 {
-    RESOLVE(curl_lib, CURLcode (*)(CURL *, CURLoption, ...), curl_easy_setopt)
+    RESOLVE(curl_lib, CURLcode(*)(CURL *, CURLoption, ...), curl_easy_setopt)
     if (!fn_) return CURLE_FAILED_INIT;
     /* The option number says the type of its one argument (curl.h's
      * CURLOPTTYPE_* ranges): forward it with that type. */
@@ -105,7 +105,7 @@ CURLcode curl_easy_setopt(CURL *curl, CURLoption option, ...)
 
 CURLcode curl_easy_perform(CURL *curl)
 {
-    RESOLVE(curl_lib, CURLcode (*)(CURL *), curl_easy_perform)
+    RESOLVE(curl_lib, CURLcode(*)(CURL *), curl_easy_perform)
     return fn_ ? fn_(curl) : CURLE_FAILED_INIT;
 }
 
@@ -123,7 +123,7 @@ void curl_easy_reset(CURL *curl)
 
 CURLcode curl_easy_getinfo(CURL *curl, CURLINFO info, ...)
 {
-    RESOLVE(curl_lib, CURLcode (*)(CURL *, CURLINFO, ...), curl_easy_getinfo)
+    RESOLVE(curl_lib, CURLcode(*)(CURL *, CURLINFO, ...), curl_easy_getinfo)
     if (!fn_) return CURLE_FAILED_INIT;
     va_list ap;
     va_start(ap, info);
@@ -140,7 +140,7 @@ const char *curl_easy_strerror(CURLcode code)
 
 struct curl_slist *curl_slist_append(struct curl_slist *list, const char *s)
 {
-    RESOLVE(curl_lib, struct curl_slist *(*)(struct curl_slist *, const char *), curl_slist_append)
+    RESOLVE(curl_lib, struct curl_slist * (*)(struct curl_slist *, const char *), curl_slist_append)
     return fn_ ? fn_(list, s) : NULL;
 }
 
@@ -155,21 +155,21 @@ void curl_slist_free_all(struct curl_slist *list)
 snappy_status snappy_compress(const char *input, size_t input_length, char *compressed,
                               size_t *compressed_length)
 {
-    RESOLVE(snappy_lib, snappy_status (*)(const char *, size_t, char *, size_t *), snappy_compress)
+    RESOLVE(snappy_lib, snappy_status(*)(const char *, size_t, char *, size_t *), snappy_compress)
     return fn_ ? fn_(input, input_length, compressed, compressed_length) : SNAPPY_INVALID_INPUT;
 }
 
-snappy_status snappy_uncompress(const char *compressed, size_t compressed_length, char *uncompressed,
-                                size_t *uncompressed_length)
+snappy_status snappy_uncompress(const char *compressed, size_t compressed_length,
+                                char *uncompressed, size_t *uncompressed_length)
 {
-    RESOLVE(snappy_lib, snappy_status (*)(const char *, size_t, char *, size_t *), snappy_uncompress)
+    RESOLVE(snappy_lib, snappy_status(*)(const char *, size_t, char *, size_t *), snappy_uncompress)
     return fn_ ? fn_(compressed, compressed_length, uncompressed, uncompressed_length)
                : SNAPPY_INVALID_INPUT;
 }
 
 size_t snappy_max_compressed_length(size_t source_length)
 {
-    RESOLVE(snappy_lib, size_t (*)(size_t), snappy_max_compressed_length)
+    RESOLVE(snappy_lib, size_t(*)(size_t), snappy_max_compressed_length)
     /* Without the library nothing will be compressed; keep callers' sizing sane. */
     return fn_ ? fn_(source_length) : 32 + source_length + source_length / 6;
 }
@@ -177,7 +177,8 @@ size_t snappy_max_compressed_length(size_t source_length)
 snappy_status snappy_uncompressed_length(const char *compressed, size_t compressed_length,
                                          size_t *result)
 {
-    RESOLVE(snappy_lib, snappy_status (*)(const char *, size_t, size_t *), snappy_uncompressed_length)
+    RESOLVE(snappy_lib, snappy_status(*)(const char *, size_t, size_t *),
+            snappy_uncompressed_length)
     return fn_ ? fn_(compressed, compressed_length, result) : SNAPPY_INVALID_INPUT;
 }
 
@@ -192,8 +193,9 @@ const EVP_MD *EVP_md5(void)
 int EVP_Digest(const void *data, size_t count, unsigned char *md, unsigned int *size,
                const EVP_MD *type, ENGINE *impl)
 {
-    RESOLVE(crypto_lib,
-            int (*)(const void *, size_t, unsigned char *, unsigned int *, const EVP_MD *, ENGINE *),
-            EVP_Digest)
+    RESOLVE(
+        crypto_lib,
+        int (*)(const void *, size_t, unsigned char *, unsigned int *, const EVP_MD *, ENGINE *),
+        EVP_Digest)
     return fn_ && type ? fn_(data, count, md, size, type, impl) : 0;
 }

@@ -77,9 +77,11 @@ void mw_log(mw_log_level level, const char *component, const char *fmt, ...)
 static uint64_t fnv1a(const char *a, const char *b)
 {
     uint64_t h = 1469598103934665603ULL;
-    for (const char *p = a; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    for (const char *p = a; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
     h = (h ^ 0xff) * 1099511628211ULL;
-    for (const char *p = b; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    for (const char *p = b; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
     return h | 1; /* 0 marks an empty slot */
 }
 

@@ -48,7 +48,8 @@ int mw_parse_double(const char **p, double *out)
 
 void mw_skip_blanks(const char **p)
 {
-    while (**p == ' ' || **p == '\t') (*p)++;
+    while (**p == ' ' || **p == '\t')
+        (*p)++;
 }
 
 void mw_skip_line(const char **p)
@@ -79,7 +80,8 @@ int mw_parse_cpulist(const char *s, uint64_t *bits, size_t nbits)
     memset(bits, 0, ((nbits + 63) / 64) * sizeof(uint64_t));
     const char *p = s;
     int count = 0;
-    while (*p == ' ') p++;
+    while (*p == ' ')
+        p++;
     if (*p == '\n' || *p == '\0') return 0; /* empty list: a memory-only node */
     for (;;) {
         uint64_t a, b;
@@ -98,7 +100,8 @@ int mw_parse_cpulist(const char *s, uint64_t *bits, size_t nbits)
             p++;
             continue;
         }
-        while (*p == ' ' || *p == '\n') p++;
+        while (*p == ' ' || *p == '\n')
+            p++;
         return *p ? -1 : count;
     }
 }

@@ -9,7 +9,8 @@
 static uint64_t hash_name(const char *s)
 {
     uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
     return h;
 }
 
@@ -34,7 +35,8 @@ void mw_snapshot_free(mw_snapshot *s)
 static size_t find_slot(mw_family **slots, size_t nslots, const char *name)
 {
     size_t i = hash_name(name) & (nslots - 1);
-    while (slots[i] && strcmp(slots[i]->desc->name, name) != 0) i = (i + 1) & (nslots - 1);
+    while (slots[i] && strcmp(slots[i]->desc->name, name) != 0)
+        i = (i + 1) & (nslots - 1);
     return i;
 }
 
@@ -42,7 +44,8 @@ static void grow(mw_snapshot *s)
 {
     size_t n = s->nslots * 2;
     mw_family **slots = mw_xcalloc(n, sizeof(*slots));
-    for (mw_family *f = s->first; f; f = f->next) slots[find_slot(slots, n, f->desc->name)] = f;
+    for (mw_family *f = s->first; f; f = f->next)
+        slots[find_slot(slots, n, f->desc->name)] = f;
     free(s->slots);
     s->slots = slots;
     s->nslots = n;
@@ -148,7 +151,7 @@ int mw_snapshot_get(const mw_snapshot *s, const char *name, double *out, ...)
         const char *k = va_arg(ap, const char *);
         if (!k) break;
         const char *v = va_arg(ap, const char *);
-        if (n < 2 * MW_MAX_LABELS) {
+        if (n + 2 <= 2 * MW_MAX_LABELS) {
             want[n++] = k;
             want[n++] = v;
         }

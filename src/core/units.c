@@ -9,8 +9,12 @@ static const struct {
     const char *suffix;
     int64_t ms;
 } duration_units[] = {
-    {"y", 365LL * 24 * 3600 * 1000}, {"w", 7LL * 24 * 3600 * 1000}, {"d", 24LL * 3600 * 1000},
-    {"h", 3600LL * 1000},            {"m", 60LL * 1000},            {"s", 1000},
+    {"y", 365LL * 24 * 3600 * 1000},
+    {"w", 7LL * 24 * 3600 * 1000},
+    {"d", 24LL * 3600 * 1000},
+    {"h", 3600LL * 1000},
+    {"m", 60LL * 1000},
+    {"s", 1000},
     {"ms", 1},
 };
 
@@ -64,9 +68,16 @@ static const struct {
     const char *suffix;
     uint64_t mult;
 } size_units[] = {
-    {"KiB", 1ULL << 10}, {"MiB", 1ULL << 20}, {"GiB", 1ULL << 30}, {"TiB", 1ULL << 40},
-    {"KB", 1000ULL},     {"MB", 1000000ULL},  {"GB", 1000000000ULL}, {"TB", 1000000000000ULL},
-    {"B", 1},            {"", 1},
+    {"KiB", 1ULL << 10},
+    {"MiB", 1ULL << 20},
+    {"GiB", 1ULL << 30},
+    {"TiB", 1ULL << 40},
+    {"KB", 1000ULL},
+    {"MB", 1000000ULL},
+    {"GB", 1000000000ULL},
+    {"TB", 1000000000000ULL},
+    {"B", 1},
+    {"", 1},
 };
 
 int mw_parse_size(const char *s, uint64_t *out)

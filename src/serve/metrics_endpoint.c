@@ -32,7 +32,8 @@ static void entry_release(entry *e)
 {
     if (!e || atomic_fetch_sub(&e->refs, 1) != 1) return;
     for (int f = 0; f < 2; f++)
-        for (int z = 0; z < 2; z++) free(e->out[f][z].data);
+        for (int z = 0; z < 2; z++)
+            free(e->out[f][z].data);
     mw_snapshot_free(e->snap);
     pthread_mutex_destroy(&e->lock);
     free(e);
@@ -128,8 +129,8 @@ void mw_metrics_handler(void *cls, const mw_http_request *req, mw_http_response 
     int gz = mw_accepts_gzip(mw_http_header(req, "Accept-Encoding"));
     const rendered *r = render_once(e, fmt, gz);
     resp->status = 200;
-    resp->content_type = fmt == MW_FMT_OPENMETRICS ? MW_CONTENT_TYPE_OPENMETRICS
-                                                   : MW_CONTENT_TYPE_TEXT;
+    resp->content_type =
+        fmt == MW_FMT_OPENMETRICS ? MW_CONTENT_TYPE_OPENMETRICS : MW_CONTENT_TYPE_TEXT;
     resp->body = r->data;
     resp->len = r->len;
     resp->free_fn = release_cb; /* the entry owns the bytes; drop our reference */

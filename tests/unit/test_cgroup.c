@@ -35,7 +35,7 @@
 #define UX "aaaaaaaa-0000-4000-8000-000000000005"
 #define PODG "sys/fs/cgroup/kubepods.slice/kubepods-podaaaaaaaa_0000_4000_8000_000000000001.slice"
 #define PODB                                                                                       \
-    "sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/"                                      \
+    "sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/"                                       \
     "kubepods-burstable-podaaaaaaaa_0000_4000_8000_000000000002.slice"
 
 /* --- parsers ------------------------------------------------------------- */
@@ -63,7 +63,8 @@ static void cpu_stat_v2(void **state)
     assert_int_equal(mw_parse_cg2_cpu_stat("usage_usec x\n", &c), -1);
     assert_int_equal(mw_parse_cg2_cpu_stat("usage_usec 12 13\n", &c), -1);
     assert_int_equal(mw_parse_cg2_cpu_stat("usage_usec 99999999999999999999\n", &c), -1);
-    assert_int_equal(mw_parse_cg2_cpu_stat("usage_usec 18446744073709552\n", &c), -1); /* ns overflow */
+    assert_int_equal(mw_parse_cg2_cpu_stat("usage_usec 18446744073709552\n", &c),
+                     -1); /* ns overflow */
     assert_int_equal(mw_parse_cg2_cpu_stat("usage_usec 1\nthrottled_usec -1\n", &c), -1);
 }
 
@@ -167,7 +168,10 @@ static void assert_unique_label_sets(const mw_snapshot *snap)
             }
 }
 
-#define V(name, ...) tu_value(snap, name, __VA_ARGS__, NULL)
+/* Label lists end with a typed NULL (an untyped one is not portable in a
+ * variadic call). */
+#define END ((const char *)NULL)
+#define V(name, ...) tu_value(snap, name, __VA_ARGS__, END)
 #define CTR(id) "container_id", id
 
 /* --- v2 fixture ------------------------------------------------------------ */
@@ -216,9 +220,9 @@ static void v2_fixture(void **state)
     /* Its sandbox: container="POD"; no quota, so no throttling series; no limit. */
     assert_true(V("mlwatch_container_cpu_seconds_total", "pod", "pytorch-train-0", "container",
                   "POD", CTR(A0)) == 0.05);
-    assert_false(tu_has(snap, "mlwatch_container_cpu_throttled_seconds_total", CTR(A0), NULL));
-    assert_false(tu_has(snap, "mlwatch_container_cpu_quota_seconds", CTR(A0), NULL));
-    assert_false(tu_has(snap, "mlwatch_container_memory_limit_bytes", CTR(A0), NULL));
+    assert_false(tu_has(snap, "mlwatch_container_cpu_throttled_seconds_total", CTR(A0), END));
+    assert_false(tu_has(snap, "mlwatch_container_cpu_quota_seconds", CTR(A0), END));
+    assert_false(tu_has(snap, "mlwatch_container_memory_limit_bytes", CTR(A0), END));
     assert_true(V("mlwatch_container_memory_working_set_bytes", CTR(A0)) == 1048576);
 
     /* Burstable notebook pod with a sidecar. */
@@ -243,8 +247,8 @@ static void v2_fixture(void **state)
     assert_true(V("mlwatch_container_cpu_seconds_total", "namespace", "default", "pod",
                   "debug-shell", "container", "shell", CTR(C1)) == 0.75);
     assert_true(V("mlwatch_container_memory_working_set_bytes", CTR(C1)) == 25165824);
-    assert_false(tu_has(snap, "mlwatch_container_memory_limit_bytes", CTR(C1), NULL));
-    assert_false(tu_has(snap, "mlwatch_container_cpu_quota_seconds", CTR(C1), NULL));
+    assert_false(tu_has(snap, "mlwatch_container_memory_limit_bytes", CTR(C1), END));
+    assert_false(tu_has(snap, "mlwatch_container_cpu_quota_seconds", CTR(C1), END));
     assert_true(V("mlwatch_container_info", CTR(C1), "qos", "besteffort", "pod_uid", UE) == 1);
     assert_true(V("mlwatch_container_info", CTR(C0), "container", "POD") == 1);
 
@@ -258,21 +262,22 @@ static void v2_fixture(void **state)
                         "/kubepods.slice/kubepods-burstable.slice/"
                         "kubepods-burstable-podaaaaaaaa_0000_4000_8000_000000000004.slice/"
                         "crio-conmon-" D1 ".scope",
-                        NULL));
+                        END));
 
     /* A pod without /var/log/pods entry: empty names, UID in the info metric. */
-    assert_true(V("mlwatch_container_cpu_seconds_total", "namespace", "", "pod", "", "container", "",
-                  CTR(E1)) == 1.0);
+    assert_true(V("mlwatch_container_cpu_seconds_total", "namespace", "", "pod", "", "container",
+                  "", CTR(E1)) == 1.0);
     assert_true(V("mlwatch_container_info", CTR(E1), "pod_uid", UX, "qos", "burstable") == 1);
 
     /* Outside Kubernetes: the cgroup path names it. */
-    assert_true(V("mlwatch_container_cpu_seconds_total", "cgroup",
-                  "/system.slice/kubelet.service") == 900);
+    assert_true(
+        V("mlwatch_container_cpu_seconds_total", "cgroup", "/system.slice/kubelet.service") == 900);
     assert_true(V("mlwatch_container_memory_working_set_bytes", "cgroup",
                   "/system.slice/kubelet.service") == 157286400);
     assert_true(V("mlwatch_container_pressure_waiting_seconds_total", "cgroup",
                   "/system.slice/kubelet.service", "resource", "cpu") == 0.01);
-    assert_true(V("mlwatch_container_processes", "cgroup", "/system.slice/containerd.service") == 2);
+    assert_true(V("mlwatch_container_processes", "cgroup", "/system.slice/containerd.service") ==
+                2);
     assert_true(V("mlwatch_container_cpu_seconds_total", "cgroup",
                   "/system.slice/docker-" F1 ".scope", CTR(F1)) == 4.2);
     assert_true(V("mlwatch_container_info", "cgroup", "/system.slice/docker-" F1 ".scope", CTR(F1),
@@ -283,12 +288,12 @@ static void v2_fixture(void **state)
     assert_true(V("mlwatch_container_memory_working_set_bytes", "cgroup", job) == 33285996544.0);
     assert_true(V("mlwatch_container_processes", "cgroup", job) == 0);
     assert_false(tu_has(snap, "mlwatch_container_cpu_seconds_total", "cgroup",
-                        "/system.slice/slurmstepd.scope/job_42/step_0", NULL));
+                        "/system.slice/slurmstepd.scope/job_42/step_0", END));
     assert_false(tu_has(snap, "mlwatch_container_cpu_seconds_total", "cgroup",
-                        "/user.slice/user-1000.slice/session-3.scope", NULL));
-    assert_false(tu_has(snap, "mlwatch_container_cpu_seconds_total", "cgroup", "/init.scope", NULL));
-    assert_false(tu_has(snap, "mlwatch_container_cpu_seconds_total", "cgroup", "/kubepods.slice",
-                        NULL));
+                        "/user.slice/user-1000.slice/session-3.scope", END));
+    assert_false(tu_has(snap, "mlwatch_container_cpu_seconds_total", "cgroup", "/init.scope", END));
+    assert_false(
+        tu_has(snap, "mlwatch_container_cpu_seconds_total", "cgroup", "/kubepods.slice", END));
 
     /* 10 Kubernetes containers (4 sandboxes) + 2 services + Docker + Slurm. */
     assert_int_equal(tu_count(snap, "mlwatch_container_cpu_seconds_total"), 14);
@@ -386,8 +391,8 @@ static void v1_fixture(void **state)
                   "/kubepods/podbbbbbbbb-0000-4000-8000-000000000001/" G1) == 1);
     /* Sandbox: quota -1 and the "unlimited" 2^63-4096 limit are omitted. */
     assert_true(V("mlwatch_container_cpu_seconds_total", "container", "POD", CTR(G0)) == 0.025);
-    assert_false(tu_has(snap, "mlwatch_container_cpu_quota_seconds", CTR(G0), NULL));
-    assert_false(tu_has(snap, "mlwatch_container_memory_limit_bytes", CTR(G0), NULL));
+    assert_false(tu_has(snap, "mlwatch_container_cpu_quota_seconds", CTR(G0), END));
+    assert_false(tu_has(snap, "mlwatch_container_memory_limit_bytes", CTR(G0), END));
 
     assert_true(V("mlwatch_container_cpu_seconds_total", "namespace", "research", "pod",
                   "tensorboard-bob", "container", "tensorboard", CTR(VB1)) == 3.5);
@@ -408,10 +413,10 @@ static void v1_fixture(void **state)
     assert_true(V("mlwatch_container_cpu_throttled_seconds_total", CTR(DK)) == 0);
     assert_true(V("mlwatch_container_memory_working_set_bytes", CTR(DK)) == 262144000.0);
     assert_true(V("mlwatch_container_processes", CTR(DK)) == 2);
-    assert_true(V("mlwatch_container_cpu_seconds_total", "cgroup",
-                  "/system.slice/kubelet.service") == 120);
-    assert_true(V("mlwatch_container_cpu_seconds_total", "cgroup",
-                  "/system.slice/docker.service") == 60);
+    assert_true(
+        V("mlwatch_container_cpu_seconds_total", "cgroup", "/system.slice/kubelet.service") == 120);
+    assert_true(
+        V("mlwatch_container_cpu_seconds_total", "cgroup", "/system.slice/docker.service") == 60);
     assert_true(V("mlwatch_container_cpu_seconds_total", "cgroup", "/slurm/uid_1000/job_7") ==
                 36000);
     assert_true(V("mlwatch_container_memory_limit_bytes", "cgroup", "/slurm/uid_1000/job_7") ==
@@ -443,14 +448,14 @@ static void vanished_between_cycles(void **state)
     const char *root = tu_fixture_copy("k8s-v2-systemd");
     tu_session *s = tu_open(root, "cgroup");
     mw_snapshot *snap = tu_run(s);
-    assert_true(tu_has(snap, "mlwatch_container_cpu_seconds_total", CTR(B2), NULL));
+    assert_true(tu_has(snap, "mlwatch_container_cpu_seconds_total", CTR(B2), END));
     mw_snapshot_free(snap);
 
     tu_remove(root, PODB "/cri-containerd-" B2 ".scope");
     tu_remove(root, "sys/fs/cgroup/system.slice/docker-" F1 ".scope");
     snap = tu_run(s);
-    assert_false(tu_has(snap, "mlwatch_container_cpu_seconds_total", CTR(B2), NULL));
-    assert_false(tu_has(snap, "mlwatch_container_info", CTR(F1), NULL));
+    assert_false(tu_has(snap, "mlwatch_container_cpu_seconds_total", CTR(B2), END));
+    assert_false(tu_has(snap, "mlwatch_container_info", CTR(F1), END));
     assert_true(V("mlwatch_container_cpu_seconds_total", CTR(B1)) == 2.0);
     assert_int_equal(tu_count(snap, "mlwatch_container_cpu_seconds_total"), 12);
     assert_int_equal(tu_errors(s, "cgroup"), 0); /* gone before the walk: not an error */
@@ -461,7 +466,7 @@ static void vanished_between_cycles(void **state)
     /* A whole pod goes. */
     tu_remove(root, PODG);
     snap = tu_run(s);
-    assert_false(tu_has(snap, "mlwatch_container_cpu_seconds_total", CTR(A1), NULL));
+    assert_false(tu_has(snap, "mlwatch_container_cpu_seconds_total", CTR(A1), END));
     assert_int_equal(tu_count(snap, "mlwatch_container_cpu_seconds_total"), 10);
     mw_snapshot_free(snap);
     tu_close(s);
@@ -481,8 +486,8 @@ static void broken_files(void **state)
     tu_session *s = tu_open(root, "cgroup");
     mw_snapshot *snap = tu_run(s);
     assert_int_equal(tu_errors(s, "cgroup"), 1);
-    assert_false(tu_has(snap, "mlwatch_container_cpu_seconds_total", CTR(A1), NULL));
-    assert_false(tu_has(snap, "mlwatch_container_info", CTR(A1), NULL));
+    assert_false(tu_has(snap, "mlwatch_container_cpu_seconds_total", CTR(A1), END));
+    assert_false(tu_has(snap, "mlwatch_container_info", CTR(A1), END));
     assert_int_equal(tu_count(snap, "mlwatch_container_cpu_seconds_total"), 13);
     assert_true(V("mlwatch_collector_errors_total", "collector", "cgroup") == 1);
     mw_snapshot_free(snap);
@@ -491,7 +496,7 @@ static void broken_files(void **state)
     tu_write(root, path, "usage_usec twelve\n");
     snap = tu_run(s);
     assert_int_equal(tu_errors(s, "cgroup"), 2);
-    assert_false(tu_has(snap, "mlwatch_container_cpu_seconds_total", CTR(A1), NULL));
+    assert_false(tu_has(snap, "mlwatch_container_cpu_seconds_total", CTR(A1), END));
     assert_int_equal(tu_count(snap, "mlwatch_container_cpu_seconds_total"), 13);
     mw_snapshot_free(snap);
     tu_write(root, path, "usage_u");
@@ -516,7 +521,7 @@ static void broken_files(void **state)
     assert_int_equal(tu_errors(s, "cgroup"), 1);
     assert_true(V("mlwatch_container_cpu_seconds_total", CTR(B1)) == 2.0);
     assert_true(V("mlwatch_container_memory_usage_bytes", CTR(B1)) == 2147483648.0);
-    assert_false(tu_has(snap, "mlwatch_container_memory_working_set_bytes", CTR(B1), NULL));
+    assert_false(tu_has(snap, "mlwatch_container_memory_working_set_bytes", CTR(B1), END));
     mw_snapshot_free(snap);
     tu_close(s);
     tu_cleanup();
@@ -535,7 +540,7 @@ static void deleted_while_open(void **state)
     int gone = 0;
     for (int i = 0; i < 10 && !gone; i++) {
         mw_snapshot *snap = tu_run(s);
-        gone = !tu_has(snap, "mlwatch_container_cpu_seconds_total", CTR(A1), NULL);
+        gone = !tu_has(snap, "mlwatch_container_cpu_seconds_total", CTR(A1), END);
         mw_snapshot_free(snap);
     }
     assert_true(gone);
@@ -550,7 +555,7 @@ static void optional_files(void **state)
     /* Without the memory controller or PSI the files are absent: no samples,
      * no error. */
     const char *root = tu_fixture_copy("k8s-v2-systemd");
-    const char *files[] = {"memory.current", "memory.stat", "memory.max", "cpu.pressure",
+    const char *files[] = {"memory.current",  "memory.stat", "memory.max", "cpu.pressure",
                            "memory.pressure", "io.pressure", "cpu.max"};
     char path[1024];
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
@@ -562,9 +567,9 @@ static void optional_files(void **state)
     assert_int_equal(tu_errors(s, "cgroup"), 0);
     assert_true(V("mlwatch_container_cpu_seconds_total", CTR(B1)) == 2.0);
     assert_true(V("mlwatch_container_processes", CTR(B1)) == 2);
-    assert_false(tu_has(snap, "mlwatch_container_memory_usage_bytes", CTR(B1), NULL));
-    assert_false(tu_has(snap, "mlwatch_container_pressure_waiting_seconds_total", CTR(B1), NULL));
-    assert_false(tu_has(snap, "mlwatch_container_cpu_quota_seconds", CTR(B1), NULL));
+    assert_false(tu_has(snap, "mlwatch_container_memory_usage_bytes", CTR(B1), END));
+    assert_false(tu_has(snap, "mlwatch_container_pressure_waiting_seconds_total", CTR(B1), END));
+    assert_false(tu_has(snap, "mlwatch_container_cpu_quota_seconds", CTR(B1), END));
     /* nr_periods > 0: it had a quota, so its throttling is still reported */
     assert_true(V("mlwatch_container_cpu_throttled_periods_total", CTR(B1)) == 10);
     mw_snapshot_free(snap);

@@ -151,9 +151,9 @@ static void parses_many_cpus(void **state)
     assert_int_equal(tu_count(snap, "mlwatch_cpu_seconds_total"), 1024 * 8);
     assert_int_equal(tu_count(snap, "mlwatch_cpu_guest_seconds_total"), 1024 * 2);
     assert_true(tu_value(snap, "mlwatch_cpu_seconds_total", "cpu", "1023", "mode", "user",
-                         (const char *)NULL) == 30.69);
+                         MW_END) == 30.69);
     assert_true(tu_value(snap, "mlwatch_cpu_seconds_total", "cpu", "1023", "mode", "system",
-                         (const char *)NULL) == 10.23);
+                         MW_END) == 10.23);
     assert_int_equal(tu_errors(ses, "cpu"), 0);
     mw_snapshot_free(snap);
     tu_close(ses);
@@ -162,8 +162,7 @@ static void parses_many_cpus(void **state)
 
 static double secs(const mw_snapshot *snap, const char *cpu, const char *mode)
 {
-    return tu_value(snap, "mlwatch_cpu_seconds_total", "cpu", cpu, "mode", mode,
-                    (const char *)NULL);
+    return tu_value(snap, "mlwatch_cpu_seconds_total", "cpu", cpu, "mode", mode, MW_END);
 }
 
 static void collects_bare_metal(void **state)
@@ -184,24 +183,23 @@ static void collects_bare_metal(void **state)
     assert_true(secs(snap, "7", "user") == 176543.21);
     assert_true(secs(snap, "7", "idle") == 827852.01);
     assert_true(tu_value(snap, "mlwatch_cpu_guest_seconds_total", "cpu", "7", "mode", "user",
-                         (const char *)NULL) == 9012);
+                         MW_END) == 9012);
     assert_true(tu_value(snap, "mlwatch_cpu_guest_seconds_total", "cpu", "7", "mode", "nice",
-                         (const char *)NULL) == 34);
+                         MW_END) == 34);
     assert_true(tu_value(snap, "mlwatch_cpu_guest_seconds_total", "cpu", "4", "mode", "user",
-                         (const char *)NULL) == 12345);
-    assert_true(tu_value(snap, "mlwatch_cpu_guest_seconds_total", "cpu", "0", "mode", "user",
-                         (const char *)NULL) == 0);
+                         MW_END) == 12345);
+    assert_true(
+        tu_value(snap, "mlwatch_cpu_guest_seconds_total", "cpu", "0", "mode", "user", MW_END) == 0);
     /* Per-CPU lines only: 8 CPUs x 8 modes, no aggregate "cpu" line. */
     assert_int_equal(tu_count(snap, "mlwatch_cpu_seconds_total"), 64);
     assert_int_equal(tu_count(snap, "mlwatch_cpu_guest_seconds_total"), 16);
-    assert_false(tu_has(snap, "mlwatch_cpu_seconds_total", "cpu", "8", (const char *)NULL));
-    assert_true(tu_value(snap, "mlwatch_context_switches_total", (const char *)NULL) ==
-                2345678901.0);
-    assert_true(tu_value(snap, "mlwatch_interrupts_total", (const char *)NULL) == 1000000000.0);
-    assert_true(tu_value(snap, "mlwatch_forks_total", (const char *)NULL) == 3456789);
-    assert_true(tu_value(snap, "mlwatch_boot_time_seconds", (const char *)NULL) == 1718000000);
-    assert_true(tu_value(snap, "mlwatch_procs_running", (const char *)NULL) == 3);
-    assert_true(tu_value(snap, "mlwatch_procs_blocked", (const char *)NULL) == 1);
+    assert_false(tu_has(snap, "mlwatch_cpu_seconds_total", "cpu", "8", MW_END));
+    assert_true(tu_value(snap, "mlwatch_context_switches_total", MW_END) == 2345678901.0);
+    assert_true(tu_value(snap, "mlwatch_interrupts_total", MW_END) == 1000000000.0);
+    assert_true(tu_value(snap, "mlwatch_forks_total", MW_END) == 3456789);
+    assert_true(tu_value(snap, "mlwatch_boot_time_seconds", MW_END) == 1718000000);
+    assert_true(tu_value(snap, "mlwatch_procs_running", MW_END) == 3);
+    assert_true(tu_value(snap, "mlwatch_procs_blocked", MW_END) == 1);
     assert_int_equal(tu_errors(s, "cpu"), 0);
     mw_snapshot_free(snap);
     tu_close(s);
@@ -218,8 +216,8 @@ static void collects_vm_steal(void **state)
     assert_true(secs(snap, "1", "idle") == 243749.54);
     assert_true(secs(snap, "0", "steal") == 456.78);
     assert_int_equal(tu_count(snap, "mlwatch_cpu_seconds_total"), 16);
-    assert_true(tu_value(snap, "mlwatch_boot_time_seconds", (const char *)NULL) == 1718600000);
-    assert_true(tu_value(snap, "mlwatch_interrupts_total", (const char *)NULL) == 23456789);
+    assert_true(tu_value(snap, "mlwatch_boot_time_seconds", MW_END) == 1718600000);
+    assert_true(tu_value(snap, "mlwatch_interrupts_total", MW_END) == 23456789);
     assert_int_equal(tu_errors(s, "cpu"), 0);
     mw_snapshot_free(snap);
     tu_close(s);
@@ -229,8 +227,7 @@ static void collects_vm_steal(void **state)
     /* cpu3 31234567 9012 8432109 132610733 201234 0 312345 0 0 0 */
     assert_true(secs(snap, "3", "user") == 312345.67);
     assert_true(secs(snap, "3", "idle") == 1326107.33);
-    assert_true(tu_value(snap, "mlwatch_context_switches_total", (const char *)NULL) ==
-                9876543210.0);
+    assert_true(tu_value(snap, "mlwatch_context_switches_total", MW_END) == 9876543210.0);
     assert_int_equal(tu_count(snap, "mlwatch_cpu_seconds_total"), 32);
     assert_int_equal(tu_errors(s, "cpu"), 0);
     mw_snapshot_free(snap);
@@ -254,8 +251,8 @@ static void counts_errors(void **state)
              "intr 1\nctxt 2\nbtime 3\nprocesses 4\nprocs_running 5\nprocs_blocked 6\n");
     snap = tu_run(s);
     assert_int_equal(tu_count(snap, "mlwatch_cpu_seconds_total"), 14);
-    assert_false(tu_has(snap, "mlwatch_cpu_seconds_total", "mode", "steal", (const char *)NULL));
-    assert_false(tu_has(snap, "mlwatch_cpu_guest_seconds_total", (const char *)NULL));
+    assert_false(tu_has(snap, "mlwatch_cpu_seconds_total", "mode", "steal", MW_END));
+    assert_false(tu_has(snap, "mlwatch_cpu_guest_seconds_total", MW_END));
     assert_true(secs(snap, "1", "user") == 3.5);
     assert_int_equal(tu_errors(s, "cpu"), 0);
     mw_snapshot_free(snap);
@@ -268,11 +265,10 @@ static void counts_errors(void **state)
              "cpu2 300 0 7");
     snap = tu_run(s);
     assert_int_equal(tu_errors(s, "cpu"), 1);
-    assert_true(tu_value(snap, "mlwatch_collector_errors_total", "collector", "cpu",
-                         (const char *)NULL) == 1);
+    assert_true(tu_value(snap, "mlwatch_collector_errors_total", "collector", "cpu", MW_END) == 1);
     assert_true(secs(snap, "1", "user") == 2);
-    assert_false(tu_has(snap, "mlwatch_cpu_seconds_total", "cpu", "2", (const char *)NULL));
-    assert_false(tu_has(snap, "mlwatch_context_switches_total", (const char *)NULL));
+    assert_false(tu_has(snap, "mlwatch_cpu_seconds_total", "cpu", "2", MW_END));
+    assert_false(tu_has(snap, "mlwatch_context_switches_total", MW_END));
     mw_snapshot_free(snap);
 
     /* Lines missing (no ctxt..procs_blocked): one error, CPUs reported. */
@@ -286,7 +282,7 @@ static void counts_errors(void **state)
     tu_write(root, "proc/stat", "hello\n");
     snap = tu_run(s);
     assert_int_equal(tu_errors(s, "cpu"), 3);
-    assert_false(tu_has(snap, "mlwatch_cpu_seconds_total", (const char *)NULL));
+    assert_false(tu_has(snap, "mlwatch_cpu_seconds_total", MW_END));
     mw_snapshot_free(snap);
 
     /* Empty and missing. */
@@ -297,7 +293,7 @@ static void counts_errors(void **state)
     tu_remove(root, "proc/stat");
     snap = tu_run(s);
     assert_int_equal(tu_errors(s, "cpu"), 5);
-    assert_false(tu_has(snap, "mlwatch_cpu_seconds_total", (const char *)NULL));
+    assert_false(tu_has(snap, "mlwatch_cpu_seconds_total", MW_END));
     mw_snapshot_free(snap);
     tu_close(s);
     tu_cleanup();

@@ -10,7 +10,7 @@
 
 static double hz(const mw_snapshot *snap, const char *name, const char *cpu)
 {
-    return tu_value(snap, name, "cpu", cpu, (const char *)NULL);
+    return tu_value(snap, name, "cpu", cpu, MW_END);
 }
 
 static void collects_bare_metal(void **state)
@@ -28,13 +28,13 @@ static void collects_bare_metal(void **state)
         assert_true(hz(snap, "mlwatch_cpu_frequency_min_hertz", cpu) == (i < 4 ? 0.8e9 : 1.2e9));
         assert_true(hz(snap, "mlwatch_cpu_frequency_max_hertz", cpu) == (i < 4 ? 3.5e9 : 3.9e9));
         assert_true(tu_value(snap, "mlwatch_cpu_scaling_governor_info", "cpu", cpu, "governor",
-                             i < 4 ? "powersave" : "performance", (const char *)NULL) == 1);
+                             i < 4 ? "powersave" : "performance", MW_END) == 1);
     }
     assert_int_equal(tu_count(snap, "mlwatch_cpu_frequency_hertz"), 8);
     assert_int_equal(tu_count(snap, "mlwatch_cpu_scaling_governor_info"), 8);
     assert_int_equal(tu_errors(s, "cpufreq"), 0);
-    assert_true(tu_value(snap, "mlwatch_collector_errors_total", "collector", "cpufreq",
-                         (const char *)NULL) == 0);
+    assert_true(tu_value(snap, "mlwatch_collector_errors_total", "collector", "cpufreq", MW_END) ==
+                0);
     mw_snapshot_free(snap);
     tu_close(s);
 }
@@ -50,8 +50,8 @@ static void absent_without_cpufreq(void **state)
         assert_int_equal(tu_count(snap, "mlwatch_cpu_scaling_governor_info"), 0);
         assert_int_equal(tu_errors(s, "cpufreq"), 0);
         /* Absent, not failing: the collector does not run at all. */
-        assert_false(tu_has(snap, "mlwatch_collector_errors_total", "collector", "cpufreq",
-                            (const char *)NULL));
+        assert_false(
+            tu_has(snap, "mlwatch_collector_errors_total", "collector", "cpufreq", MW_END));
         mw_snapshot_free(snap);
         tu_close(s);
     }
@@ -75,7 +75,7 @@ static void skips_offline_cpus(void **state)
     tu_session *s = tu_open(root, "cpufreq");
     mw_snapshot *snap = tu_run(s);
     assert_int_equal(tu_count(snap, "mlwatch_cpu_frequency_hertz"), 7);
-    assert_false(tu_has(snap, "mlwatch_cpu_frequency_hertz", "cpu", "7", (const char *)NULL));
+    assert_false(tu_has(snap, "mlwatch_cpu_frequency_hertz", "cpu", "7", MW_END));
     assert_int_equal(tu_errors(s, "cpufreq"), 0);
     mw_snapshot_free(snap);
     tu_close(s);
@@ -104,7 +104,7 @@ static void counts_errors(void **state)
     for (int cycle = 1; cycle <= 2; cycle++) {
         snap = tu_run(s);
         assert_int_equal(tu_errors(s, "cpufreq"), cycle);
-        assert_false(tu_has(snap, "mlwatch_cpu_frequency_hertz", "cpu", "2", (const char *)NULL));
+        assert_false(tu_has(snap, "mlwatch_cpu_frequency_hertz", "cpu", "2", MW_END));
         assert_int_equal(tu_count(snap, "mlwatch_cpu_frequency_hertz"), 7);
         assert_true(hz(snap, "mlwatch_cpu_frequency_min_hertz", "2") == 0.8e9);
         assert_true(hz(snap, "mlwatch_cpu_frequency_hertz", "1") == 0.8e9);
@@ -117,9 +117,9 @@ static void counts_errors(void **state)
     tu_write(root, POLICY "6/scaling_governor", "on demand\n");
     snap = tu_run(s);
     assert_int_equal(tu_errors(s, "cpufreq"), 4);
-    assert_false(tu_has(snap, "mlwatch_cpu_frequency_min_hertz", "cpu", "5", (const char *)NULL));
+    assert_false(tu_has(snap, "mlwatch_cpu_frequency_min_hertz", "cpu", "5", MW_END));
     assert_true(hz(snap, "mlwatch_cpu_frequency_hertz", "5") == 3.65e9);
-    assert_false(tu_has(snap, "mlwatch_cpu_scaling_governor_info", "cpu", "6", (const char *)NULL));
+    assert_false(tu_has(snap, "mlwatch_cpu_scaling_governor_info", "cpu", "6", MW_END));
     assert_int_equal(tu_count(snap, "mlwatch_cpu_scaling_governor_info"), 7);
     assert_true(hz(snap, "mlwatch_cpu_frequency_hertz", "2") == 2400123e3);
     mw_snapshot_free(snap);
@@ -139,7 +139,7 @@ static void counts_errors(void **state)
     snap = tu_run(s);
     assert_int_equal(tu_errors(s, "cpufreq"), 9);
     assert_int_equal(tu_count(snap, "mlwatch_cpu_frequency_hertz"), 7);
-    assert_false(tu_has(snap, "mlwatch_cpu_frequency_max_hertz", "cpu", "4", (const char *)NULL));
+    assert_false(tu_has(snap, "mlwatch_cpu_frequency_max_hertz", "cpu", "4", MW_END));
     assert_true(hz(snap, "mlwatch_cpu_frequency_hertz", "5") == 3.65e9);
     mw_snapshot_free(snap);
     tu_close(s);

@@ -23,14 +23,14 @@ static const mw_metric_desc TASKS = {"mlwatch_tasks", "", "", MW_GAUGE};
 static mw_snapshot *sample_snapshot(void)
 {
     mw_snapshot *s = mw_snapshot_new();
-    mw_emit(s, &CPU_SECONDS, 12.5, "cpu", "0", "mode", "user", (const char *)NULL);
-    mw_emit(s, &MEM_BYTES, 1e21, "kind", "a\"b\\c\nd", (const char *)NULL);
-    mw_emit(s, &BUILD_INFO, 1, "version", "0.1.0", "revision", "", (const char *)NULL);
-    mw_emit(s, &CPU_SECONDS, 3, "cpu", "1", "mode", "system", (const char *)NULL);
-    mw_emit(s, &TASKS, NAN, (const char *)NULL);
-    mw_emit(s, &TASKS, INFINITY, "x", "1", (const char *)NULL);
-    mw_emit(s, &TASKS, -INFINITY, "x", "2", (const char *)NULL);
-    mw_emit(s, &TASKS, -0.0, "x", "3", (const char *)NULL);
+    mw_emit(s, &CPU_SECONDS, 12.5, "cpu", "0", "mode", "user", MW_END);
+    mw_emit(s, &MEM_BYTES, 1e21, "kind", "a\"b\\c\nd", MW_END);
+    mw_emit(s, &BUILD_INFO, 1, "version", "0.1.0", "revision", "", MW_END);
+    mw_emit(s, &CPU_SECONDS, 3, "cpu", "1", "mode", "system", MW_END);
+    mw_emit(s, &TASKS, NAN, MW_END);
+    mw_emit(s, &TASKS, INFINITY, "x", "1", MW_END);
+    mw_emit(s, &TASKS, -INFINITY, "x", "2", MW_END);
+    mw_emit(s, &TASKS, -0.0, "x", "3", MW_END);
     return s;
 }
 
@@ -113,7 +113,7 @@ static void render_empty_and_appends(void **state)
     free(out);
 
     /* mw_render appends to what the buffer holds. */
-    mw_emit(s, &TASKS, 7, (const char *)NULL);
+    mw_emit(s, &TASKS, 7, MW_END);
     mw_buf b;
     mw_buf_init(&b, 0);
     mw_buf_puts(&b, "prefix\n");

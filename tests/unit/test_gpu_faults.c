@@ -41,17 +41,17 @@ static void consumer_gpu_unsupported_fields(void **state)
         snap = gh_cycle(s);
     }
     /* What the card has is there ... */
-    assert_true(tu_value(snap, "mlwatch_gpu_utilization_ratio", "gpu", "0", NULL) == 0.55);
-    assert_true(tu_value(snap, "mlwatch_gpu_memory_used_bytes", NULL) == 3221225472.0);
-    assert_true(tu_value(snap, "mlwatch_gpu_temperature_celsius", NULL) == 70);
-    assert_true(tu_value(snap, "mlwatch_gpu_sm_clock_hertz", NULL) == 1777e6);
-    assert_true(tu_value(snap, "mlwatch_gpu_performance_state", NULL) == 2);
-    assert_true(tu_value(snap, "mlwatch_gpu_pcie_link_generation", NULL) == 3);
-    assert_true(tu_value(snap, "mlwatch_gpu_pcie_link_width", NULL) == 8);
+    assert_true(tu_value(snap, "mlwatch_gpu_utilization_ratio", "gpu", "0", MW_END) == 0.55);
+    assert_true(tu_value(snap, "mlwatch_gpu_memory_used_bytes", MW_END) == 3221225472.0);
+    assert_true(tu_value(snap, "mlwatch_gpu_temperature_celsius", MW_END) == 70);
+    assert_true(tu_value(snap, "mlwatch_gpu_sm_clock_hertz", MW_END) == 1777e6);
+    assert_true(tu_value(snap, "mlwatch_gpu_performance_state", MW_END) == 2);
+    assert_true(tu_value(snap, "mlwatch_gpu_pcie_link_generation", MW_END) == 3);
+    assert_true(tu_value(snap, "mlwatch_gpu_pcie_link_width", MW_END) == 8);
     /* ... NUMA node and CPUs from sysfs, since NVML has neither ... */
-    assert_true(tu_value(snap, "mlwatch_gpu_numa_node", NULL) == 0);
+    assert_true(tu_value(snap, "mlwatch_gpu_numa_node", MW_END) == 0);
     assert_true(tu_value(snap, "mlwatch_gpu_info", "cpu_affinity", "0-47,96-143", "model",
-                         "NVIDIA GeForce RTX 3060", NULL) == 1);
+                         "NVIDIA GeForce RTX 3060", MW_END) == 1);
     /* ... and the rest is omitted, not zero. */
     const char *absent[] = {"mlwatch_gpu_power_watts",
                             "mlwatch_gpu_power_limit_watts",
@@ -71,10 +71,10 @@ static void consumer_gpu_unsupported_fields(void **state)
     /* The process reports no memory: the pod gets the utilization, the
      * memory stays unattributed. */
     assert_true(tu_value(snap, "mlwatch_container_gpu_utilization_ratio", "pod", "notebook-a",
-                         NULL) == 0.55);
-    assert_true(
-        tu_value(snap, "mlwatch_container_gpu_memory_used_bytes", "pod", "notebook-a", NULL) == 0);
-    assert_true(tu_value(snap, "mlwatch_container_gpu_memory_used_bytes", "pod", "", NULL) ==
+                         MW_END) == 0.55);
+    assert_true(tu_value(snap, "mlwatch_container_gpu_memory_used_bytes", "pod", "notebook-a",
+                         MW_END) == 0);
+    assert_true(tu_value(snap, "mlwatch_container_gpu_memory_used_bytes", "pod", "", MW_END) ==
                 3221225472.0);
     /* Unsupported calls were made once (first poll), supported ones every poll. */
     assert_int_equal(gh_calls("nvmlDeviceGetPowerUsage"), 1);
@@ -92,34 +92,34 @@ static void gpu_lost_and_back(void **state)
     (void)state;
     gh_session *s = gh_open("gpu", four_gpus, NULL);
     mw_snapshot *snap = gh_cycle(s);
-    assert_true(tu_value(snap, "mlwatch_gpu_lost", "gpu", "1", NULL) == 0);
+    assert_true(tu_value(snap, "mlwatch_gpu_lost", "gpu", "1", MW_END) == 0);
     mw_snapshot_free(snap);
 
     char text[2048];
     snprintf(text, sizeof(text), "%sgpu 1 lost=1\n", four_gpus);
     gh_write_scenario(s, text);
     snap = gh_cycle(s);
-    assert_true(tu_value(snap, "mlwatch_gpu_lost", "gpu", "1", "uuid", "GPU-fake-1", NULL) == 1);
-    assert_false(tu_has(snap, "mlwatch_gpu_utilization_ratio", "gpu", "1", NULL));
-    assert_false(tu_has(snap, "mlwatch_gpu_power_watts", "gpu", "1", NULL));
+    assert_true(tu_value(snap, "mlwatch_gpu_lost", "gpu", "1", "uuid", "GPU-fake-1", MW_END) == 1);
+    assert_false(tu_has(snap, "mlwatch_gpu_utilization_ratio", "gpu", "1", MW_END));
+    assert_false(tu_has(snap, "mlwatch_gpu_power_watts", "gpu", "1", MW_END));
     for (int i = 0; i < 4; i += i == 0 ? 2 : 1) { /* 0, 2, 3 go on */
         char gpu[12];
         snprintf(gpu, sizeof(gpu), "%d", i);
-        assert_true(tu_value(snap, "mlwatch_gpu_lost", "gpu", gpu, NULL) == 0);
-        assert_true(tu_value(snap, "mlwatch_gpu_utilization_ratio", "gpu", gpu, NULL) ==
+        assert_true(tu_value(snap, "mlwatch_gpu_lost", "gpu", gpu, MW_END) == 0);
+        assert_true(tu_value(snap, "mlwatch_gpu_utilization_ratio", "gpu", gpu, MW_END) ==
                     (i + 1) / 10.0);
     }
     mw_snapshot_free(snap);
     snap = gh_cycle(s); /* still lost: probed, still 1 */
-    assert_true(tu_value(snap, "mlwatch_gpu_lost", "gpu", "1", NULL) == 1);
+    assert_true(tu_value(snap, "mlwatch_gpu_lost", "gpu", "1", MW_END) == 1);
     mw_snapshot_free(snap);
 
     snprintf(text, sizeof(text), "%sgpu 1 util=25\n", four_gpus);
     gh_write_scenario(s, text);
     snap = gh_cycle(s);
-    assert_true(tu_value(snap, "mlwatch_gpu_lost", "gpu", "1", NULL) == 0);
-    assert_true(tu_value(snap, "mlwatch_gpu_utilization_ratio", "gpu", "1", NULL) == 0.25);
-    assert_true(tu_value(snap, "mlwatch_gpu_power_watts", "gpu", "1", NULL) == 60);
+    assert_true(tu_value(snap, "mlwatch_gpu_lost", "gpu", "1", MW_END) == 0);
+    assert_true(tu_value(snap, "mlwatch_gpu_utilization_ratio", "gpu", "1", MW_END) == 0.25);
+    assert_true(tu_value(snap, "mlwatch_gpu_power_watts", "gpu", "1", MW_END) == 60);
     assert_int_equal(gh_errors(s), 0);
     mw_snapshot_free(snap);
     gh_close(s);
@@ -131,7 +131,7 @@ static double energy(gh_session *s, const char *gpu0_energy)
     snprintf(text, sizeof(text), "%sgpu 0 energy_mj=%s\n", four_gpus, gpu0_energy);
     gh_write_scenario(s, text);
     mw_snapshot *snap = gh_cycle(s);
-    double v = tu_value(snap, "mlwatch_gpu_energy_joules_total", "gpu", "0", NULL);
+    double v = tu_value(snap, "mlwatch_gpu_energy_joules_total", "gpu", "0", MW_END);
     mw_snapshot_free(snap);
     return v;
 }
@@ -151,9 +151,9 @@ static void energy_monotonic_across_reset(void **state)
 
 static double xid(const mw_snapshot *snap, const char *gpu, const char *code, int line)
 {
-    if (!tu_has(snap, "mlwatch_gpu_xid_errors_total", "gpu", gpu, "xid", code, NULL))
+    if (!tu_has(snap, "mlwatch_gpu_xid_errors_total", "gpu", gpu, "xid", code, MW_END))
         fail_msg("line %d: no XID %s count for GPU %s", line, code, gpu);
-    return tu_value(snap, "mlwatch_gpu_xid_errors_total", "gpu", gpu, "xid", code, NULL);
+    return tu_value(snap, "mlwatch_gpu_xid_errors_total", "gpu", gpu, "xid", code, MW_END);
 }
 
 static void xid_events(void **state)
@@ -161,7 +161,7 @@ static void xid_events(void **state)
     (void)state;
     gh_session *s = gh_open("gpu", four_gpus, NULL);
     mw_snapshot *snap = gh_cycle(s);
-    assert_false(tu_has(snap, "mlwatch_gpu_xid_errors_total", NULL));
+    assert_false(tu_has(snap, "mlwatch_gpu_xid_errors_total", MW_END));
     mw_snapshot_free(snap);
     char text[2048];
     snprintf(text, sizeof(text),
@@ -194,9 +194,9 @@ static void failing_calls_are_counted_and_retried(void **state)
     snprintf(text, sizeof(text), "%sgpu 0 fail=temp:TIMEOUT,power:UNKNOWN\n", four_gpus);
     gh_session *s = gh_open("gpu", text, NULL);
     mw_snapshot *snap = gh_cycle(s);
-    assert_false(tu_has(snap, "mlwatch_gpu_temperature_celsius", "gpu", "0", NULL));
-    assert_false(tu_has(snap, "mlwatch_gpu_power_watts", "gpu", "0", NULL));
-    assert_true(tu_value(snap, "mlwatch_gpu_temperature_celsius", "gpu", "1", NULL) == 41);
+    assert_false(tu_has(snap, "mlwatch_gpu_temperature_celsius", "gpu", "0", MW_END));
+    assert_false(tu_has(snap, "mlwatch_gpu_power_watts", "gpu", "0", MW_END));
+    assert_true(tu_value(snap, "mlwatch_gpu_temperature_celsius", "gpu", "1", MW_END) == 41);
     /* Two failing calls per poll; the thread's first poll and the first
      * sync may be one poll or two. */
     uint64_t first = gh_errors(s);
@@ -204,13 +204,13 @@ static void failing_calls_are_counted_and_retried(void **state)
     mw_snapshot_free(snap);
     snap = gh_cycle(s); /* retried every poll, counted every time */
     assert_int_equal(gh_errors(s), first + 2);
-    assert_true(tu_value(snap, "mlwatch_collector_errors_total", "collector", "gpu", NULL) ==
+    assert_true(tu_value(snap, "mlwatch_collector_errors_total", "collector", "gpu", MW_END) ==
                 (double)(first + 2));
     mw_snapshot_free(snap);
     gh_write_scenario(s, four_gpus);
     snap = gh_cycle(s);
-    assert_true(tu_value(snap, "mlwatch_gpu_temperature_celsius", "gpu", "0", NULL) == 40);
-    assert_true(tu_value(snap, "mlwatch_gpu_power_watts", "gpu", "0", NULL) == 50);
+    assert_true(tu_value(snap, "mlwatch_gpu_temperature_celsius", "gpu", "0", MW_END) == 40);
+    assert_true(tu_value(snap, "mlwatch_gpu_power_watts", "gpu", "0", MW_END) == 50);
     assert_int_equal(gh_errors(s), first + 2);
     mw_snapshot_free(snap);
     gh_close(s);
@@ -220,10 +220,10 @@ static void off(const char *scenario, const char *nvml)
 {
     gh_session *s = gh_open("cgroup,gpu", scenario, nvml);
     mw_snapshot *snap = gh_cycle(s);
-    assert_false(tu_has(snap, "mlwatch_gpu_info", NULL));
-    assert_false(tu_has(snap, "mlwatch_collector_duration_seconds", "collector", "gpu", NULL));
-    assert_true(tu_has(snap, "mlwatch_collector_duration_seconds", "collector", "cgroup", NULL));
-    assert_true(tu_has(snap, "mlwatch_container_cpu_seconds_total", "pod", "train-0", NULL) ||
+    assert_false(tu_has(snap, "mlwatch_gpu_info", MW_END));
+    assert_false(tu_has(snap, "mlwatch_collector_duration_seconds", "collector", "gpu", MW_END));
+    assert_true(tu_has(snap, "mlwatch_collector_duration_seconds", "collector", "cgroup", MW_END));
+    assert_true(tu_has(snap, "mlwatch_container_cpu_seconds_total", "pod", "train-0", MW_END) ||
                 tu_count(snap, "mlwatch_collector_duration_seconds") == 1);
     mw_snapshot_free(snap);
     gh_close(s);
@@ -260,7 +260,7 @@ static void slow_driver_never_delays_a_cycle(void **state)
     s->set = mw_collector_set_new(&s->env);
     mw_snapshot *snap = mw_snapshot_new();
     mw_collector_set_run(s->set, snap); /* the first cycle waits for the first poll */
-    assert_true(tu_value(snap, "mlwatch_gpu_processes", "gpu", "0", NULL) == 1);
+    assert_true(tu_value(snap, "mlwatch_gpu_processes", "gpu", "0", MW_END) == 1);
     mw_snapshot_free(snap);
     double worst = 0;
     for (int k = 0; k < 15; k++) {
@@ -270,7 +270,7 @@ static void slow_driver_never_delays_a_cycle(void **state)
         mw_collector_set_run(s->set, snap);
         double took = seconds_since(&t0);
         if (took > worst) worst = took;
-        assert_true(tu_has(snap, "mlwatch_gpu_utilization_ratio", "gpu", "3", NULL));
+        assert_true(tu_has(snap, "mlwatch_gpu_utilization_ratio", "gpu", "3", MW_END));
         mw_snapshot_free(snap);
         nanosleep(&pause, NULL);
     }

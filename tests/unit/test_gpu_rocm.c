@@ -30,36 +30,37 @@ static void mi300x_core_metrics(void **state)
     assert_int_equal(tu_count(snap, "mlwatch_gpu_info"), 2);
     assert_true(tu_value(snap, "mlwatch_gpu_info", "gpu", "0", "uuid", "1000000000000000", "model",
                          "AMD Instinct MI300X", "pci_bus_id", "0000:18:00.0", "driver_version",
-                         "6.7.0", NULL) == 1);
-    assert_true(tu_value(snap, "mlwatch_gpu_utilization_ratio", "gpu", "0", NULL) == 0.7);
-    assert_true(tu_value(snap, "mlwatch_gpu_memory_utilization_ratio", "gpu", "0", NULL) == 0.25);
-    assert_true(tu_value(snap, "mlwatch_gpu_memory_used_bytes", "gpu", "0", NULL) == 10737418240.0);
-    assert_true(tu_value(snap, "mlwatch_gpu_memory_total_bytes", "gpu", "1", NULL) ==
+                         "6.7.0", MW_END) == 1);
+    assert_true(tu_value(snap, "mlwatch_gpu_utilization_ratio", "gpu", "0", MW_END) == 0.7);
+    assert_true(tu_value(snap, "mlwatch_gpu_memory_utilization_ratio", "gpu", "0", MW_END) == 0.25);
+    assert_true(tu_value(snap, "mlwatch_gpu_memory_used_bytes", "gpu", "0", MW_END) ==
+                10737418240.0);
+    assert_true(tu_value(snap, "mlwatch_gpu_memory_total_bytes", "gpu", "1", MW_END) ==
                 206141652992.0);
-    assert_true(tu_value(snap, "mlwatch_gpu_power_watts", "gpu", "0", NULL) == 650);
-    assert_true(tu_value(snap, "mlwatch_gpu_power_limit_watts", "gpu", "0", NULL) == 750);
+    assert_true(tu_value(snap, "mlwatch_gpu_power_watts", "gpu", "0", MW_END) == 650);
+    assert_true(tu_value(snap, "mlwatch_gpu_power_limit_watts", "gpu", "0", MW_END) == 750);
     /* 3600 J as a counter of 15.259 uJ ticks, read in whole millijoules. */
-    double e = tu_value(snap, "mlwatch_gpu_energy_joules_total", "gpu", "0", NULL);
+    double e = tu_value(snap, "mlwatch_gpu_energy_joules_total", "gpu", "0", MW_END);
     assert_true(fabs(e - 3600) < 0.0015);
-    assert_true(tu_value(snap, "mlwatch_gpu_temperature_celsius", "gpu", "0", NULL) == 55);
-    assert_true(tu_value(snap, "mlwatch_gpu_numa_node", "gpu", "1", NULL) == 0);
-    assert_true(tu_value(snap, "mlwatch_gpu_processes", "gpu", "0", NULL) == 2);
-    assert_true(tu_value(snap, "mlwatch_gpu_processes", "gpu", "1", NULL) == 1);
+    assert_true(tu_value(snap, "mlwatch_gpu_temperature_celsius", "gpu", "0", MW_END) == 55);
+    assert_true(tu_value(snap, "mlwatch_gpu_numa_node", "gpu", "1", MW_END) == 0);
+    assert_true(tu_value(snap, "mlwatch_gpu_processes", "gpu", "0", MW_END) == 2);
+    assert_true(tu_value(snap, "mlwatch_gpu_processes", "gpu", "1", MW_END) == 1);
     /* NVIDIA-only families are absent. */
-    assert_false(tu_has(snap, "mlwatch_gpu_clock_event_active", NULL));
-    assert_false(tu_has(snap, "mlwatch_gpu_ecc_errors_total", NULL));
+    assert_false(tu_has(snap, "mlwatch_gpu_clock_event_active", MW_END));
+    assert_false(tu_has(snap, "mlwatch_gpu_ecc_errors_total", MW_END));
     /* Per pod: notebook-a's 6 GiB on GPU 0; notebook-b's process uses both
      * GPUs, its 2 GiB total cannot be split per GPU. */
     const char *M = "mlwatch_container_gpu_memory_used_bytes";
-    assert_true(tu_value(snap, M, "gpu", "0", "pod", "notebook-a", NULL) == 6442450944.0);
-    assert_true(tu_value(snap, M, "gpu", "0", "pod", "notebook-b", NULL) == 0);
-    assert_true(tu_value(snap, M, "gpu", "0", "pod", "", NULL) == 10737418240.0 - 6442450944.0);
+    assert_true(tu_value(snap, M, "gpu", "0", "pod", "notebook-a", MW_END) == 6442450944.0);
+    assert_true(tu_value(snap, M, "gpu", "0", "pod", "notebook-b", MW_END) == 0);
+    assert_true(tu_value(snap, M, "gpu", "0", "pod", "", MW_END) == 10737418240.0 - 6442450944.0);
     assert_true(gh_sum(snap, M, "0") == 10737418240.0);
     /* Utilization by memory weight: 6 GiB against nothing known. */
     assert_true(tu_value(snap, "mlwatch_container_gpu_utilization_ratio", "gpu", "0", "pod",
-                         "notebook-a", NULL) == 0.7);
+                         "notebook-a", MW_END) == 0.7);
     assert_true(tu_value(snap, "mlwatch_container_gpu_utilization_ratio", "gpu", "0", "pod",
-                         "notebook-b", NULL) == 0);
+                         "notebook-b", MW_END) == 0);
     assert_int_equal(gh_errors(s), 0);
     mw_snapshot_free(snap);
     gh_close(s);
@@ -70,8 +71,8 @@ static void rocm_init_failure_is_off(void **state)
     (void)state;
     gh_session *s = gh_open_libs("gpu", "system init=INIT_ERROR\n", "none", gh_fake_rocm());
     mw_snapshot *snap = gh_cycle(s);
-    assert_false(tu_has(snap, "mlwatch_gpu_info", NULL));
-    assert_false(tu_has(snap, "mlwatch_collector_duration_seconds", "collector", "gpu", NULL));
+    assert_false(tu_has(snap, "mlwatch_gpu_info", MW_END));
+    assert_false(tu_has(snap, "mlwatch_collector_duration_seconds", "collector", "gpu", MW_END));
     mw_snapshot_free(snap);
     gh_close(s);
 }
@@ -83,8 +84,8 @@ static void both_vendors_together(void **state)
     gh_session *s = gh_open_libs("gpu", two_mi300x, gh_fake_nvml(), gh_fake_rocm());
     mw_snapshot *snap = gh_cycle(s);
     assert_int_equal(tu_count(snap, "mlwatch_gpu_info"), 4);
-    assert_true(tu_has(snap, "mlwatch_gpu_info", "gpu", "0", "uuid", "GPU-fake-0", NULL));
-    assert_true(tu_has(snap, "mlwatch_gpu_info", "gpu", "0", "uuid", "1000000000000000", NULL));
+    assert_true(tu_has(snap, "mlwatch_gpu_info", "gpu", "0", "uuid", "GPU-fake-0", MW_END));
+    assert_true(tu_has(snap, "mlwatch_gpu_info", "gpu", "0", "uuid", "1000000000000000", MW_END));
     mw_snapshot_free(snap);
     gh_close(s);
 }

@@ -42,7 +42,7 @@ static void eight_h100_one_pod_each(void **state)
         snprintf(bus, sizeof(bus), "0000:%02x:00.0", 0x18 + 0x10 * i);
         snprintf(pod, sizeof(pod), "train-%d", i);
         const char *cpus = i < 4 ? "0-47,96-143" : "48-95,144-191";
-#define V(name, ...) tu_value(snap, name, "gpu", gpu, __VA_ARGS__ NULL)
+#define V(name, ...) tu_value(snap, name, "gpu", gpu, __VA_ARGS__ MW_END)
         assert_true(V("mlwatch_gpu_info", "uuid", uuid, "model", "NVIDIA H100 80GB HBM3",
                       "pci_bus_id", bus, "driver_version", "550.54.15", "cpu_affinity",
                       cpus, ) == 1);
@@ -94,10 +94,10 @@ static void eight_h100_one_pod_each(void **state)
                       "container", "main", ) == (10 * i + 20) / 100.0);
         assert_int_equal(gh_count(snap, "mlwatch_container_gpu_utilization_ratio", gpu), 1);
         assert_true(tu_has(snap, "mlwatch_collector_duration_seconds", "collector", "gpu", "gpu",
-                           gpu, NULL));
+                           gpu, MW_END));
 #undef V
     }
-    assert_false(tu_has(snap, "mlwatch_mig_memory_used_bytes", NULL));
+    assert_false(tu_has(snap, "mlwatch_mig_memory_used_bytes", MW_END));
     assert_int_equal(gh_errors(s), 0);
     mw_snapshot_free(snap);
     gh_close(s);
@@ -105,7 +105,7 @@ static void eight_h100_one_pod_each(void **state)
 
 static double share(const mw_snapshot *snap, const char *family, const char *ns, const char *pod)
 {
-    return tu_value(snap, family, "gpu", "0", "namespace", ns, "pod", pod, NULL);
+    return tu_value(snap, family, "gpu", "0", "namespace", ns, "pod", pod, MW_END);
 }
 
 static void one_gpu_shared_by_three_pods(void **state)
@@ -116,7 +116,7 @@ static void one_gpu_shared_by_three_pods(void **state)
     char *text = read_scenario("timeshare.txt");
     gh_session *s = gh_open("cgroup,gpu", text, NULL);
     mw_snapshot *snap = gh_cycle(s);
-    assert_true(tu_value(snap, "mlwatch_gpu_utilization_ratio", "gpu", "0", NULL) == 0.9);
+    assert_true(tu_value(snap, "mlwatch_gpu_utilization_ratio", "gpu", "0", MW_END) == 0.9);
     assert_true(share(snap, U, "shared", "notebook-a") == 0.4);
     assert_true(share(snap, U, "shared", "notebook-b") == 0.2);
     assert_true(share(snap, U, "shared", "notebook-c") == 0.2); /* two processes, 10 + 10 */
@@ -128,8 +128,8 @@ static void one_gpu_shared_by_three_pods(void **state)
     assert_true(share(snap, M, "shared", "notebook-c") == 2 * GIB);
     assert_true(share(snap, M, "", "") == 512 * MIB + 300 * MIB);
     assert_true(gh_sum(snap, M, "0") ==
-                tu_value(snap, "mlwatch_gpu_memory_used_bytes", "gpu", "0", NULL));
-    assert_true(tu_value(snap, "mlwatch_gpu_processes", "gpu", "0", NULL) == 5);
+                tu_value(snap, "mlwatch_gpu_memory_used_bytes", "gpu", "0", MW_END));
+    assert_true(tu_value(snap, "mlwatch_gpu_processes", "gpu", "0", MW_END) == 5);
     mw_snapshot_free(snap);
 
     /* Three equal shares of 100 %: 3334 + 3333 + 3333 units of 0.0001,
@@ -148,7 +148,7 @@ static void one_gpu_shared_by_three_pods(void **state)
     assert_true(share(snap, U, "shared", "notebook-a") == 0.3334);
     assert_true(share(snap, U, "shared", "notebook-b") == 0.3333);
     assert_true(share(snap, U, "shared", "notebook-c") == 0.3333);
-    assert_false(tu_has(snap, U, "gpu", "0", "namespace", "", "pod", "", NULL));
+    assert_false(tu_has(snap, U, "gpu", "0", "namespace", "", "pod", "", MW_END));
     double units = 0;
     const mw_family *f = mw_snapshot_find(snap, U);
     for (const mw_sample *smp = f->first; smp; smp = smp->next)
@@ -156,7 +156,7 @@ static void one_gpu_shared_by_three_pods(void **state)
     assert_true(units == 10000);
     assert_true(share(snap, M, "", "") == 8 * GIB + 812 * MIB - 8 * GIB); /* reserve + gone host */
     assert_true(gh_sum(snap, M, "0") ==
-                tu_value(snap, "mlwatch_gpu_memory_used_bytes", "gpu", "0", NULL));
+                tu_value(snap, "mlwatch_gpu_memory_used_bytes", "gpu", "0", MW_END));
     mw_snapshot_free(snap);
 
     /* No per-process samples (NOT_SUPPORTED): shares follow memory,
@@ -178,10 +178,10 @@ static void a100_mig_seven_instances(void **state)
     (void)state;
     gh_session *s = gh_open("cgroup,gpu", read_scenario("a100-mig.txt"), NULL);
     mw_snapshot *snap = gh_cycle(s);
-    assert_true(tu_value(snap, "mlwatch_gpu_mig_enabled", "gpu", "0", NULL) == 1);
+    assert_true(tu_value(snap, "mlwatch_gpu_mig_enabled", "gpu", "0", MW_END) == 1);
     /* No device utilization in MIG mode, hence no container shares of it. */
-    assert_false(tu_has(snap, "mlwatch_gpu_utilization_ratio", NULL));
-    assert_false(tu_has(snap, "mlwatch_container_gpu_utilization_ratio", NULL));
+    assert_false(tu_has(snap, "mlwatch_gpu_utilization_ratio", MW_END));
+    assert_false(tu_has(snap, "mlwatch_container_gpu_utilization_ratio", MW_END));
     assert_int_equal(tu_count(snap, "mlwatch_mig_memory_used_bytes"), 7);
     for (int k = 0; k < 7; k++) {
         char uuid[64], gi[4], pod[16];
@@ -192,26 +192,26 @@ static void a100_mig_seven_instances(void **state)
         double used = 13 * MIB + (k + 1) * 512 * MIB;
         assert_true(tu_value(snap, "mlwatch_mig_memory_used_bytes", "gpu", "0", "uuid", uuid,
                              "mig_profile", profile, "gpu_instance", gi, "compute_instance", "0",
-                             NULL) == used);
-        assert_true(tu_value(snap, "mlwatch_mig_memory_total_bytes", "uuid", uuid, NULL) ==
+                             MW_END) == used);
+        assert_true(tu_value(snap, "mlwatch_mig_memory_total_bytes", "uuid", uuid, MW_END) ==
                     5100273664.0);
-        assert_true(tu_value(snap, "mlwatch_mig_utilization_ratio", "uuid", uuid, NULL) ==
+        assert_true(tu_value(snap, "mlwatch_mig_utilization_ratio", "uuid", uuid, MW_END) ==
                     k / 10.0);
         assert_true(tu_value(snap, "mlwatch_container_mig_memory_used_bytes", "namespace",
                              "inference", "pod", pod, "container", "main", "gpu", "0",
                              "mig_profile", profile, "gpu_instance", gi, "compute_instance", "0",
-                             NULL) == (k + 1) * 512 * MIB);
+                             MW_END) == (k + 1) * 512 * MIB);
         assert_true(tu_value(snap, "mlwatch_container_mig_memory_used_bytes", "pod", "",
-                             "gpu_instance", gi, NULL) == 13 * MIB);
+                             "gpu_instance", gi, MW_END) == 13 * MIB);
         assert_true(tu_value(snap, "mlwatch_container_gpu_memory_used_bytes", "namespace",
-                             "inference", "pod", pod, "gpu", "0", NULL) == (k + 1) * 512 * MIB);
+                             "inference", "pod", pod, "gpu", "0", MW_END) == (k + 1) * 512 * MIB);
     }
     assert_int_equal(tu_count(snap, "mlwatch_container_mig_memory_used_bytes"), 14);
-    assert_true(tu_value(snap, "mlwatch_container_gpu_memory_used_bytes", "pod", "", NULL) ==
+    assert_true(tu_value(snap, "mlwatch_container_gpu_memory_used_bytes", "pod", "", MW_END) ==
                 91 * MIB);
     assert_true(gh_sum(snap, "mlwatch_container_gpu_memory_used_bytes", "0") ==
-                tu_value(snap, "mlwatch_gpu_memory_used_bytes", "gpu", "0", NULL));
-    assert_true(tu_value(snap, "mlwatch_gpu_processes", "gpu", "0", NULL) == 7);
+                tu_value(snap, "mlwatch_gpu_memory_used_bytes", "gpu", "0", MW_END));
+    assert_true(tu_value(snap, "mlwatch_gpu_processes", "gpu", "0", MW_END) == 7);
     assert_int_equal(gh_errors(s), 0);
     mw_snapshot_free(snap);
     gh_close(s);

@@ -34,20 +34,21 @@ static void collects_from_fixture(void **state)
     tu_write(root, "proc/loadavg", "1.25 0.50 0.25 2/300 4242\n");
     tu_session *s = tu_open(root, "loadavg");
     mw_snapshot *snap = tu_run(s);
-    assert_true(tu_value(snap, "mlwatch_load1", NULL) == 1.25);
-    assert_true(tu_value(snap, "mlwatch_load5", NULL) == 0.5);
-    assert_true(tu_value(snap, "mlwatch_load15", NULL) == 0.25);
-    assert_true(tu_value(snap, "mlwatch_tasks_runnable", NULL) == 2);
-    assert_true(tu_value(snap, "mlwatch_tasks", NULL) == 300);
+    assert_true(tu_value(snap, "mlwatch_load1", MW_END) == 1.25);
+    assert_true(tu_value(snap, "mlwatch_load5", MW_END) == 0.5);
+    assert_true(tu_value(snap, "mlwatch_load15", MW_END) == 0.25);
+    assert_true(tu_value(snap, "mlwatch_tasks_runnable", MW_END) == 2);
+    assert_true(tu_value(snap, "mlwatch_tasks", MW_END) == 300);
     assert_int_equal(tu_errors(s, "loadavg"), 0);
     mw_snapshot_free(snap);
 
     /* Truncated file: counted as an error, nothing emitted, next cycle fine. */
     tu_write(root, "proc/loadavg", "1.25 0.5");
     snap = tu_run(s);
-    assert_false(tu_has(snap, "mlwatch_load1", NULL));
+    assert_false(tu_has(snap, "mlwatch_load1", MW_END));
     assert_int_equal(tu_errors(s, "loadavg"), 1);
-    assert_true(tu_value(snap, "mlwatch_collector_errors_total", "collector", "loadavg", NULL) == 1);
+    assert_true(tu_value(snap, "mlwatch_collector_errors_total", "collector", "loadavg", MW_END) ==
+                1);
     mw_snapshot_free(snap);
 
     tu_remove(root, "proc/loadavg");

@@ -84,7 +84,7 @@ static void rejects_malformed(void **state)
 
 static double mem(const mw_snapshot *snap, const char *name)
 {
-    return tu_value(snap, name, (const char *)NULL);
+    return tu_value(snap, name, MW_END);
 }
 
 static void collects_from_fixture(void **state)
@@ -135,10 +135,10 @@ static void collects_from_fixture(void **state)
     assert_true(mem(snap, "mlwatch_memory_total_bytes") == KIB(16371396));
     assert_true(mem(snap, "mlwatch_memory_free_bytes") == KIB(3456789));
     assert_true(mem(snap, "mlwatch_memory_available_bytes") == KIB(3456789 + 5234567));
-    assert_false(tu_has(snap, "mlwatch_memory_zswap_bytes", (const char *)NULL));
-    assert_false(tu_has(snap, "mlwatch_memory_secondary_page_tables_bytes", (const char *)NULL));
-    assert_false(tu_has(snap, "mlwatch_memory_hugetlb_bytes", (const char *)NULL));
-    assert_false(tu_has(snap, "mlwatch_memory_cma_free_bytes", (const char *)NULL));
+    assert_false(tu_has(snap, "mlwatch_memory_zswap_bytes", MW_END));
+    assert_false(tu_has(snap, "mlwatch_memory_secondary_page_tables_bytes", MW_END));
+    assert_false(tu_has(snap, "mlwatch_memory_hugetlb_bytes", MW_END));
+    assert_false(tu_has(snap, "mlwatch_memory_cma_free_bytes", MW_END));
     assert_int_equal(tu_errors(s, "memory"), 0);
     mw_snapshot_free(snap);
     tu_close(s);
@@ -170,7 +170,7 @@ static void counts_errors(void **state)
     snap = tu_run(s);
     assert_int_equal(tu_errors(s, "memory"), 1);
     assert_true(mem(snap, "mlwatch_memory_free_bytes") == KIB(2123456));
-    assert_false(tu_has(snap, "mlwatch_memory_available_bytes", (const char *)NULL));
+    assert_false(tu_has(snap, "mlwatch_memory_available_bytes", MW_END));
     mw_snapshot_free(snap);
 
     /* A malformed line: one error, the others reported. */
@@ -179,21 +179,21 @@ static void counts_errors(void **state)
     snap = tu_run(s);
     assert_int_equal(tu_errors(s, "memory"), 2);
     assert_true(mem(snap, "mlwatch_memory_buffers_bytes") == KIB(45678));
-    assert_false(tu_has(snap, "mlwatch_memory_free_bytes", (const char *)NULL));
+    assert_false(tu_has(snap, "mlwatch_memory_free_bytes", MW_END));
     mw_snapshot_free(snap);
 
     /* No MemTotal: not a meminfo file, nothing reported. */
     tu_write(root, "proc/meminfo", "MemFree:         2123456 kB\n");
     snap = tu_run(s);
     assert_int_equal(tu_errors(s, "memory"), 3);
-    assert_false(tu_has(snap, "mlwatch_memory_free_bytes", (const char *)NULL));
+    assert_false(tu_has(snap, "mlwatch_memory_free_bytes", MW_END));
     mw_snapshot_free(snap);
 
     tu_remove(root, "proc/meminfo");
     snap = tu_run(s);
     assert_int_equal(tu_errors(s, "memory"), 4);
-    assert_true(tu_value(snap, "mlwatch_collector_errors_total", "collector", "memory",
-                         (const char *)NULL) == 4);
+    assert_true(tu_value(snap, "mlwatch_collector_errors_total", "collector", "memory", MW_END) ==
+                4);
     mw_snapshot_free(snap);
     tu_close(s);
     tu_cleanup();

@@ -160,14 +160,13 @@ static const mw_metric_desc INFO = {"mlwatch_test_info", "Identity", "", MW_INFO
 static mw_snapshot *make_snapshot(int seq)
 {
     mw_snapshot *s = mw_snapshot_new();
-    mw_emit(s, &INFO, 1, "version", "0.1.0", (const char *)NULL);
+    mw_emit(s, &INFO, 1, "version", "0.1.0", MW_END);
     for (int i = 0; i < 300; i++) {
         char dev[16];
         snprintf(dev, sizeof(dev), "dev%d", i);
-        mw_emit(s, &BYTES, (double)seq * 1000 + i, "device", dev, "path", "/a\\b\"c\n",
-                (const char *)NULL);
+        mw_emit(s, &BYTES, (double)seq * 1000 + i, "device", dev, "path", "/a\\b\"c\n", MW_END);
     }
-    mw_emit(s, &SEQ, seq, (const char *)NULL);
+    mw_emit(s, &SEQ, seq, MW_END);
     return s;
 }
 

@@ -7,9 +7,11 @@
 #include "collect/pods.h"
 #include "testutil.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define ID64 "b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1"
@@ -19,15 +21,15 @@ static void pod_dir_names(void **state)
     (void)state;
     mw_pod_info p;
     assert_int_equal(
-        mw_parse_pod_log_dir("ml-team_pytorch-train-0_aaaaaaaa-0000-4000-8000-000000000001", &p), 0);
+        mw_parse_pod_log_dir("ml-team_pytorch-train-0_aaaaaaaa-0000-4000-8000-000000000001", &p),
+        0);
     assert_string_equal(p.namespace_, "ml-team");
     assert_string_equal(p.name, "pytorch-train-0");
     assert_string_equal(p.uid, "aaaaaaaa-0000-4000-8000-000000000001");
     /* Pod names are DNS subdomains (dots allowed); static pod UIDs are hashes. */
-    assert_int_equal(
-        mw_parse_pod_log_dir("kube-system_etcd-node1.example.com_0123456789abcdef0123456789abcdef",
-                             &p),
-        0);
+    assert_int_equal(mw_parse_pod_log_dir(
+                         "kube-system_etcd-node1.example.com_0123456789abcdef0123456789abcdef", &p),
+                     0);
     assert_string_equal(p.name, "etcd-node1.example.com");
     assert_string_equal(p.uid, "0123456789abcdef0123456789abcdef");
 
@@ -39,10 +41,10 @@ static void pod_dir_names(void **state)
         "_pod_aaaaaaaa-0000",
         "ns__aaaaaaaa-0000",
         "ns_pod_",
-        "NS_pod_aaaaaaaa-0000",            /* upper case */
-        "ns_pod_AAAAAAAA-0000",            /* upper-case UID */
-        "n.s_pod_aaaaaaaa-0000",           /* a namespace has no dots */
-        "ns_pod_aaaa",                     /* UID too short */
+        "NS_pod_aaaaaaaa-0000",                                  /* upper case */
+        "ns_pod_AAAAAAAA-0000",                                  /* upper-case UID */
+        "n.s_pod_aaaaaaaa-0000",                                 /* a namespace has no dots */
+        "ns_pod_aaaa",                                           /* UID too short */
         "ns_pod_aaaaaaaa-0000-4000-8000-000000000001-0000-0000", /* too long */
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
@@ -53,30 +55,29 @@ static void container_link_names(void **state)
 {
     (void)state;
     mw_ctr_info c;
-    assert_int_equal(mw_parse_container_log_name("jupyter-alice_research_git-sync-" ID64 ".log", &c),
-                     0);
+    assert_int_equal(
+        mw_parse_container_log_name("jupyter-alice_research_git-sync-" ID64 ".log", &c), 0);
     assert_string_equal(c.pod, "jupyter-alice");
     assert_string_equal(c.namespace_, "research");
     assert_string_equal(c.name, "git-sync"); /* a name with '-': split at the last one */
     assert_string_equal(c.id, ID64);
-    assert_int_equal(mw_parse_container_log_name("etcd-n1.example.com_kube-system_etcd-" ID64 ".log",
-                                                 &c),
-                     0);
+    assert_int_equal(
+        mw_parse_container_log_name("etcd-n1.example.com_kube-system_etcd-" ID64 ".log", &c), 0);
     assert_string_equal(c.pod, "etcd-n1.example.com");
 
     const char *bad[] = {
         "",
         ".log",
-        "pod_ns_c-" ID64,                 /* no .log */
-        "pod_ns_c-" ID64 ".log.1",        /* rotated */
-        "pod_ns_c" ID64 ".log",           /* no '-' before the ID */
-        "pod_ns_c-xyz.log",               /* not hex */
-        "pod_ns_c-abc.log",               /* ID too short */
-        "pod_ns_c_d-" ID64 ".log",        /* '_' in the container name */
-        "pod_ns-" ID64 ".log",            /* two fields */
-        "pod_ns_-" ID64 ".log",           /* empty container name */
-        "pod_NS_c-" ID64 ".log",          /* upper case */
-        "pod_ns_c-" ID64 "00.log",        /* ID longer than 64 */
+        "pod_ns_c-" ID64,          /* no .log */
+        "pod_ns_c-" ID64 ".log.1", /* rotated */
+        "pod_ns_c" ID64 ".log",    /* no '-' before the ID */
+        "pod_ns_c-xyz.log",        /* not hex */
+        "pod_ns_c-abc.log",        /* ID too short */
+        "pod_ns_c_d-" ID64 ".log", /* '_' in the container name */
+        "pod_ns-" ID64 ".log",     /* two fields */
+        "pod_ns_-" ID64 ".log",    /* empty container name */
+        "pod_NS_c-" ID64 ".log",   /* upper case */
+        "pod_ns_c-" ID64 "00.log", /* ID longer than 64 */
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         if (mw_parse_container_log_name(bad[i], &c) == 0) fail_msg("accepted '%s'", bad[i]);
@@ -169,13 +170,19 @@ static void many_entries(void **state)
     (void)state;
     /* Growth of the tables past their first sizes. */
     const char *root = tu_fixture_copy("bare-vm");
-    char cmd[4096];
-    snprintf(cmd, sizeof(cmd),
-             "cd '%s' && mkdir -p var/log/pods var/log/containers && for i in $(seq 1000 2999); "
-             "do mkdir var/log/pods/ns_p$i\"_\"aaaaaaaa-0000-4000-8000-00000000$i; "
-             "ln -s /x var/log/containers/p$i\"_ns_c-\"$(printf '%%064x' $i).log; done",
-             root);
-    assert_int_equal(system(cmd), 0);
+    char path[4096];
+    const char *dirs[] = {"var", "var/log", "var/log/pods", "var/log/containers"};
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(path, sizeof(path), "%s/%s", root, dirs[i]);
+        assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
+    }
+    for (int i = 1000; i < 3000; i++) {
+        snprintf(path, sizeof(path), "%s/var/log/pods/ns_p%d_aaaaaaaa-0000-4000-8000-00000000%d",
+                 root, i, i);
+        assert_int_equal(mkdir(path, 0755), 0);
+        snprintf(path, sizeof(path), "%s/var/log/containers/p%d_ns_c-%064x.log", root, i, i);
+        assert_int_equal(symlink("/x", path), 0);
+    }
     mw_hostfs h;
     assert_int_equal(mw_hostfs_open(&h, root), 0);
     mw_pods *p = mw_pods_new();
@@ -196,10 +203,8 @@ static void many_entries(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(pod_dir_names),
-        cmocka_unit_test(container_link_names),
-        cmocka_unit_test(scan_fixture),
-        cmocka_unit_test(scan_changes_and_errors),
+        cmocka_unit_test(pod_dir_names), cmocka_unit_test(container_link_names),
+        cmocka_unit_test(scan_fixture),  cmocka_unit_test(scan_changes_and_errors),
         cmocka_unit_test(many_entries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

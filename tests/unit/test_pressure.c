@@ -8,14 +8,12 @@
 
 static double waiting(const mw_snapshot *snap, const char *res)
 {
-    return tu_value(snap, "mlwatch_pressure_waiting_seconds_total", "resource", res,
-                    (const char *)NULL);
+    return tu_value(snap, "mlwatch_pressure_waiting_seconds_total", "resource", res, MW_END);
 }
 
 static double stalled(const mw_snapshot *snap, const char *res)
 {
-    return tu_value(snap, "mlwatch_pressure_stalled_seconds_total", "resource", res,
-                    (const char *)NULL);
+    return tu_value(snap, "mlwatch_pressure_stalled_seconds_total", "resource", res, MW_END);
 }
 
 static void collects_from_fixture(void **state)
@@ -51,8 +49,7 @@ static void absent_without_psi(void **state)
     mw_snapshot *snap = tu_run(s);
     assert_int_equal(tu_count(snap, "mlwatch_pressure_waiting_seconds_total"), 0);
     assert_int_equal(tu_errors(s, "pressure"), 0);
-    assert_false(tu_has(snap, "mlwatch_collector_errors_total", "collector", "pressure",
-                        (const char *)NULL));
+    assert_false(tu_has(snap, "mlwatch_collector_errors_total", "collector", "pressure", MW_END));
     mw_snapshot_free(snap);
     tu_close(s);
 }
@@ -72,8 +69,7 @@ static void counts_errors(void **state)
     tu_write(root, "proc/pressure/cpu", "some avg10=0.00 avg60=0.00 avg300=0.00 total=1500000\n");
     snap = tu_run(s);
     assert_true(waiting(snap, "cpu") == 1.5);
-    assert_false(tu_has(snap, "mlwatch_pressure_stalled_seconds_total", "resource", "cpu",
-                        (const char *)NULL));
+    assert_false(tu_has(snap, "mlwatch_pressure_stalled_seconds_total", "resource", "cpu", MW_END));
     assert_int_equal(tu_errors(s, "pressure"), 0);
     mw_snapshot_free(snap);
 
@@ -93,8 +89,8 @@ static void counts_errors(void **state)
     tu_write(root, "proc/pressure/memory", "");
     snap = tu_run(s);
     assert_int_equal(tu_errors(s, "pressure"), 4);
-    assert_true(tu_value(snap, "mlwatch_collector_errors_total", "collector", "pressure",
-                         (const char *)NULL) == 4);
+    assert_true(tu_value(snap, "mlwatch_collector_errors_total", "collector", "pressure", MW_END) ==
+                4);
     mw_snapshot_free(snap);
     tu_close(s);
     tu_cleanup();

@@ -14,7 +14,9 @@
 #include <string.h>
 
 #define CID "4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f"
-#define CG_A "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podx.slice/cri-containerd-" CID ".scope"
+#define CG_A                                                                                       \
+    "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podx.slice/cri-containerd-" CID   \
+    ".scope"
 #define CG_B "/system.slice/kubelet.service"
 
 static mw_container_ref ref_a, ref_b;
@@ -96,8 +98,9 @@ static void fallback(void **state)
     mw_container_ref out;
     proc_cgroup(root, 100, "0::" CG_A "\n");
     proc_cgroup(root, 101, "0::" CG_A "/sub/deeper\n");
-    proc_cgroup(root, 102, "0::/../../kubepods-burstable.slice/kubepods-burstable-podx.slice/"
-                           "cri-containerd-" CID ".scope\n");
+    proc_cgroup(root, 102,
+                "0::/../../kubepods-burstable.slice/kubepods-burstable-podx.slice/"
+                "cri-containerd-" CID ".scope\n");
     proc_cgroup(root, 103, "0::/user.slice/user-1000.slice/session-1.scope\n");
     proc_cgroup(root, 104, "11:memory:/x\n5:cpu,cpuacct:" CG_B "\n0::/\n");
     proc_cgroup(root, 105, "not a cgroup file");
@@ -149,7 +152,8 @@ static void bounds(void **state)
     /* At most 2^20 processes per walk; the rest is dropped. */
     const int max = 1 << 20;
     mw_procmap_begin(m);
-    for (int pid = 1; pid <= max + 1000; pid++) mw_procmap_set(m, pid, pid % 2 ? &ref_a : &ref_b);
+    for (int pid = 1; pid <= max + 1000; pid++)
+        mw_procmap_set(m, pid, pid % 2 ? &ref_a : &ref_b);
     mw_procmap_end(m);
     assert_int_equal(mw_procmap_size(m), max);
     mw_container_ref out;

@@ -26,12 +26,11 @@ static void emit_and_find(void **state)
 
     char cpu[8];
     snprintf(cpu, sizeof(cpu), "0");
-    mw_emit(s, &CPU, 1.5, "cpu", cpu, "mode", "user", (const char *)NULL);
+    mw_emit(s, &CPU, 1.5, "cpu", cpu, "mode", "user", MW_END);
     snprintf(cpu, sizeof(cpu), "1"); /* the snapshot keeps its own copy */
-    mw_emit(s, &MEM, 4096, (const char *)NULL);
-    mw_emit(s, &CPU, 2.5, "cpu", cpu, "mode", (const char *)NULL,
-            (const char *)NULL); /* NULL value: "" */
-    mw_emit(s, &CPU_AGAIN, 9, "cpu", "2", (const char *)NULL);
+    mw_emit(s, &MEM, 4096, MW_END);
+    mw_emit(s, &CPU, 2.5, "cpu", cpu, "mode", (const char *)NULL, MW_END); /* NULL value: "" */
+    mw_emit(s, &CPU_AGAIN, 9, "cpu", "2", MW_END);
 
     assert_int_equal(s->nfamilies, 2);
     assert_int_equal(s->nsamples, 4);
@@ -70,32 +69,28 @@ static void get_by_labels(void **state)
 {
     (void)state;
     mw_snapshot *s = mw_snapshot_new();
-    mw_emit(s, &CPU, 1, "cpu", "0", "mode", "user", (const char *)NULL);
-    mw_emit(s, &CPU, 2, "cpu", "0", "mode", "system", (const char *)NULL);
-    mw_emit(s, &CPU, 3, "cpu", "1", "mode", "user", (const char *)NULL);
-    mw_emit(s, &MEM, 10, (const char *)NULL);
-    mw_emit(s, &MEM, 20, "numa", "", (const char *)NULL);
+    mw_emit(s, &CPU, 1, "cpu", "0", "mode", "user", MW_END);
+    mw_emit(s, &CPU, 2, "cpu", "0", "mode", "system", MW_END);
+    mw_emit(s, &CPU, 3, "cpu", "1", "mode", "user", MW_END);
+    mw_emit(s, &MEM, 10, MW_END);
+    mw_emit(s, &MEM, 20, "numa", "", MW_END);
     double v = -1;
-    assert_int_equal(
-        mw_snapshot_get(s, "mlwatch_cpu_seconds_total", &v, "cpu", "1", (const char *)NULL), 0);
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_cpu_seconds_total", &v, "cpu", "1", MW_END), 0);
     assert_true(v == 3);
-    assert_int_equal(mw_snapshot_get(s, "mlwatch_cpu_seconds_total", &v, "mode", "system", "cpu",
-                                     "0", (const char *)NULL),
-                     0);
+    assert_int_equal(
+        mw_snapshot_get(s, "mlwatch_cpu_seconds_total", &v, "mode", "system", "cpu", "0", MW_END),
+        0);
     assert_true(v == 2);
     /* No label filter: the first sample. */
-    assert_int_equal(mw_snapshot_get(s, "mlwatch_cpu_seconds_total", &v, (const char *)NULL), 0);
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_cpu_seconds_total", &v, MW_END), 0);
     assert_true(v == 1);
     /* An absent label equals the empty value, as in PromQL. */
-    assert_int_equal(mw_snapshot_get(s, "mlwatch_memory_bytes", &v, "numa", "", (const char *)NULL),
-                     0);
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_memory_bytes", &v, "numa", "", MW_END), 0);
     assert_true(v == 10);
     v = -1;
-    assert_int_equal(
-        mw_snapshot_get(s, "mlwatch_cpu_seconds_total", &v, "cpu", "2", (const char *)NULL), -1);
-    assert_int_equal(
-        mw_snapshot_get(s, "mlwatch_cpu_seconds_total", &v, "node", "0", (const char *)NULL), -1);
-    assert_int_equal(mw_snapshot_get(s, "mlwatch_nothing", &v, (const char *)NULL), -1);
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_cpu_seconds_total", &v, "cpu", "2", MW_END), -1);
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_cpu_seconds_total", &v, "node", "0", MW_END), -1);
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_nothing", &v, MW_END), -1);
     assert_true(v == -1);
     mw_snapshot_free(s);
 }
@@ -119,7 +114,7 @@ static void label_limit(void **state)
     /* Through mw_emit as well: extra pairs are dropped, not overrun. */
     mw_emit(s, &MEM, 2, "a", "1", "b", "2", "c", "3", "d", "4", "e", "5", "f", "6", "g", "7", "h",
             "8", "i", "9", "j", "10", "k", "11", "l", "12", "m", "13", "n", "14", "o", "15", "p",
-            "16", "q", "17", (const char *)NULL);
+            "16", "q", "17", MW_END);
     smp = smp->next;
     assert_int_equal(smp->nlabels, MW_MAX_LABELS);
     assert_string_equal(smp->labels[15].name, "p");
@@ -141,9 +136,8 @@ static void many_families(void **state)
     for (int i = 0; i < N; i++) {
         snprintf(names[i], 32, "mlwatch_family_%d", i);
         d[i] = (mw_metric_desc){names[i], "help", "", MW_GAUGE};
-        mw_emit(s, &d[i], i, (const char *)NULL);
-        mw_emit(s, &d[i / 2], -i, "again", "yes",
-                (const char *)NULL); /* re-emitting an older family */
+        mw_emit(s, &d[i], i, MW_END);
+        mw_emit(s, &d[i / 2], -i, "again", "yes", MW_END); /* re-emitting an older family */
     }
     assert_int_equal(s->nfamilies, N);
     assert_int_equal(s->nsamples, 2 * N);
@@ -156,8 +150,7 @@ static void many_families(void **state)
     }
     assert_int_equal(i, N);
     double v;
-    assert_int_equal(
-        mw_snapshot_get(s, "mlwatch_family_1234", &v, "again", "yes", (const char *)NULL), 0);
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_family_1234", &v, "again", "yes", MW_END), 0);
     assert_true(v == -2468);
     mw_snapshot_free(s);
     free(names);
@@ -174,8 +167,8 @@ static void large_label_values(void **state)
         big[i] = (char)('a' + i % 26);
     big[n] = '\0';
     mw_snapshot *s = mw_snapshot_new();
-    mw_emit(s, &MEM, 1, "big", big, (const char *)NULL);
-    mw_emit(s, &MEM, 2, "small", "x", (const char *)NULL);
+    mw_emit(s, &MEM, 1, "big", big, MW_END);
+    mw_emit(s, &MEM, 2, "small", "x", MW_END);
     big[0] = 'Z';
     const mw_sample *smp = mw_snapshot_find(s, "mlwatch_memory_bytes")->first;
     assert_int_equal(strlen(smp->labels[0].value), n);

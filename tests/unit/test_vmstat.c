@@ -71,7 +71,7 @@ static void rejects_malformed(void **state)
 
 static double c(const mw_snapshot *snap, const char *name)
 {
-    return tu_value(snap, name, (const char *)NULL);
+    return tu_value(snap, name, MW_END);
 }
 
 static void collects_from_fixture(void **state)
@@ -100,7 +100,7 @@ static void collects_from_fixture(void **state)
     assert_true(c(snap, "mlwatch_vmstat_compact_stall_total") == 12);
     assert_true(c(snap, "mlwatch_vmstat_allocstall_normal_total") == 3);
     /* Only the table's counters, not the other ~100 lines of the file. */
-    assert_false(tu_has(snap, "mlwatch_vmstat_nr_free_pages_total", (const char *)NULL));
+    assert_false(tu_has(snap, "mlwatch_vmstat_nr_free_pages_total", MW_END));
     assert_int_equal(tu_errors(s, "vmstat"), 0);
     mw_snapshot_free(snap);
     tu_close(s);
@@ -121,8 +121,8 @@ static void counts_errors(void **state)
     tu_write(root, "proc/vmstat", "nr_free_pages 1\npgpgin 5\npgpgout 6\npgfault 7\n");
     snap = tu_run(s);
     assert_true(c(snap, "mlwatch_vmstat_pgfault_total") == 7);
-    assert_false(tu_has(snap, "mlwatch_vmstat_numa_hit_total", (const char *)NULL));
-    assert_false(tu_has(snap, "mlwatch_vmstat_oom_kill_total", (const char *)NULL));
+    assert_false(tu_has(snap, "mlwatch_vmstat_numa_hit_total", MW_END));
+    assert_false(tu_has(snap, "mlwatch_vmstat_oom_kill_total", MW_END));
     assert_int_equal(tu_errors(s, "vmstat"), 0);
     mw_snapshot_free(snap);
 
@@ -137,14 +137,14 @@ static void counts_errors(void **state)
     tu_write(root, "proc/vmstat", "\n\n");
     snap = tu_run(s);
     assert_int_equal(tu_errors(s, "vmstat"), 2);
-    assert_false(tu_has(snap, "mlwatch_vmstat_pgpgin_total", (const char *)NULL));
+    assert_false(tu_has(snap, "mlwatch_vmstat_pgpgin_total", MW_END));
     mw_snapshot_free(snap);
 
     tu_remove(root, "proc/vmstat");
     snap = tu_run(s);
     assert_int_equal(tu_errors(s, "vmstat"), 3);
-    assert_true(tu_value(snap, "mlwatch_collector_errors_total", "collector", "vmstat",
-                         (const char *)NULL) == 3);
+    assert_true(tu_value(snap, "mlwatch_collector_errors_total", "collector", "vmstat", MW_END) ==
+                3);
     mw_snapshot_free(snap);
     tu_close(s);
     tu_cleanup();

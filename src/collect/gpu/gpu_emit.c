@@ -425,5 +425,5 @@ void mw_gpu_emit(mw_gpu_emitter *e, mw_collect_ctx *ctx, const mw_gpu_dev *devs,
         if (!devs[i].lost) emit_containers(e, ctx, &devs[i]);
     for (unsigned i = 0; i < n; i++)
         mw_emit(ctx->snap, &DURATION, (double)devs[i].poll_ns / 1e9, "collector", "gpu", "gpu",
-                devs[i].index, NULL);
+                devs[i].index, MW_END);
 }
