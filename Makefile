@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all test asan fuzz clean format
+.PHONY: all test asan fuzz clean format lint
 
 all:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -23,7 +23,10 @@ fuzz:
 	@cmake --build build-fuzz -j $(JOBS)
 
 format:
-	clang-format -i src/*.c src/*/*.c src/*/*.h tests/unit/*.c fuzz/*.c bench/*.c
+	git ls-files '*.c' '*.h' | xargs clang-format -i
+
+lint:
+	scripts/lint.sh
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -6,12 +6,20 @@
 set -euo pipefail
 what=${1:-build}
 
+# Libraries (headers; libcurl, snappy, libcrypto and FreeIPMI are loaded at
+# run time only when a feature needs them, see src/core/lazylib.c).
 build_pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libyaml-dev zlib1g-dev
-            libprotobuf-c-dev protobuf-c-compiler libsnappy-dev libcurl4-openssl-dev libjansson-dev)
-test_pkgs=(libcmocka-dev clang libclang-rt-14-dev prometheus curl python3 procps)
+            libprotobuf-c-dev protobuf-c-compiler libsnappy-dev libcurl4-openssl-dev
+            libjansson-dev libssl-dev libfreeipmi17)
+# The test suite: unit tests, fuzzers, lint, and the real peers it runs
+# against (Prometheus, promtool, Alertmanager, VictoriaMetrics, an SMTP sink).
+test_pkgs=(libcmocka-dev clang libclang-rt-14-dev clang-format cppcheck prometheus
+           prometheus-alertmanager victoria-metrics curl python3 python3-aiosmtpd procps
+           openssl jq)
+# Benchmarks: the tools mlwatch is compared with.
+bench_pkgs=(prometheus-node-exporter bc)
 
 pkgs=("${build_pkgs[@]}")
-bench_pkgs=(prometheus-node-exporter bc curl)
 [ "$what" = test ] && pkgs+=("${test_pkgs[@]}")
 [ "$what" = bench ] && pkgs+=("${test_pkgs[@]}" "${bench_pkgs[@]}")
 

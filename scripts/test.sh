@@ -7,6 +7,9 @@ scripts/install-deps.sh test
 jobs=$(nproc)
 fail=0
 
+echo "== lint"
+scripts/lint.sh || fail=1
+
 echo "== build and test"
 make
 ctest --test-dir build --output-on-failure -j "$jobs" || fail=1

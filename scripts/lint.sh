@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Style and static analysis over all C sources: clang-format (the repo's
+# .clang-format) and cppcheck. Exits non-zero on any finding.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mapfile -t files < <(git ls-files '*.c' '*.h' | grep -v '^fuzz/corpus/')
+status=0
+if ! clang-format --dry-run --Werror "${files[@]}" 2>/tmp/mlwatch-format.log; then
+    echo "clang-format: these files need formatting (make format):"
+    grep -oE '^[^:]+' /tmp/mlwatch-format.log | sort -u
+    status=1
+fi
+if ! cppcheck --enable=warning,performance,portability --error-exitcode=1 -q --inline-suppr \
+    --suppress=missingIncludeSystem -D__GNUC__ -I src "${files[@]}"; then
+    status=1
+fi
+[ $status -eq 0 ] && echo "lint: clang-format and cppcheck clean (${#files[@]} files)"
+exit $status
