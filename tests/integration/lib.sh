@@ -50,10 +50,13 @@ wait_http() {
 }
 
 # start_agent ARGS...: sets AGENT_PID, AGENT_URL; logs in $WORK/agent.log.
+# The agent keeps its store and state in the test's folder, never in
+# /var/lib/mlwatch (ARGS may override: later flags win).
 start_agent() {
     local port
     port=$(free_port)
-    "$MLWATCH_BIN" agent --listen "127.0.0.1:$port" "$@" >"$WORK/agent.log" 2>&1 &
+    "$MLWATCH_BIN" agent --listen "127.0.0.1:$port" --data-dir "$WORK/data" \
+        --state-dir "$WORK/state" "$@" >"$WORK/agent.log" 2>&1 &
     AGENT_PID=$!
     PIDS+=("$AGENT_PID")
     AGENT_URL="http://127.0.0.1:$port"
@@ -71,7 +74,8 @@ fixture_copy() {
 # Samples of the exposition that change from run to run (timings, the
 # agent's own process, build identity) are dropped before comparing.
 stable_samples() {
-    grep -v '^#' | grep -Ev '^(mlwatch_collector_duration_seconds|mlwatch_process_|mlwatch_start_time_seconds|mlwatch_build_info|mlwatch_filesystem_)' || true
+    # uname_info is the kernel the test runs on, whatever the --root.
+    grep -v '^#' | grep -Ev '^(mlwatch_collector_duration_seconds|mlwatch_process_|mlwatch_start_time_seconds|mlwatch_build_info|mlwatch_filesystem_|mlwatch_uname_info)' || true
 }
 
 done_ok() {

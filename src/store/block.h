@@ -1,0 +1,59 @@
+/* block.h - immutable block files, read through mmap.
+ *
+ * A block holds the chunks of many series over some time, re-encoded into
+ * large Gorilla chunks, with its own symbol table, series table and
+ * postings. Blocks are written once (to a temporary name, fsynced, renamed)
+ * and never changed; compaction merges blocks into larger ones and retention
+ * deletes whole blocks. File layout: docs/store.md. */
+#ifndef MW_BLOCK_H
+#define MW_BLOCK_H
+
+#include "../core/snapshot.h"
+#include "head.h"
+#include "index.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct mw_block_meta {
+    uint64_t seq;
+    int64_t mint, maxt;
+    uint64_t nseries, nchunks, nsamples;
+    uint32_t level;
+    uint32_t chunk_seq_min, chunk_seq_max; /* chunk files it was made from (level 1) */
+    uint64_t size;                         /* bytes on disk */
+} mw_block_meta;
+
+typedef struct mw_block mw_block;
+
+/* Open and check a block file; NULL with a reason. */
+mw_block *mw_block_open(const char *path, char *err, size_t errsize);
+/* The same over bytes in memory (the fuzz target); the bytes must outlive
+ * the block. */
+mw_block *mw_block_open_mem(const uint8_t *p, size_t n, char *err, size_t errsize);
+void mw_block_ref(mw_block *b);
+/* Drop a reference; the last one unmaps it, and deletes the file when
+ * mw_block_doom() was called. */
+void mw_block_unref(mw_block *b);
+void mw_block_doom(mw_block *b);
+const mw_block_meta *mw_block_get_meta(const mw_block *b);
+
+extern const mw_index_ops mw_block_index_ops; /* ctx: mw_block * */
+/* Labels of series id (strings point into the mapping). 0, or -1. */
+int mw_block_labels(const mw_block *b, uint32_t id, mw_label *out, size_t cap, size_t *n);
+/* Samples of series id in [mint, maxt]; 0, -1 over the limit, -2 corrupt. */
+int mw_block_read(const mw_block *b, uint32_t id, int64_t mint, int64_t maxt, mw_samples *out);
+
+/* Writing: series must come in increasing label order. */
+typedef struct mw_block_writer mw_block_writer;
+mw_block_writer *mw_block_writer_new(const char *path, int *err);
+int mw_block_writer_add(mw_block_writer *w, const mw_label *labels, size_t n, const int64_t *t,
+                        const double *v, size_t nsamples);
+/* Finish, fsync and rename the file to its final path. */
+int mw_block_writer_finish(mw_block_writer *w, mw_block_meta *meta, const char *final_path);
+void mw_block_writer_abort(mw_block_writer *w);
+
+/* Compare label sets (name, then value, then length). */
+int mw_labels_cmp(const mw_label *a, size_t na, const mw_label *b, size_t nb);
+
+#endif

@@ -1,0 +1,384 @@
+/* compact.c - chunk files into blocks, blocks into larger blocks, and
+ * retention by age and by size.
+ *
+ * Level 1: the sealed chunk files that the latest head snapshot covers are
+ * read, their chunks grouped by series, decoded and re-encoded into large
+ * chunks, and written as one block; then the files are deleted. Level 2:
+ * when several level-1 blocks have piled up, they are merged (series by
+ * labels, samples by time) into one. A block is written under a temporary
+ * name and renamed when complete, so a crash leaves either the old files or
+ * the new block (and the chunk files a block already holds are dropped at
+ * the next open). */
+#include "../core/log.h"
+#include "../core/util.h"
+#include "store_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MERGE_AT 4                   /* level-1 blocks that trigger a merge */
+#define MERGE_MAX_BYTES (1ull << 30) /* never merge into a block larger than this */
+
+typedef struct cref {
+    uint32_t series;
+    uint32_t file; /* index into the mapped files */
+    uint64_t off;
+} cref;
+
+static int cmp_cref(const void *a, const void *b)
+{
+    const cref *x = a, *y = b;
+    if (x->series != y->series) return x->series < y->series ? -1 : 1;
+    if (x->file != y->file) return x->file < y->file ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+typedef struct lab_series {
+    mw_label *labels;
+    size_t n;
+    uint32_t id;
+    size_t first, count; /* range in the sorted crefs */
+} lab_series;
+
+static int cmp_lab(const void *a, const void *b)
+{
+    const lab_series *x = a, *y = b;
+    return mw_labels_cmp(x->labels, x->n, y->labels, y->n);
+}
+
+static void add_block(mw_store *s, mw_block *b)
+{
+    pthread_mutex_lock(&s->blocks_mu);
+    s->blocks = mw_xrealloc(s->blocks, (s->nblocks + 1) * sizeof(mw_block *));
+    s->blocks[s->nblocks++] = b;
+    pthread_mutex_unlock(&s->blocks_mu);
+}
+
+static void block_paths(mw_store *s, uint64_t seq, char *tmp, char *final, size_t size)
+{
+    snprintf(tmp, size, "%s/blocks/%010llu.blk.tmp", s->dir, (unsigned long long)seq);
+    snprintf(final, size, "%s/blocks/%010llu.blk", s->dir, (unsigned long long)seq);
+}
+
+/* Compact chunk files [from, to] into a level-1 block. */
+static int compact_files(mw_store *s, uint32_t from, uint32_t to)
+{
+    uint32_t nf = to - from + 1;
+    const uint8_t **map = mw_xcalloc(nf, sizeof(uint8_t *));
+    size_t *size = mw_xcalloc(nf, sizeof(size_t));
+    cref *refs = NULL;
+    size_t nrefs = 0, cap = 0;
+    int rc = 0;
+    for (uint32_t i = 0; i < nf; i++) {
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof(path), "%s/chunks/%08u", s->dir, from + i);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || st.st_size < 8) {
+            if (fd >= 0) close(fd);
+            continue;
+        }
+        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        close(fd);
+        if (m == MAP_FAILED) continue;
+        map[i] = m;
+        size[i] = (size_t)st.st_size;
+        for (size_t off = 8; off < size[i];) {
+            mw_chunk_hdr h;
+            if (mw_chunk_parse(map[i] + off, size[i] - off, &h) < 0) {
+                mw_log(MW_LOG_WARN, "store",
+                       "chunk file %s: bad record at offset %zu; the rest "
+                       "of the file is skipped",
+                       path, off);
+                break;
+            }
+            if (nrefs == cap) {
+                cap = cap ? cap * 2 : 4096;
+                refs = mw_xrealloc(refs, cap * sizeof(cref));
+            }
+            refs[nrefs++] = (cref){h.series, i, off};
+            off += MW_CHUNK_HDR_SIZE + h.nbytes + 4u;
+        }
+    }
+    qsort(refs, nrefs, sizeof(cref), cmp_cref);
+    /* Labels of each series, copied from the head under its read lock. */
+    lab_series *ls = NULL;
+    size_t nls = 0;
+    mw_arena a;
+    mw_arena_init(&a, 1 << 20);
+    pthread_rwlock_rdlock(&s->lock);
+    for (size_t i = 0; i < nrefs;) {
+        size_t j = i;
+        while (j < nrefs && refs[j].series == refs[i].series)
+            j++;
+        uint32_t id = refs[i].series;
+        if (id < s->head.next_id && (mw_head_series(&s->head, id)->flags & MW_SERIES_LIVE)) {
+            const mw_series *se = mw_head_series(&s->head, id);
+            const uint32_t *pairs = mw_head_labels(&s->head, se);
+            ls = mw_xrealloc(ls, (nls + 1) * sizeof(lab_series));
+            lab_series *l = &ls[nls++];
+            l->labels = mw_arena_alloc(&a, se->nlabels * sizeof(mw_label));
+            l->n = se->nlabels;
+            for (size_t k = 0; k < se->nlabels; k++) {
+                const uint32_t *p = s->head.sym.pairs[pairs[k]];
+                l->labels[k] = (mw_label){mw_arena_strdup(&a, s->head.sym.strs[p[0]]),
+                                          mw_arena_strdup(&a, s->head.sym.strs[p[1]])};
+            }
+            l->id = id;
+            l->first = i;
+            l->count = j - i;
+        }
+        i = j;
+    }
+    pthread_rwlock_unlock(&s->lock);
+    if (nls) qsort(ls, nls, sizeof(lab_series), cmp_lab);
+    uint64_t seq = s->next_block_seq++;
+    char tmp[PATH_MAX + 64], final[PATH_MAX + 64];
+    block_paths(s, seq, tmp, final, sizeof(tmp));
+    mw_block_writer *w = mw_block_writer_new(tmp, &rc);
+    mw_samples sm = {0};
+    for (size_t i = 0; w && i < nls && rc == 0; i++) {
+        sm.n = 0;
+        for (size_t k = 0; k < ls[i].count; k++) {
+            const cref *c = &refs[ls[i].first + k];
+            mw_chunk_hdr h;
+            const uint8_t *p = map[c->file] + c->off;
+            if (mw_chunk_parse(p, size[c->file] - c->off, &h) < 0) continue;
+            mw_gorilla_dec d;
+            mw_gorilla_dec_init(&d, p + MW_CHUNK_HDR_SIZE, h.nbytes, h.n);
+            int64_t t;
+            double v;
+            while (mw_gorilla_next(&d, &t, &v) == 1)
+                if (sm.n == 0 || t > sm.t[sm.n - 1]) mw_samples_push(&sm, t, v);
+        }
+        rc = mw_block_writer_add(w, ls[i].labels, ls[i].n, sm.t, sm.v, sm.n);
+    }
+    free(sm.t);
+    free(sm.v);
+    mw_block_meta meta = {.seq = seq, .level = 1, .chunk_seq_min = from, .chunk_seq_max = to};
+    if (w && rc == 0)
+        rc = mw_block_writer_finish(w, &meta, final);
+    else if (w)
+        mw_block_writer_abort(w);
+    for (uint32_t i = 0; i < nf; i++)
+        if (map[i]) munmap((void *)map[i], size[i]);
+    free(map);
+    free(size);
+    free(refs);
+    free(ls);
+    mw_arena_free(&a);
+    if (rc < 0) {
+        mw_log_once(MW_LOG_ERROR, "store", "compact",
+                    "cannot write block %s: %s (the chunk "
+                    "files are kept; compaction is retried later)",
+                    final, strerror(-rc));
+        return rc;
+    }
+    char err[256];
+    mw_block *b = mw_block_open(final, err, sizeof(err));
+    if (!b) {
+        mw_log(MW_LOG_ERROR, "store", "block %s just written does not open: %s", final, err);
+        return -EIO;
+    }
+    add_block(s, b);
+    /* The block holds the chunks now: the files go, and readers stop
+     * following chains into them. */
+    pthread_rwlock_wrlock(&s->lock);
+    mw_head_forget_files_before(&s->head, to + 1);
+    pthread_rwlock_unlock(&s->lock);
+    for (uint32_t i = from; i <= to; i++) {
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof(path), "%s/chunks/%08u", s->dir, i);
+        unlink(path);
+    }
+    mw_log(MW_LOG_DEBUG, "store",
+           "compacted chunk files %u-%u into %s: %llu series, %llu "
+           "samples, %llu bytes",
+           from, to, final, (unsigned long long)meta.nseries, (unsigned long long)meta.nsamples,
+           (unsigned long long)meta.size);
+    return 0;
+}
+
+/* Merge blocks in[0, n) (oldest first) into one block of the given level. */
+static int merge_blocks(mw_store *s, mw_block **in, size_t n, uint32_t level)
+{
+    uint64_t seq = s->next_block_seq++;
+    char tmp[PATH_MAX + 64], final[PATH_MAX + 64];
+    block_paths(s, seq, tmp, final, sizeof(tmp));
+    int rc = 0;
+    mw_block_writer *w = mw_block_writer_new(tmp, &rc);
+    if (!w) return rc;
+    size_t *pos = mw_xcalloc(n, sizeof(size_t));
+    mw_label cur[256], lab[256];
+    mw_samples sm = {0};
+    uint32_t cmin = UINT32_MAX, cmax = 0;
+    for (size_t i = 0; i < n; i++) {
+        const mw_block_meta *m = mw_block_get_meta(in[i]);
+        if (m->chunk_seq_min && m->chunk_seq_min < cmin) cmin = m->chunk_seq_min;
+        if (m->chunk_seq_max > cmax) cmax = m->chunk_seq_max;
+    }
+    for (;;) {
+        /* The smallest label set among the blocks' next series. */
+        size_t ncur = 0;
+        int have = 0;
+        for (size_t i = 0; i < n; i++) {
+            size_t nl;
+            if (pos[i] >= mw_block_get_meta(in[i])->nseries) continue;
+            if (mw_block_labels(in[i], (uint32_t)pos[i], lab, 256, &nl) < 0) {
+                pos[i]++;
+                i--;
+                continue;
+            }
+            if (!have || mw_labels_cmp(lab, nl, cur, ncur) < 0) {
+                memcpy(cur, lab, nl * sizeof(mw_label));
+                ncur = nl;
+                have = 1;
+            }
+        }
+        if (!have) break;
+        sm.n = 0;
+        for (size_t i = 0; i < n; i++) {
+            size_t nl;
+            if (pos[i] >= mw_block_get_meta(in[i])->nseries) continue;
+            if (mw_block_labels(in[i], (uint32_t)pos[i], lab, 256, &nl) < 0) continue;
+            if (mw_labels_cmp(lab, nl, cur, ncur) != 0) continue;
+            mw_samples part = {0};
+            mw_block_read(in[i], (uint32_t)pos[i], INT64_MIN, INT64_MAX, &part);
+            for (size_t k = 0; k < part.n; k++)
+                if (sm.n == 0 || part.t[k] > sm.t[sm.n - 1])
+                    mw_samples_push(&sm, part.t[k], part.v[k]);
+            free(part.t);
+            free(part.v);
+            pos[i]++;
+        }
+        rc = mw_block_writer_add(w, cur, ncur, sm.t, sm.v, sm.n);
+        if (rc) break;
+    }
+    free(sm.t);
+    free(sm.v);
+    free(pos);
+    mw_block_meta meta = {.seq = seq,
+                          .level = level,
+                          .chunk_seq_min = cmin == UINT32_MAX ? 0 : cmin,
+                          .chunk_seq_max = cmax};
+    if (rc == 0)
+        rc = mw_block_writer_finish(w, &meta, final);
+    else
+        mw_block_writer_abort(w);
+    if (rc < 0) return rc;
+    char err[256];
+    mw_block *b = mw_block_open(final, err, sizeof(err));
+    if (!b) return -EIO;
+    /* Swap the inputs for the merged block in one step for readers. */
+    pthread_mutex_lock(&s->blocks_mu);
+    size_t w2 = 0;
+    for (size_t i = 0; i < s->nblocks; i++) {
+        int merged = 0;
+        for (size_t k = 0; k < n; k++)
+            if (s->blocks[i] == in[k]) merged = 1;
+        if (merged) {
+            mw_block_doom(s->blocks[i]);
+            mw_block_unref(s->blocks[i]);
+        } else {
+            s->blocks[w2++] = s->blocks[i];
+        }
+    }
+    s->nblocks = w2;
+    s->blocks = mw_xrealloc(s->blocks, (s->nblocks + 1) * sizeof(mw_block *));
+    s->blocks[s->nblocks++] = b;
+    pthread_mutex_unlock(&s->blocks_mu);
+    return 0;
+}
+
+static void retention(mw_store *s)
+{
+    int64_t cutoff = s->opt.retention_ms ? mw_now_ms() - s->opt.retention_ms : INT64_MIN;
+    uint64_t limit = s->opt.retention_bytes;
+    uint64_t total = 0;
+    if (limit) {
+        mw_store_stats st;
+        mw_store_get_stats(s, &st);
+        total = st.bytes_on_disk;
+    }
+    pthread_mutex_lock(&s->blocks_mu);
+    size_t w = 0;
+    for (size_t i = 0; i < s->nblocks; i++) {
+        mw_block *b = s->blocks[i];
+        const mw_block_meta *m = mw_block_get_meta(b);
+        /* Oldest first: by age, or by size while over the limit (never
+         * the newest block: it holds what was compacted last). */
+        int old = m->maxt < cutoff;
+        int big = limit && total > limit && i + 1 < s->nblocks;
+        if (old || big) {
+            mw_log(MW_LOG_INFO, "store", "retention: deleting block %010llu (%s; %llu bytes)",
+                   (unsigned long long)m->seq,
+                   old ? "older than the retention time" : "over the size limit",
+                   (unsigned long long)m->size);
+            total -= m->size < total ? m->size : total;
+            mw_block_doom(b);
+            mw_block_unref(b);
+            continue;
+        }
+        s->blocks[w++] = b;
+    }
+    s->nblocks = w;
+    pthread_mutex_unlock(&s->blocks_mu);
+}
+
+int mw_store_compact(mw_store *s, int force)
+{
+    pthread_mutex_lock(&s->maint_mu);
+    int rc = 0;
+    if (force) {
+        /* Everything the head holds goes into chunk files, a new file
+         * starts, and a snapshot covers them: all of it can be compacted. */
+        pthread_rwlock_wrlock(&s->lock);
+        rc = mw_head_cut_all(&s->head);
+        if (rc == 0) rc = mw_head_chunks_rotate(&s->head);
+        pthread_rwlock_unlock(&s->lock);
+        if (rc == 0) rc = mw_snapshot_write(s);
+        if (rc == 0) s->last_snapshot_ms = mw_now_ms();
+    } else {
+        /* A chunk file older than two hours is sealed so that compaction
+         * and retention keep up at low ingest rates. */
+        pthread_rwlock_wrlock(&s->lock);
+        struct stat st;
+        if (s->head.fd >= 0 && fstat(s->head.fd, &st) == 0 && s->head.size > 8 &&
+            mw_now_ms() / 1000 - st.st_ctime > 7200)
+            mw_head_chunks_rotate(&s->head);
+        pthread_rwlock_unlock(&s->lock);
+    }
+    uint32_t from = s->head.min_seq, to = s->snap_chunk_seq ? s->snap_chunk_seq - 1 : 0;
+    if (rc == 0 && from && to >= from) rc = compact_files(s, from, to);
+    /* Merge blocks of one level once enough of them have piled up: level 1
+     * into 2, 2 into 3 (each level a consecutive run in the list). */
+    for (uint32_t level = 1; level <= 2 && rc == 0; level++) {
+        pthread_mutex_lock(&s->blocks_mu);
+        mw_block *in[MERGE_AT * 4];
+        size_t n = 0;
+        uint64_t bytes = 0;
+        for (size_t i = 0; i < s->nblocks && n < MERGE_AT * 4; i++) {
+            const mw_block_meta *m = mw_block_get_meta(s->blocks[i]);
+            if (m->level != level || bytes + m->size > MERGE_MAX_BYTES) {
+                if (n) break;
+                continue;
+            }
+            bytes += m->size;
+            in[n++] = s->blocks[i];
+            mw_block_ref(s->blocks[i]);
+        }
+        pthread_mutex_unlock(&s->blocks_mu);
+        if (n >= MERGE_AT) rc = merge_blocks(s, in, n, level + 1);
+        for (size_t i = 0; i < n; i++)
+            mw_block_unref(in[i]);
+    }
+    retention(s);
+    pthread_mutex_unlock(&s->maint_mu);
+    return rc;
+}

@@ -1,0 +1,225 @@
+/* gorilla.c - delta-of-delta timestamps and XOR values, bit-packed. */
+#include "gorilla.h"
+
+#include <string.h>
+
+static void put_bits(uint8_t *buf, uint32_t *nbits, uint64_t v, unsigned count)
+{
+    /* Most significant bit first; each byte is cleared when first touched so
+     * that the buffer's old contents never leak into the stream. */
+    while (count > 0) {
+        uint32_t byte = *nbits >> 3;
+        unsigned used = *nbits & 7, room = 8 - used;
+        if (used == 0) buf[byte] = 0;
+        unsigned take = count < room ? count : room;
+        uint8_t bits = (uint8_t)((v >> (count - take)) & ((1u << take) - 1));
+        buf[byte] |= (uint8_t)(bits << (room - take));
+        *nbits += take;
+        count -= take;
+    }
+}
+
+static unsigned clz64(uint64_t x)
+{
+    return x ? (unsigned)__builtin_clzll(x) : 64;
+}
+
+static unsigned ctz64(uint64_t x)
+{
+    return x ? (unsigned)__builtin_ctzll(x) : 64;
+}
+
+void mw_gorilla_enc_init(mw_gorilla_enc *e)
+{
+    memset(e, 0, sizeof(*e));
+    e->leading = 0xff; /* no window yet */
+}
+
+static void put_value(mw_gorilla_enc *e, uint8_t *buf, uint64_t bits)
+{
+    uint64_t x = bits ^ e->vbits;
+    if (x == 0) {
+        put_bits(buf, &e->nbits, 0, 1);
+        return;
+    }
+    unsigned lead = clz64(x), trail = ctz64(x);
+    if (lead > 31) lead = 31; /* five bits for the leading count */
+    if (e->leading != 0xff && lead >= e->leading && trail >= e->trailing) {
+        /* The meaningful bits fit in the previous window: reuse it. */
+        put_bits(buf, &e->nbits, 2, 2);
+        unsigned sig = 64 - e->leading - e->trailing;
+        put_bits(buf, &e->nbits, x >> e->trailing, sig);
+        return;
+    }
+    unsigned sig = 64 - lead - trail;
+    put_bits(buf, &e->nbits, 3, 2);
+    put_bits(buf, &e->nbits, lead, 5);
+    put_bits(buf, &e->nbits, sig & 63, 6); /* 64 is written as 0 */
+    put_bits(buf, &e->nbits, x >> trail, sig);
+    e->leading = (uint8_t)lead;
+    e->trailing = (uint8_t)trail;
+}
+
+static unsigned value_bits(const mw_gorilla_enc *e, uint64_t bits)
+{
+    uint64_t x = bits ^ e->vbits;
+    if (x == 0) return 1;
+    unsigned lead = clz64(x), trail = ctz64(x);
+    if (lead > 31) lead = 31;
+    if (e->leading != 0xff && lead >= e->leading && trail >= e->trailing)
+        return 2 + 64 - e->leading - e->trailing;
+    return 2 + 5 + 6 + 64 - lead - trail;
+}
+
+uint32_t mw_gorilla_bits_after(const mw_gorilla_enc *e, int64_t t, double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof(bits));
+    if (e->n == 0) return e->nbits + 128;
+    uint64_t delta = (uint64_t)t - (uint64_t)e->t;
+    unsigned tb;
+    if (e->n == 1) {
+        tb = delta < (1u << 14) ? 15 : 65;
+    } else {
+        int64_t dod = (int64_t)(delta - e->delta);
+        tb = dod == 0                            ? 1
+             : (dod >= -8191 && dod <= 8192)     ? 16
+             : (dod >= -65535 && dod <= 65536)   ? 20
+             : (dod >= -524287 && dod <= 524288) ? 24
+                                                 : 68;
+    }
+    return e->nbits + tb + value_bits(e, bits);
+}
+
+void mw_gorilla_append(mw_gorilla_enc *e, uint8_t *buf, int64_t t, double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof(bits));
+    if (e->n == 0) {
+        put_bits(buf, &e->nbits, (uint64_t)t, 64);
+        put_bits(buf, &e->nbits, bits, 64);
+    } else if (e->n == 1) {
+        uint64_t delta = (uint64_t)t - (uint64_t)e->t;
+        /* The first delta: 14 bits if it fits (a 15 s or 1 s scrape), else 64. */
+        if (delta < (1u << 14)) {
+            put_bits(buf, &e->nbits, 0, 1);
+            put_bits(buf, &e->nbits, delta, 14);
+        } else {
+            put_bits(buf, &e->nbits, 1, 1);
+            put_bits(buf, &e->nbits, delta, 64);
+        }
+        e->delta = delta;
+        put_value(e, buf, bits);
+    } else {
+        uint64_t delta = (uint64_t)t - (uint64_t)e->t;
+        int64_t dod = (int64_t)(delta - e->delta);
+        if (dod == 0) {
+            put_bits(buf, &e->nbits, 0, 1);
+        } else if (dod >= -8191 && dod <= 8192) {
+            put_bits(buf, &e->nbits, 2, 2);
+            put_bits(buf, &e->nbits, (uint64_t)dod & 0x3fff, 14);
+        } else if (dod >= -65535 && dod <= 65536) {
+            put_bits(buf, &e->nbits, 6, 3);
+            put_bits(buf, &e->nbits, (uint64_t)dod & 0x1ffff, 17);
+        } else if (dod >= -524287 && dod <= 524288) {
+            put_bits(buf, &e->nbits, 14, 4);
+            put_bits(buf, &e->nbits, (uint64_t)dod & 0xfffff, 20);
+        } else {
+            put_bits(buf, &e->nbits, 15, 4);
+            put_bits(buf, &e->nbits, (uint64_t)dod, 64);
+        }
+        e->delta = delta;
+        put_value(e, buf, bits);
+    }
+    e->t = t;
+    e->vbits = bits;
+    e->n++;
+}
+
+void mw_gorilla_dec_init(mw_gorilla_dec *d, const uint8_t *buf, size_t nbytes, uint32_t n)
+{
+    memset(d, 0, sizeof(*d));
+    d->buf = buf;
+    d->nbits = (uint64_t)nbytes * 8;
+    d->n = n;
+}
+
+/* Read count bits (<= 64); -1 when they run past the end. */
+static int get_bits(mw_gorilla_dec *d, unsigned count, uint64_t *out)
+{
+    if (d->nbits - d->pos < count) return -1;
+    uint64_t v = 0;
+    while (count > 0) {
+        uint64_t byte = d->pos >> 3;
+        unsigned used = (unsigned)(d->pos & 7), room = 8 - used;
+        unsigned take = count < room ? count : room;
+        uint8_t bits = (uint8_t)((d->buf[byte] >> (room - take)) & ((1u << take) - 1));
+        v = (v << take) | bits;
+        d->pos += take;
+        count -= take;
+    }
+    *out = v;
+    return 0;
+}
+
+static int get_value(mw_gorilla_dec *d)
+{
+    uint64_t b;
+    if (get_bits(d, 1, &b) < 0) return -1;
+    if (b == 0) return 0; /* same value */
+    if (get_bits(d, 1, &b) < 0) return -1;
+    if (b == 1) {
+        uint64_t lead, sig;
+        if (get_bits(d, 5, &lead) < 0 || get_bits(d, 6, &sig) < 0) return -1;
+        if (sig == 0) sig = 64;
+        if (lead + sig > 64) return -1;
+        d->leading = (uint8_t)lead;
+        d->trailing = (uint8_t)(64 - lead - sig);
+    }
+    unsigned sig = 64u - d->leading - d->trailing;
+    uint64_t x;
+    if (get_bits(d, sig, &x) < 0) return -1;
+    d->vbits ^= sig == 64 ? x : x << d->trailing;
+    return 0;
+}
+
+int mw_gorilla_next(mw_gorilla_dec *d, int64_t *t, double *v)
+{
+    if (d->i >= d->n) return 0;
+    uint64_t b;
+    if (d->i == 0) {
+        uint64_t tb;
+        if (get_bits(d, 64, &tb) < 0 || get_bits(d, 64, &d->vbits) < 0) return -1;
+        d->t = (int64_t)tb;
+    } else if (d->i == 1) {
+        if (get_bits(d, 1, &b) < 0) return -1;
+        if (get_bits(d, b ? 64 : 14, &d->delta) < 0) return -1;
+        d->t = (int64_t)((uint64_t)d->t + d->delta);
+        if (get_value(d) < 0) return -1;
+    } else {
+        unsigned ones = 0;
+        while (ones < 4) {
+            if (get_bits(d, 1, &b) < 0) return -1;
+            if (b == 0) break;
+            ones++;
+        }
+        static const unsigned width[5] = {0, 14, 17, 20, 64};
+        uint64_t dod = 0;
+        if (ones > 0) {
+            if (get_bits(d, width[ones], &dod) < 0) return -1;
+            if (width[ones] < 64) {
+                uint64_t sign = 1ull << (width[ones] - 1);
+                /* Sign-extend; the top value of each bucket is positive
+                 * (8192, 65536, 524288) as the encoder writes it. */
+                if ((dod & sign) && dod != sign) dod |= ~((sign << 1) - 1);
+            }
+        }
+        d->delta += dod;
+        d->t = (int64_t)((uint64_t)d->t + d->delta);
+        if (get_value(d) < 0) return -1;
+    }
+    d->i++;
+    *t = d->t;
+    memcpy(v, &d->vbits, sizeof(*v));
+    return 1;
+}

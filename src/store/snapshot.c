@@ -1,0 +1,260 @@
+/* snapshot.c - head snapshots for a fast restart.
+ *
+ * A snapshot is the whole head in one file: symbols, label pairs, and every
+ * live series with its Gorilla state and open chunk, plus the WAL position
+ * (LSN) and chunk-file position it reflects. Restarting loads it with no
+ * string hashing (each series' hash is stored) and replays only the WAL
+ * after it. Written to a temporary file, fsynced, renamed; the WAL segments
+ * it covers are deleted afterwards. The head is serialised into memory
+ * under the store's read lock (writers wait a fraction of a second per
+ * million series) and written out after the lock is released.
+ *
+ * Layout (little-endian): "MWSNAP01", u64 lsn, u32 chunk seq, u64 chunk
+ * size, u32 next id, u32 symbols {uvarint len, bytes}, u32 pairs {uvarint
+ * name, uvarint value}, u32 series {uvarint id, u64 hash, u8 nlabels,
+ * uvarint pair ids, u64 last ref, u64 t, u64 delta, u64 vbits, u32 nbits,
+ * u16 n, u8 leading, u8 trailing, u8 flags, chunk bytes}, u32 crc32 of all
+ * that precedes. */
+#include "../core/log.h"
+#include "../core/util.h"
+#include "store_internal.h"
+#include "varint.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+static const char snap_magic[8] = {'M', 'W', 'S', 'N', 'A', 'P', '0', '1'};
+
+/* The hash of a stored series, as mw_labels_hash computes it. */
+static uint64_t stored_hash(const mw_head *h, const mw_series *se)
+{
+    uint64_t x = 0x6d6c7761746368ull;
+    const uint32_t *pairs = mw_head_labels(h, se);
+    for (size_t i = 0; i < se->nlabels; i++) {
+        const uint32_t *p = h->sym.pairs[pairs[i]];
+        x = mw_hash64(h->sym.strs[p[0]], h->sym.lens[p[0]], x);
+        x = mw_hash64(h->sym.strs[p[1]], h->sym.lens[p[1]], x);
+    }
+    return x;
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t k = write(fd, c, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return k < 0 ? -errno : -ENOSPC;
+        c += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+int mw_snapshot_write(mw_store *s)
+{
+    mw_buf b;
+    mw_buf_init(&b, 0);
+    pthread_rwlock_rdlock(&s->lock);
+    mw_head *h = &s->head;
+    uint64_t lsn = mw_wal_appended(s->wal);
+    uint32_t seq = h->seq;
+    uint64_t csize = h->size;
+    mw_buf_append(&b, snap_magic, sizeof(snap_magic));
+    mw_buf_u64(&b, lsn);
+    mw_buf_u32(&b, seq);
+    mw_buf_u64(&b, csize);
+    mw_buf_u32(&b, h->next_id);
+    mw_buf_u32(&b, h->sym.n);
+    for (uint32_t i = 0; i < h->sym.n; i++) {
+        mw_buf_uvarint(&b, h->sym.lens[i]);
+        mw_buf_append(&b, h->sym.strs[i], h->sym.lens[i]);
+    }
+    mw_buf_u32(&b, h->sym.npairs);
+    for (uint32_t i = 0; i < h->sym.npairs; i++) {
+        mw_buf_uvarint(&b, h->sym.pairs[i][0]);
+        mw_buf_uvarint(&b, h->sym.pairs[i][1]);
+    }
+    mw_buf_u32(&b, h->nlive);
+    for (uint32_t id = 0; id < h->next_id; id++) {
+        const mw_series *se = mw_head_series(h, id);
+        if (!(se->flags & MW_SERIES_LIVE)) continue;
+        mw_buf_uvarint(&b, id);
+        mw_buf_u64(&b, stored_hash(h, se));
+        uint8_t nl = se->nlabels;
+        mw_buf_append(&b, &nl, 1);
+        const uint32_t *pairs = mw_head_labels(h, se);
+        for (size_t i = 0; i < nl; i++)
+            mw_buf_uvarint(&b, pairs[i]);
+        mw_buf_u64(&b, se->last_ref);
+        mw_buf_u64(&b, (uint64_t)se->enc.t);
+        mw_buf_u64(&b, se->enc.delta);
+        mw_buf_u64(&b, se->enc.vbits);
+        mw_buf_u32(&b, se->enc.nbits);
+        uint8_t tail[5] = {(uint8_t)se->enc.n, (uint8_t)(se->enc.n >> 8), se->enc.leading,
+                           se->enc.trailing, se->flags};
+        mw_buf_append(&b, tail, sizeof(tail));
+        if (se->enc.n) mw_buf_append(&b, se->chunk, mw_gorilla_bytes(&se->enc));
+    }
+    pthread_rwlock_unlock(&s->lock);
+    mw_buf_u32(&b, (uint32_t)crc32(0, (const Bytef *)b.data, (uInt)b.len));
+
+    /* The chunks the snapshot points at must be durable before it is. */
+    if (h->fd >= 0 && !s->opt.no_sync) fdatasync(h->fd);
+    char tmp[PATH_MAX + 32], final[PATH_MAX + 32];
+    mw_store_path(s, "head.snapshot.tmp", tmp, sizeof(tmp));
+    mw_store_path(s, "head.snapshot", final, sizeof(final));
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int rc = fd < 0 ? -errno : write_all(fd, b.data, b.len);
+    if (rc == 0 && !s->opt.no_sync && fsync(fd) < 0) rc = -errno;
+    if (fd >= 0) close(fd);
+    if (rc == 0 && rename(tmp, final) < 0) rc = -errno;
+    if (rc < 0) {
+        unlink(tmp);
+        mw_log_once(MW_LOG_ERROR, "store", "snapshot",
+                    "cannot write the head snapshot %s: %s "
+                    "(the WAL is kept; restart takes longer)",
+                    final, strerror(-rc));
+        mw_buf_free(&b);
+        return rc;
+    }
+    if (!s->opt.no_sync) {
+        int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+            fsync(dfd);
+            close(dfd);
+        }
+    }
+    mw_buf_free(&b);
+    s->snap_lsn = lsn;
+    s->snap_chunk_seq = seq;
+    mw_wal_truncate_before(s->wal, lsn);
+    return 0;
+}
+
+int mw_snapshot_load(mw_store *s, uint64_t *lsn, uint32_t *chunk_seq, uint64_t *chunk_size)
+{
+    char path[PATH_MAX + 32];
+    mw_store_path(s, "head.snapshot", path, sizeof(path));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 1;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || st.st_size < (off_t)(sizeof(snap_magic) + 4)) {
+        close(fd);
+        mw_log(MW_LOG_ERROR, "store", "head snapshot %s is truncated; ignored", path);
+        return -1;
+    }
+    size_t size = (size_t)st.st_size;
+    uint8_t *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) return -1;
+    madvise(map, size, MADV_SEQUENTIAL);
+    mw_rd r = {map, size - 4, 0, 0};
+    mw_rd tail = {map + size - 4, 4, 0, 0};
+    uint32_t crc = mw_rd_u32(&tail);
+    int rc = 0;
+    if (memcmp(map, snap_magic, sizeof(snap_magic)) != 0 ||
+        crc != (uint32_t)crc32(0, map, (uInt)(size - 4))) {
+        mw_log(MW_LOG_ERROR, "store",
+               "head snapshot %s is corrupt (bad magic or checksum); "
+               "ignored: recovery uses the WAL alone",
+               path);
+        munmap(map, size);
+        return -1;
+    }
+    r.off = sizeof(snap_magic);
+    mw_head *h = &s->head;
+    *lsn = mw_rd_u64(&r);
+    *chunk_seq = mw_rd_u32(&r);
+    *chunk_size = mw_rd_u64(&r);
+    uint32_t next_id = mw_rd_u32(&r);
+    uint32_t nsym = mw_rd_u32(&r);
+    for (uint32_t i = 0; i < nsym && !r.bad; i++) {
+        uint64_t len = mw_rd_uvarint(&r);
+        const uint8_t *p = mw_rd_bytes(&r, len);
+        if (!p) break;
+        if (mw_sym_intern(&h->sym, (const char *)p, len) != i) r.bad = 1;
+    }
+    uint32_t npairs = mw_rd_u32(&r);
+    for (uint32_t i = 0; i < npairs && !r.bad; i++) {
+        uint64_t a = mw_rd_uvarint(&r), b = mw_rd_uvarint(&r);
+        if (a >= h->sym.n || b >= h->sym.n ||
+            mw_pair_intern(&h->sym, (uint32_t)a, (uint32_t)b) != i)
+            r.bad = 1;
+    }
+    uint32_t nser = mw_rd_u32(&r);
+    /* Size the series index once instead of growing it step by step. */
+    uint32_t want = 1024;
+    while ((uint64_t)want * 3 < (uint64_t)nser * 4 + 4)
+        want *= 2;
+    if (want > h->nslots) {
+        free(h->slots);
+        h->slots = mw_xcalloc(want, sizeof(uint64_t));
+        h->nslots = want;
+    }
+    mw_label lab[255];
+    for (uint32_t k = 0; k < nser && !r.bad; k++) {
+        uint64_t id = mw_rd_uvarint(&r);
+        uint64_t hash = mw_rd_u64(&r);
+        const uint8_t *nlp = mw_rd_bytes(&r, 1);
+        if (!nlp || *nlp == 0 || id >= next_id) {
+            r.bad = 1;
+            break;
+        }
+        size_t nl = *nlp;
+        for (size_t i = 0; i < nl; i++) {
+            uint64_t pair = mw_rd_uvarint(&r);
+            if (r.bad || pair >= h->sym.npairs) {
+                r.bad = 1;
+                break;
+            }
+            lab[i] =
+                (mw_label){h->sym.strs[h->sym.pairs[pair][0]], h->sym.strs[h->sym.pairs[pair][1]]};
+        }
+        if (r.bad) break;
+        uint32_t sid = mw_head_create(h, lab, nl, hash, (uint32_t)id);
+        mw_series *se = mw_head_series(h, sid);
+        se->last_ref = mw_rd_u64(&r);
+        se->enc.t = (int64_t)mw_rd_u64(&r);
+        se->enc.delta = mw_rd_u64(&r);
+        se->enc.vbits = mw_rd_u64(&r);
+        se->enc.nbits = mw_rd_u32(&r);
+        const uint8_t *t5 = mw_rd_bytes(&r, 5);
+        if (!t5) break;
+        se->enc.n = (uint16_t)(t5[0] | t5[1] << 8);
+        se->enc.leading = t5[2];
+        se->enc.trailing = t5[3];
+        se->flags = (uint8_t)(t5[4] | MW_SERIES_LIVE);
+        if (se->enc.n) {
+            size_t nb = mw_gorilla_bytes(&se->enc);
+            const uint8_t *cb = mw_rd_bytes(&r, nb);
+            if (!cb || nb > 65535 - 32) {
+                r.bad = 1;
+                break;
+            }
+            mw_head_chunk_resize(h, se, ((nb + 8 + 15) & ~(size_t)15) - 8);
+            memcpy(se->chunk, cb, nb);
+        }
+    }
+    if (r.bad) {
+        /* The checksum matched, so this is a bug or a format change: start
+         * from the WAL alone rather than trust half a head. */
+        mw_log(MW_LOG_ERROR, "store", "head snapshot %s does not parse; ignored", path);
+        rc = -1;
+    } else if (next_id > h->next_id) {
+        h->next_id = next_id; /* ids are never reused */
+        while ((h->next_id >> 12) >= h->nslabs) {
+            h->slabs = mw_xrealloc(h->slabs, (h->nslabs + 1) * sizeof(mw_series *));
+            h->slabs[h->nslabs++] = mw_xcalloc(4096, sizeof(mw_series));
+        }
+    }
+    munmap(map, size);
+    return rc;
+}

@@ -1,0 +1,131 @@
+/* store.h - mlwatch's embedded time-series store: the public API.
+ *
+ * A series is a label set sorted by name; its samples are float values with
+ * millisecond timestamps. Writes go to the write-ahead log and the in-memory
+ * head (store_append.c); the head's full chunks go to chunk files, which are
+ * compacted into immutable, mmap'ed blocks (block.c) that retention deletes
+ * by age and by total size. On open the head is restored from the latest
+ * snapshot and the WAL after it (snapshot.c, wal.c). docs/store.md
+ * describes the format on disk, the durability policy, the limits and the
+ * out-of-order policy.
+ *
+ * Thread-safe: any number of writers and readers. */
+#ifndef MW_STORE_H
+#define MW_STORE_H
+
+#include "../core/snapshot.h"
+#include "matcher.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct mw_store mw_store;
+
+typedef struct mw_store_limits {
+    uint64_t max_series;            /* active series in the head; 0 = no limit */
+    uint64_t max_series_per_tenant; /* per value of tenant_label; 0 = no limit */
+    char tenant_label[128];         /* "" = no tenant limit */
+    uint32_t max_label_name_len;    /* bytes; 0 = no limit */
+    uint32_t max_label_value_len;
+    uint32_t max_labels; /* per series (at most 255) */
+    uint64_t max_samples_per_request;
+} mw_store_limits;
+
+typedef struct mw_store_options {
+    const char *dir;
+    int64_t retention_ms;     /* 0 = keep forever */
+    uint64_t retention_bytes; /* 0 = no size limit */
+    mw_store_limits limits;
+    int no_sync; /* tests and benchmarks only: never fsync */
+    /* Snapshot the head once the WAL has grown this much (0 = default). */
+    uint64_t snapshot_wal_bytes;
+    int64_t background_ms; /* period of the maintenance thread; 0 = 1 s, -1 = none */
+} mw_store_options;
+
+void mw_store_default_limits(mw_store_limits *l);
+
+/* Open (creating) the store in o->dir and recover it. NULL with a one-line
+ * reason in err when the folder cannot be used (or another process holds
+ * it). */
+mw_store *mw_store_open(const mw_store_options *o, char *err, size_t errsize);
+/* Flush, snapshot the head for a fast restart, and close. */
+void mw_store_close(mw_store *s);
+
+/* One series of a write, in the shape of a remote-write TimeSeries. The
+ * store may reorder the labels and drop those with empty values. */
+typedef struct mw_store_sample {
+    int64_t t;
+    double v;
+} mw_store_sample;
+typedef struct mw_store_ts {
+    mw_label *labels;
+    size_t nlabels;
+    const mw_store_sample *samples;
+    size_t nsamples;
+} mw_store_ts;
+
+/* How a write ended: 0 stored (and durable when wait was set); 400 invalid
+ * or out of order, 429 over a series limit, 503 storage unavailable (disk
+ * full). For 400 and 429 nothing of the write was stored. */
+enum { MW_STORE_WAIT = 1 };
+int mw_store_append(mw_store *s, mw_store_ts *ts, size_t n, int flags, char *msg, size_t msgsize);
+/* Append a collection snapshot (the agent's own metrics, __name__ from the
+ * family); does not wait for the fsync. Returns as mw_store_append. */
+int mw_store_append_snapshot(mw_store *s, const mw_snapshot *snap, char *msg, size_t msgsize);
+
+/* Reading: the series that match every matcher, with their samples in
+ * [mint, maxt], sorted by labels. At most max_samples samples in all (0 =
+ * no limit): beyond it the call fails with a message. */
+typedef struct mw_series_data {
+    mw_label *labels;
+    size_t nlabels;
+    int64_t *t;
+    double *v;
+    size_t n;
+} mw_series_data;
+typedef struct mw_select_result {
+    mw_series_data *series;
+    size_t nseries;
+    size_t nsamples;
+    void *priv;
+} mw_select_result;
+int mw_store_select(mw_store *s, const mw_matcher *ms, size_t nm, int64_t mint, int64_t maxt,
+                    size_t max_samples, mw_select_result *out, char *err, size_t errsize);
+void mw_select_result_free(mw_select_result *r);
+
+/* Maintenance, normally run by the store's own thread; exposed for tests
+ * and the benchmark: snapshot the head (and drop the WAL it covers),
+ * compact chunk files and blocks, apply retention. */
+int mw_store_snapshot(mw_store *s);
+int mw_store_compact(mw_store *s, int force);
+
+typedef struct mw_store_stats {
+    uint64_t series; /* active series in the head */
+    uint64_t series_created;
+    uint64_t samples_appended;
+    uint64_t samples_duplicate; /* exact duplicates skipped */
+    uint64_t wal_fsyncs, wal_write_errors;
+    uint64_t bytes_on_disk; /* WAL + chunk files + blocks + snapshot */
+    uint64_t blocks;
+    uint64_t head_memory_bytes;
+    uint64_t refused[8]; /* by mw_store_refusal */
+    uint64_t wal_records_replayed, wal_bytes_cut;
+    int disk_full;
+} mw_store_stats;
+typedef enum {
+    MW_REFUSE_MALFORMED,
+    MW_REFUSE_OUT_OF_ORDER,
+    MW_REFUSE_DUPLICATE,
+    MW_REFUSE_SERIES_LIMIT,
+    MW_REFUSE_TENANT_LIMIT,
+    MW_REFUSE_LABEL_LIMIT,
+    MW_REFUSE_SAMPLES_LIMIT,
+    MW_REFUSE_DISK_FULL,
+} mw_store_refusal;
+extern const char *const mw_store_refusal_names[8];
+void mw_store_get_stats(mw_store *s, mw_store_stats *out);
+/* Count a refusal that happened before the store saw the request (a body
+ * that does not decode). */
+void mw_store_count_refusal(mw_store *s, mw_store_refusal r);
+
+#endif

@@ -1,0 +1,269 @@
+/* store_module.c - the store as an agent module: the agent's own samples
+ * go straight into it every interval (consume), remote writes arrive on
+ * /api/v1/write, and its self-metrics (mlwatch_store_*) join each cycle.
+ *
+ * The store opens when the agent registers its routes, so one-shot commands
+ * (`mlwatch metrics`) never touch the data folder, and the agent reports
+ * ready only once recovery is done. */
+#include "../agent/module.h"
+#include "../core/log.h"
+#include "../core/util.h"
+#include "remote_write.h"
+#include "store.h"
+
+#include <limits.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct store_module {
+    const mw_config *cfg;
+    mw_store *store;
+    char open_error[512];
+} store_module;
+
+static const mw_metric_desc ACTIVE = {"mlwatch_store_active_series",
+                                      "Series in the store's in-memory head.", "", MW_GAUGE};
+static const mw_metric_desc CREATED = {"mlwatch_store_series_created_total",
+                                       "Series created in the store since start.", "", MW_COUNTER};
+static const mw_metric_desc APPENDED = {"mlwatch_store_samples_appended_total",
+                                        "Samples appended to the store since start (the WAL "
+                                        "replay included).",
+                                        "", MW_COUNTER};
+static const mw_metric_desc DUPLICATE = {"mlwatch_store_samples_duplicate_total",
+                                         "Samples skipped as exact duplicates of stored ones.", "",
+                                         MW_COUNTER};
+static const mw_metric_desc FSYNCS = {"mlwatch_store_wal_fsyncs_total",
+                                      "WAL fsyncs (each makes a group of writes durable).", "",
+                                      MW_COUNTER};
+static const mw_metric_desc WAL_ERRORS = {"mlwatch_store_wal_write_errors_total",
+                                          "WAL writes or fsyncs that failed (disk full, I/O).", "",
+                                          MW_COUNTER};
+static const mw_metric_desc DISK = {"mlwatch_store_disk_usage_bytes",
+                                    "Bytes the store uses on disk (WAL, chunks, blocks, "
+                                    "snapshot).",
+                                    "bytes", MW_GAUGE};
+static const mw_metric_desc MEMORY = {"mlwatch_store_head_memory_bytes",
+                                      "Bytes the store's head holds in memory (estimate).", "bytes",
+                                      MW_GAUGE};
+static const mw_metric_desc BLOCKS = {"mlwatch_store_blocks", "Block files in the store.", "",
+                                      MW_GAUGE};
+static const mw_metric_desc REFUSED = {"mlwatch_store_refused_requests_total",
+                                       "Writes the store refused, by reason.", "", MW_COUNTER};
+static const mw_metric_desc DISK_FULL = {"mlwatch_store_disk_full",
+                                         "1 while the WAL cannot be written (ingest gets 503).", "",
+                                         MW_GAUGE};
+static const mw_metric_desc TORN = {"mlwatch_store_wal_torn_bytes",
+                                    "Bytes of torn or corrupt WAL tail cut off at the last start.",
+                                    "bytes", MW_GAUGE};
+
+static int module_init(const mw_env *env, void **state)
+{
+    if (!env->cfg->store) return MW_COLLECTOR_ABSENT;
+    store_module *m = mw_xcalloc(1, sizeof(*m));
+    m->cfg = env->cfg;
+    *state = m;
+    return 0;
+}
+
+static void write_handler(void *cls, const mw_http_request *req, mw_http_response *resp)
+{
+    store_module *m = cls;
+    if (!m->store) {
+        mw_http_text(resp, 503, "store unavailable: %s\n", m->open_error);
+        return;
+    }
+    const char *enc = mw_http_header(req, "Content-Encoding");
+    if (enc && strcasecmp(enc, "snappy") != 0) {
+        mw_store_count_refusal(m->store, MW_REFUSE_MALFORMED);
+        mw_http_text(resp, 415,
+                     "unsupported Content-Encoding '%.64s': remote write 1.0 bodies are snappy "
+                     "blocks\n",
+                     enc);
+        return;
+    }
+    const char *ct = mw_http_header(req, "Content-Type");
+    if (ct && strstr(ct, "io.prometheus.write.v2")) {
+        mw_store_count_refusal(m->store, MW_REFUSE_MALFORMED);
+        mw_http_text(resp, 415,
+                     "remote write 2.0 is not supported; send protocol 1.0 "
+                     "(prometheus.WriteRequest)\n");
+        return;
+    }
+    mw_rw_request r;
+    char err[512];
+    if (mw_rw_decode((const uint8_t *)req->body, req->body_len, &r, err, sizeof(err)) < 0) {
+        mw_rw_request_free(&r);
+        mw_store_count_refusal(m->store, MW_REFUSE_MALFORMED);
+        mw_http_text(resp, 400, "malformed remote-write body: %s; nothing was stored\n", err);
+        return;
+    }
+    int rc = mw_store_append(m->store, r.ts, r.n, MW_STORE_WAIT, err, sizeof(err));
+    mw_rw_request_free(&r);
+    if (rc == 0) {
+        mw_http_text(resp, 204, "%s", "");
+        return;
+    }
+    mw_http_text(resp, rc, "%s\n", err);
+}
+
+static int64_t arg_ms(const mw_http_request *req, const char *name, int64_t def)
+{
+    const char *v = mw_http_arg(req, name);
+    if (!v || !*v) return def;
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    return *end ? def : (int64_t)x;
+}
+
+/* GET /api/v1/store/export?match=NAME&start=MS&end=MS (text, one sample a
+ * line) and /api/v1/store/count (totals): a window into the store for
+ * tests and benchmarks until the query API arrives. */
+static void read_handler(void *cls, const mw_http_request *req, mw_http_response *resp)
+{
+    store_module *m = cls;
+    if (!m->store) {
+        mw_http_text(resp, 503, "store unavailable: %s\n", m->open_error);
+        return;
+    }
+    const char *name = mw_http_arg(req, "match");
+    mw_matcher mt;
+    char err[256];
+    size_t nm = 0;
+    if (name && *name) {
+        if (mw_matcher_init(&mt, MW_MATCH_EQ, "__name__", name, err, sizeof(err)) < 0) {
+            mw_http_text(resp, 400, "%s\n", err);
+            return;
+        }
+        nm = 1;
+    }
+    mw_select_result res;
+    int rc = mw_store_select(m->store, nm ? &mt : NULL, nm, arg_ms(req, "start", INT64_MIN),
+                             arg_ms(req, "end", INT64_MAX), 50000000, &res, err, sizeof(err));
+    if (nm) mw_matcher_free(&mt);
+    if (rc < 0) {
+        mw_http_text(resp, 422, "%s\n", err);
+        return;
+    }
+    mw_buf b;
+    mw_buf_init(&b, 0);
+    if (strcmp(req->path, "/api/v1/store/count") == 0) {
+        mw_buf_printf(&b, "series %zu\nsamples %zu\n", res.nseries, res.nsamples);
+    } else {
+        for (size_t i = 0; i < res.nseries; i++) {
+            const mw_series_data *d = &res.series[i];
+            for (size_t k = 0; k < d->n; k++) {
+                mw_buf_putc(&b, '{');
+                for (size_t j = 0; j < d->nlabels; j++)
+                    mw_buf_printf(&b, "%s%s=\"%s\"", j ? "," : "", d->labels[j].name,
+                                  d->labels[j].value);
+                uint64_t bits;
+                memcpy(&bits, &d->v[k], sizeof(bits));
+                mw_buf_printf(&b, "} %lld %.17g 0x%016llx\n", (long long)d->t[k], d->v[k],
+                              (unsigned long long)bits);
+            }
+        }
+    }
+    mw_select_result_free(&res);
+    resp->status = 200;
+    resp->content_type = "text/plain; charset=utf-8";
+    resp->body = mw_buf_steal(&b, &resp->len);
+}
+
+/* POST /api/v1/store/compact and /api/v1/store/snapshot: run maintenance
+ * now (the benchmark measures disk use after compaction). */
+static void admin_handler(void *cls, const mw_http_request *req, mw_http_response *resp)
+{
+    store_module *m = cls;
+    if (!m->store) {
+        mw_http_text(resp, 503, "store unavailable: %s\n", m->open_error);
+        return;
+    }
+    int rc = strcmp(req->path, "/api/v1/store/compact") == 0 ? mw_store_compact(m->store, 1)
+                                                             : mw_store_snapshot(m->store);
+    if (rc < 0)
+        mw_http_text(resp, 503, "failed: %s\n", strerror(-rc));
+    else
+        mw_http_text(resp, 200, "done\n");
+}
+
+static void module_routes(void *state, mw_http_server *http)
+{
+    store_module *m = state;
+    const mw_config *cfg = m->cfg;
+    char dir[PATH_MAX + 8];
+    snprintf(dir, sizeof(dir), "%s/data", cfg->data_dir);
+    mw_store_options o = {
+        .dir = dir, .retention_ms = cfg->retention_ms, .retention_bytes = cfg->retention_size};
+    mw_store_default_limits(&o.limits);
+    o.limits.max_series = (uint64_t)cfg->store_max_series;
+    o.limits.max_series_per_tenant = (uint64_t)cfg->store_max_series_per_tenant;
+    mw_strlcpy(o.limits.tenant_label, cfg->store_tenant_label, sizeof(o.limits.tenant_label));
+    o.limits.max_label_name_len = (uint32_t)cfg->store_max_label_name_length;
+    o.limits.max_label_value_len = (uint32_t)cfg->store_max_label_value_length;
+    o.limits.max_labels = (uint32_t)cfg->store_max_labels;
+    o.limits.max_samples_per_request = (uint64_t)cfg->store_max_samples_per_request;
+    o.no_sync = getenv("MLWATCH_STORE_NO_FSYNC") != NULL; /* benchmarks of CPU cost only */
+    /* Millions of small, long-lived chunk buffers share the heap with each
+     * request's short-lived decoding arena (megabytes). Large blocks go to
+     * mmap (a fixed threshold, not glibc's sliding one) and one malloc
+     * arena serves all threads, so that freed request memory goes back to
+     * the kernel instead of staying resident between the chunk buffers. */
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+    mallopt(M_ARENA_MAX, 1);
+    m->store = mw_store_open(&o, m->open_error, sizeof(m->open_error));
+    if (!m->store) mw_log(MW_LOG_ERROR, "store", "store disabled: %s", m->open_error);
+    mw_http_route(http, "POST", "/api/v1/write", 0, write_handler, m);
+    mw_http_route(http, "GET", "/api/v1/store/export", 0, read_handler, m);
+    mw_http_route(http, "GET", "/api/v1/store/count", 0, read_handler, m);
+    mw_http_route(http, "POST", "/api/v1/store/compact", 0, admin_handler, m);
+    mw_http_route(http, "POST", "/api/v1/store/snapshot", 0, admin_handler, m);
+}
+
+static void module_derive(void *state, mw_snapshot *snap)
+{
+    store_module *m = state;
+    if (!m->store) return;
+    mw_store_stats st;
+    mw_store_get_stats(m->store, &st);
+    mw_emit(snap, &ACTIVE, (double)st.series, MW_END);
+    mw_emit(snap, &CREATED, (double)st.series_created, MW_END);
+    mw_emit(snap, &APPENDED, (double)st.samples_appended, MW_END);
+    mw_emit(snap, &DUPLICATE, (double)st.samples_duplicate, MW_END);
+    mw_emit(snap, &FSYNCS, (double)st.wal_fsyncs, MW_END);
+    mw_emit(snap, &WAL_ERRORS, (double)st.wal_write_errors, MW_END);
+    mw_emit(snap, &DISK, (double)st.bytes_on_disk, MW_END);
+    mw_emit(snap, &MEMORY, (double)st.head_memory_bytes, MW_END);
+    mw_emit(snap, &BLOCKS, (double)st.blocks, MW_END);
+    for (int i = 0; i < 8; i++)
+        mw_emit(snap, &REFUSED, (double)st.refused[i], "reason", mw_store_refusal_names[i], MW_END);
+    mw_emit(snap, &DISK_FULL, st.disk_full ? 1.0 : 0.0, MW_END);
+    mw_emit(snap, &TORN, (double)st.wal_bytes_cut, MW_END);
+}
+
+static void module_consume(void *state, const mw_snapshot *snap)
+{
+    store_module *m = state;
+    if (!m->store) return;
+    char msg[512];
+    int rc = mw_store_append_snapshot(m->store, snap, msg, sizeof(msg));
+    if (rc) mw_log_once(MW_LOG_WARN, "store", "own-samples", "own samples not stored: %s", msg);
+}
+
+static void module_destroy(void *state)
+{
+    store_module *m = state;
+    if (!m) return;
+    mw_store_close(m->store);
+    free(m);
+}
+
+const mw_module mw_module_store = {
+    .name = "store",
+    .init = module_init,
+    .routes = module_routes,
+    .derive = module_derive,
+    .consume = module_consume,
+    .destroy = module_destroy,
+};

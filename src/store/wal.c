@@ -1,0 +1,486 @@
+/* wal.c - write-ahead log segments, group commit, replay. */
+#include "wal.h"
+#include "../core/log.h"
+#include "../core/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+static const char wal_magic[8] = {'M', 'W', 'W', 'A', 'L', '0', '0', '1'};
+
+struct mw_wal {
+    char dir[PATH_MAX];
+    int sync;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint8_t *buf, *spare;
+    size_t len, cap, spare_cap;
+    uint64_t appended; /* LSN past the last buffered record */
+    uint64_t durable;  /* LSN up to which records are durable */
+    uint64_t failed_upto;
+    int err;
+    int flushing;
+    /* current segment (touched by the flushing thread only) */
+    int fd;
+    uint64_t seg_start;
+    uint64_t seg_size;
+    mw_wal_stats stats;
+};
+
+static void seg_name(const char *dir, uint64_t start, char *out, size_t size)
+{
+    snprintf(out, size, "%s/%016llx", dir, (unsigned long long)start);
+}
+
+static int sync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    int rc = fsync(fd) < 0 ? -errno : 0;
+    close(fd);
+    return rc;
+}
+
+static int open_segment(mw_wal *w, uint64_t start)
+{
+    char path[PATH_MAX + 32];
+    seg_name(w->dir, start, path, sizeof(path));
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return -errno;
+    if (write(fd, wal_magic, sizeof(wal_magic)) != (ssize_t)sizeof(wal_magic)) {
+        int e = errno ? errno : ENOSPC;
+        close(fd);
+        unlink(path);
+        return -e;
+    }
+    if (w->sync && (fdatasync(fd) < 0 || sync_dir(w->dir) < 0)) {
+        int e = errno ? errno : EIO;
+        close(fd);
+        unlink(path);
+        return -e;
+    }
+    if (w->fd >= 0) close(w->fd);
+    w->fd = fd;
+    w->seg_start = start;
+    w->seg_size = sizeof(wal_magic);
+    w->stats.segments++;
+    return 0;
+}
+
+mw_wal *mw_wal_open(const char *dir, uint64_t start_lsn, int sync, int *err)
+{
+    mw_wal *w = mw_xcalloc(1, sizeof(*w));
+    mw_strlcpy(w->dir, dir, sizeof(w->dir));
+    w->sync = sync;
+    w->fd = -1;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    w->appended = w->durable = start_lsn;
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+        *err = -errno;
+        mw_wal_close(w);
+        return NULL;
+    }
+    int rc = open_segment(w, start_lsn);
+    if (rc < 0) {
+        *err = rc;
+        mw_wal_close(w);
+        return NULL;
+    }
+    return w;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+uint64_t mw_wal_append(mw_wal *w, uint8_t type, const void *payload, size_t len)
+{
+    uint8_t hdr[9];
+    put32(hdr, (uint32_t)len);
+    uint32_t crc = (uint32_t)crc32(0, &type, 1);
+    crc = (uint32_t)crc32(crc, payload, (uInt)len);
+    put32(hdr + 4, crc);
+    hdr[8] = type;
+    pthread_mutex_lock(&w->mu);
+    size_t need = w->len + sizeof(hdr) + len;
+    if (need > w->cap) {
+        size_t cap = w->cap ? w->cap : 1 << 16;
+        while (cap < need)
+            cap *= 2;
+        w->buf = mw_xrealloc(w->buf, cap);
+        w->cap = cap;
+    }
+    memcpy(w->buf + w->len, hdr, sizeof(hdr));
+    memcpy(w->buf + w->len + sizeof(hdr), payload, len);
+    w->len = need;
+    w->appended += sizeof(hdr) + len;
+    uint64_t lsn = w->appended;
+    pthread_mutex_unlock(&w->mu);
+    return lsn;
+}
+
+/* Write a batch to the current segment (rotating first when it is full) and
+ * make it durable. On failure the segment is cut back to where it was. */
+static int write_batch(mw_wal *w, const uint8_t *p, size_t n, uint64_t first_lsn)
+{
+    if (w->seg_size >= MW_WAL_SEGMENT_MAX || w->fd < 0) {
+        int rc = open_segment(w, first_lsn);
+        if (rc < 0) return rc;
+    }
+    uint64_t before = w->seg_size;
+    size_t off = 0;
+    int rc = 0;
+    while (off < n) {
+        ssize_t k = pwrite(w->fd, p + off, n - off, (off_t)(before + off));
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            rc = k < 0 ? -errno : -ENOSPC;
+            break;
+        }
+        off += (size_t)k;
+    }
+    if (rc == 0 && w->sync) {
+        if (fdatasync(w->fd) < 0) rc = -errno;
+        w->stats.fsyncs++;
+    }
+    if (rc < 0) {
+        w->stats.write_errors++;
+        if (ftruncate(w->fd, (off_t)before) < 0) {
+            /* Nothing more to do: replay cuts a torn tail off anyway. */
+        }
+        return rc;
+    }
+    w->seg_size = before + n;
+    w->stats.bytes += n;
+    return 0;
+}
+
+/* Become the leader (w->mu held, not flushing) and flush the buffer. */
+static int lead_flush(mw_wal *w)
+{
+    w->flushing = 1;
+    uint8_t *data = w->buf;
+    size_t n = w->len, cap = w->cap;
+    uint64_t target = w->appended, first = w->durable;
+    w->buf = w->spare;
+    w->cap = w->spare_cap;
+    w->len = 0;
+    w->spare = NULL;
+    w->spare_cap = 0;
+    pthread_mutex_unlock(&w->mu);
+    int rc = n ? write_batch(w, data, n, first) : 0;
+    pthread_mutex_lock(&w->mu);
+    /* Log each change between failing and working once, not per write. */
+    if (rc < 0 && w->err == 0)
+        mw_log(MW_LOG_ERROR, "store",
+               "cannot write the WAL in %s: %s; ingest is refused with "
+               "503 until it works again (nothing stored is lost; retried every second)",
+               w->dir, strerror(-rc));
+    if (rc == 0 && w->err != 0)
+        mw_log(MW_LOG_INFO, "store", "the WAL in %s is writable again; ingest resumes", w->dir);
+    if (rc == 0) {
+        w->durable = target;
+        w->err = 0;
+        if (!w->spare || cap > w->spare_cap) {
+            free(w->spare);
+            w->spare = data;
+            w->spare_cap = cap;
+        } else {
+            free(data);
+        }
+    } else {
+        /* Keep the bytes, in order, ahead of what was buffered meanwhile. */
+        size_t need = n + w->len;
+        if (cap < need) {
+            data = mw_xrealloc(data, need);
+            cap = need;
+        }
+        memcpy(data + n, w->buf, w->len);
+        free(w->buf);
+        w->buf = data;
+        w->cap = cap;
+        w->len = need;
+        w->failed_upto = target;
+        w->err = rc;
+    }
+    w->flushing = 0;
+    pthread_cond_broadcast(&w->cv);
+    return rc;
+}
+
+int mw_wal_wait(mw_wal *w, uint64_t lsn)
+{
+    int rc = 0;
+    pthread_mutex_lock(&w->mu);
+    while (w->durable < lsn) {
+        if (w->flushing) {
+            pthread_cond_wait(&w->cv, &w->mu);
+            continue;
+        }
+        if (w->err && w->failed_upto >= lsn) {
+            rc = w->err;
+            break;
+        }
+        int r = lead_flush(w);
+        if (r < 0 && w->durable < lsn) {
+            rc = r;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+int mw_wal_flush(mw_wal *w)
+{
+    pthread_mutex_lock(&w->mu);
+    uint64_t lsn = w->appended;
+    while (w->flushing)
+        pthread_cond_wait(&w->cv, &w->mu);
+    int rc = w->durable < lsn ? lead_flush(w) : 0;
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+int mw_wal_error(mw_wal *w)
+{
+    pthread_mutex_lock(&w->mu);
+    int e = w->err;
+    pthread_mutex_unlock(&w->mu);
+    return e;
+}
+
+uint64_t mw_wal_appended(mw_wal *w)
+{
+    pthread_mutex_lock(&w->mu);
+    uint64_t a = w->appended;
+    pthread_mutex_unlock(&w->mu);
+    return a;
+}
+
+size_t mw_wal_buffered(mw_wal *w)
+{
+    pthread_mutex_lock(&w->mu);
+    size_t n = w->len;
+    pthread_mutex_unlock(&w->mu);
+    return n;
+}
+
+void mw_wal_close(mw_wal *w)
+{
+    if (!w) return;
+    if (w->fd >= 0) {
+        mw_wal_flush(w);
+        close(w->fd);
+    }
+    free(w->buf);
+    free(w->spare);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    free(w);
+}
+
+/* ---- segments on disk ---- */
+
+typedef struct seglist {
+    uint64_t *start;
+    size_t n;
+} seglist;
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int list_segments(const char *dir, seglist *out)
+{
+    out->start = NULL;
+    out->n = 0;
+    DIR *d = opendir(dir);
+    if (!d) return errno == ENOENT ? 0 : -errno;
+    size_t cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strlen(e->d_name) != 16) continue;
+        char *end;
+        unsigned long long v = strtoull(e->d_name, &end, 16);
+        if (*end) continue;
+        if (out->n == cap) {
+            cap = cap ? cap * 2 : 16;
+            out->start = mw_xrealloc(out->start, cap * sizeof(uint64_t));
+        }
+        out->start[out->n++] = v;
+    }
+    closedir(d);
+    if (out->n) qsort(out->start, out->n, sizeof(uint64_t), cmp_u64);
+    return 0;
+}
+
+void mw_wal_truncate_before(mw_wal *w, uint64_t lsn)
+{
+    seglist l;
+    if (list_segments(w->dir, &l) < 0) return;
+    pthread_mutex_lock(&w->mu);
+    uint64_t current = w->seg_start;
+    pthread_mutex_unlock(&w->mu);
+    for (size_t i = 0; i + 1 < l.n; i++) {
+        /* Segment i ends where segment i+1 starts. */
+        if (l.start[i + 1] <= lsn && l.start[i] < current) {
+            char path[PATH_MAX + 32];
+            seg_name(w->dir, l.start[i], path, sizeof(path));
+            unlink(path);
+        }
+    }
+    free(l.start);
+}
+
+void mw_wal_get_stats(mw_wal *w, mw_wal_stats *out)
+{
+    pthread_mutex_lock(&w->mu);
+    *out = w->stats;
+    pthread_mutex_unlock(&w->mu);
+    out->disk_bytes = 0;
+    seglist l;
+    if (list_segments(w->dir, &l) < 0) return;
+    for (size_t i = 0; i < l.n; i++) {
+        char path[PATH_MAX + 32];
+        struct stat st;
+        seg_name(w->dir, l.start[i], path, sizeof(path));
+        if (stat(path, &st) == 0) out->disk_bytes += (uint64_t)st.st_size;
+    }
+    free(l.start);
+}
+
+size_t mw_wal_parse(const uint8_t *p, size_t n, mw_wal_record_fn fn, void *arg, uint64_t *records,
+                    char *reason, size_t reasonsize)
+{
+    size_t off = 0;
+    reason[0] = '\0';
+    while (off < n) {
+        if (n - off < 9) {
+            snprintf(reason, reasonsize, "torn record header (%zu bytes)", n - off);
+            break;
+        }
+        uint32_t len = get32(p + off), crc = get32(p + off + 4);
+        if (len > MW_WAL_MAX_RECORD || len > n - off - 9) {
+            snprintf(reason, reasonsize, "record length %u runs past the end", len);
+            break;
+        }
+        uint32_t c = (uint32_t)crc32(0, p + off + 8, len + 1);
+        if (c != crc) {
+            snprintf(reason, reasonsize, "checksum mismatch");
+            break;
+        }
+        if (fn && fn(arg, p[off + 8], p + off + 9, len) != 0) {
+            snprintf(reason, reasonsize, "record rejected by its reader");
+            break;
+        }
+        if (records) (*records)++;
+        off += 9 + (size_t)len;
+    }
+    return off;
+}
+
+typedef struct skip_ctx {
+    mw_wal_record_fn fn;
+    void *arg;
+    uint64_t lsn, from;
+} skip_ctx;
+
+static int skip_before(void *arg, uint8_t type, const uint8_t *p, size_t n)
+{
+    skip_ctx *s = arg;
+    uint64_t at = s->lsn;
+    s->lsn += 9 + n;
+    if (at < s->from) return 0;
+    return s->fn ? s->fn(s->arg, type, p, n) : 0;
+}
+
+int mw_wal_replay(const char *dir, uint64_t from_lsn, mw_wal_record_fn fn, void *arg,
+                  uint64_t *end_lsn, mw_wal_replay_report *rep)
+{
+    memset(rep, 0, sizeof(*rep));
+    *end_lsn = from_lsn;
+    seglist l;
+    int rc = list_segments(dir, &l);
+    if (rc < 0) return rc;
+    for (size_t i = 0; i < l.n; i++) {
+        uint64_t next = i + 1 < l.n ? l.start[i + 1] : UINT64_MAX;
+        if (next <= from_lsn && i + 1 < l.n) continue; /* wholly before the snapshot */
+        char path[PATH_MAX + 32];
+        seg_name(dir, l.start[i], path, sizeof(path));
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd < 0) continue;
+        struct stat st;
+        if (fstat(fd, &st) < 0) {
+            close(fd);
+            continue;
+        }
+        size_t size = (size_t)st.st_size;
+        uint8_t *map = NULL;
+        if (size > 0) {
+            map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+            if (map == MAP_FAILED) {
+                close(fd);
+                continue;
+            }
+            madvise(map, size, MADV_SEQUENTIAL);
+        }
+        rep->segments++;
+        size_t good;
+        char reason[128] = "";
+        if (size < sizeof(wal_magic) || memcmp(map, wal_magic, sizeof(wal_magic)) != 0) {
+            good = 0;
+            snprintf(reason, sizeof(reason), "bad segment header");
+        } else {
+            skip_ctx s = {fn, arg, l.start[i], from_lsn};
+            good = sizeof(wal_magic) + mw_wal_parse(map + sizeof(wal_magic),
+                                                    size - sizeof(wal_magic), skip_before, &s,
+                                                    &rep->records, reason, sizeof(reason));
+        }
+        if (map) munmap(map, size);
+        rep->bytes += good;
+        if (good < size) {
+            rep->cut_bytes += size - good;
+            snprintf(rep->cut_segment, sizeof(rep->cut_segment), "%016llx",
+                     (unsigned long long)l.start[i]);
+            rep->cut_offset = good;
+            mw_strlcpy(rep->reason, reason, sizeof(rep->reason));
+            mw_log(MW_LOG_WARN, "store",
+                   "WAL segment %s: %s at offset %zu; cut off %zu bytes (records after it "
+                   "were never acknowledged unless this is not the last segment)",
+                   path, reason, good, size - good);
+            if (good < sizeof(wal_magic)) {
+                close(fd);
+                unlink(path);
+                if (i + 1 == l.n) *end_lsn = l.start[i] > from_lsn ? l.start[i] : from_lsn;
+                continue;
+            }
+            if (ftruncate(fd, (off_t)good) < 0)
+                mw_log(MW_LOG_ERROR, "store", "WAL segment %s: cannot cut the tail: %s", path,
+                       strerror(errno));
+        }
+        close(fd);
+        uint64_t seg_end = l.start[i] + (good - sizeof(wal_magic));
+        if (seg_end > *end_lsn) *end_lsn = seg_end;
+    }
+    free(l.start);
+    return 0;
+}

@@ -1,0 +1,550 @@
+/* test_store.c - the embedded store (src/store/): writes and reads,
+ * matchers, the out-of-order policy, limits with their exact statuses and
+ * messages, recovery from the WAL and snapshots after a crash, torn WAL
+ * tails, compaction and retention. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "store/store.h"
+#include "store/wal.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char dir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof(dir), "/tmp/mlwatch-test-store-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    return 0;
+}
+
+static mw_store *open_store(const mw_store_limits *lim)
+{
+    /* No fsync: a killed process loses nothing the kernel has (power loss
+     * is what fsync is for); the crash test and the HTTP tests sync. */
+    mw_store_options o = {.dir = dir, .background_ms = -1, .no_sync = 1};
+    if (lim)
+        o.limits = *lim;
+    else
+        mw_store_default_limits(&o.limits);
+    char err[256] = "";
+    mw_store *s = mw_store_open(&o, err, sizeof(err));
+    if (!s) fprintf(stderr, "open: %s\n", err);
+    assert_non_null(s);
+    return s;
+}
+
+/* Append one sample to the series {__name__=name, k=v}. */
+static int put(mw_store *s, const char *name, const char *k, const char *v, int64_t t, double val,
+               char *msg)
+{
+    mw_label l[2] = {{"__name__", name}, {k, v}};
+    mw_store_sample sm = {t, val};
+    mw_store_ts ts = {l, 2, &sm, 1};
+    return mw_store_append(s, &ts, 1, MW_STORE_WAIT, msg, 512);
+}
+
+/* Samples of {__name__=name} in the store. */
+static size_t count(mw_store *s, const char *name, size_t *nseries)
+{
+    mw_matcher m;
+    char err[256];
+    assert_int_equal(mw_matcher_init(&m, MW_MATCH_EQ, "__name__", name, err, sizeof(err)), 0);
+    mw_select_result r;
+    assert_int_equal(mw_store_select(s, &m, 1, INT64_MIN, INT64_MAX, 0, &r, err, sizeof(err)), 0);
+    size_t n = r.nsamples;
+    if (nseries) *nseries = r.nseries;
+    mw_select_result_free(&r);
+    mw_matcher_free(&m);
+    return n;
+}
+
+static void append_and_select(void **state)
+{
+    (void)state;
+    mw_store *s = open_store(NULL);
+    char msg[512];
+    for (int i = 0; i < 300; i++) {
+        assert_int_equal(put(s, "up", "job", "a", 1000 + i * 1000, i, msg), 0);
+        assert_int_equal(put(s, "up", "job", "b", 1000 + i * 1000, -i, msg), 0);
+        assert_int_equal(put(s, "temp", "gpu", i % 2 ? "1" : "0", 1000 + i * 1000, 0.5, msg), 0);
+    }
+    char err[256];
+    mw_matcher m[2];
+    mw_select_result r;
+    /* = and the time range */
+    mw_matcher_init(&m[0], MW_MATCH_EQ, "__name__", "up", err, sizeof(err));
+    assert_int_equal(mw_store_select(s, m, 1, 5000, 9000, 0, &r, err, sizeof(err)), 0);
+    assert_int_equal(r.nseries, 2);
+    assert_string_equal(r.series[0].labels[1].value, "a"); /* sorted by labels */
+    assert_int_equal(r.series[0].n, 5);
+    assert_true(r.series[0].t[0] == 5000 && r.series[0].v[0] == 4.0);
+    assert_true(r.series[1].t[4] == 9000 && r.series[1].v[4] == -8.0);
+    mw_select_result_free(&r);
+    /* != (an absent label matches as ""), =~ anchored, !~ */
+    mw_matcher_init(&m[1], MW_MATCH_NEQ, "job", "a", err, sizeof(err));
+    assert_int_equal(mw_store_select(s, &m[1], 1, INT64_MIN, INT64_MAX, 0, &r, err, sizeof(err)),
+                     0);
+    assert_int_equal(r.nseries, 3); /* up{job=b}, temp{gpu=0}, temp{gpu=1} */
+    mw_select_result_free(&r);
+    mw_matcher_free(&m[1]);
+    assert_int_equal(mw_matcher_init(&m[1], MW_MATCH_RE, "job", "a|b", err, sizeof(err)), 0);
+    assert_int_equal(mw_store_select(s, m, 2, INT64_MIN, INT64_MAX, 0, &r, err, sizeof(err)), 0);
+    assert_int_equal(r.nseries, 2);
+    assert_int_equal(r.nsamples, 600);
+    mw_select_result_free(&r);
+    mw_matcher_free(&m[1]);
+    assert_int_equal(mw_matcher_init(&m[1], MW_MATCH_RE, "job", "", err, sizeof(err)), 0);
+    assert_int_equal(mw_store_select(s, &m[1], 1, INT64_MIN, INT64_MAX, 0, &r, err, sizeof(err)),
+                     0);
+    assert_int_equal(r.nseries, 2); /* only series without job */
+    mw_select_result_free(&r);
+    mw_matcher_free(&m[1]);
+    assert_int_equal(mw_matcher_init(&m[1], MW_MATCH_NRE, "gpu", "\\d", err, sizeof(err)), 0);
+    assert_int_equal(mw_store_select(s, &m[1], 1, INT64_MIN, INT64_MAX, 0, &r, err, sizeof(err)),
+                     0);
+    assert_int_equal(r.nseries, 2); /* the two up series */
+    mw_select_result_free(&r);
+    mw_matcher_free(&m[1]);
+    /* anchoring: "b" does not match "ab", ".*b" does */
+    mw_matcher_init(&m[1], MW_MATCH_RE, "__name__", "m", err, sizeof(err));
+    assert_int_equal(mw_store_select(s, &m[1], 1, INT64_MIN, INT64_MAX, 0, &r, err, sizeof(err)),
+                     0);
+    assert_int_equal(r.nseries, 0);
+    mw_select_result_free(&r);
+    mw_matcher_free(&m[1]);
+    /* RE2-only syntax is refused with a reason */
+    assert_int_equal(mw_matcher_init(&m[1], MW_MATCH_RE, "a", "(?i)x", err, sizeof(err)), -1);
+    assert_string_equal(err, "regular expression: '(?' at offset 0 (flags, non-capturing or "
+                             "named groups) is RE2 syntax that POSIX extended expressions do "
+                             "not support");
+    /* the sample limit */
+    assert_int_equal(mw_store_select(s, m, 1, INT64_MIN, INT64_MAX, 100, &r, err, sizeof(err)), -1);
+    assert_string_equal(err, "the selection needs more than 100 samples");
+    mw_matcher_free(&m[0]);
+    mw_store_close(s);
+}
+
+static void out_of_order_policy(void **state)
+{
+    (void)state;
+    mw_store *s = open_store(NULL);
+    char msg[512];
+    assert_int_equal(put(s, "m", "a", "1", 2000, 1.0, msg), 0);
+    /* exact duplicate: accepted, skipped */
+    assert_int_equal(put(s, "m", "a", "1", 2000, 1.0, msg), 0);
+    mw_store_stats st;
+    mw_store_get_stats(s, &st);
+    assert_int_equal(st.samples_duplicate, 1);
+    assert_int_equal(st.samples_appended, 1);
+    /* same timestamp, other value */
+    assert_int_equal(put(s, "m", "a", "1", 2000, 2.0, msg), 400);
+    assert_string_equal(msg, "duplicate sample for timestamp 2000 with a different value for "
+                             "series {__name__=\"m\", a=\"1\"}; nothing of this request was "
+                             "stored");
+    /* older: refused, and the whole request with it (a new series too) */
+    mw_label l1[2] = {{"__name__", "m"}, {"a", "2"}}, l2[2] = {{"__name__", "m"}, {"a", "1"}};
+    mw_store_sample s1 = {5000, 1}, s2 = {1000, 1};
+    mw_store_ts ts[2] = {{l1, 2, &s1, 1}, {l2, 2, &s2, 1}};
+    assert_int_equal(mw_store_append(s, ts, 2, MW_STORE_WAIT, msg, 512), 400);
+    assert_string_equal(msg, "out of order sample for series {__name__=\"m\", a=\"1\"}: timestamp "
+                             "1000 is before the newest stored or sent timestamp 2000; nothing "
+                             "of this request was stored");
+    size_t nser;
+    assert_int_equal(count(s, "m", &nser), 1);
+    assert_int_equal(nser, 1);
+    /* out of order within one request's series */
+    mw_store_sample two[2] = {{9000, 1}, {8000, 2}};
+    mw_store_ts t3 = {l1, 2, two, 2};
+    assert_int_equal(mw_store_append(s, &t3, 1, MW_STORE_WAIT, msg, 512), 400);
+    mw_store_get_stats(s, &st);
+    assert_int_equal(st.refused[MW_REFUSE_OUT_OF_ORDER], 2);
+    assert_int_equal(st.refused[MW_REFUSE_DUPLICATE], 1);
+    /* the same series twice in a request, in order: fine */
+    mw_store_sample a = {3000, 1}, b = {4000, 2};
+    mw_label l3[2] = {{"a", "1"}, {"__name__", "m"}}; /* unsorted: sorted by the store */
+    mw_store_ts t4[2] = {{l2, 2, &a, 1}, {l3, 2, &b, 1}};
+    assert_int_equal(mw_store_append(s, t4, 2, MW_STORE_WAIT, msg, 512), 0);
+    assert_int_equal(count(s, "m", &nser), 3);
+    assert_int_equal(nser, 1);
+    mw_store_close(s);
+}
+
+static void limits(void **state)
+{
+    (void)state;
+    mw_store_limits lim;
+    mw_store_default_limits(&lim);
+    lim.max_series = 3;
+    lim.max_series_per_tenant = 2;
+    strcpy(lim.tenant_label, "ns");
+    lim.max_label_name_len = 8;
+    lim.max_label_value_len = 10;
+    lim.max_labels = 3;
+    lim.max_samples_per_request = 4;
+    mw_store *s = open_store(&lim);
+    char msg[512];
+    assert_int_equal(put(s, "m", "ns", "t1", 1000, 1, msg), 0);
+    assert_int_equal(put(s, "n", "ns", "t1", 1000, 1, msg), 0);
+    assert_int_equal(put(s, "o", "ns", "t1", 1000, 1, msg), 429);
+    assert_string_equal(msg, "series limit of 2 per ns reached for ns=\"t1\" (2 active); nothing "
+                             "of this request was stored");
+    assert_int_equal(put(s, "o", "ns", "t2", 1000, 1, msg), 0);
+    assert_int_equal(put(s, "p", "ns", "t3", 1000, 1, msg), 429);
+    assert_string_equal(msg, "active series limit of 3 reached (3 active, this request adds 1); "
+                             "nothing of this request was stored");
+    /* existing series still take samples */
+    assert_int_equal(put(s, "m", "ns", "t1", 2000, 1, msg), 0);
+    assert_int_equal(put(s, "m", "longlabelname", "x", 2000, 1, msg), 400);
+    assert_string_equal(msg, "series 0: label name 'longlabelname...' is 13 bytes long, more "
+                             "than the limit of 8");
+    assert_int_equal(put(s, "m", "ns", "abcdefghijk", 2000, 1, msg), 400);
+    assert_string_equal(msg, "series 0: the value of label ns is 11 bytes long, more than the "
+                             "limit of 10");
+    assert_int_equal(put(s, "m", "9bad", "x", 2000, 1, msg), 400);
+    assert_string_equal(msg, "series 0: invalid label name '9bad' (must match "
+                             "[a-zA-Z_][a-zA-Z0-9_]*)");
+    assert_int_equal(put(s, "m", "ns", "\xff\xfe", 2000, 1, msg), 400);
+    assert_string_equal(msg, "series 0: the value of label ns is not valid UTF-8");
+    mw_label many[4] = {{"__name__", "m"}, {"a", "1"}, {"b", "1"}, {"c", "1"}};
+    mw_store_sample sm[5] = {{1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}};
+    mw_store_ts ts = {many, 4, sm, 1};
+    assert_int_equal(mw_store_append(s, &ts, 1, MW_STORE_WAIT, msg, 512), 400);
+    assert_string_equal(msg, "series {__name__=\"m\", a=\"1\", b=\"1\", c=\"1\"} has 4 labels, "
+                             "more than the limit of 3");
+    ts.nlabels = 2;
+    ts.nsamples = 5;
+    assert_int_equal(mw_store_append(s, &ts, 1, MW_STORE_WAIT, msg, 512), 400);
+    assert_string_equal(msg, "request has 5 samples, more than the limit of 4 per request");
+    mw_label dup[3] = {{"b", "1"}, {"__name__", "m"}, {"b", "2"}};
+    mw_store_ts td = {dup, 3, sm, 1};
+    assert_int_equal(mw_store_append(s, &td, 1, MW_STORE_WAIT, msg, 512), 400);
+    assert_string_equal(msg, "series {__name__=\"m\", b=\"1\", b=\"2\"} has label b twice");
+    mw_label empty[1] = {{"a", ""}};
+    mw_store_ts te = {empty, 1, sm, 1};
+    assert_int_equal(mw_store_append(s, &te, 1, MW_STORE_WAIT, msg, 512), 400);
+    assert_string_equal(msg, "series 0 has no labels (or only empty values)");
+    mw_store_stats st;
+    mw_store_get_stats(s, &st);
+    assert_int_equal(st.series, 3);
+    assert_int_equal(st.refused[MW_REFUSE_SERIES_LIMIT], 1);
+    assert_int_equal(st.refused[MW_REFUSE_TENANT_LIMIT], 1);
+    assert_int_equal(st.refused[MW_REFUSE_LABEL_LIMIT], 3);
+    assert_int_equal(st.refused[MW_REFUSE_SAMPLES_LIMIT], 1);
+    assert_int_equal(st.refused[MW_REFUSE_MALFORMED], 4);
+    mw_store_close(s);
+}
+
+/* Run fn in a child that ends with _exit (no close, no snapshot): what a
+ * crash leaves on disk. */
+static void in_crashing_child(void (*fn)(void))
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        fn();
+        _exit(0);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+static void write_1000(void)
+{
+    mw_store *s = open_store(NULL);
+    char msg[512];
+    for (int i = 0; i < 1000; i++)
+        if (put(s, "w", "k", i % 2 ? "odd" : "even", 1000 + i, i, msg) != 0) _exit(1);
+}
+
+static void write_snapshot_then_more(void)
+{
+    mw_store *s = open_store(NULL);
+    char msg[512];
+    for (int i = 0; i < 500; i++)
+        if (put(s, "w", "k", i % 3 ? "x" : "y", 1000 + i, i, msg) != 0) _exit(1);
+    if (mw_store_snapshot(s) != 0) _exit(2);
+    for (int i = 500; i < 1000; i++)
+        if (put(s, "w", "k", i % 3 ? "x" : "y", 1000 + i, i, msg) != 0) _exit(1);
+}
+
+static void recovery_from_wal(void **state)
+{
+    (void)state;
+    in_crashing_child(write_1000);
+    mw_store *s = open_store(NULL);
+    size_t nser;
+    assert_int_equal(count(s, "w", &nser), 1000);
+    assert_int_equal(nser, 2);
+    mw_store_stats st;
+    mw_store_get_stats(s, &st);
+    assert_int_equal(st.wal_bytes_cut, 0);
+    /* and writing goes on where it stopped */
+    char msg[512];
+    assert_int_equal(put(s, "w", "k", "odd", 5000, 1, msg), 0);
+    assert_int_equal(put(s, "w", "k", "odd", 1999, 1, msg), 400);
+    mw_store_close(s);
+    /* a clean close leaves a snapshot: no WAL to replay */
+    s = open_store(NULL);
+    assert_int_equal(count(s, "w", NULL), 1001);
+    mw_store_get_stats(s, &st);
+    assert_int_equal(st.wal_records_replayed, 0);
+    mw_store_close(s);
+}
+
+static void recovery_from_snapshot_and_wal(void **state)
+{
+    (void)state;
+    in_crashing_child(write_snapshot_then_more);
+    mw_store *s = open_store(NULL);
+    mw_matcher m;
+    char err[256];
+    mw_matcher_init(&m, MW_MATCH_EQ, "k", "y", err, sizeof(err));
+    mw_select_result r;
+    assert_int_equal(mw_store_select(s, &m, 1, INT64_MIN, INT64_MAX, 0, &r, err, sizeof(err)), 0);
+    assert_int_equal(r.nseries, 1);
+    assert_int_equal(r.series[0].n, 334);
+    for (size_t i = 0; i < r.series[0].n; i++) {
+        assert_true(r.series[0].t[i] == 1000 + (int64_t)i * 3);
+        assert_true(r.series[0].v[i] == (double)(i * 3));
+    }
+    mw_select_result_free(&r);
+    mw_matcher_free(&m);
+    assert_int_equal(count(s, "w", NULL), 1000);
+    mw_store_stats st;
+    mw_store_get_stats(s, &st);
+    /* only the records after the snapshot were replayed: 500 writes of 2 or
+     * 1 records (series record for the first write of a series) */
+    assert_int_equal(st.wal_records_replayed, 500);
+    mw_store_close(s);
+}
+
+/* The newest WAL segment's path. */
+static void last_segment(char *out, size_t size)
+{
+    char wal[300];
+    snprintf(wal, sizeof(wal), "%s/wal", dir);
+    DIR *d = opendir(wal);
+    assert_non_null(d);
+    struct dirent *e;
+    char best[64] = "";
+    while ((e = readdir(d)))
+        if (strlen(e->d_name) == 16 && strcmp(e->d_name, best) > 0) strcpy(best, e->d_name);
+    closedir(d);
+    snprintf(out, size, "%s/%s", wal, best);
+}
+
+static long file_size(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static void torn_wal_tail(void **state)
+{
+    (void)state;
+    in_crashing_child(write_1000);
+    char seg[400];
+    last_segment(seg, sizeof(seg));
+    long size = file_size(seg);
+    /* a torn record: a header promising more bytes than there are */
+    FILE *f = fopen(seg, "ab");
+    fwrite("\x40\x00\x00\x00\x12\x34\x56\x78\x02\x01\x02", 1, 11, f);
+    fclose(f);
+    mw_store *s = open_store(NULL);
+    assert_int_equal(count(s, "w", NULL), 1000);
+    mw_store_stats st;
+    mw_store_get_stats(s, &st);
+    assert_int_equal(st.wal_bytes_cut, 11);
+    assert_int_equal(file_size(seg), size);
+    mw_store_close(s);
+}
+
+static void corrupt_wal_record(void **state)
+{
+    (void)state;
+    in_crashing_child(write_1000);
+    char seg[400];
+    last_segment(seg, sizeof(seg));
+    long size = file_size(seg);
+    /* flip a bit in the last record's payload (one sample: 9 + 13 bytes
+     * for the samples record of the last write) */
+    int fd = open(seg, O_RDWR);
+    unsigned char c;
+    assert_int_equal(pread(fd, &c, 1, size - 3), 1);
+    c ^= 0x10;
+    assert_int_equal(pwrite(fd, &c, 1, size - 3), 1);
+    close(fd);
+    mw_store *s = open_store(NULL);
+    assert_int_equal(count(s, "w", NULL), 999); /* the corrupt record, and only it */
+    mw_store_stats st;
+    mw_store_get_stats(s, &st);
+    assert_true(st.wal_bytes_cut > 9 && st.wal_bytes_cut < 40);
+    mw_store_close(s);
+    s = open_store(NULL); /* the cut is permanent and reported once */
+    assert_int_equal(count(s, "w", NULL), 999);
+    mw_store_close(s);
+}
+
+static void compaction_and_merge(void **state)
+{
+    (void)state;
+    mw_store *s = open_store(NULL);
+    char msg[512];
+    int64_t t = 1000;
+    for (int round = 0; round < 5; round++) {
+        for (int i = 0; i < 400; i++, t += 15000) {
+            char v[16];
+            for (int k = 0; k < 20; k++) {
+                snprintf(v, sizeof(v), "%d", k);
+                assert_int_equal(put(s, "c", "k", v, t, sin(t * 1e-5) + k, msg), 0);
+            }
+        }
+        assert_int_equal(mw_store_compact(s, 1), 0);
+        assert_int_equal(count(s, "c", NULL), (size_t)(round + 1) * 400 * 20);
+    }
+    mw_store_stats st;
+    mw_store_get_stats(s, &st);
+    /* five level-1 blocks; four of them merged into one */
+    assert_int_equal(st.blocks, 2);
+    mw_matcher m;
+    char err[256];
+    mw_matcher_init(&m, MW_MATCH_EQ, "k", "7", err, sizeof(err));
+    mw_select_result r;
+    assert_int_equal(mw_store_select(s, &m, 1, INT64_MIN, INT64_MAX, 0, &r, err, sizeof(err)), 0);
+    assert_int_equal(r.nseries, 1);
+    assert_int_equal(r.series[0].n, 2000);
+    for (size_t i = 0; i < 2000; i++) {
+        int64_t want = 1000 + (int64_t)i * 15000;
+        assert_true(r.series[0].t[i] == want);
+        assert_true(r.series[0].v[i] == sin(want * 1e-5) + 7);
+    }
+    mw_select_result_free(&r);
+    mw_store_close(s);
+    s = open_store(NULL);
+    assert_int_equal(count(s, "c", NULL), 5 * 400 * 20);
+    assert_int_equal(
+        mw_store_select(s, &m, 1, 1000 + 15000 * 10, 1000 + 15000 * 19, 0, &r, err, sizeof(err)),
+        0);
+    assert_int_equal(r.nsamples, 10);
+    mw_select_result_free(&r);
+    mw_matcher_free(&m);
+    mw_store_close(s);
+}
+
+static void retention_by_time_and_size(void **state)
+{
+    (void)state;
+    mw_store_options o = {
+        .dir = dir, .background_ms = -1, .no_sync = 1, .retention_ms = 3600 * 1000};
+    mw_store_default_limits(&o.limits);
+    char err[256], msg[512];
+    mw_store *s = mw_store_open(&o, err, sizeof(err));
+    assert_non_null(s);
+    /* two hours ago, then now */
+    int64_t now = (int64_t)time(NULL) * 1000;
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(put(s, "r", "k", "a", now - 7200000 + i, 1, msg), 0);
+    assert_int_equal(mw_store_compact(s, 1), 0); /* block of old data: deleted at once */
+    assert_int_equal(count(s, "r", NULL), 0);
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(put(s, "r", "k", "a", now + i, 1, msg), 0);
+    assert_int_equal(mw_store_compact(s, 1), 0);
+    assert_int_equal(count(s, "r", NULL), 100);
+    mw_store_close(s);
+    /* size: a limit far below one block keeps only the newest block */
+    o.retention_ms = 0;
+    o.retention_bytes = 1;
+    s = mw_store_open(&o, err, sizeof(err));
+    assert_non_null(s);
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(put(s, "r", "k", "a", now + 1000 + i, 2, msg), 0);
+    assert_int_equal(mw_store_compact(s, 1), 0);
+    assert_int_equal(count(s, "r", NULL), 100);
+    mw_store_stats st;
+    mw_store_get_stats(s, &st);
+    assert_int_equal(st.blocks, 1);
+    mw_store_close(s);
+}
+
+static void own_snapshot_samples(void **state)
+{
+    (void)state;
+    mw_store *s = open_store(NULL);
+    static const mw_metric_desc D = {"mlwatch_test_value", "t", "", MW_GAUGE};
+    mw_snapshot *snap = mw_snapshot_new();
+    snap->timestamp_ms = 123456;
+    mw_emit(snap, &D, 1.5, "b", "2", "a", "1", MW_END);
+    mw_emit(snap, &D, 2.5, "a", "2", MW_END);
+    mw_emit(snap, &D, 3.5, "a", "2", MW_END); /* a collector bug: same series twice */
+    char msg[512];
+    assert_int_equal(mw_store_append_snapshot(s, snap, msg, sizeof(msg)), 0);
+    mw_snapshot_free(snap);
+    size_t nser;
+    assert_int_equal(count(s, "mlwatch_test_value", &nser), 2);
+    assert_int_equal(nser, 2);
+    mw_store_close(s);
+}
+
+static void second_process_is_refused(void **state)
+{
+    (void)state;
+    mw_store *s = open_store(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        mw_store_options o = {.dir = dir, .background_ms = -1};
+        mw_store_default_limits(&o.limits);
+        char err[512];
+        mw_store *t = mw_store_open(&o, err, sizeof(err));
+        char want[600];
+        snprintf(want, sizeof(want),
+                 "data folder %s is in use by another process (lock %s/lock "
+                 "held)",
+                 dir, dir);
+        _exit(t == NULL && strcmp(err, want) == 0 ? 0 : 1);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    mw_store_close(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(append_and_select, setup, teardown),
+        cmocka_unit_test_setup_teardown(out_of_order_policy, setup, teardown),
+        cmocka_unit_test_setup_teardown(limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(recovery_from_wal, setup, teardown),
+        cmocka_unit_test_setup_teardown(recovery_from_snapshot_and_wal, setup, teardown),
+        cmocka_unit_test_setup_teardown(torn_wal_tail, setup, teardown),
+        cmocka_unit_test_setup_teardown(corrupt_wal_record, setup, teardown),
+        cmocka_unit_test_setup_teardown(compaction_and_merge, setup, teardown),
+        cmocka_unit_test_setup_teardown(retention_by_time_and_size, setup, teardown),
+        cmocka_unit_test_setup_teardown(own_snapshot_samples, setup, teardown),
+        cmocka_unit_test_setup_teardown(second_process_is_refused, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
