@@ -1,0 +1,38 @@
+/* fuzz_notify_state.c - the notifier's state file parser
+ * (src/notify/notify_state.c) on arbitrary bytes: a refused file leaves the
+ * table as it was; an accepted one is bounded, its episodes have keys, and
+ * each one's messages format without trouble. */
+#include "notify/notify_state.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void check(int ok)
+{
+    if (!ok) abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    mw_notify_table t = {0};
+    mw_notify_episode keep = {.key = "k", .idle_since_ms = 1};
+    check(mw_notify_table_upsert(&t, &keep) == 1);
+    char err[256];
+    int rc = mw_notify_table_parse(&t, (const char *)data, size, err, sizeof(err));
+    if (rc < 0) {
+        check(t.n == 1 && strcmp(t.e[0].ep.key, "k") == 0);
+    } else {
+        check(t.n <= MW_NOTIFY_MAX_EPISODES);
+        for (size_t i = 0; i < t.n; i++) {
+            check(t.e[i].ep.key[0] != '\0');
+            mw_buf b;
+            mw_buf_init(&b, 1 << 20);
+            mw_notify_alertmanager_json(&t.e[i].ep, MW_MSG_RESOLVED, 1000, "http://x", &b);
+            mw_notify_email(&t.e[i].ep, MW_MSG_FIRING, 1000, "a@b", "c@d", &b);
+            mw_buf_free(&b);
+        }
+    }
+    mw_notify_table_free(&t);
+    return 0;
+}

@@ -1,0 +1,178 @@
+/* energy_module.c - the "energy" module: runs the attribution model every
+ * cycle (energy.c), feeds it the carbon intensity (carbon.c), and keeps its
+ * totals across restarts (energy_state.c). */
+#include "../agent/module.h"
+#include "../core/log.h"
+#include "../core/util.h"
+#include "carbon.h"
+#include "energy.h"
+#include "energy_module.h"
+#include "energy_state.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SAVE_EVERY_MS 60000
+
+typedef struct energy_mod {
+    const mw_env *env;
+    mw_energy *model;
+    mw_carbon *carbon;
+    char identity[256];
+    int64_t saved_ms;
+    int save_ok; /* 0 after a failed save, so the log says when it works again */
+    uint64_t cycles;
+    mw_buf scratch;
+} energy_mod;
+
+/* The CPU weight kubelet gave the container's cgroup (from its CPU request),
+ * as cgroup v1 shares (1024 per requested CPU): v2 cpu.weight, else v1
+ * cpu.shares. */
+int mw_energy_cgroup_weight(const mw_hostfs *host, mw_buf *scratch, const char *cgroup,
+                            double *shares)
+{
+    static const char *const v1[] = {"sys/fs/cgroup/cpu,cpuacct", "sys/fs/cgroup/cpu"};
+    char path[1024];
+    if (strstr(cgroup, "..")) return -1;
+    snprintf(path, sizeof(path), "sys/fs/cgroup%s/cpu.weight", cgroup);
+    if (mw_hostfs_read(host, path, scratch, 64) == 0) {
+        long w = strtol(scratch->data, NULL, 10);
+        if (w < 1 || w > 10000) return -1;
+        *shares = 2.0 + (double)(w - 1) * 262142.0 / 9999.0;
+        return 0;
+    }
+    for (size_t i = 0; i < MW_ARRAY_LEN(v1); i++) {
+        snprintf(path, sizeof(path), "%s%s/cpu.shares", v1[i], cgroup);
+        if (mw_hostfs_read(host, path, scratch, 64) == 0) {
+            long s = strtol(scratch->data, NULL, 10);
+            if (s < 2 || s > 262144) return -1;
+            *shares = (double)s;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int weight_cb(void *ctx, const char *cgroup, double *w)
+{
+    energy_mod *m = ctx;
+    return mw_energy_cgroup_weight(m->env->host, &m->scratch, cgroup, w);
+}
+
+void mw_energy_identity(const mw_hostfs *host, char *out, size_t size)
+{
+    mw_buf b;
+    mw_buf_init(&b, 4096);
+    mw_strlcpy(out, "unknown", size);
+    if (mw_hostfs_read(host, "etc/machine-id", &b, 4096) == 0 ||
+        mw_hostfs_read(host, "proc/sys/kernel/hostname", &b, 4096) == 0) {
+        size_t n = strcspn(b.data, "\r\n");
+        if (n) snprintf(out, size, "%.*s", (int)n, b.data);
+    }
+    mw_buf_free(&b);
+}
+
+int mw_energy_params_from_config(const mw_config *cfg, mw_energy_params *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->idle_watts_per_cpu = cfg->energy_idle_watts_per_cpu;
+    p->max_watts_per_cpu = cfg->energy_max_watts_per_cpu;
+    if (p->idle_watts_per_cpu < 0 || p->max_watts_per_cpu < p->idle_watts_per_cpu) return -1;
+    p->idle_policy = strcmp(cfg->energy_idle_policy, "requests") == 0 ? MW_IDLE_REQUESTS
+                     : strcmp(cfg->energy_idle_policy, "cpu") == 0    ? MW_IDLE_CPU
+                                                                      : MW_IDLE_NONE;
+    return 0;
+}
+
+int mw_energy_carbon_from_config(const mw_config *cfg, mw_carbon **out, char *err, size_t errsize)
+{
+    mw_carbon_opts o = {
+        .spec = cfg->carbon_intensity,
+        .url = cfg->carbon_url,
+        .json_path = cfg->carbon_json_path,
+        .auth_header = cfg->carbon_auth_header,
+        .auth_file = cfg->carbon_auth_file,
+        .refresh_ms = cfg->carbon_refresh_ms,
+        .timeout_ms = cfg->carbon_timeout_ms,
+        .max_body = (size_t)cfg->carbon_max_body,
+    };
+    return mw_carbon_open(&o, out, err, errsize);
+}
+
+static void save(energy_mod *m, int64_t now)
+{
+    int rc = mw_energy_state_save(m->model, m->env->cfg->state_dir, m->identity, now);
+    if (rc < 0) {
+        mw_log_once(MW_LOG_WARN, "energy", "state-save",
+                    "cannot save energy totals under --state-dir %s: %s (a restart will start "
+                    "them at 0)",
+                    m->env->cfg->state_dir, strerror(-rc));
+        m->save_ok = 0;
+    } else {
+        m->save_ok = 1;
+    }
+    m->saved_ms = now;
+}
+
+static int energy_init(const mw_env *env, void **state)
+{
+    energy_mod *m = mw_xcalloc(1, sizeof(*m));
+    m->env = env;
+    mw_buf_init(&m->scratch, 4096);
+    mw_energy_params p;
+    if (mw_energy_params_from_config(env->cfg, &p) < 0) {
+        mw_log(MW_LOG_ERROR, "energy",
+               "--energy-max-watts-per-cpu must be at least --energy-idle-watts-per-cpu (and "
+               "both >= 0)");
+        free(m);
+        return -EINVAL;
+    }
+    p.cpu_weight = weight_cb;
+    p.cpu_weight_ctx = m;
+    m->model = mw_energy_new(&p);
+    char err[1024];
+    if (mw_energy_carbon_from_config(env->cfg, &m->carbon, err, sizeof(err)) < 0)
+        mw_log(MW_LOG_ERROR, "energy", "carbon intensity off: %s", err);
+    mw_energy_identity(env->host, m->identity, sizeof(m->identity));
+    int rc = mw_energy_state_load(m->model, env->cfg->state_dir, m->identity, err, sizeof(err));
+    if (rc == 0)
+        mw_log(MW_LOG_INFO, "energy", "energy totals restored from %s/%s", env->cfg->state_dir,
+               MW_ENERGY_STATE_FILE);
+    else if (rc < 0)
+        mw_log(MW_LOG_WARN, "energy", "energy state not trusted: %s", err);
+    m->saved_ms = mw_now_ms();
+    m->save_ok = 1;
+    *state = m;
+    return 0;
+}
+
+static void energy_derive(void *state, mw_snapshot *snap)
+{
+    energy_mod *m = state;
+    m->cycles++;
+    double intensity = mw_carbon_now(m->carbon, snap->timestamp_ms, NULL);
+    mw_energy_step(m->model, snap, intensity);
+    mw_carbon_emit(m->carbon, snap, snap->timestamp_ms);
+    if (snap->timestamp_ms - m->saved_ms >= SAVE_EVERY_MS || snap->timestamp_ms < m->saved_ms)
+        save(m, snap->timestamp_ms);
+}
+
+static void energy_destroy(void *state)
+{
+    energy_mod *m = state;
+    if (!m) return;
+    if (m->cycles > 1) save(m, mw_now_ms()); /* `mlwatch metrics` (one cycle) changes nothing */
+    mw_carbon_close(m->carbon);
+    mw_energy_free(m->model);
+    mw_buf_free(&m->scratch);
+    free(m);
+}
+
+const mw_module mw_module_energy = {
+    .agent_only = 1,
+    .name = "energy",
+    .init = energy_init,
+    .derive = energy_derive,
+    .destroy = energy_destroy,
+};

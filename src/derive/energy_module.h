@@ -1,0 +1,24 @@
+/* energy_module.h - helpers of the energy module shared with `mlwatch run`
+ * (src/agent/run.c): settings from the configuration and host lookups. */
+#ifndef MW_ENERGY_MODULE_H
+#define MW_ENERGY_MODULE_H
+
+#include "../core/buf.h"
+#include "../core/config.h"
+#include "../core/hostfs.h"
+#include "carbon.h"
+#include "energy.h"
+
+/* Model parameters from cfg (cpu_weight left unset). Returns 0, or -1 when
+ * the coefficients are inconsistent. */
+int mw_energy_params_from_config(const mw_config *cfg, mw_energy_params *p);
+/* The carbon source cfg names (NULL when none). Returns 0 or -1 with err. */
+int mw_energy_carbon_from_config(const mw_config *cfg, mw_carbon **out, char *err, size_t errsize);
+/* A cgroup's CPU weight as v1 shares (1024 per requested CPU). 0 or -1. */
+int mw_energy_cgroup_weight(const mw_hostfs *host, mw_buf *scratch, const char *cgroup,
+                            double *shares);
+/* This machine's identity for the state file: etc/machine-id, else the host
+ * name, else "unknown". */
+void mw_energy_identity(const mw_hostfs *host, char *out, size_t size);
+
+#endif

@@ -1,0 +1,32 @@
+/* energy_state.h - energy and CO2 totals kept across agent restarts.
+ *
+ * One JSON file, written atomically (temporary file, fsync, rename, fsync
+ * of the folder) and read back at start. A file that does not parse, is not
+ * ours, holds impossible values or belongs to another machine is reported
+ * and renamed aside (".rejected"), never trusted. */
+#ifndef MW_ENERGY_STATE_H
+#define MW_ENERGY_STATE_H
+
+#include "energy.h"
+
+#include <stddef.h>
+
+#define MW_ENERGY_STATE_FILE "energy-state.json"
+#define MW_ENERGY_STATE_MAX (32u << 20)
+
+/* Parse a state file's text into e (totals restored only when the whole
+ * file is valid). identity names this machine; a file written on another is
+ * refused. Returns 0 or -1 with the reason in err. */
+int mw_energy_state_parse(mw_energy *e, const char *text, size_t len, const char *identity,
+                          char *err, size_t errsize);
+/* The file's text for e. Caller frees. */
+char *mw_energy_state_dump(const mw_energy *e, const char *identity, int64_t now_ms);
+
+/* Load DIR/energy-state.json: 0 restored, 1 no file, -1 rejected (the file
+ * was renamed to DIR/energy-state.json.rejected; err says why). */
+int mw_energy_state_load(mw_energy *e, const char *dir, const char *identity, char *err,
+                         size_t errsize);
+/* Save atomically; creates DIR (0700) when missing. Returns 0 or -errno. */
+int mw_energy_state_save(const mw_energy *e, const char *dir, const char *identity, int64_t now_ms);
+
+#endif

@@ -1,0 +1,184 @@
+/* findings.h - why is this training slow? The doctor's rules and their
+ * input: a bounded history of the per-cycle values the rules need.
+ *
+ * Each cycle the doctor module turns the snapshot into a frame (host CPUs,
+ * containers, GPUs and which container uses which GPU; dr_frame_from) and
+ * keeps the frames in a ring (dr_history). The rules (findings.c) look at the
+ * frames of a window and produce findings: a kind, a severity, the workload,
+ * the evidence (numbers) and what to do. The same findings are exported as
+ * mlwatch_finding, served as JSON at /api/v1/findings and printed by
+ * `mlwatch doctor` (docs/doctor.md). */
+#ifndef MW_FINDINGS_H
+#define MW_FINDINGS_H
+
+#include "../core/arena.h"
+#include "../core/buf.h"
+#include "../core/config.h"
+#include "../core/hostfs.h"
+#include "../core/snapshot.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    DR_CPU_GOVERNOR,
+    DR_CPU_THROTTLING,
+    DR_NUMA_MISMATCH,
+    DR_GPU_THERMAL_THROTTLE,
+    DR_GPU_POWER_THROTTLE,
+    DR_PCIE_DOWNGRADED,
+    DR_INPUT_BOUND,
+    DR_MEMORY_PRESSURE,
+    DR_GPU_ERRORS,
+    DR_GPU_SHARED,
+    DR_NKINDS
+} dr_kind;
+
+typedef enum { DR_INFO, DR_WARNING, DR_CRITICAL } dr_severity;
+
+const char *dr_kind_name(dr_kind k); /* "cpu_throttling" */
+int dr_kind_parse(const char *s);    /* -1 when unknown */
+const char *dr_severity_name(dr_severity s);
+int dr_severity_parse(const char *s);
+const char *dr_kind_advice(dr_kind k); /* what to do, in words */
+
+#define DR_MAX_EVIDENCE 8
+
+typedef struct dr_evidence {
+    char name[40]; /* "throttled_periods_ratio" */
+    double value;
+} dr_evidence;
+
+typedef struct dr_finding {
+    dr_kind kind;
+    dr_severity severity;
+    double magnitude; /* how bad, for ranking within a severity (kind-specific, >= 0) */
+    char namespace_[128], pod[256], container[512], gpu[16];
+    char summary[512]; /* one sentence with the numbers */
+    dr_evidence ev[DR_MAX_EVIDENCE];
+    size_t nev;
+} dr_finding;
+
+/* A growable list of findings, bounded (DR_MAX_FINDINGS). */
+#define DR_MAX_FINDINGS 4096
+typedef struct dr_list {
+    dr_finding *items;
+    size_t n, cap;
+    size_t dropped; /* findings left out at the bound */
+} dr_list;
+
+void dr_list_init(dr_list *l);
+void dr_list_free(dr_list *l);
+dr_finding *dr_list_add(dr_list *l); /* zeroed; NULL at the bound */
+/* Severity first, then magnitude, then kind and workload (a stable order). */
+void dr_list_rank(dr_list *l);
+/* Keep the findings of namespace/pod (NULL or "" = any), plus the node's
+ * own (no workload), which concern every pod on it. */
+void dr_list_filter(dr_list *l, const char *ns, const char *pod, const char *container);
+
+/* ---- frames: the per-cycle values the rules need ---- */
+
+typedef struct dr_cpu {
+    int32_t cpu;
+    double busy_s, total_s; /* cumulative, from mlwatch_cpu_seconds_total */
+    double hz, max_hz;      /* max: hardware (turbo included) else scaling max; 0 = unknown */
+    char governor[24];      /* "" = unknown */
+} dr_cpu;
+
+#define DR_NO_VALUE (-1.0)
+
+typedef struct dr_container {
+    const char *key; /* container_id, else the cgroup path: the identity */
+    const char *ns, *pod, *name, *cgroup;
+    double cpu_s, throttled_periods, periods, throttled_s; /* cumulative, -1 = absent */
+    double quota_cpus;                                     /* quota / period, -1 = no quota */
+    double ws_bytes, limit_bytes;                          /* -1 = absent */
+    double mem_some_s, mem_full_s, io_some_s;              /* PSI totals, -1 = absent */
+    /* For containers that use a GPU: allowed CPUs (count) and the NUMA
+     * nodes of their allowed CPUs and memory, from cpuset.*.effective. */
+    int ncpus_allowed;             /* -1 = unknown */
+    uint64_t cpu_nodes, mem_nodes; /* bit N = node N; 0 = unknown */
+    int uses_gpu;
+} dr_container;
+
+typedef struct dr_gpu {
+    char id[16];
+    double util;                                               /* -1 = absent */
+    double sm_hz, sm_max_hz;                                   /* -1 = absent */
+    uint32_t reasons;                                          /* DR_REASON_* bits active */
+    double pcie_gen, pcie_gen_max, pcie_width, pcie_width_max; /* -1 = absent */
+    double ecc_corrected, ecc_uncorrected, remap_uncorrectable, remap_pending, remap_failure;
+    double xid_total; /* sum over XIDs, counted from the agent's start */
+    int numa_node;    /* -1 = unknown */
+    int mig;
+} dr_gpu;
+
+#define DR_REASON_SW_POWER 0x1u
+#define DR_REASON_HW_SLOWDOWN 0x2u
+#define DR_REASON_SW_THERMAL 0x4u
+#define DR_REASON_HW_THERMAL 0x8u
+#define DR_REASON_HW_POWER_BRAKE 0x10u
+
+typedef struct dr_use {
+    uint32_t container; /* index into the frame's containers */
+    uint32_t gpu;       /* index into the frame's GPUs */
+    double mem_bytes;
+} dr_use;
+
+typedef struct dr_frame {
+    int64_t t_ms;
+    mw_arena arena; /* the strings and arrays below */
+    dr_cpu *cpus;
+    size_t ncpus;
+    dr_container *ctrs; /* sorted by key */
+    size_t nctrs;
+    dr_gpu *gpus;
+    size_t ngpus;
+    dr_use *uses;
+    size_t nuses;
+} dr_frame;
+
+/* Extract a frame from a finished snapshot; cpuset files are read through
+ * host (NULL: not read). Never fails; what is absent stays absent. */
+dr_frame *dr_frame_from(const mw_snapshot *snap, const mw_hostfs *host);
+void dr_frame_free(dr_frame *f);
+const dr_container *dr_frame_container(const dr_frame *f, const char *key);
+
+/* Parse a cpuset list file ("0-3,8\n", possibly empty) into a bitmap of
+ * nbits bits. Returns the number of members or -1 (fuzzed: fuzz_cpuset). */
+int dr_parse_cpuset(const char *text, uint64_t *bits, size_t nbits);
+
+/* The ring of frames: at most DR_MAX_FRAMES; when the history is longer than
+ * that many intervals, one frame is kept every `stride` cycles. */
+#define DR_MAX_FRAMES 128
+typedef struct dr_history {
+    dr_frame *frames[DR_MAX_FRAMES];
+    size_t start, n;
+    int64_t history_ms;
+    unsigned stride, skipped;
+} dr_history;
+
+void dr_history_init(dr_history *h, int64_t history_ms, int64_t interval_ms);
+/* Takes ownership of f (kept, or freed when the stride skips it); the newest
+ * frame is always kept so the latest values are current. */
+void dr_history_push(dr_history *h, dr_frame *f);
+void dr_history_free(dr_history *h);
+size_t dr_history_len(const dr_history *h);
+const dr_frame *dr_history_at(const dr_history *h, size_t i); /* 0 = oldest */
+
+/* Run every rule over the frames of the last window_ms (0 = all) and append
+ * the findings to out (unranked). */
+void dr_evaluate(const dr_history *h, int64_t window_ms, const struct mw_doctor_thresholds *t,
+                 dr_list *out);
+
+/* ---- rendering ---- */
+
+/* {"generated_at":..., "source":..., "window_seconds":..., "findings":[...]} */
+char *dr_list_to_json(const dr_list *l, int64_t now_ms, const char *source, double window_s);
+/* The inverse (what `mlwatch doctor` reads from an agent). Returns 0, or -1
+ * with a reason in err; bounded by DR_MAX_FINDINGS. Fuzzed. */
+int dr_list_from_json(const char *text, size_t len, dr_list *out, char *err, size_t errsize);
+/* The ranked report in plain words. */
+void dr_list_to_text(const dr_list *l, const char *source, double window_s, mw_buf *out);
+
+#endif

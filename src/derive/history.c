@@ -1,0 +1,467 @@
+/* history.c - the doctor's memory: one compact frame per cycle, extracted
+ * from the snapshot, kept in a bounded ring.
+ *
+ * A frame holds only what the rules in findings.c need (a few numbers per
+ * CPU, container and GPU), so a 5-minute history of a 200-container node
+ * costs a few MB, not 300 snapshots. Counters are kept cumulative: a rule
+ * takes the difference between the oldest and the newest frame of its window.
+ * The cpuset files of containers that use a GPU are read here (the cgroup
+ * collector does not report them): numa_mismatch compares their NUMA nodes
+ * with the GPUs'. */
+#include "findings.h"
+#include "../core/parse.h"
+#include "../core/util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_CPU_ID 8192
+#define MAX_GPUS 64
+#define MAX_NODES 64
+#define NODE_BITS 1024 /* CPUs per NUMA node map */
+#define MAX_CONTAINERS 16384
+
+static const char *label(const mw_sample *s, const char *name)
+{
+    for (uint32_t i = 0; i < s->nlabels; i++)
+        if (strcmp(s->labels[i].name, name) == 0) return s->labels[i].value;
+    return NULL;
+}
+
+static const mw_sample *first_of(const mw_snapshot *snap, const char *name)
+{
+    const mw_family *f = mw_snapshot_find(snap, name);
+    return f ? f->first : NULL;
+}
+
+/* A small non-negative decimal label ("12"); -1 otherwise. */
+static long small_id(const char *s, long max)
+{
+    if (!s || !*s) return -1;
+    const char *p = s;
+    uint64_t v;
+    if (mw_parse_u64(&p, &v) < 0 || *p || v >= (uint64_t)max) return -1;
+    return (long)v;
+}
+
+int dr_parse_cpuset(const char *text, uint64_t *bits, size_t nbits)
+{
+    return mw_parse_cpulist(text, bits, nbits);
+}
+
+/* ---- host CPUs ---- */
+
+static void extract_cpus(dr_frame *fr, const mw_snapshot *snap)
+{
+    long maxid = -1;
+    for (const mw_sample *s = first_of(snap, "mlwatch_cpu_seconds_total"); s; s = s->next) {
+        long id = small_id(label(s, "cpu"), MAX_CPU_ID);
+        if (id > maxid) maxid = id;
+    }
+    if (maxid < 0) return;
+    size_t n = (size_t)maxid + 1;
+    dr_cpu *tmp = mw_xcalloc(n, sizeof(*tmp));
+    unsigned char *present = mw_xcalloc(n, 1);
+    for (size_t i = 0; i < n; i++)
+        tmp[i] = (dr_cpu){.cpu = (int32_t)i, .hz = -1, .max_hz = -1};
+    for (const mw_sample *s = first_of(snap, "mlwatch_cpu_seconds_total"); s; s = s->next) {
+        long id = small_id(label(s, "cpu"), MAX_CPU_ID);
+        const char *mode = label(s, "mode");
+        if (id < 0 || !mode) continue;
+        present[id] = 1;
+        tmp[id].total_s += s->value;
+        if (strcmp(mode, "idle") != 0 && strcmp(mode, "iowait") != 0) tmp[id].busy_s += s->value;
+    }
+    static const char *const freq_fam[] = {"mlwatch_cpu_frequency_hertz",
+                                           "mlwatch_cpu_frequency_max_hertz",
+                                           "mlwatch_cpu_hardware_frequency_max_hertz"};
+    for (size_t k = 0; k < MW_ARRAY_LEN(freq_fam); k++)
+        for (const mw_sample *s = first_of(snap, freq_fam[k]); s; s = s->next) {
+            long id = small_id(label(s, "cpu"), (long)n);
+            if (id < 0) continue;
+            if (k == 0)
+                tmp[id].hz = s->value;
+            else /* the hardware maximum (turbo) wins over the governor's cap */
+                tmp[id].max_hz = s->value;
+        }
+    for (const mw_sample *s = first_of(snap, "mlwatch_cpu_scaling_governor_info"); s; s = s->next) {
+        long id = small_id(label(s, "cpu"), (long)n);
+        const char *g = label(s, "governor");
+        if (id >= 0 && g) mw_strlcpy(tmp[id].governor, g, sizeof(tmp[id].governor));
+    }
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++)
+        count += present[i];
+    fr->cpus = mw_arena_alloc(&fr->arena, count * sizeof(dr_cpu) + 1);
+    for (size_t i = 0; i < n; i++)
+        if (present[i]) fr->cpus[fr->ncpus++] = tmp[i];
+    free(tmp);
+    free(present);
+}
+
+/* ---- containers ---- */
+
+static const char *container_key(const mw_sample *s)
+{
+    const char *id = label(s, "container_id");
+    if (id && *id) return id;
+    const char *cg = label(s, "cgroup");
+    return cg && *cg ? cg : NULL;
+}
+
+static int cmp_ctr(const void *a, const void *b)
+{
+    return strcmp(((const dr_container *)a)->key, ((const dr_container *)b)->key);
+}
+
+const dr_container *dr_frame_container(const dr_frame *f, const char *key)
+{
+    dr_container k = {.key = key};
+    return bsearch(&k, f->ctrs, f->nctrs, sizeof(dr_container), cmp_ctr);
+}
+
+static dr_container *find_ctr(dr_frame *fr, const mw_sample *s)
+{
+    const char *key = container_key(s);
+    return key ? (dr_container *)dr_frame_container(fr, key) : NULL;
+}
+
+static const char *dup_or_empty(dr_frame *fr, const char *s)
+{
+    return mw_arena_strdup(&fr->arena, s ? s : "");
+}
+
+static void extract_containers(dr_frame *fr, const mw_snapshot *snap)
+{
+    const mw_family *info = mw_snapshot_find(snap, "mlwatch_container_info");
+    if (!info) return;
+    size_t cap = info->nsamples < MAX_CONTAINERS ? info->nsamples : MAX_CONTAINERS;
+    fr->ctrs = mw_arena_alloc(&fr->arena, cap * sizeof(dr_container) + 1);
+    for (const mw_sample *s = info->first; s && fr->nctrs < cap; s = s->next) {
+        const char *key = container_key(s);
+        const char *name = label(s, "container");
+        /* The pod's sandbox ("pause") does no work worth a finding. */
+        if (!key || (name && strcmp(name, "POD") == 0)) continue;
+        const char *cg = label(s, "cgroup");
+        const char *ns = label(s, "namespace");
+        fr->ctrs[fr->nctrs++] = (dr_container){
+            .key = dup_or_empty(fr, key),
+            .ns = dup_or_empty(fr, ns),
+            .pod = dup_or_empty(fr, label(s, "pod")),
+            /* outside Kubernetes the workload is its cgroup */
+            .name = dup_or_empty(fr, name && *name ? name : (ns && *ns ? "" : cg)),
+            .cgroup = dup_or_empty(fr, cg),
+            .cpu_s = -1,
+            .throttled_periods = -1,
+            .periods = -1,
+            .throttled_s = -1,
+            .quota_cpus = -1,
+            .ws_bytes = -1,
+            .limit_bytes = -1,
+            .mem_some_s = -1,
+            .mem_full_s = -1,
+            .io_some_s = -1,
+            .ncpus_allowed = -1,
+        };
+    }
+    qsort(fr->ctrs, fr->nctrs, sizeof(dr_container), cmp_ctr);
+    /* Duplicate keys (should not happen): keep the first, drop the rest. */
+    size_t w = 0;
+    for (size_t i = 0; i < fr->nctrs; i++)
+        if (w == 0 || strcmp(fr->ctrs[w - 1].key, fr->ctrs[i].key) != 0)
+            fr->ctrs[w++] = fr->ctrs[i];
+    fr->nctrs = w;
+
+    static const struct {
+        const char *family;
+        size_t offset;
+    } gauges[] = {
+        {"mlwatch_container_cpu_seconds_total", offsetof(dr_container, cpu_s)},
+        {"mlwatch_container_cpu_throttled_periods_total",
+         offsetof(dr_container, throttled_periods)},
+        {"mlwatch_container_cpu_periods_total", offsetof(dr_container, periods)},
+        {"mlwatch_container_cpu_throttled_seconds_total", offsetof(dr_container, throttled_s)},
+        {"mlwatch_container_memory_working_set_bytes", offsetof(dr_container, ws_bytes)},
+        {"mlwatch_container_memory_limit_bytes", offsetof(dr_container, limit_bytes)},
+    };
+    for (size_t k = 0; k < MW_ARRAY_LEN(gauges); k++)
+        for (const mw_sample *s = first_of(snap, gauges[k].family); s; s = s->next) {
+            dr_container *c = find_ctr(fr, s);
+            if (c) *(double *)(void *)((char *)c + gauges[k].offset) = s->value;
+        }
+    for (const mw_sample *s = first_of(snap, "mlwatch_container_cpu_quota_seconds"); s;
+         s = s->next) {
+        dr_container *c = find_ctr(fr, s);
+        if (c) c->quota_cpus = s->value; /* divided by the period below */
+    }
+    for (const mw_sample *s = first_of(snap, "mlwatch_container_cpu_period_seconds"); s;
+         s = s->next) {
+        dr_container *c = find_ctr(fr, s);
+        if (c && c->quota_cpus >= 0 && s->value > 0) c->quota_cpus /= s->value;
+    }
+    for (const mw_sample *s = first_of(snap, "mlwatch_container_pressure_waiting_seconds_total"); s;
+         s = s->next) {
+        dr_container *c = find_ctr(fr, s);
+        const char *r = label(s, "resource");
+        if (!c || !r) continue;
+        if (strcmp(r, "memory") == 0) c->mem_some_s = s->value;
+        if (strcmp(r, "io") == 0) c->io_some_s = s->value;
+    }
+    for (const mw_sample *s = first_of(snap, "mlwatch_container_pressure_stalled_seconds_total"); s;
+         s = s->next) {
+        dr_container *c = find_ctr(fr, s);
+        const char *r = label(s, "resource");
+        if (c && r && strcmp(r, "memory") == 0) c->mem_full_s = s->value;
+    }
+}
+
+/* ---- GPUs ---- */
+
+static dr_gpu *gpu_of(dr_frame *fr, const mw_sample *s)
+{
+    const char *id = label(s, "gpu");
+    if (!id || !*id || strlen(id) >= sizeof(fr->gpus[0].id)) return NULL;
+    for (size_t i = 0; i < fr->ngpus; i++)
+        if (strcmp(fr->gpus[i].id, id) == 0) return &fr->gpus[i];
+    if (fr->ngpus >= MAX_GPUS) return NULL;
+    dr_gpu *g = &fr->gpus[fr->ngpus++];
+    *g = (dr_gpu){.util = -1,
+                  .sm_hz = -1,
+                  .sm_max_hz = -1,
+                  .pcie_gen = -1,
+                  .pcie_gen_max = -1,
+                  .pcie_width = -1,
+                  .pcie_width_max = -1,
+                  .numa_node = -1};
+    mw_strlcpy(g->id, id, sizeof(g->id));
+    return g;
+}
+
+static uint32_t reason_bit(const char *r)
+{
+    if (!r) return 0;
+    if (strcmp(r, "sw_power_cap") == 0) return DR_REASON_SW_POWER;
+    if (strcmp(r, "hw_slowdown") == 0) return DR_REASON_HW_SLOWDOWN;
+    if (strcmp(r, "sw_thermal_slowdown") == 0) return DR_REASON_SW_THERMAL;
+    if (strcmp(r, "hw_thermal_slowdown") == 0) return DR_REASON_HW_THERMAL;
+    if (strcmp(r, "hw_power_brake_slowdown") == 0) return DR_REASON_HW_POWER_BRAKE;
+    return 0;
+}
+
+static void extract_gpus(dr_frame *fr, const mw_snapshot *snap)
+{
+    fr->gpus = mw_arena_alloc(&fr->arena, MAX_GPUS * sizeof(dr_gpu));
+    static const struct {
+        const char *family;
+        size_t offset;
+    } gauges[] = {
+        {"mlwatch_gpu_utilization_ratio", offsetof(dr_gpu, util)},
+        {"mlwatch_gpu_sm_clock_hertz", offsetof(dr_gpu, sm_hz)},
+        {"mlwatch_gpu_sm_clock_max_hertz", offsetof(dr_gpu, sm_max_hz)},
+        {"mlwatch_gpu_pcie_link_generation", offsetof(dr_gpu, pcie_gen)},
+        {"mlwatch_gpu_pcie_link_max_generation", offsetof(dr_gpu, pcie_gen_max)},
+        {"mlwatch_gpu_pcie_link_width", offsetof(dr_gpu, pcie_width)},
+        {"mlwatch_gpu_pcie_link_max_width", offsetof(dr_gpu, pcie_width_max)},
+    };
+    for (const mw_sample *s = first_of(snap, "mlwatch_gpu_info"); s; s = s->next)
+        gpu_of(fr, s);
+    for (size_t k = 0; k < MW_ARRAY_LEN(gauges); k++)
+        for (const mw_sample *s = first_of(snap, gauges[k].family); s; s = s->next) {
+            dr_gpu *g = gpu_of(fr, s);
+            if (g) *(double *)(void *)((char *)g + gauges[k].offset) = s->value;
+        }
+    for (const mw_sample *s = first_of(snap, "mlwatch_gpu_clock_event_active"); s; s = s->next) {
+        dr_gpu *g = gpu_of(fr, s);
+        if (g && s->value > 0) g->reasons |= reason_bit(label(s, "reason"));
+    }
+    for (const mw_sample *s = first_of(snap, "mlwatch_gpu_ecc_errors_total"); s; s = s->next) {
+        dr_gpu *g = gpu_of(fr, s);
+        const char *t = label(s, "type");
+        if (!g || !t) continue;
+        if (strcmp(t, "corrected") == 0) g->ecc_corrected = s->value;
+        if (strcmp(t, "uncorrected") == 0) g->ecc_uncorrected = s->value;
+    }
+    for (const mw_sample *s = first_of(snap, "mlwatch_gpu_remapped_rows"); s; s = s->next) {
+        dr_gpu *g = gpu_of(fr, s);
+        const char *t = label(s, "type");
+        if (!g || !t) continue;
+        if (strcmp(t, "uncorrectable") == 0) g->remap_uncorrectable = s->value;
+        if (strcmp(t, "pending") == 0) g->remap_pending = s->value;
+        if (strcmp(t, "failure") == 0) g->remap_failure = s->value;
+    }
+    for (const mw_sample *s = first_of(snap, "mlwatch_gpu_xid_errors_total"); s; s = s->next) {
+        dr_gpu *g = gpu_of(fr, s);
+        if (g) g->xid_total += s->value;
+    }
+    for (const mw_sample *s = first_of(snap, "mlwatch_gpu_numa_node"); s; s = s->next) {
+        dr_gpu *g = gpu_of(fr, s);
+        if (g && s->value >= 0 && s->value < MAX_NODES) g->numa_node = (int)s->value;
+    }
+    for (const mw_sample *s = first_of(snap, "mlwatch_gpu_mig_enabled"); s; s = s->next) {
+        dr_gpu *g = gpu_of(fr, s);
+        if (g) g->mig = s->value > 0;
+    }
+}
+
+/* Which named container uses which GPU: memory or a utilization share. */
+static void extract_uses(dr_frame *fr, const mw_snapshot *snap)
+{
+    static const char *const fams[] = {"mlwatch_container_gpu_memory_used_bytes",
+                                       "mlwatch_container_gpu_utilization_ratio"};
+    size_t cap = 0;
+    for (size_t k = 0; k < MW_ARRAY_LEN(fams); k++) {
+        const mw_family *f = mw_snapshot_find(snap, fams[k]);
+        cap += f ? f->nsamples : 0;
+    }
+    fr->uses = mw_arena_alloc(&fr->arena, cap * sizeof(dr_use) + 1);
+    for (size_t k = 0; k < MW_ARRAY_LEN(fams); k++)
+        for (const mw_sample *s = first_of(snap, fams[k]); s; s = s->next) {
+            const char *ns = label(s, "namespace"), *pod = label(s, "pod");
+            const char *name = label(s, "container"), *gid = label(s, "gpu");
+            /* the unattributed bucket (driver, processes outside containers) */
+            if (!ns || !pod || !name || !gid || !*name || s->value <= 0) continue;
+            size_t ci = 0;
+            while (ci < fr->nctrs &&
+                   (strcmp(fr->ctrs[ci].ns, ns) != 0 || strcmp(fr->ctrs[ci].pod, pod) != 0 ||
+                    strcmp(fr->ctrs[ci].name, name) != 0))
+                ci++;
+            size_t gi = 0;
+            while (gi < fr->ngpus && strcmp(fr->gpus[gi].id, gid) != 0)
+                gi++;
+            if (ci == fr->nctrs || gi == fr->ngpus) continue;
+            dr_use *u = NULL;
+            for (size_t i = 0; i < fr->nuses; i++)
+                if (fr->uses[i].container == ci && fr->uses[i].gpu == gi) u = &fr->uses[i];
+            if (!u) {
+                u = &fr->uses[fr->nuses++];
+                *u = (dr_use){(uint32_t)ci, (uint32_t)gi, 0};
+            }
+            if (k == 0) u->mem_bytes = s->value;
+            fr->ctrs[ci].uses_gpu = 1;
+        }
+}
+
+/* ---- cpusets of GPU users ---- */
+
+static int read_cpuset(const mw_hostfs *host, const char *cgroup, const char *v2, const char *v1,
+                       mw_buf *b, uint64_t *bits, size_t nbits)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "sys/fs/cgroup%s/%s", cgroup, v2);
+    if (mw_hostfs_read(host, path, b, 65536) < 0) {
+        snprintf(path, sizeof(path), "sys/fs/cgroup/cpuset%s/%s", cgroup, v1);
+        if (mw_hostfs_read(host, path, b, 65536) < 0) return -1;
+    }
+    return dr_parse_cpuset(b->data ? b->data : "", bits, nbits);
+}
+
+static void extract_cpusets(dr_frame *fr, const mw_snapshot *snap, const mw_hostfs *host)
+{
+    /* NUMA node -> CPUs, from the numa collector's info labels (8 KiB). */
+    uint64_t node_cpus[MAX_NODES][NODE_BITS / 64];
+    uint64_t have_nodes = 0;
+    for (const mw_sample *s = first_of(snap, "mlwatch_numa_node_info"); s; s = s->next) {
+        long id = small_id(label(s, "node"), MAX_NODES);
+        const char *list = label(s, "cpulist");
+        if (id < 0 || !list) continue;
+        if (dr_parse_cpuset(list, node_cpus[id], NODE_BITS) >= 0) have_nodes |= 1ULL << id;
+    }
+    mw_buf b;
+    mw_buf_init(&b, 65536);
+    for (size_t i = 0; i < fr->nctrs; i++) {
+        dr_container *c = &fr->ctrs[i];
+        if (!c->uses_gpu || !c->cgroup[0] || strstr(c->cgroup, "..")) continue;
+        uint64_t cpus[NODE_BITS / 64], mems[1];
+        int n = read_cpuset(host, c->cgroup, "cpuset.cpus.effective", "cpuset.effective_cpus", &b,
+                            cpus, NODE_BITS);
+        if (n > 0) {
+            c->ncpus_allowed = n;
+            for (int node = 0; node < MAX_NODES; node++) {
+                if (!(have_nodes & (1ULL << node))) continue;
+                for (size_t w = 0; w < NODE_BITS / 64; w++)
+                    if (cpus[w] & node_cpus[node][w]) c->cpu_nodes |= 1ULL << node;
+            }
+        }
+        if (read_cpuset(host, c->cgroup, "cpuset.mems.effective", "cpuset.effective_mems", &b, mems,
+                        64) > 0)
+            c->mem_nodes = mems[0];
+    }
+    mw_buf_free(&b);
+}
+
+dr_frame *dr_frame_from(const mw_snapshot *snap, const mw_hostfs *host)
+{
+    dr_frame *fr = mw_xcalloc(1, sizeof(*fr));
+    mw_arena_init(&fr->arena, 16384);
+    fr->t_ms = snap->timestamp_ms;
+    extract_cpus(fr, snap);
+    extract_containers(fr, snap);
+    extract_gpus(fr, snap);
+    extract_uses(fr, snap);
+    if (host) extract_cpusets(fr, snap, host);
+    return fr;
+}
+
+void dr_frame_free(dr_frame *f)
+{
+    if (!f) return;
+    mw_arena_free(&f->arena);
+    free(f);
+}
+
+/* ---- the ring ---- */
+
+void dr_history_init(dr_history *h, int64_t history_ms, int64_t interval_ms)
+{
+    memset(h, 0, sizeof(*h));
+    h->history_ms = history_ms > 0 ? history_ms : 1;
+    int64_t cycles = interval_ms > 0 ? h->history_ms / interval_ms + 1 : 1;
+    h->stride = (unsigned)((cycles + DR_MAX_FRAMES - 2) / (DR_MAX_FRAMES - 1));
+    if (h->stride < 1) h->stride = 1;
+}
+
+size_t dr_history_len(const dr_history *h)
+{
+    return h->n;
+}
+
+const dr_frame *dr_history_at(const dr_history *h, size_t i)
+{
+    return i < h->n ? h->frames[(h->start + i) % DR_MAX_FRAMES] : NULL;
+}
+
+static void drop_oldest(dr_history *h)
+{
+    dr_frame_free(h->frames[h->start]);
+    h->frames[h->start] = NULL;
+    h->start = (h->start + 1) % DR_MAX_FRAMES;
+    h->n--;
+}
+
+void dr_history_push(dr_history *h, dr_frame *f)
+{
+    if (h->n >= 2 && h->skipped + 1 < h->stride) {
+        /* Between two kept frames the newest slot slides forward. */
+        size_t last = (h->start + h->n - 1) % DR_MAX_FRAMES;
+        dr_frame_free(h->frames[last]);
+        h->frames[last] = f;
+        h->skipped++;
+    } else {
+        if (h->n == DR_MAX_FRAMES) drop_oldest(h);
+        h->frames[(h->start + h->n) % DR_MAX_FRAMES] = f;
+        h->n++;
+        h->skipped = 0;
+    }
+    /* Keep the history covered: drop the oldest while the next one is old
+     * enough on its own. */
+    while (h->n >= 2 && f->t_ms - dr_history_at(h, 1)->t_ms >= h->history_ms)
+        drop_oldest(h);
+}
+
+void dr_history_free(dr_history *h)
+{
+    while (h->n)
+        drop_oldest(h);
+}

@@ -1,0 +1,495 @@
+/* idle.c - the "idle" module: GPUs held by pods and not used.
+ *
+ * Each cycle (derive) it reads what the gpu and cgroup collectors put in the
+ * snapshot: a session is a container with GPU memory on a GPU
+ * (mlwatch_container_gpu_memory_used_bytes > 0, which includes its MIG
+ * instances); its utilization is the container's share of the GPU
+ * (mlwatch_container_gpu_utilization_ratio) or, on a GPU in MIG mode, the
+ * highest mlwatch_mig_utilization_ratio of the instances it uses (when the
+ * driver reports none, the session is not judged). The rule with hysteresis
+ * is in idle.h. It exports
+ *
+ *   mlwatch_gpu_idle_seconds{namespace,pod,container,gpu,workload_kind,workload}
+ *       how long the open episode has lasted (0 while not idle)
+ *   mlwatch_idle_gpu_sessions{namespace}            open episodes
+ *   mlwatch_idle_gpu_seconds_total{namespace}       reclaimable GPU-seconds
+ *   mlwatch_idle_gpu_energy_joules_total{namespace} GPU energy spent idle
+ *   mlwatch_idle_gpu_co2_grams_total{namespace}     its CO2 (with carbon data)
+ *
+ * and hands open and ended episodes to the notifier (consume). Workload and
+ * owner come from the Kubernetes pod table (src/kube) joined on the pod UID
+ * of mlwatch_container_info; without it the owner is the namespace. */
+#include "idle.h"
+#include "../agent/module.h"
+#include "../core/log.h"
+#include "../core/util.h"
+#include "../kube/kube.h"
+#include "../notify/notify.h"
+#include "../notify/notify_state.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_SESSIONS 1024
+#define MAX_NAMESPACES 256
+/* Gaps longer than this (a stalled agent) are not counted as idle time. */
+#define MAX_STEP_MS 60000
+/* What the carbon module exports: grams of CO2 per kWh of the grid now. */
+#define CARBON_INTENSITY "mlwatch_carbon_intensity_grams_per_kwh"
+
+int mw_idle_step(mw_idle_track *t, int64_t now, double util, const mw_idle_rule *r)
+{
+    int below = util < r->threshold;
+    switch (t->state) {
+    case MW_IDLE_BUSY:
+        if (!below) return MW_IDLE_NONE;
+        t->state = MW_IDLE_BELOW;
+        t->below_since_ms = now;
+        /* A window shorter than the interval opens at once. */
+        /* fall through */
+    case MW_IDLE_BELOW:
+        if (!below) {
+            t->state = MW_IDLE_BUSY;
+            return MW_IDLE_NONE;
+        }
+        if (now - t->below_since_ms < r->window_ms) return MW_IDLE_NONE;
+        t->state = MW_IDLE_IDLE;
+        t->above_since_ms = 0;
+        return MW_IDLE_OPENED;
+    case MW_IDLE_IDLE:
+        if (below) {
+            t->above_since_ms = 0;
+            return MW_IDLE_NONE;
+        }
+        if (!t->above_since_ms) t->above_since_ms = now;
+        if (now - t->above_since_ms < r->busy_ms) return MW_IDLE_NONE;
+        t->state = MW_IDLE_BUSY;
+        t->above_since_ms = 0;
+        return MW_IDLE_CLOSED;
+    }
+    return MW_IDLE_NONE;
+}
+
+typedef struct session {
+    mw_notify_episode ep; /* labels and the open episode's figures */
+    mw_idle_track tr;
+    int64_t last_seen_ms;
+    int seen, judged;
+    double energy_prev; /* the container's GPU energy counter, -1 = none */
+    int co2_known;
+} session;
+
+typedef struct ns_total {
+    char ns[64];
+    double sessions, gpu_seconds, energy, co2;
+} ns_total;
+
+typedef struct idle_state {
+    const mw_config *cfg;
+    session *s;
+    size_t n;
+    ns_total ns[MAX_NAMESPACES];
+    size_t nns;
+    int carbon_seen;
+    int64_t prev_ms;
+    mw_notify_episode *ended; /* episodes that ended in this derive */
+    size_t nended;
+    mw_notifier *notifier;
+    int notifier_failed;
+    mw_kube *kube;
+    char node[254];
+} idle_state;
+
+static const mw_metric_desc IDLE_SECONDS = {
+    "mlwatch_gpu_idle_seconds",
+    "How long a GPU (or MIG instance) held by this container has been idle in the open episode; "
+    "0 while it is not idle.",
+    "seconds", MW_GAUGE};
+static const mw_metric_desc IDLE_SESSIONS = {
+    "mlwatch_idle_gpu_sessions",
+    "Open idle GPU sessions (held GPUs below the idle threshold for "
+    "the idle window).",
+    "", MW_GAUGE};
+static const mw_metric_desc IDLE_GPU_SECONDS = {
+    "mlwatch_idle_gpu_seconds_total",
+    "GPU-seconds held idle in idle sessions: the capacity that could be reclaimed.", "seconds",
+    MW_COUNTER};
+static const mw_metric_desc IDLE_ENERGY = {
+    "mlwatch_idle_gpu_energy_joules_total",
+    "GPU energy spent by idle sessions (the container's GPU energy where the energy module "
+    "reports it, else the GPU's power times its share of the GPU's memory).",
+    "joules", MW_COUNTER};
+static const mw_metric_desc IDLE_CO2 = {
+    "mlwatch_idle_gpu_co2_grams_total",
+    "CO2 emitted for the energy of idle sessions, at the grid's carbon intensity.", "grams",
+    MW_COUNTER};
+
+static const char *label(const mw_sample *s, const char *name)
+{
+    for (uint32_t i = 0; i < s->nlabels; i++)
+        if (strcmp(s->labels[i].name, name) == 0) return s->labels[i].value;
+    return "";
+}
+
+static void rule_for(const mw_config *cfg, const char *ns, mw_idle_rule *r)
+{
+    r->threshold = cfg->idle_threshold / 100.0;
+    r->window_ms = cfg->idle_window_ms;
+    r->busy_ms = cfg->idle_busy_period_ms;
+    for (size_t i = 0; i < cfg->nidle_overrides; i++) {
+        const struct mw_idle_override *o = &cfg->idle_overrides[i];
+        if (strcmp(o->ns, ns) != 0) continue;
+        if (o->threshold >= 0) r->threshold = o->threshold / 100.0;
+        if (o->window_ms) r->window_ms = o->window_ms;
+        if (o->busy_period_ms) r->busy_ms = o->busy_period_ms;
+    }
+}
+
+static ns_total *ns_of(idle_state *st, const char *ns)
+{
+    for (size_t i = 0; i < st->nns; i++)
+        if (strcmp(st->ns[i].ns, ns) == 0) return &st->ns[i];
+    if (st->nns >= MAX_NAMESPACES) return NULL;
+    ns_total *t = &st->ns[st->nns++];
+    memset(t, 0, sizeof(*t));
+    mw_strlcpy(t->ns, ns, sizeof(t->ns));
+    return t;
+}
+
+static session *find_session(idle_state *st, const char *key)
+{
+    for (size_t i = 0; i < st->n; i++)
+        if (strcmp(st->s[i].ep.key, key) == 0) return &st->s[i];
+    return NULL;
+}
+
+static session *add_session(idle_state *st, const char *ns, const char *pod, const char *ctr,
+                            const char *gpu, const char *key)
+{
+    if (st->n >= MAX_SESSIONS) {
+        mw_log_once(MW_LOG_WARN, "idle", "sessions", "more than %d GPU sessions: ignoring more",
+                    MAX_SESSIONS);
+        return NULL;
+    }
+    session *s = &st->s[st->n++];
+    memset(s, 0, sizeof(*s));
+    mw_strlcpy(s->ep.key, key, sizeof(s->ep.key));
+    mw_strlcpy(s->ep.ns, ns, sizeof(s->ep.ns));
+    mw_strlcpy(s->ep.pod, pod, sizeof(s->ep.pod));
+    mw_strlcpy(s->ep.container, ctr, sizeof(s->ep.container));
+    mw_strlcpy(s->ep.gpu, gpu, sizeof(s->ep.gpu));
+    mw_strlcpy(s->ep.node, st->node, sizeof(s->ep.node));
+    s->energy_prev = -1;
+    s->ep.co2_grams = -1;
+    return s;
+}
+
+static void make_key(char *key, size_t n, const char *ns, const char *pod, const char *ctr,
+                     const char *gpu)
+{
+    snprintf(key, n, "%s/%s/%s/%s", ns, pod, ctr, gpu);
+}
+
+static int idle_init(const mw_env *env, void **out)
+{
+    idle_state *st = mw_xcalloc(1, sizeof(*st));
+    st->cfg = env->cfg;
+    st->s = mw_xcalloc(MAX_SESSIONS, sizeof(session));
+    st->ended = mw_xcalloc(MAX_SESSIONS, sizeof(mw_notify_episode));
+    const char *node = env->cfg->node_name[0] ? env->cfg->node_name : getenv("NODE_NAME");
+    if (node && *node)
+        mw_strlcpy(st->node, node, sizeof(st->node));
+    else if (gethostname(st->node, sizeof(st->node)) != 0)
+        mw_strlcpy(st->node, "unknown", sizeof(st->node));
+    char err[512];
+    if (mw_kube_start(env->cfg, &st->kube, err, sizeof(err)) < 0)
+        mw_log(MW_LOG_WARN, "idle", "no Kubernetes workload labels: %s", err);
+    /* Episodes open when the agent stopped go on where they were, so a
+     * restart neither notifies them again nor loses their cost so far. */
+    if (env->cfg->state_dir[0]) {
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof(path), "%s/idle-notifications.json", env->cfg->state_dir);
+        mw_notify_table t = {0};
+        if (mw_notify_table_load(&t, path, err, sizeof(err)) == 0) {
+            int64_t now = mw_now_ms();
+            for (size_t i = 0; i < t.n; i++) {
+                const mw_notify_episode *ep = &t.e[i].ep;
+                if (ep->ended_ms || find_session(st, ep->key)) continue;
+                session *s = add_session(st, ep->ns, ep->pod, ep->container, ep->gpu, ep->key);
+                if (!s) break;
+                s->ep = *ep;
+                s->tr.state = MW_IDLE_IDLE;
+                s->tr.below_since_ms = ep->idle_since_ms;
+                s->last_seen_ms = now;
+                s->co2_known = ep->co2_grams >= 0;
+            }
+        }
+        mw_notify_table_free(&t);
+    }
+    *out = st;
+    return 0;
+}
+
+/* The GPU's label from mlwatch_gpu_info (model, uuid). */
+static void gpu_identity(const mw_snapshot *snap, const char *gpu, session *s)
+{
+    const mw_family *f = mw_snapshot_find(snap, "mlwatch_gpu_info");
+    for (const mw_sample *x = f ? f->first : NULL; x; x = x->next)
+        if (strcmp(label(x, "gpu"), gpu) == 0) {
+            mw_strlcpy(s->ep.model, label(x, "model"), sizeof(s->ep.model));
+            mw_strlcpy(s->ep.uuid, label(x, "uuid"), sizeof(s->ep.uuid));
+            return;
+        }
+}
+
+/* Utilization of a session on a GPU in MIG mode: the highest of its
+ * instances', or -1 when the driver reports none. */
+static double mig_util(const mw_snapshot *snap, const session *s)
+{
+    const mw_family *cm = mw_snapshot_find(snap, "mlwatch_container_mig_memory_used_bytes");
+    const mw_family *mu = mw_snapshot_find(snap, "mlwatch_mig_utilization_ratio");
+    double best = -1;
+    for (const mw_sample *x = cm ? cm->first : NULL; x; x = x->next) {
+        if (strcmp(label(x, "namespace"), s->ep.ns) || strcmp(label(x, "pod"), s->ep.pod) ||
+            strcmp(label(x, "container"), s->ep.container) || strcmp(label(x, "gpu"), s->ep.gpu))
+            continue;
+        for (const mw_sample *u = mu ? mu->first : NULL; u; u = u->next)
+            if (!strcmp(label(u, "gpu"), s->ep.gpu) &&
+                !strcmp(label(u, "gpu_instance"), label(x, "gpu_instance")) &&
+                !strcmp(label(u, "compute_instance"), label(x, "compute_instance")) &&
+                u->value > best)
+                best = u->value;
+    }
+    return best;
+}
+
+static double session_util(const mw_snapshot *snap, const session *s)
+{
+    double mig = 0, v;
+    if (mw_snapshot_get(snap, "mlwatch_gpu_mig_enabled", &mig, "gpu", s->ep.gpu, MW_END) == 0 &&
+        mig == 1)
+        return mig_util(snap, s);
+    if (mw_snapshot_get(snap, "mlwatch_container_gpu_utilization_ratio", &v, "namespace", s->ep.ns,
+                        "pod", s->ep.pod, "container", s->ep.container, "gpu", s->ep.gpu,
+                        MW_END) == 0)
+        return v;
+    return -1;
+}
+
+/* Energy of session s over the last dt_ms: the container's GPU energy
+ * counter (split among its GPUs) when the energy module exports it, else
+ * the GPU's power times the session's share of the GPU memory held by
+ * pods. */
+static double session_energy(idle_state *st, const mw_snapshot *snap, session *s, int64_t dt_ms)
+{
+    /* The energy module splits it by kind (dynamic, idle): add them up. */
+    double e = 0;
+    int found = 0;
+    const mw_family *cf = mw_snapshot_find(snap, "mlwatch_container_energy_joules_total");
+    for (const mw_sample *x = cf ? cf->first : NULL; x; x = x->next)
+        if (!strcmp(label(x, "component"), "gpu") && !strcmp(label(x, "namespace"), s->ep.ns) &&
+            !strcmp(label(x, "pod"), s->ep.pod) &&
+            !strcmp(label(x, "container"), s->ep.container)) {
+            e += x->value;
+            found = 1;
+        }
+    if (found) {
+        double d = s->energy_prev >= 0 && e >= s->energy_prev ? e - s->energy_prev : 0;
+        s->energy_prev = e;
+        size_t gpus = 0;
+        for (size_t i = 0; i < st->n; i++)
+            if (st->s[i].seen && !strcmp(st->s[i].ep.ns, s->ep.ns) &&
+                !strcmp(st->s[i].ep.pod, s->ep.pod) &&
+                !strcmp(st->s[i].ep.container, s->ep.container))
+                gpus++;
+        return gpus ? d / (double)gpus : d;
+    }
+    double w;
+    if (mw_snapshot_get(snap, "mlwatch_gpu_power_watts", &w, "gpu", s->ep.gpu, MW_END) < 0)
+        return 0;
+    double total = 0;
+    for (size_t i = 0; i < st->n; i++)
+        if (st->s[i].seen && !strcmp(st->s[i].ep.gpu, s->ep.gpu)) total += st->s[i].ep.memory_bytes;
+    double share = total > 0 ? s->ep.memory_bytes / total : 1;
+    return w * share * (double)dt_ms / 1000.0;
+}
+
+static void account(idle_state *st, session *s, double secs, double joules, double intensity)
+{
+    s->ep.gpu_seconds += secs;
+    s->ep.energy_joules += joules;
+    double g = intensity >= 0 ? joules / 3.6e6 * intensity : 0;
+    if (intensity >= 0) {
+        if (!s->co2_known) s->ep.co2_grams = 0;
+        s->co2_known = 1;
+        s->ep.co2_grams += g;
+    }
+    ns_total *t = ns_of(st, s->ep.ns);
+    if (t) {
+        t->gpu_seconds += secs;
+        t->energy += joules;
+        t->co2 += g;
+    }
+}
+
+static void end_episode(idle_state *st, session *s, int64_t now, const char *reason)
+{
+    s->ep.ended_ms = now;
+    mw_strlcpy(s->ep.end_reason, reason, sizeof(s->ep.end_reason));
+    if (st->nended < MAX_SESSIONS) st->ended[st->nended++] = s->ep;
+    mw_log(MW_LOG_INFO, "idle", "idle session ended (%s): %s/%s container %s GPU %s, %.0f s idle",
+           reason, s->ep.ns, s->ep.pod, s->ep.container, s->ep.gpu,
+           (double)(now - s->ep.idle_since_ms) / 1000.0);
+    memset(&s->tr, 0, sizeof(s->tr));
+    s->ep.gpu_seconds = s->ep.energy_joules = 0;
+    s->ep.co2_grams = -1;
+    s->co2_known = 0;
+    s->ep.ended_ms = 0;
+    s->ep.end_reason[0] = '\0';
+}
+
+static void identify(idle_state *st, const mw_snapshot *snap, session *s)
+{
+    mw_strlcpy(s->ep.owner, s->ep.ns, sizeof(s->ep.owner));
+    if (!st->kube) return;
+    const char *uid = "";
+    const mw_family *f = mw_snapshot_find(snap, "mlwatch_container_info");
+    for (const mw_sample *x = f ? f->first : NULL; x; x = x->next)
+        if (!strcmp(label(x, "namespace"), s->ep.ns) && !strcmp(label(x, "pod"), s->ep.pod) &&
+            *label(x, "pod_uid")) {
+            uid = label(x, "pod_uid");
+            break;
+        }
+    mw_kube_pod p;
+    if (mw_kube_lookup(st->kube, uid, s->ep.ns, s->ep.pod, &p)) {
+        mw_strlcpy(s->ep.workload_kind, p.workload_kind, sizeof(s->ep.workload_kind));
+        mw_strlcpy(s->ep.workload, p.workload, sizeof(s->ep.workload));
+        if (p.owner[0]) mw_strlcpy(s->ep.owner, p.owner, sizeof(s->ep.owner));
+    }
+}
+
+static void idle_derive(void *state, mw_snapshot *snap)
+{
+    idle_state *st = state;
+    int64_t now = snap->timestamp_ms ? snap->timestamp_ms : mw_now_ms();
+    int64_t dt = st->prev_ms && now > st->prev_ms ? now - st->prev_ms : 0;
+    if (dt > MAX_STEP_MS) dt = MAX_STEP_MS;
+    st->prev_ms = now;
+    st->nended = 0;
+    double intensity = -1;
+    if (mw_snapshot_get(snap, CARBON_INTENSITY, &intensity, MW_END) < 0) intensity = -1;
+    if (intensity >= 0) st->carbon_seen = 1;
+
+    for (size_t i = 0; i < st->n; i++)
+        st->s[i].seen = 0;
+    const mw_family *mem = mw_snapshot_find(snap, "mlwatch_container_gpu_memory_used_bytes");
+    for (const mw_sample *x = mem ? mem->first : NULL; x; x = x->next) {
+        const char *ns = label(x, "namespace"), *pod = label(x, "pod");
+        if (!*pod || !(x->value > 0)) continue; /* processes outside pods */
+        char key[400];
+        make_key(key, sizeof(key), ns, pod, label(x, "container"), label(x, "gpu"));
+        session *s = find_session(st, key);
+        if (!s) s = add_session(st, ns, pod, label(x, "container"), label(x, "gpu"), key);
+        if (!s) continue;
+        s->seen = 1;
+        s->last_seen_ms = now;
+        s->ep.memory_bytes = x->value;
+    }
+
+    for (size_t i = 0; i < st->nns; i++)
+        st->ns[i].sessions = 0;
+    for (size_t i = 0; i < st->n; i++) {
+        session *s = &st->s[i];
+        if (!s->seen) continue;
+        mw_idle_rule r;
+        rule_for(st->cfg, s->ep.ns, &r);
+        s->ep.threshold_ratio = r.threshold;
+        gpu_identity(snap, s->ep.gpu, s);
+        identify(st, snap, s);
+        double joules = session_energy(st, snap, s, dt);
+        double u = session_util(snap, s);
+        s->judged = u >= 0;
+        int was_idle = s->tr.state == MW_IDLE_IDLE;
+        int ev = s->judged ? mw_idle_step(&s->tr, now, u, &r) : MW_IDLE_NONE;
+        if (ev == MW_IDLE_OPENED) {
+            s->ep.idle_since_ms = s->tr.below_since_ms;
+            s->ep.gpu_seconds = s->ep.energy_joules = 0;
+            /* The window itself was idle: count it, at this cycle's power. */
+            int64_t win = now - s->tr.below_since_ms;
+            double est = dt > 0 ? joules * (double)win / (double)dt : 0;
+            account(st, s, (double)win / 1000.0, est, intensity);
+            mw_log(MW_LOG_INFO, "idle",
+                   "idle session: %s/%s container %s GPU %s below %g%% for %lld s", s->ep.ns,
+                   s->ep.pod, s->ep.container, s->ep.gpu, r.threshold * 100,
+                   (long long)(win / 1000));
+        } else if (was_idle) {
+            account(st, s, (double)dt / 1000.0, joules, intensity);
+            if (ev == MW_IDLE_CLOSED) end_episode(st, s, now, "busy");
+        }
+        ns_total *t = ns_of(st, s->ep.ns);
+        if (t && s->tr.state == MW_IDLE_IDLE) t->sessions++;
+        mw_emit(snap, &IDLE_SECONDS,
+                s->tr.state == MW_IDLE_IDLE ? (double)(now - s->tr.below_since_ms) / 1000.0 : 0,
+                "namespace", s->ep.ns, "pod", s->ep.pod, "container", s->ep.container, "gpu",
+                s->ep.gpu, "workload_kind", s->ep.workload_kind, "workload", s->ep.workload,
+                MW_END);
+    }
+
+    /* Sessions gone for a busy period end; the table keeps the held ones. */
+    for (size_t i = st->n; i-- > 0;) {
+        session *s = &st->s[i];
+        if (s->seen) continue;
+        mw_idle_rule r;
+        rule_for(st->cfg, s->ep.ns, &r);
+        if (now - s->last_seen_ms < r.busy_ms) continue;
+        if (s->tr.state == MW_IDLE_IDLE) end_episode(st, s, now, "ended");
+        st->s[i] = st->s[st->n - 1];
+        st->n--;
+    }
+
+    for (size_t i = 0; i < st->nns; i++) {
+        const ns_total *t = &st->ns[i];
+        mw_emit(snap, &IDLE_SESSIONS, t->sessions, "namespace", t->ns, MW_END);
+        mw_emit(snap, &IDLE_GPU_SECONDS, t->gpu_seconds, "namespace", t->ns, MW_END);
+        mw_emit(snap, &IDLE_ENERGY, t->energy, "namespace", t->ns, MW_END);
+        if (st->carbon_seen) mw_emit(snap, &IDLE_CO2, t->co2, "namespace", t->ns, MW_END);
+    }
+    if (st->notifier) mw_notifier_emit(st->notifier, snap);
+}
+
+static void idle_consume(void *state, const mw_snapshot *snap)
+{
+    (void)snap;
+    idle_state *st = state;
+    if (!st->notifier && !st->notifier_failed) {
+        char err[512];
+        int rc = mw_notifier_new(st->cfg, &st->notifier, err, sizeof(err));
+        if (rc < 0) mw_log(MW_LOG_ERROR, "idle", "notifications off: %s", err);
+        if (rc != 0) st->notifier_failed = 1;
+    }
+    if (!st->notifier) return;
+    for (size_t i = 0; i < st->nended; i++)
+        mw_notifier_resolve(st->notifier, &st->ended[i]);
+    for (size_t i = 0; i < st->n; i++)
+        if (st->s[i].tr.state == MW_IDLE_IDLE) mw_notifier_upsert(st->notifier, &st->s[i].ep);
+}
+
+static void idle_destroy(void *state)
+{
+    idle_state *st = state;
+    mw_notifier_free(st->notifier);
+    mw_kube_stop(st->kube);
+    free(st->s);
+    free(st->ended);
+    free(st);
+}
+
+const mw_module mw_module_idle = {
+    .agent_only = 1,
+    .name = "idle",
+    .init = idle_init,
+    .derive = idle_derive,
+    .consume = idle_consume,
+    .destroy = idle_destroy,
+};

@@ -1,0 +1,488 @@
+/* kube.c - the pod watcher: list this node's pods, then watch them, on a
+ * thread of its own (see kube.h for the contract).
+ *
+ * The watch is a long HTTP response of one JSON event per line; events are
+ * applied as their lines complete. A line longer than 4 MiB, an HTTP error
+ * or a dropped connection ends the watch and it starts again from the last
+ * resourceVersion seen after a backoff (1 s doubling to 30 s, reset by a
+ * watch that delivered events); 410 Gone, as an HTTP status or as an ERROR
+ * event, means that resourceVersion is too old: list again. */
+#include "kube.h"
+#include "../core/buf.h"
+#include "../core/log.h"
+#include "../core/util.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+#define MAX_LIST_BYTES (64u << 20)
+#define MAX_LINE_BYTES (4u << 20)
+#define BACKOFF_MAX_MS 30000
+
+struct mw_kube {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    int stop;
+    mw_kube_creds creds;
+    char node[254];
+    char owner_from[256];
+    mw_kube_pod *pods; /* MW_KUBE_MAX_PODS slots */
+    size_t npods;
+    uint64_t lists;
+    char rv[32];
+    /* watch in progress */
+    mw_buf line;
+    int gone, events;
+};
+
+static void table_put(mw_kube *k, const mw_kube_pod *p)
+{
+    for (size_t i = 0; i < k->npods; i++)
+        if (strcmp(k->pods[i].uid, p->uid) == 0) {
+            k->pods[i] = *p;
+            return;
+        }
+    if (k->npods >= MW_KUBE_MAX_PODS) {
+        mw_log_once(MW_LOG_WARN, "kube", "full", "more than %d pods on this node: ignoring more",
+                    MW_KUBE_MAX_PODS);
+        return;
+    }
+    k->pods[k->npods++] = *p;
+}
+
+static void table_del(mw_kube *k, const char *uid)
+{
+    for (size_t i = 0; i < k->npods; i++)
+        if (strcmp(k->pods[i].uid, uid) == 0) {
+            k->pods[i] = k->pods[--k->npods];
+            return;
+        }
+}
+
+static int stopping(mw_kube *k)
+{
+    pthread_mutex_lock(&k->mu);
+    int s = k->stop;
+    pthread_mutex_unlock(&k->mu);
+    return s;
+}
+
+static int progress(void *cls, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+    (void)a;
+    (void)b;
+    (void)c;
+    (void)d;
+    return stopping(cls); /* non-zero aborts the transfer */
+}
+
+static size_t to_buf(void *p, size_t sz, size_t n, void *cls)
+{
+    return mw_buf_append(cls, p, sz * n) == 0 ? sz * n : 0;
+}
+
+static void apply_line(mw_kube *k, const char *line, size_t len)
+{
+    mw_kube_pod p;
+    int code;
+    char err[256];
+    int t = mw_kube_event_parse(line, len, k->owner_from, &p, &code, err, sizeof(err));
+    if (t < 0) {
+        mw_log_once(MW_LOG_WARN, "kube", "event", "ignoring a watch event: %s", err);
+        return;
+    }
+    k->events++;
+    if (t == MW_KUBE_ERROR) {
+        if (code == 410) k->gone = 1;
+        mw_log(MW_LOG_INFO, "kube", "watch ended by the API server (code %d)%s", code,
+               code == 410 ? ": listing again" : "");
+        return;
+    }
+    pthread_mutex_lock(&k->mu);
+    if (t == MW_KUBE_DELETED)
+        table_del(k, p.uid);
+    else if (t != MW_KUBE_BOOKMARK)
+        table_put(k, &p);
+    if (p.rv[0]) mw_strlcpy(k->rv, p.rv, sizeof(k->rv));
+    pthread_mutex_unlock(&k->mu);
+}
+
+static size_t on_watch(void *p, size_t sz, size_t n, void *cls)
+{
+    mw_kube *k = cls;
+    const char *d = p;
+    size_t len = sz * n;
+    for (size_t i = 0; i < len; i++) {
+        if (d[i] != '\n') {
+            if (mw_buf_putc(&k->line, d[i]) < 0) {
+                mw_log_once(MW_LOG_WARN, "kube", "line", "watch event longer than %u bytes",
+                            MAX_LINE_BYTES);
+                return 0;
+            }
+            continue;
+        }
+        if (k->line.len) apply_line(k, k->line.data, k->line.len);
+        mw_buf_clear(&k->line);
+        if (k->gone) return 0; /* abort: list again */
+    }
+    return len;
+}
+
+static CURL *request(mw_kube *k, const char *url, struct curl_slist **hdrs)
+{
+    CURL *c = curl_easy_init();
+    if (!c) return NULL;
+    const mw_kube_creds *cr = &k->creds;
+    *hdrs = curl_slist_append(NULL, "Accept: application/json");
+    char token[4200] = "";
+    if (cr->token[0]) {
+        mw_strlcpy(token, cr->token, sizeof(token));
+    } else if (cr->token_file[0]) {
+        /* Re-read each time: projected service-account tokens rotate. */
+        FILE *f = fopen(cr->token_file, "r");
+        if (f) {
+            size_t m = fread(token, 1, sizeof(token) - 1, f);
+            token[m] = '\0';
+            token[strcspn(token, "\r\n")] = '\0';
+            fclose(f);
+        }
+    }
+    if (token[0]) {
+        char h[4300];
+        snprintf(h, sizeof(h), "Authorization: Bearer %s", token);
+        *hdrs = curl_slist_append(*hdrs, h);
+        memset(h, 0, sizeof(h));
+        memset(token, 0, sizeof(token));
+    }
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, *hdrs);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "mlwatch");
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, k);
+    if (cr->ca_file[0]) curl_easy_setopt(c, CURLOPT_CAINFO, cr->ca_file);
+    if (cr->ca_data[0]) {
+        struct curl_blob b = {(void *)cr->ca_data, strlen(cr->ca_data), CURL_BLOB_COPY};
+        curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &b);
+    }
+    if (cr->client_cert_file[0]) curl_easy_setopt(c, CURLOPT_SSLCERT, cr->client_cert_file);
+    if (cr->client_key_file[0]) curl_easy_setopt(c, CURLOPT_SSLKEY, cr->client_key_file);
+    if (cr->client_cert_data[0]) {
+        struct curl_blob b = {(void *)cr->client_cert_data, strlen(cr->client_cert_data),
+                              CURL_BLOB_COPY};
+        curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &b);
+    }
+    if (cr->client_key_data[0]) {
+        struct curl_blob b = {(void *)cr->client_key_data, strlen(cr->client_key_data),
+                              CURL_BLOB_COPY};
+        curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &b);
+    }
+    if (cr->insecure) {
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    return c;
+}
+
+static void collect(void *cls, const mw_kube_pod *p)
+{
+    mw_kube *k = cls;
+    if (k->npods < MW_KUBE_MAX_PODS) k->pods[k->npods++] = *p;
+}
+
+/* List the node's pods into a fresh table. Returns 0 or -1. */
+static int list(mw_kube *k)
+{
+    char url[1024];
+    snprintf(url, sizeof(url), "%s/api/v1/pods?fieldSelector=spec.nodeName%%3D%s", k->creds.server,
+             k->node);
+    struct curl_slist *h;
+    CURL *c = request(k, url, &h);
+    if (!c) return -1;
+    mw_buf body;
+    mw_buf_init(&body, MAX_LIST_BYTES);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, to_buf);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 60000L);
+    CURLcode rc = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(h);
+    int ret = -1;
+    if (rc != CURLE_OK) {
+        mw_log_once(MW_LOG_WARN, "kube", "list", "listing pods: %s", curl_easy_strerror(rc));
+    } else if (status != 200) {
+        mw_log_once(MW_LOG_WARN, "kube", "list", "listing pods: HTTP %ld", status);
+    } else {
+        mw_kube tmp = {0};
+        tmp.pods = mw_xcalloc(MW_KUBE_MAX_PODS, sizeof(mw_kube_pod));
+        char rv[32], err[256];
+        int n = mw_kube_list_parse(body.data ? body.data : "", body.len, k->owner_from, collect,
+                                   &tmp, rv, sizeof(rv), err, sizeof(err));
+        if (n < 0) {
+            mw_log_once(MW_LOG_WARN, "kube", "list", "listing pods: %s", err);
+            free(tmp.pods);
+        } else {
+            pthread_mutex_lock(&k->mu);
+            free(k->pods);
+            k->pods = tmp.pods;
+            k->npods = tmp.npods;
+            mw_strlcpy(k->rv, rv, sizeof(k->rv));
+            k->lists++;
+            pthread_mutex_unlock(&k->mu);
+            mw_log(MW_LOG_DEBUG, "kube", "listed %d pods of node %s", n, k->node);
+            ret = 0;
+        }
+    }
+    mw_buf_free(&body);
+    return ret;
+}
+
+/* Watch from k->rv until the server ends it, it fails, or 410. Returns 0
+ * when it ended cleanly, 1 for 410 Gone, -1 on error. */
+static int watch(mw_kube *k)
+{
+    char url[1200], rv[32];
+    pthread_mutex_lock(&k->mu);
+    mw_strlcpy(rv, k->rv, sizeof(rv));
+    pthread_mutex_unlock(&k->mu);
+    snprintf(url, sizeof(url),
+             "%s/api/v1/pods?fieldSelector=spec.nodeName%%3D%s&watch=1&resourceVersion=%s"
+             "&allowWatchBookmarks=true&timeoutSeconds=300",
+             k->creds.server, k->node, rv);
+    struct curl_slist *h;
+    CURL *c = request(k, url, &h);
+    if (!c) return -1;
+    mw_buf_clear(&k->line);
+    k->gone = 0;
+    k->events = 0;
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_watch);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, k);
+    /* A watch that hears nothing for 10 minutes is dead (the server ends
+     * each one after timeoutSeconds and sends bookmarks). */
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 600L);
+    CURLcode rc = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(h);
+    if (k->gone || status == 410) return 1;
+    if (status != 200) {
+        mw_log_once(MW_LOG_WARN, "kube", "watch", "watching pods: HTTP %ld", status);
+        return -1;
+    }
+    if (rc != CURLE_OK && rc != CURLE_ABORTED_BY_CALLBACK) {
+        mw_log_once(MW_LOG_WARN, "kube", "watch", "watch dropped: %s", curl_easy_strerror(rc));
+        return k->events ? 0 : -1;
+    }
+    return 0;
+}
+
+static void sleep_ms(mw_kube *k, int64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&k->mu);
+    if (!k->stop) pthread_cond_timedwait(&k->cv, &k->mu, &ts);
+    pthread_mutex_unlock(&k->mu);
+}
+
+static void *run(void *arg)
+{
+    mw_kube *k = arg;
+    int64_t backoff = 0;
+    int need_list = 1;
+    while (!stopping(k)) {
+        int rc;
+        if (need_list) {
+            rc = list(k) == 0 ? 0 : -1;
+            if (rc == 0) need_list = 0;
+        } else {
+            rc = watch(k);
+            if (rc == 1) {
+                need_list = 1;
+                rc = 0;
+            }
+        }
+        if (stopping(k)) break;
+        if (rc < 0) {
+            backoff = backoff ? backoff * 2 : 1000;
+            if (backoff > BACKOFF_MAX_MS) backoff = BACKOFF_MAX_MS;
+            sleep_ms(k, backoff);
+        } else {
+            backoff = 0;
+        }
+    }
+    return NULL;
+}
+
+static int read_small(const char *path, char *out, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t m = fread(out, 1, n - 1, f);
+    int toolong = m == n - 1 && fgetc(f) != EOF;
+    fclose(f);
+    out[m] = '\0';
+    return toolong ? -1 : (int)m;
+}
+
+static int credentials(const mw_config *cfg, mw_kube_creds *c, char *err, size_t errsize)
+{
+    if (cfg->kubeconfig[0]) {
+        char *text = mw_xmalloc(1u << 20);
+        int n = read_small(cfg->kubeconfig, text, 1u << 20);
+        if (n < 0) {
+            snprintf(err, errsize, "--kubeconfig %s: cannot read (or larger than 1 MiB): %s",
+                     cfg->kubeconfig, strerror(errno));
+            free(text);
+            return -1;
+        }
+        char base[PATH_MAX];
+        mw_strlcpy(base, cfg->kubeconfig, sizeof(base));
+        char *slash = strrchr(base, '/');
+        if (slash)
+            *slash = '\0';
+        else
+            mw_strlcpy(base, ".", sizeof(base));
+        char why[512];
+        int rc = mw_kubeconfig_parse(text, (size_t)n, base, c, why, sizeof(why));
+        free(text);
+        if (rc < 0) {
+            snprintf(err, errsize, "--kubeconfig %s: %s", cfg->kubeconfig, why);
+            return -1;
+        }
+        return 0;
+    }
+    const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");
+    if (!host || !*host) {
+        snprintf(err, errsize,
+                 "not in a cluster (KUBERNETES_SERVICE_HOST is not set) and no "
+                 "--kubeconfig");
+        return -1;
+    }
+    memset(c, 0, sizeof(*c));
+    int v6 = strchr(host, ':') != NULL;
+    snprintf(c->server, sizeof(c->server), "https://%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "",
+             port && *port ? port : "443");
+    mw_strlcpy(c->token_file, SA_DIR "/token", sizeof(c->token_file));
+    mw_strlcpy(c->ca_file, SA_DIR "/ca.crt", sizeof(c->ca_file));
+    if (access(c->token_file, R_OK) != 0) {
+        snprintf(err, errsize, "%s: %s (is a service account mounted?)", c->token_file,
+                 strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int mw_kube_start(const mw_config *cfg, mw_kube **out, char *err, size_t errsize)
+{
+    *out = NULL;
+    if (!cfg->kubernetes) return 1;
+    mw_kube *k = mw_xcalloc(1, sizeof(*k));
+    if (credentials(cfg, &k->creds, err, errsize) < 0) {
+        free(k);
+        return -1;
+    }
+    /* The server URL must not end in '/': paths are appended. */
+    size_t sl = strlen(k->creds.server);
+    while (sl && k->creds.server[sl - 1] == '/')
+        k->creds.server[--sl] = '\0';
+    const char *node = cfg->node_name[0] ? cfg->node_name : getenv("NODE_NAME");
+    if (node && *node)
+        mw_strlcpy(k->node, node, sizeof(k->node));
+    else if (gethostname(k->node, sizeof(k->node)) != 0) {
+        snprintf(err, errsize, "no --node-name, no $NODE_NAME and no host name");
+        free(k);
+        return -1;
+    }
+    /* The node name goes into a URL: allow what a DNS-1123 name allows. */
+    for (const char *p = k->node; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.')) {
+            snprintf(err, errsize, "node name '%.100s' is not a valid Kubernetes node name",
+                     k->node);
+            free(k);
+            return -1;
+        }
+    mw_strlcpy(k->owner_from, cfg->owner_from, sizeof(k->owner_from));
+    k->pods = mw_xcalloc(MW_KUBE_MAX_PODS, sizeof(mw_kube_pod));
+    mw_buf_init(&k->line, MAX_LINE_BYTES);
+    pthread_mutex_init(&k->mu, NULL);
+    pthread_cond_init(&k->cv, NULL);
+    if (pthread_create(&k->thread, NULL, run, k) != 0) {
+        snprintf(err, errsize, "cannot start the pod watcher thread");
+        free(k->pods);
+        mw_buf_free(&k->line);
+        free(k);
+        return -1;
+    }
+    mw_log(MW_LOG_INFO, "kube", "watching the pods of node %s", k->node);
+    *out = k;
+    return 0;
+}
+
+int mw_kube_lookup(mw_kube *k, const char *uid, const char *ns, const char *name, mw_kube_pod *out)
+{
+    int found = 0;
+    pthread_mutex_lock(&k->mu);
+    for (size_t i = 0; i < k->npods && !found; i++)
+        if (uid && *uid && strcmp(k->pods[i].uid, uid) == 0) {
+            *out = k->pods[i];
+            found = 1;
+        }
+    for (size_t i = 0; i < k->npods && !found; i++)
+        if (strcmp(k->pods[i].ns, ns) == 0 && strcmp(k->pods[i].name, name) == 0) {
+            *out = k->pods[i];
+            found = 1;
+        }
+    pthread_mutex_unlock(&k->mu);
+    return found;
+}
+
+size_t mw_kube_npods(mw_kube *k)
+{
+    pthread_mutex_lock(&k->mu);
+    size_t n = k->npods;
+    pthread_mutex_unlock(&k->mu);
+    return n;
+}
+
+uint64_t mw_kube_lists(mw_kube *k)
+{
+    pthread_mutex_lock(&k->mu);
+    uint64_t n = k->lists;
+    pthread_mutex_unlock(&k->mu);
+    return n;
+}
+
+void mw_kube_stop(mw_kube *k)
+{
+    if (!k) return;
+    pthread_mutex_lock(&k->mu);
+    k->stop = 1;
+    pthread_cond_signal(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+    pthread_join(k->thread, NULL);
+    pthread_mutex_destroy(&k->mu);
+    pthread_cond_destroy(&k->cv);
+    mw_buf_free(&k->line);
+    free(k->pods);
+    memset(&k->creds, 0, sizeof(k->creds));
+    free(k);
+}

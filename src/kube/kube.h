@@ -1,0 +1,81 @@
+/* kube.h - this node's pods from the Kubernetes API server: who runs what.
+ *
+ * With --kubernetes the agent lists the pods of its node
+ * (fieldSelector=spec.nodeName=NODE) and then watches them from the list's
+ * resourceVersion on its own thread; a dropped watch reconnects with
+ * backoff (1 s doubling to 30 s), a 410 Gone (resourceVersion too old)
+ * lists again. Credentials: the in-cluster service account
+ * (/var/run/secrets/kubernetes.io/serviceaccount/{token,ca.crt},
+ * KUBERNETES_SERVICE_HOST/PORT) or a kubeconfig (--kubeconfig). The table
+ * keeps, per pod UID, only what mlwatch uses: namespace, name, the workload
+ * (kind and name) and the owner; it is bounded (MW_KUBE_MAX_PODS). */
+#ifndef MW_KUBE_H
+#define MW_KUBE_H
+
+#include "../core/config.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MW_KUBE_MAX_PODS 4096
+
+typedef struct mw_kube_pod {
+    char uid[64];
+    char ns[64];
+    char name[254];
+    char workload_kind[32]; /* Notebook, PyTorchJob, TrainJob, Job, StatefulSet, ... */
+    char workload[254];
+    char owner[254];
+    char rv[32]; /* resourceVersion of this object */
+} mw_kube_pod;
+
+typedef struct mw_kube mw_kube;
+
+/* Start the watcher thread when cfg->kubernetes is set: 0 with *out, 1 when
+ * off, -1 with a message (no credentials, unreadable kubeconfig). */
+int mw_kube_start(const mw_config *cfg, mw_kube **out, char *err, size_t errsize);
+/* Find a pod by UID, else by namespace and name. Returns 1 and fills out. */
+int mw_kube_lookup(mw_kube *k, const char *uid, const char *ns, const char *name, mw_kube_pod *out);
+/* Pods known, and lists done so far (tests). */
+size_t mw_kube_npods(mw_kube *k);
+uint64_t mw_kube_lists(mw_kube *k);
+void mw_kube_stop(mw_kube *k);
+
+/* ---- parsing (kube_parse.c): pure functions, fuzzed ---- */
+
+/* How to connect: from a kubeconfig or the service account. */
+typedef struct mw_kube_creds {
+    char server[512];
+    char ca_file[PATH_MAX]; /* certificate-authority, or a file written from -data */
+    char ca_data[8192];     /* certificate-authority-data, decoded PEM ("" if none) */
+    char token[4096];
+    char token_file[PATH_MAX];
+    char client_cert_file[PATH_MAX], client_key_file[PATH_MAX];
+    char client_cert_data[8192], client_key_data[8192];
+    int insecure;
+} mw_kube_creds;
+
+/* Parse a kubeconfig (its current-context, else the only context). Relative
+ * file paths are taken relative to base_dir. Returns 0, or -1 with a message. */
+int mw_kubeconfig_parse(const char *text, size_t len, const char *base_dir, mw_kube_creds *out,
+                        char *err, size_t errsize);
+
+/* Parse one pod object (JSON text). owner_from: "namespace", "label:KEY",
+ * "annotation:KEY". Returns 0 or -1 with a message. */
+int mw_kube_pod_parse(const char *json, size_t len, const char *owner_from, mw_kube_pod *out,
+                      char *err, size_t errsize);
+
+/* Parse a PodList: calls fn for each pod, sets the list's resourceVersion.
+ * Returns the number of pods, or -1 with a message. */
+int mw_kube_list_parse(const char *json, size_t len, const char *owner_from,
+                       void (*fn)(void *cls, const mw_kube_pod *pod), void *cls, char *rv,
+                       size_t rvsize, char *err, size_t errsize);
+
+enum { MW_KUBE_ADDED, MW_KUBE_MODIFIED, MW_KUBE_DELETED, MW_KUBE_BOOKMARK, MW_KUBE_ERROR };
+
+/* Parse one watch event line. ERROR events set *code (410 = Gone). For a
+ * BOOKMARK only pod->rv is set. Returns the event type, or -1. */
+int mw_kube_event_parse(const char *json, size_t len, const char *owner_from, mw_kube_pod *pod,
+                        int *code, char *err, size_t errsize);
+
+#endif

@@ -1,0 +1,81 @@
+/* notify.h - notifications of idle GPU sessions for users without
+ * Alertmanager: Mattermost/Slack incoming webhooks, a webhook carrying
+ * Alertmanager's webhook payload (version 4), and e-mail over SMTP.
+ *
+ * The detector (src/derive/idle.c) keeps the notifier's table of episodes up
+ * to date from the collection loop (never blocking: a mutex held for a copy);
+ * the notifier's own thread delivers what each receiver has not had yet:
+ * the opening message, a repeat every --notify-repeat-interval while the
+ * episode stays open, the resolved message when it ends. A receiver that
+ * fails is retried with exponential backoff (1 s doubling to 5 min), and gets
+ * everything it missed once it is back. The table, with what each receiver
+ * has had, is written atomically to --state-dir after each change, so a
+ * restarted agent neither repeats a message nor forgets an open episode.
+ * Secrets (webhook URLs, the SMTP password) are read from the configuration
+ * ("file:PATH", "env:NAME" or a literal) and never logged or exported. */
+#ifndef MW_NOTIFY_H
+#define MW_NOTIFY_H
+
+#include "../core/buf.h"
+#include "../core/config.h"
+#include "../core/snapshot.h"
+
+#include <stdint.h>
+
+/* One idle episode: what the messages say. */
+typedef struct mw_notify_episode {
+    char key[400]; /* namespace/pod/container/gpu */
+    char ns[64], pod[254], container[64], gpu[16];
+    char model[96], uuid[96], node[254];
+    char workload_kind[32], workload[254], owner[254];
+    int64_t idle_since_ms;  /* the episode's identity with key */
+    int64_t ended_ms;       /* 0 while open */
+    char end_reason[16];    /* "busy" or "ended" */
+    double memory_bytes;    /* GPU memory held */
+    double gpu_seconds;     /* idle GPU-seconds so far */
+    double energy_joules;   /* GPU energy spent while idle */
+    double co2_grams;       /* < 0: unknown (no carbon intensity) */
+    double threshold_ratio; /* the rule's threshold */
+} mw_notify_episode;
+
+typedef enum { MW_MSG_FIRING, MW_MSG_REPEAT, MW_MSG_RESOLVED } mw_msg_kind;
+
+typedef struct mw_notifier mw_notifier;
+
+/* Start the notifier when any receiver is configured: returns 0 with *out
+ * set, 1 when none is (nothing started), -1 with a message (a secret that
+ * cannot be read, a state folder that cannot be created). */
+int mw_notifier_new(const mw_config *cfg, mw_notifier **out, char *err, size_t errsize);
+void mw_notifier_free(mw_notifier *n);
+
+/* Open or update an episode (same key and idle_since). */
+void mw_notifier_upsert(mw_notifier *n, const mw_notify_episode *ep);
+/* End the open episode of key (with its final figures in ep). */
+void mw_notifier_resolve(mw_notifier *n, const mw_notify_episode *ep);
+/* Open episodes from the persisted state (after a restart). */
+size_t mw_notifier_open_episodes(mw_notifier *n, mw_notify_episode *out, size_t max);
+/* Wake the thread to deliver now (tests); returns after one delivery pass
+ * when wait is set. */
+void mw_notifier_kick(mw_notifier *n);
+/* Self-metrics: mlwatch_notifications_total{receiver,result}. */
+void mw_notifier_emit(mw_notifier *n, mw_snapshot *snap);
+
+/* Message bodies (notify_format.c), pure functions for tests and fuzzing.
+ * now_ms is when the message is made (for "idle for 2h 5m"). */
+void mw_notify_text(const mw_notify_episode *ep, mw_msg_kind kind, int64_t now_ms, mw_buf *out);
+/* {"text": ...} for Mattermost and Slack. */
+void mw_notify_chat_json(const mw_notify_episode *ep, mw_msg_kind kind, int64_t now_ms,
+                         mw_buf *out);
+/* Alertmanager's webhook payload, version 4, one alert. */
+void mw_notify_alertmanager_json(const mw_notify_episode *ep, mw_msg_kind kind, int64_t now_ms,
+                                 const char *external_url, mw_buf *out);
+/* RFC 5322 message with headers. */
+void mw_notify_email(const mw_notify_episode *ep, mw_msg_kind kind, int64_t now_ms,
+                     const char *from, const char *to, mw_buf *out);
+
+/* Resolve a secret: "file:PATH" (first line), "env:NAME", else the literal.
+ * Returns 0, or -1 with a message naming the file or variable (never the
+ * value). */
+int mw_secret_resolve(const char *spec, char *out, size_t outsize, char *err, size_t errsize);
+
+#endif

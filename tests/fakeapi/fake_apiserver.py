@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""fake_apiserver.py - a stand-in for the Kubernetes API server's pod list
+and watch, for tests of mlwatch's pod watcher (src/kube/kube.c).
+
+It answers like the real one: GET /api/v1/pods?fieldSelector=spec.nodeName=N
+gives a PodList (recorded JSON in tests/fixtures/kube), and with watch=1 a
+chunked stream of one JSON event per line. Requests need
+"Authorization: Bearer TOKEN" (else 401) and the node's field selector
+(else 400, as a server would answer a bad selector... for another node it
+would answer an empty list; here a wrong node is a test failure).
+
+The script of a test run (the real server's behaviour it imitates):
+  list 1   -> podlist.json (resourceVersion 2000)
+  watch 1  -> MODIFIED (rv 2001), then the connection drops mid-stream
+              (no terminating chunk): a dropped watch
+  watch 2  -> must resume from rv 2001: DELETED (2002), BOOKMARK (2003), then
+              an ERROR event with code 410 (Gone), and the stream ends
+  list 2.. -> podlist-after-gone.json (2600)
+  watch 3.. -> held open with nothing to say until the client goes away
+Every request is appended as a JSON line to --log.
+"""
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+ARGS = None
+LOCK = threading.Lock()
+COUNTS = {"list": 0, "watch": 0}
+
+
+def fixture(name):
+    with open(os.path.join(ARGS.fixtures, name), "rb") as f:
+        return f.read()
+
+
+def log(entry):
+    with LOCK:
+        with open(ARGS.log, "a") as f:
+            f.write(json.dumps(entry) + "\n")
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):  # quiet
+        pass
+
+    def answer(self, status, body, ctype="application/json"):
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def chunk(self, data):
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def event(self, name):
+        # The API server writes each event as one JSON line.
+        self.chunk(json.dumps(json.loads(fixture(name))).encode() + b"\n")
+
+    def do_GET(self):
+        url = urllib.parse.urlparse(self.path)
+        q = urllib.parse.parse_qs(url.query)
+        if self.headers.get("Authorization") != "Bearer " + ARGS.token:
+            log({"kind": "unauthorized"})
+            return self.answer(401, b'{"kind":"Status","code":401,"reason":"Unauthorized"}')
+        if url.path != "/api/v1/pods":
+            return self.answer(404, b'{"kind":"Status","code":404}')
+        if q.get("fieldSelector") != ["spec.nodeName=" + ARGS.node]:
+            log({"kind": "bad-selector", "query": url.query})
+            return self.answer(400, b'{"kind":"Status","code":400,"reason":"BadRequest"}')
+        if q.get("watch") != ["1"]:
+            with LOCK:
+                COUNTS["list"] += 1
+                n = COUNTS["list"]
+            log({"kind": "list", "n": n})
+            return self.answer(200, fixture("podlist.json" if n == 1 else "podlist-after-gone.json"))
+        with LOCK:
+            COUNTS["watch"] += 1
+            n = COUNTS["watch"]
+        rv = q.get("resourceVersion", [""])[0]
+        log({"kind": "watch", "n": n, "rv": rv,
+             "bookmarks": q.get("allowWatchBookmarks") == ["true"]})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        if n == 1:
+            self.event("event-modified.json")
+            time.sleep(0.3)
+            # Drop the connection mid-stream: no terminating chunk.
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
+        if n == 2:
+            self.event("event-deleted.json")
+            self.event("event-bookmark.json")
+            time.sleep(0.2)
+            self.event("event-gone.json")
+            self.wfile.write(b"0\r\n\r\n")
+            self.close_connection = True
+            return
+        # Later watches: nothing happens; end after timeoutSeconds at most.
+        deadline = time.time() + min(60, int(q.get("timeoutSeconds", ["60"])[0]))
+        try:
+            while time.time() < deadline:
+                time.sleep(0.5)
+                # A real server sends nothing either; writing nothing means a
+                # client that went away is noticed at the end only.
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            pass
+        self.close_connection = True
+
+
+def main():
+    global ARGS
+    p = argparse.ArgumentParser()
+    p.add_argument("--fixtures", required=True)
+    p.add_argument("--token", required=True)
+    p.add_argument("--node", required=True)
+    p.add_argument("--log", required=True)
+    p.add_argument("--port-file", required=True)
+    ARGS = p.parse_args()
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    tmp = ARGS.port_file + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(str(srv.server_address[1]))
+    os.rename(tmp, ARGS.port_file)
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

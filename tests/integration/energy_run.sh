@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# energy_run.sh - `mlwatch run`: the exit status is the command's, signals
+# reach it, --json has the documented fields, a command of known CPU work
+# gets (max - idle) watts per CPU x its CPU seconds of dynamic energy under
+# the estimation model, --work gives J per unit, and the GPU processes of
+# its tree (fake NVML) are its GPU share.
+source "$(dirname "$0")/lib.sh"
+
+: "${MLWATCH_BUILD:=$MLWATCH_SRC/build}"
+fake=$MLWATCH_BUILD/tests/fakenvml/libnvidia-ml.so.1
+run() { "$MLWATCH_BIN" run --nvml-library none --rocm-library none --freeipmi-library none "$@"; }
+
+# Exit status, with and without the report.
+set +e
+run --interval 100ms -- sh -c 'exit 7' 2>"$WORK/r1.txt"
+rc=$?
+run -- /nonexistent/command 2>"$WORK/r2.txt"
+rc2=$?
+set -e
+expect_eq "exit status" 7 "$rc"
+grep -q '^mlwatch run: sh (exit status 7)' "$WORK/r1.txt" || fail "no report: $(cat "$WORK/r1.txt")"
+ok
+expect_eq "exit status of a command that cannot start" 127 "$rc2"
+grep -q 'cannot run /nonexistent/command: No such file or directory' "$WORK/r2.txt" || fail "$(cat "$WORK/r2.txt")"
+ok
+
+# Signals are forwarded: the command traps TERM and exits 42.
+# (the binary itself in the background, not a function: $! must be mlwatch)
+"$MLWATCH_BIN" run --interval 100ms --nvml-library none --rocm-library none --freeipmi-library none \
+    -- sh -c 'trap "exit 42" TERM; echo ready > '"$WORK"'/ready; while :; do sleep 0.05; done' \
+    2>"$WORK/r3.txt" &
+pid=$!
+for _ in $(seq 1 100); do [ -f "$WORK/ready" ] && break; sleep 0.05; done
+[ -f "$WORK/ready" ] || fail "the command did not start"
+kill -TERM "$pid"
+set +e
+wait "$pid"
+rc=$?
+set -e
+expect_eq "exit status after a forwarded SIGTERM" 42 "$rc"
+# An untrapped signal: 128 + signal number, like a shell.
+run -- sh -c 'kill -USR1 $$' 2>/dev/null && rc=0 || rc=$?
+expect_eq "exit status of a command killed by SIGUSR1" 138 "$rc"
+
+# Known CPU work (about 1 s of busy loop) under the estimation model, JSON.
+run --json --interval 200ms --carbon-intensity 400 --work 20 --unit image \
+    --energy-idle-watts-per-cpu 1 --energy-max-watts-per-cpu 5 -- \
+    sh -c 'end=$(($(date +%s%N)/1000000+1000)); while [ $(($(date +%s%N)/1000000)) -lt $end ]; do :; done' \
+    2>"$WORK/run.json"
+python3 - "$WORK/run.json" <<'PY' || fail "--json report: $(cat "$WORK/run.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+need = {"command", "exit_status", "tracking", "wall_seconds", "cpu_seconds", "cpu_user_seconds",
+        "cpu_system_seconds", "energy_joules", "energy_wh", "components", "average_power_watts",
+        "cpu_method", "idle_policy", "co2_grams", "carbon_intensity_grams_per_kwh",
+        "gpu_utilization_ratio", "work"}
+missing = need - set(r)
+assert not missing, f"missing {missing}"
+assert r["exit_status"] == 0 and r["tracking"] in ("cgroup", "process_tree")
+assert set(r["components"]) == {"cpu", "dram", "gpu", "other"}
+for c in r["components"].values():
+    assert abs(c["joules"] - c["dynamic_joules"] - c["idle_joules"]) < 1e-6
+    assert abs(c["wh"] * 3600 - c["joules"]) < 1e-6
+total = sum(c["joules"] for c in r["components"].values())
+assert abs(total - r["energy_joules"]) < 1e-6
+assert abs(r["energy_wh"] * 3600 - total) < 1e-6
+assert 0.3 <= r["cpu_seconds"] <= 1.6, r["cpu_seconds"]  # a busy 2-core machine
+assert r["wall_seconds"] >= 0.99
+if r["cpu_method"] == "estimated":
+    # (5 - 1) W per CPU-second of the command; idle policy none adds nothing.
+    want = 4 * r["cpu_seconds"]
+    got = r["components"]["cpu"]["dynamic_joules"]
+    assert abs(got - want) <= 0.05 * want, (got, want)
+    assert r["components"]["cpu"]["idle_joules"] == 0
+assert abs(r["co2_grams"] - total / 3.6e6 * 400) < 1e-9
+assert r["carbon_intensity_grams_per_kwh"] == 400
+assert r["gpu_utilization_ratio"] is None
+w = r["work"]
+assert w["unit"] == "image" and w["units"] == 20
+assert abs(w["joules_per_unit"] - total / 20) < 1e-9
+assert abs(w["units_per_kwh"] - 20 / (total / 3.6e6)) < 1e-3 * w["units_per_kwh"]
+PY
+ok
+
+# GPU: the command's own process is on GPU 0 (fake NVML) at 60% of its
+# 300 W; it is the only process, so the GPU's energy is all its.
+if [ -f "$fake" ]; then
+    export FAKE_NVML_SCENARIO=$WORK/scenario.txt
+    printf 'gpu 0 util=60 memtotal=1000 memused=100 power_mw=300000 unsupported=energy\n' >"$WORK/scenario.txt"
+    "$MLWATCH_BIN" run --json --interval 100ms --nvml-library "$fake" --rocm-library none \
+        --freeipmi-library none -- sh -c '
+        printf "gpu 0 util=60 memtotal=1000 memused=100 power_mw=300000 unsupported=energy\nproc gpu=0 pid=$$ mem=100 sm=60\n" > '"$WORK"'/s.tmp
+        mv '"$WORK"'/s.tmp '"$WORK"'/scenario.txt; sleep 1.2' 2>"$WORK/gpu.json"
+    python3 - "$WORK/gpu.json" <<'PY' || fail "GPU report: $(cat "$WORK/gpu.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["gpu_utilization_ratio"] is not None and 0.3 <= r["gpu_utilization_ratio"] <= 0.6, r
+g = r["components"]["gpu"]["joules"]
+# 300 W while the process was listed: most of 1.2 s (the first listing lags).
+assert 150 <= g <= 300 * (r["wall_seconds"] + 0.2), g
+PY
+    ok
+fi
+done_ok

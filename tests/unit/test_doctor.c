@@ -1,0 +1,770 @@
+/* test_doctor.c - the doctor's rules on a node that changes over time.
+ *
+ * The world: a copy of tests/fixtures/gpu-node plus host files written here
+ * (4 CPUs on two NUMA nodes: 0-1 on node 0, 2-3 on node 1; cpufreq; NUMA
+ * nodes) and the fake NVML with two H100s: GPU 0 on node 0 used by
+ * ml-team/train-0 (PID 3000, cpuset 0-1, mems 0), GPU 1 on node 1 used by
+ * ml-team/train-4 (PID 3004, cpuset 2-3, mems 1). Every cycle is one second
+ * of fake time: counters (proc/stat, cpu.stat, PSI) are rewritten before
+ * each cycle and the snapshot's timestamp is set, so rates are exact.
+ *
+ * The healthy node is busy (CPUs 90 %, GPUs 95 %, each trainer one CPU of
+ * two) and gets no finding. Each other scenario changes one thing and must
+ * get exactly the findings of its kind for the right workload. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "gpu_harness.h"
+#include "derive/doctor.h"
+
+#include <math.h>
+
+typedef struct world {
+    const char *root;
+    char scenario[512];
+    mw_config cfg;
+    mw_hostfs host;
+    mw_procmap *pm;
+    mw_env env;
+    mw_collector_set *set;
+    void *doctor;
+    /* knobs, defaults = healthy and busy */
+    char governor[16];
+    unsigned cur_khz;
+    double train_cpus[2]; /* CPU-seconds per second of train-0, train-4 */
+    unsigned quota_us;    /* train-0's cpu.max quota per 100 ms, 0 = max */
+    unsigned throttled_per_s, periods_per_s;
+    double io_some_per_s; /* train-0's io stall seconds per second */
+    char cpuset[2][32], mems[2][32];
+    unsigned long long mem_limit, mem_current; /* train-4, 0 = max */
+    int gpu_util[2], sm_mhz[2];
+    const char *reasons[2];
+    int pcie_width0;
+    int errors_from_cycle; /* GPU 1: uncorrected ECC + an XID from this cycle on */
+    int share_gpu0;        /* notebook-a (PID 4001) also on GPU 0 */
+    mw_snapshot *last;     /* the last cycle's snapshot (for mlwatch_finding) */
+} world;
+
+static const char *const TRAIN_CG[2] = {
+    "sys/fs/cgroup/kubepods.slice/kubepods-besteffort.slice/"
+    "kubepods-besteffort-pod00000001_0000_4000_8000_000000000001.slice/"
+    "cri-containerd-0101010101010101010101010101010101010101010101010101010101010101.scope",
+    "sys/fs/cgroup/kubepods.slice/kubepods-besteffort.slice/"
+    "kubepods-besteffort-pod00000005_0000_4000_8000_000000000005.slice/"
+    "cri-containerd-0505050505050505050505050505050505050505050505050505050505050505.scope",
+};
+
+static void put(const char *root, const char *rel, const char *text)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", root, rel);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        tu_write(root, rel, text); /* creates the folders */
+        return;
+    }
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void putf(const char *root, const char *rel, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void putf(const char *root, const char *rel, const char *fmt, ...)
+{
+    char text[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    put(root, rel, text);
+}
+
+static void write_scenario(world *w, int cycle)
+{
+    char text[4096], tmp[600];
+    int errors = w->errors_from_cycle && cycle >= w->errors_from_cycle;
+    snprintf(text, sizeof(text),
+             "system driver=550.54.15\n"
+             "gpu 0 name=\"NVIDIA H100 80GB HBM3\" uuid=GPU-00000000-0000-0000-0000-000000000000 "
+             "bus=00000000:18:00.0 numa=0 cpus=0-1\n"
+             "gpu 0 util=%d memutil=40 memtotal=85520809984 memused=11811160064 power_mw=500000 "
+             "limit_mw=700000 energy_mj=1000000 temp=60\n"
+             "gpu 0 sm_mhz=%d sm_max_mhz=1980 mem_mhz=2619 mem_max_mhz=2619 reasons=%s pstate=0\n"
+             "gpu 0 ecc_corrected=0 ecc_uncorrected=0 remapped=0,0,0,0 unsupported=retired\n"
+             "gpu 0 pcie_gen=5 pcie_gen_max=5 pcie_width=%d pcie_width_max=16 replay=0\n"
+             "proc gpu=0 pid=3000 mem=10737418240 sm=%d\n"
+             "%s"
+             "gpu 1 name=\"NVIDIA H100 80GB HBM3\" uuid=GPU-00000000-0000-0000-0000-000000000001 "
+             "bus=00000000:28:00.0 numa=1 cpus=2-3\n"
+             "gpu 1 util=%d memutil=40 memtotal=85520809984 memused=11811160064 power_mw=500000 "
+             "limit_mw=700000 energy_mj=1000000 temp=60\n"
+             "gpu 1 sm_mhz=%d sm_max_mhz=1980 mem_mhz=2619 mem_max_mhz=2619 reasons=%s pstate=0\n"
+             "gpu 1 ecc_corrected=0 ecc_uncorrected=%d remapped=0,0,0,0 unsupported=retired\n"
+             "gpu 1 pcie_gen=5 pcie_gen_max=5 pcie_width=16 pcie_width_max=16 replay=0\n"
+             "proc gpu=1 pid=3004 mem=10737418240 sm=%d\n"
+             "%s",
+             w->gpu_util[0], w->sm_mhz[0], w->reasons[0], w->pcie_width0, w->gpu_util[0],
+             w->share_gpu0 ? "proc gpu=0 pid=4001 mem=1073741824 sm=5\n" : "", w->gpu_util[1],
+             w->sm_mhz[1], w->reasons[1], errors ? 2 : 0, w->gpu_util[1],
+             errors ? "event gpu=1 xid=48 id=1\n" : "");
+    snprintf(tmp, sizeof(tmp), "%s.tmp", w->scenario);
+    FILE *f = fopen(tmp, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(rename(tmp, w->scenario), 0);
+}
+
+/* Everything that changes, as of cycle (= second) i. */
+static void write_cycle(world *w, int i)
+{
+    const char *r = w->root;
+    char stat[2048];
+    size_t len = 0;
+    unsigned long long busy = 90ull * (unsigned)i + 1000, idle = 10ull * (unsigned)i + 1000;
+    len += (size_t)snprintf(stat + len, sizeof(stat) - len, "cpu  %llu 0 0 %llu 0 0 0 0 0 0\n",
+                            4 * busy, 4 * idle);
+    for (int c = 0; c < 4; c++)
+        len += (size_t)snprintf(stat + len, sizeof(stat) - len, "cpu%d %llu 0 0 %llu 0 0 0 0 0 0\n",
+                                c, busy, idle);
+    snprintf(stat + len, sizeof(stat) - len,
+             "intr 1000\nctxt 2000\nbtime 1718000000\nprocesses 300\nprocs_running 4\n"
+             "procs_blocked 0\n");
+    put(r, "proc/stat", stat);
+    for (int c = 0; c < 4; c++) {
+        char rel[128];
+        snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpu%d/cpufreq/scaling_cur_freq", c);
+        putf(r, rel, "%u\n", w->cur_khz);
+        snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpu%d/cpufreq/scaling_governor", c);
+        putf(r, rel, "%s\n", w->governor);
+    }
+    for (int k = 0; k < 2; k++) {
+        char rel[512];
+        unsigned long long usage =
+            1000000ull + (unsigned long long)(w->train_cpus[k] * 1e6) * (unsigned)i;
+        unsigned long long periods =
+            k == 0 ? (unsigned long long)w->periods_per_s * (unsigned)i : 0;
+        unsigned long long thr = k == 0 ? (unsigned long long)w->throttled_per_s * (unsigned)i : 0;
+        snprintf(rel, sizeof(rel), "%s/cpu.stat", TRAIN_CG[k]);
+        putf(r, rel,
+             "usage_usec %llu\nuser_usec %llu\nsystem_usec 0\nnr_periods %llu\nnr_throttled "
+             "%llu\nthrottled_usec %llu\n",
+             usage, usage, periods, thr, thr * 80000);
+        snprintf(rel, sizeof(rel), "%s/cpu.max", TRAIN_CG[k]);
+        if (k == 0 && w->quota_us)
+            putf(r, rel, "%u 100000\n", w->quota_us);
+        else
+            put(r, rel, "max 100000\n");
+        snprintf(rel, sizeof(rel), "%s/io.pressure", TRAIN_CG[k]);
+        putf(r, rel,
+             "some avg10=0.00 avg60=0.00 avg300=0.00 total=%llu\n"
+             "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+             k == 0 ? (unsigned long long)(w->io_some_per_s * 1e6) * (unsigned)i : 0);
+        snprintf(rel, sizeof(rel), "%s/cpuset.cpus.effective", TRAIN_CG[k]);
+        putf(r, rel, "%s\n", w->cpuset[k]);
+        snprintf(rel, sizeof(rel), "%s/cpuset.mems.effective", TRAIN_CG[k]);
+        putf(r, rel, "%s\n", w->mems[k]);
+    }
+    char rel[512];
+    snprintf(rel, sizeof(rel), "%s/memory.max", TRAIN_CG[1]);
+    if (w->mem_limit)
+        putf(r, rel, "%llu\n", w->mem_limit);
+    else
+        put(r, rel, "max\n");
+    snprintf(rel, sizeof(rel), "%s/memory.current", TRAIN_CG[1]);
+    putf(r, rel, "%llu\n", w->mem_current);
+    write_scenario(w, i);
+}
+
+static void world_defaults(world *w)
+{
+    mw_strlcpy(w->governor, "performance", sizeof(w->governor));
+    w->cur_khz = 3000000;
+    w->train_cpus[0] = w->train_cpus[1] = 1.0;
+    mw_strlcpy(w->cpuset[0], "0-1", sizeof(w->cpuset[0]));
+    mw_strlcpy(w->mems[0], "0", sizeof(w->mems[0]));
+    mw_strlcpy(w->cpuset[1], "2-3", sizeof(w->cpuset[1]));
+    mw_strlcpy(w->mems[1], "1", sizeof(w->mems[1]));
+    w->mem_current = 104857600;
+    w->gpu_util[0] = w->gpu_util[1] = 95;
+    w->sm_mhz[0] = w->sm_mhz[1] = 1980;
+    w->reasons[0] = w->reasons[1] = "0x0";
+    w->pcie_width0 = 16;
+}
+
+/* Static host files (the counters are written per cycle). */
+static void world_build(world *w)
+{
+    w->root = tu_fixture_copy("gpu-node");
+    for (int c = 0; c < 4; c++) {
+        char rel[128];
+        snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpu%d/cpufreq/scaling_max_freq", c);
+        put(w->root, rel, "3000000\n");
+        snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpu%d/cpufreq/scaling_min_freq", c);
+        put(w->root, rel, "800000\n");
+        snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpu%d/cpufreq/cpuinfo_max_freq", c);
+        put(w->root, rel, "3000000\n");
+    }
+    for (int n = 0; n < 2; n++) {
+        char rel[128];
+        snprintf(rel, sizeof(rel), "sys/devices/system/node/node%d/cpulist", n);
+        put(w->root, rel, n ? "2-3\n" : "0-1\n");
+        snprintf(rel, sizeof(rel), "sys/devices/system/node/node%d/meminfo", n);
+        putf(w->root, rel,
+             "Node %d MemTotal:       65793208 kB\nNode %d MemFree:        40123456 kB\n"
+             "Node %d MemUsed:        25669752 kB\n",
+             n, n, n);
+        snprintf(rel, sizeof(rel), "sys/devices/system/node/node%d/numastat", n);
+        put(w->root, rel,
+            "numa_hit 1\nnuma_miss 0\nnuma_foreign 0\ninterleave_hit 0\n"
+            "local_node 1\nother_node 0\n");
+    }
+    put(w->root, "sys/devices/system/node/online", "0-1\n");
+    put(w->root, "sys/devices/system/node/possible", "0-1\n");
+}
+
+static void world_open(world *w)
+{
+    snprintf(w->scenario, sizeof(w->scenario), "/tmp/mlwatch-doctor-scenario-%d.txt",
+             (int)getpid());
+    write_cycle(w, 0);
+    setenv("FAKE_NVML_SCENARIO", w->scenario, 1);
+    mw_config_defaults(&w->cfg);
+    mw_config_collector_exists = gh_exists;
+    char err[256];
+    char *argv[] = {"mlwatch",
+                    "doctor",
+                    "--collectors",
+                    "cpu,cpufreq,numa,cgroup,gpu",
+                    "--nvml-library",
+                    (char *)gh_fake_nvml(),
+                    "--rocm-library",
+                    "none",
+                    "--interval",
+                    "1h",
+                    "--gpu-process-interval",
+                    "1h",
+                    "--root",
+                    (char *)w->root};
+    assert_int_equal(
+        mw_config_from_args(&w->cfg, MW_ARRAY_LEN(argv), argv, 2, NULL, NULL, 0, err, sizeof(err)),
+        0);
+    assert_int_equal(mw_hostfs_open(&w->host, w->cfg.root), 0);
+    w->pm = mw_procmap_new(&w->host);
+    w->env = (mw_env){&w->cfg, &w->host, w->pm};
+    w->set = mw_collector_set_new(&w->env);
+    assert_int_equal(mw_doctor_module.init(&w->env, &w->doctor), 0);
+}
+
+/* Cycles 0..n-1, one fake second apart; the last snapshot is kept. */
+static void world_run(world *w, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (i) write_cycle(w, i);
+        assert_int_equal(mw_gpu_collector_sync(), 0);
+        mw_snapshot *snap = mw_snapshot_new();
+        mw_collector_set_run(w->set, snap);
+        snap->timestamp_ms = 1718000000000 + 1000 * (int64_t)i;
+        mw_doctor_module.derive(w->doctor, snap);
+        if (w->last) mw_snapshot_free(w->last);
+        w->last = snap;
+    }
+    assert_int_equal(mw_collector_set_errors(w->set, "gpu"), 0);
+    assert_int_equal(mw_collector_set_errors(w->set, "cgroup"), 0);
+    assert_int_equal(mw_collector_set_errors(w->set, "cpu"), 0);
+    assert_int_equal(mw_collector_set_errors(w->set, "cpufreq"), 0);
+    assert_int_equal(mw_collector_set_errors(w->set, "numa"), 0);
+}
+
+static void world_close(world *w)
+{
+    if (!w->set) return;
+    if (w->last) mw_snapshot_free(w->last);
+    mw_doctor_module.destroy(w->doctor);
+    mw_collector_set_free(w->set);
+    mw_procmap_free(w->pm);
+    mw_hostfs_close(&w->host);
+    unlink(w->scenario);
+    tu_cleanup();
+    w->set = NULL;
+}
+
+static world the_world;
+
+/* A failed test leaves its world open: close it, or its GPU thread would
+ * take the next test's XID events. */
+static int teardown(void **state)
+{
+    (void)state;
+    world_close(&the_world);
+    return 0;
+}
+
+static world *world_new(void)
+{
+    world *w = &the_world;
+    memset(w, 0, sizeof(*w));
+    world_defaults(w);
+    world_build(w);
+    return w;
+}
+
+/* Run the world for n cycles and return the ranked findings. */
+static void findings_of_n(world *w, dr_list *l, int n)
+{
+    world_open(w);
+    world_run(w, n);
+    dr_list_init(l);
+    mw_doctor_findings(w->doctor, 0, l);
+}
+
+static void findings_of(world *w, dr_list *l)
+{
+    findings_of_n(w, l, 4);
+}
+
+static double ev(const dr_finding *f, const char *name)
+{
+    for (size_t i = 0; i < f->nev; i++)
+        if (strcmp(f->ev[i].name, name) == 0) return f->ev[i].value;
+    fail_msg("no evidence %s in %s", name, dr_kind_name(f->kind));
+    return NAN;
+}
+
+static void expect(const dr_finding *f, dr_kind kind, dr_severity sev, const char *pod,
+                   const char *gpu)
+{
+    assert_string_equal(dr_kind_name(f->kind), dr_kind_name(kind));
+    assert_string_equal(dr_severity_name(f->severity), dr_severity_name(sev));
+    assert_string_equal(f->namespace_, pod[0] ? "ml-team" : "");
+    assert_string_equal(f->pod, pod);
+    assert_string_equal(f->container, pod[0] ? "main" : "");
+    assert_string_equal(f->gpu, gpu);
+}
+
+static void dump(const dr_list *l)
+{
+    mw_buf b;
+    mw_buf_init(&b, 0);
+    dr_list_to_text(l, "test", 3, &b);
+    print_message("%s", b.data ? b.data : "");
+    mw_buf_free(&b);
+}
+
+static void healthy_busy_node(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    dr_list l;
+    findings_of(w, &l);
+    if (l.n) dump(&l);
+    assert_int_equal(l.n, 0);
+    /* The inputs were there: CPUs, both GPUs, the trainers on them. */
+    assert_int_equal(tu_count(w->last, "mlwatch_cpu_frequency_hertz"), 4);
+    assert_int_equal(tu_count(w->last, "mlwatch_numa_node_info"), 2);
+    assert_true(tu_value(w->last, "mlwatch_container_gpu_memory_used_bytes", "pod", "train-4",
+                         "gpu", "1", MW_END) == 10737418240.0);
+    assert_int_equal(tu_count(w->last, "mlwatch_finding"), 0);
+    dr_list_free(&l);
+    world_close(w);
+}
+
+static void cpu_governor(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    mw_strlcpy(w->governor, "powersave", sizeof(w->governor));
+    w->cur_khz = 1200000;
+    dr_list l;
+    findings_of(w, &l);
+    if (l.n != 1) dump(&l);
+    assert_int_equal(l.n, 1);
+    expect(&l.items[0], DR_CPU_GOVERNOR, DR_WARNING, "", "");
+    assert_true(ev(&l.items[0], "cpus_not_performance") == 4);
+    assert_true(ev(&l.items[0], "busy_cpus") == 4);
+    assert_true(fabs(ev(&l.items[0], "busy_frequency_ratio") - 0.4) < 1e-12);
+    assert_true(ev(&l.items[0], "busy_frequency_hertz") == 1.2e9);
+    assert_true(fabs(l.items[0].magnitude - 0.6) < 1e-12);
+    assert_true(tu_value(w->last, "mlwatch_finding", "kind", "cpu_governor", "severity", "warning",
+                         "namespace", "", "pod", "", "container", "", "gpu", "", MW_END) == 1);
+    dr_list_free(&l);
+    world_close(w);
+}
+
+static void cpu_throttling(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    w->quota_us = 100000; /* one CPU */
+    w->train_cpus[0] = 0.95;
+    w->periods_per_s = 10;
+    w->throttled_per_s = 5;
+    dr_list l;
+    findings_of(w, &l);
+    if (l.n != 1) dump(&l);
+    assert_int_equal(l.n, 1);
+    expect(&l.items[0], DR_CPU_THROTTLING, DR_CRITICAL, "train-0", "");
+    assert_true(ev(&l.items[0], "throttled_periods_ratio") == 0.5);
+    assert_true(ev(&l.items[0], "periods") == 30);
+    assert_true(ev(&l.items[0], "throttled_periods") == 15);
+    assert_true(fabs(ev(&l.items[0], "throttled_seconds_per_second") - 0.4) < 1e-12);
+    assert_true(ev(&l.items[0], "quota_cpus") == 1);
+    assert_true(fabs(ev(&l.items[0], "cpu_usage_cpus") - 0.95) < 1e-12);
+    assert_true(tu_value(w->last, "mlwatch_finding", "kind", "cpu_throttling", "severity",
+                         "critical", "namespace", "ml-team", "pod", "train-0", "container", "main",
+                         "gpu", "", MW_END) == 1);
+    assert_int_equal(tu_count(w->last, "mlwatch_finding"), 1);
+    dr_list_free(&l);
+    world_close(w);
+}
+
+static void numa_mismatch(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    mw_strlcpy(w->cpuset[0], "2-3", sizeof(w->cpuset[0]));
+    mw_strlcpy(w->mems[0], "1", sizeof(w->mems[0]));
+    dr_list l;
+    findings_of(w, &l);
+    if (l.n != 1) dump(&l);
+    assert_int_equal(l.n, 1);
+    expect(&l.items[0], DR_NUMA_MISMATCH, DR_WARNING, "train-0", "0");
+    assert_true(ev(&l.items[0], "gpu_numa_node") == 0);
+    assert_true(ev(&l.items[0], "cpus_allowed") == 2);
+    assert_true(ev(&l.items[0], "cpus_on_gpu_node") == 0);
+    assert_true(ev(&l.items[0], "memory_on_gpu_node") == 0);
+    assert_true(l.items[0].magnitude == 1);
+    dr_list_free(&l);
+    world_close(w);
+}
+
+static void gpu_thermal_throttle(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    w->sm_mhz[0] = 1188;
+    w->reasons[0] = "0x20"; /* sw_thermal_slowdown */
+    dr_list l;
+    findings_of(w, &l);
+    if (l.n != 1) dump(&l);
+    assert_int_equal(l.n, 1);
+    expect(&l.items[0], DR_GPU_THERMAL_THROTTLE, DR_WARNING, "train-0", "0");
+    assert_true(fabs(ev(&l.items[0], "sm_clock_ratio") - 0.6) < 1e-12);
+    assert_true(ev(&l.items[0], "sm_clock_hertz") == 1188e6);
+    assert_true(ev(&l.items[0], "throttled_fraction") == 1);
+    dr_list_free(&l);
+    world_close(w);
+}
+
+static void gpu_power_throttle(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    w->sm_mhz[1] = 1386;
+    w->reasons[1] = "0x4"; /* sw_power_cap */
+    dr_list l;
+    findings_of(w, &l);
+    if (l.n != 1) dump(&l);
+    assert_int_equal(l.n, 1);
+    expect(&l.items[0], DR_GPU_POWER_THROTTLE, DR_WARNING, "train-4", "1");
+    assert_true(fabs(ev(&l.items[0], "sm_clock_ratio") - 0.7) < 1e-12);
+    dr_list_free(&l);
+    world_close(w);
+}
+
+static void pcie_downgraded(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    w->pcie_width0 = 8;
+    dr_list l;
+    findings_of(w, &l);
+    if (l.n != 1) dump(&l);
+    assert_int_equal(l.n, 1);
+    expect(&l.items[0], DR_PCIE_DOWNGRADED, DR_WARNING, "train-0", "0");
+    assert_true(ev(&l.items[0], "pcie_link_width") == 8);
+    assert_true(ev(&l.items[0], "pcie_link_max_width") == 16);
+    assert_true(ev(&l.items[0], "bandwidth_ratio") == 0.5);
+    dr_list_free(&l);
+    world_close(w);
+}
+
+static void input_bound(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    w->gpu_util[0] = 20;
+    w->train_cpus[0] = 2.0; /* both of its CPUs */
+    dr_list l;
+    findings_of(w, &l);
+    if (l.n != 1) dump(&l);
+    assert_int_equal(l.n, 1);
+    expect(&l.items[0], DR_INPUT_BOUND, DR_WARNING, "train-0", "0");
+    assert_true(ev(&l.items[0], "gpu_utilization") == 0.2);
+    assert_true(ev(&l.items[0], "cpu_saturation") == 1);
+    assert_true(ev(&l.items[0], "cpu_capacity_cpus") == 2);
+    assert_true(ev(&l.items[0], "io_pressure_ratio") == 0);
+    dr_list_free(&l);
+    world_close(w);
+}
+
+static void input_bound_on_io(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    w->gpu_util[0] = 30;
+    w->io_some_per_s = 0.5;
+    dr_list l;
+    /* The cgroup collector reads PSI every 5 cycles: 11 cycles give it two
+     * reads after the first, whose difference is the rate. */
+    findings_of_n(w, &l, 11);
+    if (l.n != 1) dump(&l);
+    assert_int_equal(l.n, 1);
+    expect(&l.items[0], DR_INPUT_BOUND, DR_WARNING, "train-0", "0");
+    assert_true(ev(&l.items[0], "io_pressure_ratio") == 0.5);
+    assert_true(ev(&l.items[0], "cpu_saturation") == 0.5);
+    dr_list_free(&l);
+    world_close(w);
+}
+
+static void memory_pressure(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    w->mem_limit = 1073741824;
+    w->mem_current = 1020054732; /* 95 % */
+    dr_list l;
+    findings_of(w, &l);
+    if (l.n != 1) dump(&l);
+    assert_int_equal(l.n, 1);
+    expect(&l.items[0], DR_MEMORY_PRESSURE, DR_WARNING, "train-4", "");
+    assert_true(ev(&l.items[0], "limit_bytes") == 1073741824);
+    assert_true(ev(&l.items[0], "working_set_bytes") == 1020054732);
+    assert_true(fabs(ev(&l.items[0], "working_set_ratio") - 0.95) < 1e-9);
+    dr_list_free(&l);
+    world_close(w);
+}
+
+static void gpu_errors(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    w->errors_from_cycle = 2;
+    dr_list l;
+    findings_of(w, &l);
+    if (l.n != 1) dump(&l);
+    assert_int_equal(l.n, 1);
+    expect(&l.items[0], DR_GPU_ERRORS, DR_CRITICAL, "train-4", "1");
+    assert_true(ev(&l.items[0], "ecc_uncorrected_errors") == 2);
+    assert_true(ev(&l.items[0], "xid_errors") == 1);
+    assert_true(ev(&l.items[0], "ecc_corrected_errors") == 0);
+    assert_true(ev(&l.items[0], "seconds_observed") == 3);
+    dr_list_free(&l);
+    world_close(w);
+}
+
+static void gpu_shared(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    w->share_gpu0 = 1;
+    dr_list l;
+    findings_of(w, &l);
+    if (l.n != 2) dump(&l);
+    assert_int_equal(l.n, 2);
+    /* Both workloads on GPU 0, in workload order (same severity, magnitude). */
+    assert_int_equal(l.items[0].kind, DR_GPU_SHARED);
+    assert_string_equal(l.items[0].namespace_, "ml-team");
+    assert_string_equal(l.items[0].pod, "train-0");
+    assert_string_equal(l.items[0].gpu, "0");
+    assert_int_equal(l.items[1].kind, DR_GPU_SHARED);
+    assert_string_equal(l.items[1].namespace_, "shared");
+    assert_string_equal(l.items[1].pod, "notebook-a");
+    assert_string_equal(l.items[1].gpu, "0");
+    assert_true(ev(&l.items[0], "workloads_on_gpu") == 2);
+    assert_true(ev(&l.items[0], "others_gpu_memory_used_bytes") == 1073741824);
+    assert_true(ev(&l.items[1], "others_gpu_memory_used_bytes") == 10737418240.0);
+    dr_list_free(&l);
+    world_close(w);
+}
+
+/* Several at once: ranked by severity, then magnitude; filters keep the
+ * node's own findings. */
+static void ranking_and_filters(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    mw_strlcpy(w->governor, "ondemand", sizeof(w->governor)); /* at full speed: magnitude 0.5 */
+    w->quota_us = 100000;
+    w->periods_per_s = 10;
+    w->throttled_per_s = 1; /* 10 %: warning */
+    w->pcie_width0 = 4;     /* magnitude 0.75 */
+    w->errors_from_cycle = 1;
+    dr_list l;
+    findings_of(w, &l);
+    if (l.n != 4) dump(&l);
+    assert_int_equal(l.n, 4);
+    assert_int_equal(l.items[0].kind, DR_GPU_ERRORS);      /* critical */
+    assert_int_equal(l.items[1].kind, DR_PCIE_DOWNGRADED); /* warning 0.75 */
+    assert_int_equal(l.items[2].kind, DR_CPU_GOVERNOR);    /* warning 0.5 */
+    assert_int_equal(l.items[3].kind, DR_CPU_THROTTLING);  /* warning 0.1 */
+    dr_list_filter(&l, "ml-team", "train-4", NULL);
+    assert_int_equal(l.n, 2);
+    assert_int_equal(l.items[0].kind, DR_GPU_ERRORS);
+    assert_int_equal(l.items[1].kind, DR_CPU_GOVERNOR);
+    dr_list_free(&l);
+    /* A window of 1 s sees only the last two frames: the errors of cycle 1
+     * are older. */
+    dr_list_init(&l);
+    mw_doctor_findings(w->doctor, 1000, &l);
+    for (size_t i = 0; i < l.n; i++)
+        assert_int_not_equal(l.items[i].kind, DR_GPU_ERRORS);
+    dr_list_free(&l);
+    world_close(w);
+}
+
+static void json_round_trip(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    w->share_gpu0 = 1;
+    w->pcie_width0 = 8;
+    dr_list l, back;
+    findings_of(w, &l);
+    assert_int_equal(l.n, 4); /* pcie for both users of GPU 0, gpu_shared for both */
+    char *json = dr_list_to_json(&l, 1, "agent", 300);
+    dr_list_init(&back);
+    char err[256];
+    assert_int_equal(dr_list_from_json(json, strlen(json), &back, err, sizeof(err)), 0);
+    assert_int_equal(back.n, l.n);
+    for (size_t i = 0; i < l.n; i++) {
+        assert_int_equal(back.items[i].kind, l.items[i].kind);
+        assert_int_equal(back.items[i].severity, l.items[i].severity);
+        assert_string_equal(back.items[i].pod, l.items[i].pod);
+        assert_string_equal(back.items[i].gpu, l.items[i].gpu);
+        assert_string_equal(back.items[i].summary, l.items[i].summary);
+        assert_int_equal(back.items[i].nev, l.items[i].nev);
+        for (size_t k = 0; k < l.items[i].nev; k++)
+            assert_true(back.items[i].ev[k].value == l.items[i].ev[k].value);
+    }
+    free(json);
+    dr_list_free(&back);
+    /* Bad answers: precise errors, nothing added. */
+    static const struct {
+        const char *text, *err;
+    } bad[] = {
+        {"nope", "not JSON: line 1 column 4: '[' or '{' expected near 'nope'"},
+        {"{}", "no \"findings\" array"},
+        {"{\"findings\":[1]}", "findings[0]: not an object"},
+        {"{\"findings\":[{\"kind\":\"x\",\"severity\":\"info\"}]}",
+         "findings[0]: unknown kind 'x'"},
+        {"{\"findings\":[{\"severity\":\"info\"}]}", "findings[0]: missing \"kind\""},
+        {"{\"findings\":[{\"kind\":\"gpu_shared\",\"severity\":\"info\",\"evidence\":{\"a\":\"b\"}}"
+         "]}",
+         "findings[0].evidence.a: not a number"},
+    };
+    for (size_t i = 0; i < MW_ARRAY_LEN(bad); i++) {
+        dr_list_init(&back);
+        assert_int_equal(
+            dr_list_from_json(bad[i].text, strlen(bad[i].text), &back, err, sizeof(err)), -1);
+        assert_string_equal(err, bad[i].err);
+        dr_list_free(&back);
+    }
+    dr_list_free(&l);
+    world_close(w);
+}
+
+static void config_section(void **state)
+{
+    (void)state;
+    mw_config c;
+    mw_config_defaults(&c);
+    assert_true(c.doctor.throttled_ratio == 0.05);
+    assert_true(c.doctor.history_ms == 300000);
+    char err[512];
+    const char *ok = "doctor:\n  history: 2m\n  throttled_ratio: 0.1\n  gpu_corrected_errors: 5\n";
+    assert_int_equal(mw_config_load_string(&c, "t.yaml", ok, strlen(ok), err, sizeof(err)), 0);
+    assert_true(c.doctor.history_ms == 120000);
+    assert_true(c.doctor.throttled_ratio == 0.1);
+    assert_true(c.doctor.gpu_corrected_errors == 5);
+    assert_true(c.doctor.busy_cpu_ratio == 0.5);
+    static const struct {
+        const char *yaml, *err;
+    } bad[] = {
+        {"doctor:\n  throttled_ratio: 2\n",
+         "t.yaml:2:20: doctor: throttled_ratio: must be a number from 0 to 1, got '2'"},
+        {"doctor:\n  nope: 1\n", "t.yaml:2:3: doctor: unknown key 'nope' (see docs/doctor.md)"},
+        {"doctor:\n  history: forever\n",
+         "t.yaml:2:12: doctor: history: invalid duration 'forever' (from 1s to 1d, e.g. 5m)"},
+        {"doctor: [1]\n", "t.yaml:1:9: doctor: expected a mapping (history: 5m, ...)"},
+        {"doctor:\n  busy_cpu_ratio: 0.5\n  busy_cpu_ratio: 0.6\n",
+         "t.yaml:3:3: doctor: duplicate key 'busy_cpu_ratio'"},
+        {"doctor:\n  throttled_critical_ratio: 0.01\n",
+         "t.yaml:2:3: doctor: throttled_critical_ratio (0.01) is below throttled_ratio (0.1)"},
+    };
+    for (size_t i = 0; i < MW_ARRAY_LEN(bad); i++) {
+        assert_int_equal(
+            mw_config_load_string(&c, "t.yaml", bad[i].yaml, strlen(bad[i].yaml), err, sizeof(err)),
+            -1);
+        assert_string_equal(err, bad[i].err);
+        assert_true(c.doctor.throttled_ratio == 0.1); /* unchanged */
+    }
+}
+
+static void history_is_bounded(void **state)
+{
+    (void)state;
+    dr_history h;
+    /* An hour at 1 s: 3601 cycles in at most 128 frames. */
+    dr_history_init(&h, 3600 * 1000, 1000);
+    mw_snapshot *snap = mw_snapshot_new();
+    for (int i = 0; i < 5000; i++) {
+        snap->timestamp_ms = 1000 * (int64_t)i;
+        dr_history_push(&h, dr_frame_from(snap, NULL));
+        assert_true(dr_history_len(&h) <= DR_MAX_FRAMES);
+    }
+    assert_int_equal(dr_history_at(&h, dr_history_len(&h) - 1)->t_ms, 4999000);
+    int64_t span = dr_history_at(&h, dr_history_len(&h) - 1)->t_ms - dr_history_at(&h, 0)->t_ms;
+    assert_true(span >= 3600 * 1000 && span < 3700 * 1000);
+    mw_snapshot_free(snap);
+    dr_history_free(&h);
+    assert_int_equal(dr_history_len(&h), 0);
+}
+
+static void cpuset_parser(void **state)
+{
+    (void)state;
+    uint64_t bits[2];
+    assert_int_equal(dr_parse_cpuset("0-3,64\n", bits, 128), 5);
+    assert_true(bits[0] == 0xf && bits[1] == 1);
+    assert_int_equal(dr_parse_cpuset("\n", bits, 128), 0);
+    assert_int_equal(dr_parse_cpuset("128\n", bits, 128), -1);
+    assert_int_equal(dr_parse_cpuset("3-1", bits, 128), -1);
+}
+
+int main(void)
+{
+    mw_log_set_level(MW_LOG_ERROR);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(healthy_busy_node, teardown),
+        cmocka_unit_test_teardown(cpu_governor, teardown),
+        cmocka_unit_test_teardown(cpu_throttling, teardown),
+        cmocka_unit_test_teardown(numa_mismatch, teardown),
+        cmocka_unit_test_teardown(gpu_thermal_throttle, teardown),
+        cmocka_unit_test_teardown(gpu_power_throttle, teardown),
+        cmocka_unit_test_teardown(pcie_downgraded, teardown),
+        cmocka_unit_test_teardown(input_bound, teardown),
+        cmocka_unit_test_teardown(input_bound_on_io, teardown),
+        cmocka_unit_test_teardown(memory_pressure, teardown),
+        cmocka_unit_test_teardown(gpu_errors, teardown),
+        cmocka_unit_test_teardown(gpu_shared, teardown),
+        cmocka_unit_test_teardown(ranking_and_filters, teardown),
+        cmocka_unit_test_teardown(json_round_trip, teardown),
+        cmocka_unit_test_teardown(config_section, teardown),
+        cmocka_unit_test_teardown(history_is_bounded, teardown),
+        cmocka_unit_test_teardown(cpuset_parser, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

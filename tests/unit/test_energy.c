@@ -1,0 +1,485 @@
+/* test_energy.c - the energy attribution model on scenarios with known
+ * ground truth: a 3:1 CPU-time split, a pod alone on a GPU, three pods
+ * sharing a GPU by utilization (and by memory), MIG slices, the idle
+ * policies, the estimation model, IPMI node power and component "other",
+ * a GPU counter reset, a RAPL wrap through the real collector, CO2 per
+ * interval. Every interval of every scenario checks conservation: all
+ * container energy samples add up to the node energy fed in. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "derive/energy.h"
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const mw_metric_desc CPU = {"mlwatch_cpu_seconds_total", "", "seconds", MW_COUNTER};
+static const mw_metric_desc RAPL = {"mlwatch_rapl_energy_joules_total", "", "joules", MW_COUNTER};
+static const mw_metric_desc CCPU = {"mlwatch_container_cpu_seconds_total", "", "seconds",
+                                    MW_COUNTER};
+static const mw_metric_desc CINFO = {"mlwatch_container_info", "", "", MW_INFO};
+static const mw_metric_desc GPU_E = {"mlwatch_gpu_energy_joules_total", "", "joules", MW_COUNTER};
+static const mw_metric_desc GPU_P = {"mlwatch_gpu_power_watts", "", "watts", MW_GAUGE};
+static const mw_metric_desc CUTIL = {"mlwatch_container_gpu_utilization_ratio", "", "ratio",
+                                     MW_GAUGE};
+static const mw_metric_desc CMEM = {"mlwatch_container_gpu_memory_used_bytes", "", "bytes",
+                                    MW_GAUGE};
+static const mw_metric_desc MIG_ON = {"mlwatch_gpu_mig_enabled", "", "", MW_GAUGE};
+static const mw_metric_desc GPU_MT = {"mlwatch_gpu_memory_total_bytes", "", "bytes", MW_GAUGE};
+static const mw_metric_desc MIG_MT = {"mlwatch_mig_memory_total_bytes", "", "bytes", MW_GAUGE};
+static const mw_metric_desc CMIG = {"mlwatch_container_mig_memory_used_bytes", "", "bytes",
+                                    MW_GAUGE};
+static const mw_metric_desc IPMI = {"mlwatch_ipmi_power_watts", "", "watts", MW_GAUGE};
+
+static void near(double got, double want, int line)
+{
+    if (fabs(got - want) > 1e-9 * (fabs(want) + 1))
+        fail_msg("line %d: got %.17g, want %.17g", line, got, want);
+}
+#define assert_near(got, want) near((got), (want), __LINE__)
+
+static mw_snapshot *at(int64_t ms)
+{
+    mw_snapshot *s = mw_snapshot_new();
+    s->timestamp_ms = ms;
+    return s;
+}
+
+/* Node CPU: ncpu CPUs, cumulative busy and idle seconds split evenly. */
+static void node_cpu(mw_snapshot *s, int ncpu, double busy, double idle)
+{
+    for (int i = 0; i < ncpu; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "%d", i);
+        mw_emit(s, &CPU, busy / ncpu, "cpu", id, "mode", "user", MW_END);
+        mw_emit(s, &CPU, idle / ncpu, "cpu", id, "mode", "idle", MW_END);
+    }
+}
+
+static void pod_cpu(mw_snapshot *s, const char *ns, const char *pod, const char *ctr, double v)
+{
+    mw_emit(s, &CCPU, v, "namespace", ns, "pod", pod, "container", ctr, "container_id", ctr,
+            MW_END);
+}
+
+static double cj(const mw_snapshot *s, const char *pod, const char *comp, const char *kind)
+{
+    double v = 0;
+    if (mw_snapshot_get(s, "mlwatch_container_energy_joules_total", &v, "pod", pod, "component",
+                        comp, "kind", kind, MW_END) < 0)
+        return 0;
+    return v;
+}
+
+/* Sum of every container energy sample (all pods, the remainder included). */
+static double sum_all(const mw_snapshot *s)
+{
+    const mw_family *f = mw_snapshot_find(s, "mlwatch_container_energy_joules_total");
+    double t = 0;
+    for (const mw_sample *x = f ? f->first : NULL; x; x = x->next)
+        t += x->value;
+    return t;
+}
+
+/* Conservation after each step: the parts equal the node energy fed in so
+ * far (within 0.1%), the model's own check agrees, no violation counted. */
+static void conserved(mw_energy *e, const mw_snapshot *s, double node_total, int line)
+{
+    double got = sum_all(s);
+    if (fabs(got - node_total) > 0.001 * node_total + 1e-9)
+        fail_msg("line %d: parts %.17g != node %.17g", line, got, node_total);
+    const mw_energy_interval *iv = mw_energy_last(e);
+    if (iv->valid && fabs(iv->parts_joules - iv->node_joules) > 0.001 * iv->node_joules + 1e-9)
+        fail_msg("line %d: interval parts %.17g != %.17g", line, iv->parts_joules, iv->node_joules);
+    if (mw_energy_violations(e) != 0) fail_msg("line %d: violations counted", line);
+    double v = -1;
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_energy_conservation_violations_total", &v, MW_END),
+                     0);
+    assert_true(v == 0);
+}
+#define assert_conserved(e, s, total) conserved((e), (s), (total), __LINE__)
+
+static mw_energy *model(mw_idle_policy pol)
+{
+    mw_energy_params p = {.idle_watts_per_cpu = MW_ENERGY_IDLE_WATTS_PER_CPU,
+                          .max_watts_per_cpu = MW_ENERGY_MAX_WATTS_PER_CPU,
+                          .idle_policy = pol};
+    return mw_energy_new(&p);
+}
+
+/* Two containers with a 3:1 CPU-time split get 3:1 dynamic CPU energy. */
+static void cpu_split_three_to_one(void **state)
+{
+    (void)state;
+    mw_energy *e = model(MW_IDLE_NONE);
+    /* Package watts per interval: 50, 80, 70; DRAM 5 W flat. */
+    const double pkg[] = {100, 150, 230, 300};
+    double total = 0;
+    for (int i = 0; i < 4; i++) {
+        mw_snapshot *s = at(1000 + i * 1000);
+        node_cpu(s, 2, 1.0 * i, 1.0 * i);
+        mw_emit(s, &RAPL, pkg[i], "zone", "package-0", MW_END);
+        mw_emit(s, &RAPL, pkg[i] * 0.4, "zone", "package-0/core", MW_END);
+        mw_emit(s, &RAPL, 10 + 5.0 * i, "zone", "package-0/dram", MW_END);
+        pod_cpu(s, "ml", "a", "main", 0.6 * i);
+        pod_cpu(s, "ml", "b", "main", 0.2 * i);
+        mw_energy_step(e, s, -1);
+        if (i) total += pkg[i] - pkg[i - 1] + 5;
+        assert_conserved(e, s, total);
+        if (i == 3) {
+            /* Idle floor 50 W: dynamic 0 + 30 + 20 J, shared 0.6 : 0.2 : rest 0.2. */
+            assert_near(cj(s, "a", "cpu", "dynamic"), 30);
+            assert_near(cj(s, "b", "cpu", "dynamic"), 10);
+            assert_near(cj(s, "a", "cpu", "dynamic") / cj(s, "b", "cpu", "dynamic"), 3);
+            assert_near(cj(s, "", "cpu", "dynamic"), 10);
+            assert_near(cj(s, "", "cpu", "idle"), 150);
+            assert_near(cj(s, "", "dram", "idle"), 15);
+            assert_near(cj(s, "a", "cpu", "idle"), 0); /* policy none */
+            double v;
+            assert_int_equal(mw_snapshot_get(s, "mlwatch_node_energy_joules_total", &v, "source",
+                                             "rapl", "zone", "package-0", "method", "measured",
+                                             MW_END),
+                             0);
+            assert_near(v, 200);
+            assert_int_equal(mw_snapshot_get(s, "mlwatch_node_energy_joules_total", &v, "zone",
+                                             "package-0/core", MW_END),
+                             0);
+            assert_near(v, 80);
+            /* No carbon source: no CO2 family at all. */
+            assert_null(mw_snapshot_find(s, "mlwatch_container_co2_grams_total"));
+        }
+        mw_snapshot_free(s);
+    }
+    mw_energy_free(e);
+}
+
+static int fake_weight(void *ctx, const char *cgroup, double *w)
+{
+    (void)ctx;
+    if (strcmp(cgroup, "/kubepods/a") == 0)
+        *w = 1024;
+    else if (strcmp(cgroup, "/kubepods/b") == 0)
+        *w = 3072;
+    else
+        return -1;
+    return 0;
+}
+
+/* Idle shared by requests (1:3 weights) or by CPU time (3:1). */
+static void idle_policies(void **state)
+{
+    (void)state;
+    for (int pol = MW_IDLE_REQUESTS; pol <= MW_IDLE_CPU; pol++) {
+        mw_energy_params p = {.idle_watts_per_cpu = 1,
+                              .max_watts_per_cpu = 2,
+                              .idle_policy = (mw_idle_policy)pol,
+                              .cpu_weight = fake_weight};
+        mw_energy *e = mw_energy_new(&p);
+        double total = 0;
+        for (int i = 0; i < 3; i++) {
+            mw_snapshot *s = at(5000 + i * 2000);
+            node_cpu(s, 2, 1.0 * i, 3.0 * i);
+            mw_emit(s, &RAPL, 40.0 * i, "zone", "package-0", MW_END);
+            pod_cpu(s, "ml", "a", "main", 0.6 * i);
+            pod_cpu(s, "ml", "b", "main", 0.2 * i);
+            mw_emit(s, &CINFO, 1, "namespace", "ml", "pod", "a", "container", "main",
+                    "container_id", "main", "pod_uid", "u1", "cgroup", "/kubepods/a", MW_END);
+            mw_emit(s, &CINFO, 1, "namespace", "ml", "pod", "b", "container", "main",
+                    "container_id", "main", "pod_uid", "u2", "cgroup", "/kubepods/b", MW_END);
+            mw_energy_step(e, s, -1);
+            total += i ? 40 : 0;
+            assert_conserved(e, s, total);
+            if (i == 2) {
+                /* 20 W flat: everything idle (80 J). */
+                if (pol == MW_IDLE_REQUESTS) {
+                    assert_near(cj(s, "a", "cpu", "idle"), 20);
+                    assert_near(cj(s, "b", "cpu", "idle"), 60);
+                } else {
+                    assert_near(cj(s, "a", "cpu", "idle"), 48);
+                    assert_near(cj(s, "b", "cpu", "idle"), 16);
+                    assert_near(cj(s, "", "cpu", "idle"), 16);
+                }
+            }
+            mw_snapshot_free(s);
+        }
+        mw_energy_free(e);
+    }
+}
+
+static void gpu_util(mw_snapshot *s, const char *pod, double util)
+{
+    mw_emit(s, &CUTIL, util, "namespace", "ml", "pod", pod, "container", "main", "gpu", "0",
+            MW_END);
+}
+
+static void gpu_energy(mw_snapshot *s, double j)
+{
+    mw_emit(s, &GPU_E, j, "gpu", "0", "uuid", "GPU-0", MW_END);
+    mw_emit(s, &GPU_P, 300, "gpu", "0", "uuid", "GPU-0", MW_END);
+}
+
+/* A pod alone on a GPU gets all of its energy, idle included. */
+static void gpu_alone(void **state)
+{
+    (void)state;
+    mw_energy *e = model(MW_IDLE_NONE);
+    const double j[] = {1000, 1300, 1700, 2000};
+    for (int i = 0; i < 4; i++) {
+        mw_snapshot *s = at(i * 1000);
+        gpu_energy(s, j[i]);
+        gpu_util(s, "solo", 0.9);
+        mw_energy_step(e, s, -1);
+        assert_conserved(e, s, j[i] - j[0]);
+        if (i == 3) {
+            assert_near(cj(s, "solo", "gpu", "dynamic") + cj(s, "solo", "gpu", "idle"), 1000);
+            assert_near(cj(s, "solo", "gpu", "idle"), 900); /* floor 300 W */
+            assert_near(cj(s, "", "gpu", "dynamic") + cj(s, "", "gpu", "idle"), 0);
+        }
+        mw_snapshot_free(s);
+    }
+    mw_energy_free(e);
+}
+
+/* Three pods sharing a GPU: shares proportional to utilization; with no
+ * utilization samples, to memory (the driver's reserve unattributed). */
+static void gpu_shared(void **state)
+{
+    (void)state;
+    for (int by_mem = 0; by_mem < 2; by_mem++) {
+        mw_energy *e = model(MW_IDLE_NONE);
+        const double j[] = {0, 200, 800};
+        for (int i = 0; i < 3; i++) {
+            mw_snapshot *s = at(i * 1000);
+            gpu_energy(s, j[i]);
+            const char *pods[] = {"p1", "p2", "p3"};
+            const double w[] = {0.5, 0.3, 0.2};
+            for (int k = 0; k < 3; k++) {
+                if (by_mem)
+                    mw_emit(s, &CMEM, w[k] * 8e9, "namespace", "ml", "pod", pods[k], "container",
+                            "main", "gpu", "0", MW_END);
+                else
+                    gpu_util(s, pods[k], w[k]);
+            }
+            if (by_mem) /* the rest bucket: memory of no process */
+                mw_emit(s, &CMEM, 2e9, "namespace", "", "pod", "", "container", "", "gpu", "0",
+                        MW_END);
+            mw_energy_step(e, s, -1);
+            assert_conserved(e, s, j[i]);
+            if (i == 2) {
+                /* 200 J idle (floor 200 W), 400 J dynamic. */
+                double scale = by_mem ? 0.8 : 1.0;
+                assert_near(cj(s, "p1", "gpu", "dynamic"), 200 * scale);
+                assert_near(cj(s, "p2", "gpu", "dynamic"), 120 * scale);
+                assert_near(cj(s, "p3", "gpu", "dynamic"), 80 * scale);
+                assert_near(cj(s, "p1", "gpu", "idle"), 400 * 0.5 * scale);
+                assert_near(cj(s, "", "gpu", "dynamic"), by_mem ? 80 : 0);
+            }
+            mw_snapshot_free(s);
+        }
+        mw_energy_free(e);
+    }
+}
+
+/* MIG: an instance owns its memory slice of the GPU; slices nobody uses
+ * stay unattributed. */
+static void gpu_mig(void **state)
+{
+    (void)state;
+    mw_energy *e = model(MW_IDLE_NONE);
+    for (int i = 0; i < 2; i++) {
+        mw_snapshot *s = at(i * 1000);
+        gpu_energy(s, 400.0 * i);
+        mw_emit(s, &MIG_ON, 1, "gpu", "0", MW_END);
+        mw_emit(s, &GPU_MT, 40e9, "gpu", "0", MW_END);
+        mw_emit(s, &MIG_MT, 10e9, "gpu", "0", "gpu_instance", "1", "compute_instance", "0", MW_END);
+        mw_emit(s, &MIG_MT, 20e9, "gpu", "0", "gpu_instance", "2", "compute_instance", "0", MW_END);
+        mw_emit(s, &CMIG, 1e9, "namespace", "ml", "pod", "mig1", "container", "main", "gpu", "0",
+                "gpu_instance", "1", "compute_instance", "0", MW_END);
+        mw_energy_step(e, s, -1);
+        assert_conserved(e, s, 400.0 * i);
+        if (i == 1) {
+            assert_near(cj(s, "mig1", "gpu", "idle"), 100);
+            assert_near(cj(s, "", "gpu", "idle"), 300);
+        }
+        mw_snapshot_free(s);
+    }
+    mw_energy_free(e);
+}
+
+/* A GPU energy counter that went down (driver reload): power x interval. */
+static void gpu_counter_reset(void **state)
+{
+    (void)state;
+    mw_energy *e = model(MW_IDLE_NONE);
+    const double j[] = {5000, 5600, 40, 640};
+    double total = 0;
+    for (int i = 0; i < 4; i++) {
+        mw_snapshot *s = at(i * 2000);
+        gpu_energy(s, j[i]); /* 300 W */
+        gpu_util(s, "solo", 1);
+        mw_energy_step(e, s, -1);
+        total += i == 0 ? 0 : i == 2 ? 600 : j[i] - j[i - 1];
+        assert_conserved(e, s, total);
+        mw_snapshot_free(s);
+    }
+    mw_energy_free(e);
+    assert_near(total, 1800);
+}
+
+/* No RAPL: the linear model, labelled estimated. */
+static void estimated_model(void **state)
+{
+    (void)state;
+    mw_energy *e = model(MW_IDLE_NONE);
+    for (int i = 0; i < 2; i++) {
+        mw_snapshot *s = at(i * 1000);
+        node_cpu(s, 4, 2.0 * i, 2.0 * i); /* 50% busy */
+        pod_cpu(s, "ml", "a", "main", 1.0 * i);
+        mw_energy_step(e, s, -1);
+        double want = i ? 4 * (0.74 + (3.5 - 0.74) * 0.5) : 0;
+        assert_conserved(e, s, want);
+        if (i) {
+            double v;
+            assert_int_equal(mw_snapshot_get(s, "mlwatch_node_energy_joules_total", &v, "source",
+                                             "model", "zone", "cpu", "method", "estimated", MW_END),
+                             0);
+            assert_near(v, 8.48);
+            assert_true(mw_energy_last(e)->estimated_cpu);
+            assert_near(cj(s, "", "cpu", "idle"), 2.96);
+            assert_near(cj(s, "a", "cpu", "dynamic"), 5.52 / 2);
+        }
+        mw_snapshot_free(s);
+    }
+    mw_energy_free(e);
+}
+
+/* IPMI node power: the platform beyond RAPL and GPUs is "other"; a meter
+ * below the parts keeps the parts and is counted. */
+static void ipmi_other(void **state)
+{
+    (void)state;
+    mw_energy *e = model(MW_IDLE_CPU);
+    const double watts[] = {500, 500, 500, 150};
+    double total = 0;
+    for (int i = 0; i < 4; i++) {
+        mw_snapshot *s = at(i * 1000);
+        node_cpu(s, 2, 1.0 * i, 1.0 * i);
+        pod_cpu(s, "ml", "a", "main", 0.5 * i);
+        mw_emit(s, &RAPL, 100.0 * i, "zone", "package-0", MW_END);
+        gpu_energy(s, 300.0 * i);
+        gpu_util(s, "a", 0.5);
+        mw_emit(s, &IPMI, watts[i], MW_END);
+        mw_energy_step(e, s, -1);
+        /* Trapezoid: 500, 500, then (500+150)/2 = 325 < 400 of parts. */
+        total += i == 0 ? 0 : i < 3 ? 500 : 400;
+        assert_conserved(e, s, total);
+        if (i == 2) {
+            assert_near(cj(s, "a", "other", "idle") + cj(s, "", "other", "idle"), 200);
+            assert_near(cj(s, "a", "other", "idle"), 100);
+        }
+        if (i == 3) {
+            double v;
+            assert_int_equal(
+                mw_snapshot_get(s, "mlwatch_energy_node_below_parts_total", &v, MW_END), 0);
+            assert_near(v, 1);
+        }
+        mw_snapshot_free(s);
+    }
+    mw_energy_free(e);
+}
+
+/* CO2 integrates each interval's energy times that interval's intensity. */
+static void co2_per_interval(void **state)
+{
+    (void)state;
+    mw_energy *e = model(MW_IDLE_NONE);
+    const double intensity[] = {100, 100, 400, -1, 50};
+    for (int i = 0; i < 5; i++) {
+        mw_snapshot *s = at(i * 1000);
+        gpu_energy(s, 3.6e6 * i); /* 1 kWh per interval */
+        gpu_util(s, "a", 1);
+        mw_energy_step(e, s, intensity[i]);
+        if (i == 4) {
+            double v;
+            assert_int_equal(
+                mw_snapshot_get(s, "mlwatch_container_co2_grams_total", &v, "pod", "a", MW_END), 0);
+            /* 100 + 400 + (unknown: 0) + 50 grams; never 4 kWh x 50. */
+            assert_near(v, 550);
+        }
+        mw_snapshot_free(s);
+    }
+    mw_energy_free(e);
+}
+
+/* A RAPL wrap, through the real collector on a fixture copy. */
+static void rapl_wrap_through_collector(void **state)
+{
+    (void)state;
+    const char *root = tu_fixture_copy("rapl-cpufreq");
+    tu_session *ts = tu_open(root, "rapl");
+    mw_energy *e = model(MW_IDLE_NONE);
+    mw_snapshot *s = tu_run(ts);
+    s->timestamp_ms = 1000;
+    mw_energy_step(e, s, -1);
+    mw_snapshot_free(s);
+    /* package-1 wraps: 328850 uJ to the top, 671150 uJ after: 1 J.
+     * package-0 +2 J, its dram +0.5 J, package-1/dram unchanged. */
+    tu_write(root, "sys/devices/virtual/powercap/intel-rapl/intel-rapl:1/energy_uj", "671150\n");
+    tu_write(root, "sys/devices/virtual/powercap/intel-rapl/intel-rapl:0/energy_uj",
+             "84217436801\n");
+    tu_write(root, "sys/devices/virtual/powercap/intel-rapl/intel-rapl:0/intel-rapl:0:1/energy_uj",
+             "9877043210\n");
+    s = tu_run(ts);
+    s->timestamp_ms = 2000;
+    mw_energy_step(e, s, -1);
+    assert_conserved(e, s, 3.5);
+    assert_near(mw_energy_last(e)->component[MW_EC_CPU][MW_EK_IDLE], 3);
+    assert_near(mw_energy_last(e)->component[MW_EC_DRAM][MW_EK_IDLE], 0.5);
+    mw_snapshot_free(s);
+    mw_energy_free(e);
+    tu_close(ts);
+    tu_cleanup();
+}
+
+/* Containers that come and go; a container restart (counter back to a low
+ * value) counts the new cgroup's time. */
+static void container_restart(void **state)
+{
+    (void)state;
+    mw_energy *e = model(MW_IDLE_NONE);
+    const double c[] = {100, 101, 0.5, 1.5};
+    double total = 0;
+    for (int i = 0; i < 4; i++) {
+        mw_snapshot *s = at(i * 1000);
+        node_cpu(s, 1, 1.0 * i, 0);
+        mw_emit(s, &RAPL, 10.0 * i + (i > 1 ? 10 : 0), "zone", "package-0", MW_END);
+        pod_cpu(s, "ml", "a", "main", c[i]);
+        mw_energy_step(e, s, -1);
+        total += i == 0 ? 0 : i == 2 ? 20 : 10;
+        assert_conserved(e, s, total);
+        mw_snapshot_free(s);
+    }
+    mw_energy_free(e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(cpu_split_three_to_one),
+        cmocka_unit_test(idle_policies),
+        cmocka_unit_test(gpu_alone),
+        cmocka_unit_test(gpu_shared),
+        cmocka_unit_test(gpu_mig),
+        cmocka_unit_test(gpu_counter_reset),
+        cmocka_unit_test(estimated_model),
+        cmocka_unit_test(ipmi_other),
+        cmocka_unit_test(co2_per_interval),
+        cmocka_unit_test(rapl_wrap_through_collector),
+        cmocka_unit_test(container_restart),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
