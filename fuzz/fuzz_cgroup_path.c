@@ -19,7 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mw_cg_root(&root);
     for (size_t i = 0; i < size;) {
         size_t j = i;
-        while (j < size && data[j] != '/') j++;
+        while (j < size && data[j] != '/')
+            j++;
         char id[MW_CG_ID_MAX];
         mw_cg_classify(&root, s + i, j - i, &n);
         mw_cg_component_id(s + i, j - i, id);

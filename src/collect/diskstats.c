@@ -31,6 +31,32 @@ static const mw_metric_desc IO_TIME = {"mlwatch_disk_io_time_seconds_total",
 static const mw_metric_desc IO_NOW = {"mlwatch_disk_io_now", "I/O requests currently in flight.",
                                       "", MW_GAUGE};
 
+static const mw_metric_desc READS_MERGED = {
+    "mlwatch_disk_reads_merged_total", "Adjacent reads merged into one request.", "", MW_COUNTER};
+static const mw_metric_desc WRITES_MERGED = {
+    "mlwatch_disk_writes_merged_total", "Adjacent writes merged into one request.", "", MW_COUNTER};
+static const mw_metric_desc IO_WEIGHTED = {
+    "mlwatch_disk_io_time_weighted_seconds_total",
+    "I/O time weighted by the requests in flight (its rate is the average queue length).",
+    "seconds", MW_COUNTER};
+static const mw_metric_desc DISCARDS = {"mlwatch_disk_discards_completed_total",
+                                        "Discards (TRIM) completed by the device (Linux 4.18+).",
+                                        "", MW_COUNTER};
+static const mw_metric_desc DISCARDS_MERGED = {"mlwatch_disk_discards_merged_total",
+                                               "Adjacent discards merged into one request.", "",
+                                               MW_COUNTER};
+static const mw_metric_desc DISCARDED_BYTES = {"mlwatch_disk_discarded_bytes_total",
+                                               "Bytes discarded (512-byte sectors).", "bytes",
+                                               MW_COUNTER};
+static const mw_metric_desc DISCARD_TIME = {"mlwatch_disk_discard_time_seconds_total",
+                                            "Time spent on discards, summed over all discards.",
+                                            "seconds", MW_COUNTER};
+static const mw_metric_desc FLUSHES = {"mlwatch_disk_flush_requests_total",
+                                       "Cache flush requests completed (Linux 5.5+).", "",
+                                       MW_COUNTER};
+static const mw_metric_desc FLUSH_TIME = {"mlwatch_disk_flush_requests_time_seconds_total",
+                                          "Time spent on cache flushes.", "seconds", MW_COUNTER};
+
 static int is_digit(char c)
 {
     return c >= '0' && c <= '9';
@@ -115,7 +141,7 @@ int mw_parse_diskstats_line(const char **p, mw_diskstat *out)
         if (nlen == 0 || nlen >= sizeof(out->name)) return -1;
         memcpy(out->name, name, nlen);
         out->name[nlen] = '\0';
-        uint64_t v[11];
+        uint64_t v[17] = {0};
         int n = 0;
         for (;;) {
             mw_skip_blanks(&q);
@@ -123,7 +149,7 @@ int mw_parse_diskstats_line(const char **p, mw_diskstat *out)
             uint64_t x;
             if (mw_parse_u64(&q, &x) < 0) return -1;
             if (*q != ' ' && *q != '\t' && q != end) return -1;
-            if (n < 11) v[n] = x;
+            if (n < 17) v[n] = x;
             if (n < 1000) n++;
         }
         if (n != 11 && n != 15 && n < 17) return -1;
@@ -139,6 +165,12 @@ int mw_parse_diskstats_line(const char **p, mw_diskstat *out)
         out->io_now = v[8];
         out->io_ms = v[9];
         out->weighted_io_ms = v[10];
+        out->discards = v[11];
+        out->discards_merged = v[12];
+        out->discard_sectors = v[13];
+        out->discard_ms = v[14];
+        out->flushes = v[15];
+        out->flush_ms = v[16];
         return 1;
     }
 }
@@ -174,6 +206,20 @@ static void diskstats_collect(void *state, mw_collect_ctx *ctx)
         mw_emit(ctx->snap, &WRITE_TIME, (double)d.write_ms / 1000.0, "device", dev, MW_END);
         mw_emit(ctx->snap, &IO_TIME, (double)d.io_ms / 1000.0, "device", dev, MW_END);
         mw_emit(ctx->snap, &IO_NOW, (double)d.io_now, "device", dev, MW_END);
+        mw_emit(ctx->snap, &READS_MERGED, (double)d.reads_merged, "device", dev, MW_END);
+        mw_emit(ctx->snap, &WRITES_MERGED, (double)d.writes_merged, "device", dev, MW_END);
+        mw_emit(ctx->snap, &IO_WEIGHTED, (double)d.weighted_io_ms / 1000.0, "device", dev, MW_END);
+        if (d.nfields >= 15) {
+            mw_emit(ctx->snap, &DISCARDS, (double)d.discards, "device", dev, MW_END);
+            mw_emit(ctx->snap, &DISCARDS_MERGED, (double)d.discards_merged, "device", dev, MW_END);
+            mw_emit(ctx->snap, &DISCARDED_BYTES, (double)d.discard_sectors * 512.0, "device", dev,
+                    MW_END);
+            mw_emit(ctx->snap, &DISCARD_TIME, (double)d.discard_ms / 1000.0, "device", dev, MW_END);
+        }
+        if (d.nfields >= 17) {
+            mw_emit(ctx->snap, &FLUSHES, (double)d.flushes, "device", dev, MW_END);
+            mw_emit(ctx->snap, &FLUSH_TIME, (double)d.flush_ms / 1000.0, "device", dev, MW_END);
+        }
     }
 }
 

@@ -12,6 +12,8 @@ typedef struct mw_diskstat {
     uint64_t reads, reads_merged, read_sectors, read_ms;
     uint64_t writes, writes_merged, write_sectors, write_ms;
     uint64_t io_now, io_ms, weighted_io_ms;
+    uint64_t discards, discards_merged, discard_sectors, discard_ms; /* nfields >= 15 */
+    uint64_t flushes, flush_ms;                                      /* nfields >= 17 */
     int nfields; /* values after the name: 11 (< 4.18), 15 (4.18+), 17 (5.5+) */
 } mw_diskstat;
 

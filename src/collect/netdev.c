@@ -26,6 +26,27 @@ static const mw_metric_desc RX_DROP = {"mlwatch_network_receive_drops_total",
 static const mw_metric_desc TX_DROP = {"mlwatch_network_transmit_drops_total",
                                        "Packets dropped before transmission.", "", MW_COUNTER};
 
+static const mw_metric_desc RX_FIFO = {"mlwatch_network_receive_fifo_total",
+                                       "Receive FIFO (ring buffer) overruns.", "", MW_COUNTER};
+static const mw_metric_desc RX_FRAME = {"mlwatch_network_receive_frame_total",
+                                        "Received frames with framing or CRC errors.", "",
+                                        MW_COUNTER};
+static const mw_metric_desc RX_COMPRESSED = {"mlwatch_network_receive_compressed_total",
+                                             "Compressed packets received (CSLIP, PPP).", "",
+                                             MW_COUNTER};
+static const mw_metric_desc RX_MULTICAST = {"mlwatch_network_receive_multicast_total",
+                                            "Multicast packets received.", "", MW_COUNTER};
+static const mw_metric_desc TX_FIFO = {"mlwatch_network_transmit_fifo_total",
+                                       "Transmit FIFO errors.", "", MW_COUNTER};
+static const mw_metric_desc TX_COLLS = {"mlwatch_network_transmit_colls_total",
+                                        "Collisions detected while transmitting.", "", MW_COUNTER};
+static const mw_metric_desc TX_CARRIER = {"mlwatch_network_transmit_carrier_total",
+                                          "Transmit carrier errors (link lost while sending).", "",
+                                          MW_COUNTER};
+static const mw_metric_desc TX_COMPRESSED = {"mlwatch_network_transmit_compressed_total",
+                                             "Compressed packets transmitted (CSLIP, PPP).", "",
+                                             MW_COUNTER};
+
 static const char *line_end(const char *p)
 {
     const char *nl = strchr(p, '\n');
@@ -72,10 +93,18 @@ int mw_parse_netdev_line(const char **p, mw_netdev *out)
         out->rx_packets = v[1];
         out->rx_errs = v[2];
         out->rx_drop = v[3];
+        out->rx_fifo = v[4];
+        out->rx_frame = v[5];
+        out->rx_compressed = v[6];
+        out->rx_multicast = v[7];
         out->tx_bytes = v[8];
         out->tx_packets = v[9];
         out->tx_errs = v[10];
         out->tx_drop = v[11];
+        out->tx_fifo = v[12];
+        out->tx_colls = v[13];
+        out->tx_carrier = v[14];
+        out->tx_compressed = v[15];
         return 1;
     }
 }
@@ -109,6 +138,14 @@ static void netdev_collect(void *state, mw_collect_ctx *ctx)
         mw_emit(ctx->snap, &TX_ERRS, (double)d.tx_errs, "device", d.name, MW_END);
         mw_emit(ctx->snap, &RX_DROP, (double)d.rx_drop, "device", d.name, MW_END);
         mw_emit(ctx->snap, &TX_DROP, (double)d.tx_drop, "device", d.name, MW_END);
+        mw_emit(ctx->snap, &RX_FIFO, (double)d.rx_fifo, "device", d.name, MW_END);
+        mw_emit(ctx->snap, &RX_FRAME, (double)d.rx_frame, "device", d.name, MW_END);
+        mw_emit(ctx->snap, &RX_COMPRESSED, (double)d.rx_compressed, "device", d.name, MW_END);
+        mw_emit(ctx->snap, &RX_MULTICAST, (double)d.rx_multicast, "device", d.name, MW_END);
+        mw_emit(ctx->snap, &TX_FIFO, (double)d.tx_fifo, "device", d.name, MW_END);
+        mw_emit(ctx->snap, &TX_COLLS, (double)d.tx_colls, "device", d.name, MW_END);
+        mw_emit(ctx->snap, &TX_CARRIER, (double)d.tx_carrier, "device", d.name, MW_END);
+        mw_emit(ctx->snap, &TX_COMPRESSED, (double)d.tx_compressed, "device", d.name, MW_END);
     }
 }
 

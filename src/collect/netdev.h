@@ -9,7 +9,9 @@
 typedef struct mw_netdev {
     char name[MW_NETDEV_NAME_MAX];
     uint64_t rx_bytes, rx_packets, rx_errs, rx_drop;
+    uint64_t rx_fifo, rx_frame, rx_compressed, rx_multicast;
     uint64_t tx_bytes, tx_packets, tx_errs, tx_drop;
+    uint64_t tx_fifo, tx_colls, tx_carrier, tx_compressed;
 } mw_netdev;
 
 /* Parse the line at *p and advance *p past it. The two header lines (with

@@ -50,6 +50,12 @@ static void parses_all_variants(void **state)
     assert_int_equal(d.major, 259);
     assert_int_equal(d.nfields, 17);
     assert_int_equal(d.writes, 5);
+    assert_int_equal(d.reads_merged, 2);
+    assert_int_equal(d.discards, 12);
+    assert_int_equal(d.discard_sectors, 14);
+    assert_int_equal(d.discard_ms, 15);
+    assert_int_equal(d.flushes, 16);
+    assert_int_equal(d.flush_ms, 17);
     assert_int_equal(mw_parse_diskstats_line(&p, &d), 0);
 }
 
@@ -109,6 +115,15 @@ static void collects_fixtures(void **state)
     assert_value(disk(snap, "mlwatch_disk_write_time_seconds_total", "nvme0n1"), 1500);
     assert_value(disk(snap, "mlwatch_disk_io_time_seconds_total", "nvme0n1"), 900);
     assert_value(disk(snap, "mlwatch_disk_io_now", "nvme0n1"), 3);
+    /* 17 values: merges, weighted time, discards and flushes too. */
+    assert_value(disk(snap, "mlwatch_disk_reads_merged_total", "nvme0n1"), 2000);
+    assert_value(disk(snap, "mlwatch_disk_writes_merged_total", "nvme0n1"), 4000);
+    assert_value(disk(snap, "mlwatch_disk_io_time_weighted_seconds_total", "nvme0n1"), 1750);
+    assert_value(disk(snap, "mlwatch_disk_discards_completed_total", "nvme0n1"), 100);
+    assert_value(disk(snap, "mlwatch_disk_discarded_bytes_total", "nvme0n1"), 204800.0 * 512);
+    assert_value(disk(snap, "mlwatch_disk_discard_time_seconds_total", "nvme0n1"), 0.05);
+    assert_value(disk(snap, "mlwatch_disk_flush_requests_total", "nvme0n1"), 20000);
+    assert_value(disk(snap, "mlwatch_disk_flush_requests_time_seconds_total", "nvme0n1"), 10);
     assert_int_equal(tu_errors(s, "diskstats"), 0);
     mw_snapshot_free(snap);
     tu_close(s);
@@ -132,6 +147,9 @@ static void collects_fixtures(void **state)
     assert_value(disk(snap, "mlwatch_disk_io_now", "sda"), 2);
     assert_value(disk(snap, "mlwatch_disk_written_bytes_total", "sdb"), 1600000.0 * 512);
     assert_value(disk(snap, "mlwatch_disk_read_time_seconds_total", "sr0"), 0.004);
+    /* 11 values (before 4.18): no discard nor flush counters. */
+    assert_int_equal(tu_count(snap, "mlwatch_disk_discards_completed_total"), 0);
+    assert_int_equal(tu_count(snap, "mlwatch_disk_io_time_weighted_seconds_total"), 3);
     assert_false(tu_has(snap, "mlwatch_disk_reads_completed_total", "device", "sda1", MW_END));
     assert_int_equal(tu_errors(s, "diskstats"), 0);
     mw_snapshot_free(snap);

@@ -43,6 +43,8 @@ static void parses_lines(void **state)
     assert_int_equal(d.tx_packets, 587);
     assert_int_equal(d.tx_errs, 3);
     assert_int_equal(d.tx_drop, 4);
+    assert_int_equal(d.rx_fifo, 0);
+    assert_int_equal(d.tx_compressed, 0);
     /* Old kernels: no blank after the colon. */
     assert_int_equal(mw_parse_netdev_line(&p, &d), 1);
     assert_string_equal(d.name, "ppp0");
@@ -110,6 +112,9 @@ static void collects_fixture(void **state)
     assert_value(tu_value(snap, "mlwatch_network_receive_drops_total", "device", "ib0", MW_END), 5);
     assert_value(tu_value(snap, "mlwatch_network_transmit_drops_total", "device", "ib0", MW_END),
                  6);
+    /* The other eight columns (all 16 of /proc/net/dev are reported). */
+    assert_int_equal(tu_count(snap, "mlwatch_network_receive_multicast_total"), 3);
+    assert_int_equal(tu_count(snap, "mlwatch_network_transmit_carrier_total"), 3);
     assert_int_equal(tu_errors(s, "netdev"), 0);
     mw_snapshot_free(snap);
     tu_close(s);

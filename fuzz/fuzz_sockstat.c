@@ -1,0 +1,23 @@
+/* fuzz_sockstat.c - the /proc/net/sockstat parser on arbitrary bytes. */
+#include "collect/sockstat.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void cb(void *arg, const char *proto, const char *key, uint64_t value)
+{
+    (void)arg;
+    (void)value;
+    if (strlen(proto) + strlen(key) > 200) abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *s = malloc(size + 1);
+    memcpy(s, data, size);
+    s[size] = '\0';
+    mw_parse_sockstat(s, cb, NULL);
+    free(s);
+    return 0;
+}
