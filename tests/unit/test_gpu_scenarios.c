@@ -134,7 +134,7 @@ static void one_gpu_shared_by_three_pods(void **state)
 
     /* Three equal shares of 100 %: 3334 + 3333 + 3333 units of 0.0001,
      * the leftover unit to the first container listed. */
-    char next[4096];
+    char next[65536 + 4096];
     snprintf(next, sizeof(next), "%s%s", text,
              "gpu 0 util=100\n"
              "proc gpu=0 pid=4001 mem=4294967296 sm=33\nproc gpu=0 pid=4002 mem=2147483648 sm=33\n"

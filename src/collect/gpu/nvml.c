@@ -411,7 +411,7 @@ static void read_health(nvml *x, unsigned i, mw_gpu_dev *d, const mw_gpu_sink *s
               &d->pcie_width, sink);
     read_uint(x, i, d, MW_GF_PCIE_WIDTH_MAX, x->f.pcie_width_max, "nvmlDeviceGetMaxPcieLinkWidth",
               &d->pcie_width_max, sink);
-    uint32_t replay;
+    uint32_t replay = 0;
     read_uint(x, i, d, MW_GF_PCIE_REPLAY, x->f.pcie_replay, "nvmlDeviceGetPcieReplayCounter",
               &replay, sink);
     if (d->have & MW_GF_BIT(MW_GF_PCIE_REPLAY)) d->pcie_replay = replay;
