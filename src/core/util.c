@@ -76,6 +76,6 @@ size_t mw_strlcpy(char *dst, const char *src, size_t size)
 
 void mw_tune_allocator(void)
 {
-    mallopt(M_TRIM_THRESHOLD, 16 << 20);
+    mallopt(M_TRIM_THRESHOLD, 2 << 20);
     mallopt(M_MMAP_THRESHOLD, 4 << 20);
 }

@@ -72,7 +72,7 @@ int mw_gzip(const char *in, size_t len, char **out, size_t *outlen)
     z_stream z;
     memset(&z, 0, sizeof(z));
     /* windowBits 15 + 16: a gzip wrapper rather than raw zlib. */
-    if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return -1;
+    if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 6, Z_DEFAULT_STRATEGY) != Z_OK) return -1;
     size_t cap = deflateBound(&z, (uLong)len);
     char *buf = mw_xmalloc(cap);
     z.next_in = (Bytef *)(uintptr_t)in;
