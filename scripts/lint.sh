@@ -7,7 +7,7 @@ mapfile -t files < <(git ls-files '*.c' '*.h' | grep -v '^fuzz/corpus/')
 status=0
 if ! clang-format --dry-run --Werror "${files[@]}" 2>/tmp/mlwatch-format.log; then
     echo "clang-format: these files need formatting (make format):"
-    grep -oE '^[^:]+' /tmp/mlwatch-format.log | sort -u
+    grep -oE '^[^ :][^:]*\.[ch]:[0-9]+' /tmp/mlwatch-format.log | cut -d: -f1 | sort -u
     status=1
 fi
 if ! cppcheck --enable=warning,performance,portability --error-exitcode=1 -q --inline-suppr \

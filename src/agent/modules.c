@@ -22,7 +22,7 @@ const mw_module *const mw_modules[] = {
     &mw_module_energy,
     &mw_module_idle,
     &mw_doctor_module,
-    &mw_module_store, /* src/store/store_module.c: after the derivers, before shippers */
+    &mw_module_store,        /* src/store/store_module.c: after the derivers, before shippers */
     &mw_module_remote_write, /* shippers last: they see every derived sample */
 };
 const size_t mw_nmodules = sizeof(mw_modules) / sizeof(mw_modules[0]);

@@ -118,14 +118,21 @@ static int check_collector(const char *v, char *why, size_t n)
 /* One row per setting. Scalars: OPT(flag, type, field, default, help, validate).
  * Lists: OPT_LIST_OF(flag, field, count field, default, help, validate).
  * Config-file sections: SECTION(key, default, help, parser). */
-#define OPT(n, t, f, d, h, v)                                                                     \
-    {.name = n, .type = t, .offset = offsetof(mw_config, f),                                      \
-     .size = sizeof(((mw_config *)0)->f), .def = d, .help = h, .validate = v}
-#define OPT_LIST_OF(n, f, cnt, d, h, v)                                                           \
-    {.name = n, .type = OPT_LIST, .offset = offsetof(mw_config, f),                               \
-     .size = sizeof(((mw_config *)0)->f), .count_offset = offsetof(mw_config, cnt), .def = d,     \
-     .help = h, .validate = v}
-#define SECTION(n, d, h, fn) {.name = n, .type = OPT_SECTION, .def = d, .help = h, .section = fn}
+#define OPT(n, t, f, d, h, v)                                                                      \
+    {                                                                                              \
+        .name = n, .type = t, .offset = offsetof(mw_config, f),                                    \
+        .size = sizeof(((mw_config *)0)->f), .def = d, .help = h, .validate = v                    \
+    }
+#define OPT_LIST_OF(n, f, cnt, d, h, v)                                                            \
+    {                                                                                              \
+        .name = n, .type = OPT_LIST, .offset = offsetof(mw_config, f),                             \
+        .size = sizeof(((mw_config *)0)->f), .count_offset = offsetof(mw_config, cnt), .def = d,   \
+        .help = h, .validate = v                                                                   \
+    }
+#define SECTION(n, d, h, fn)                                                                       \
+    {                                                                                              \
+        .name = n, .type = OPT_SECTION, .def = d, .help = h, .section = fn                         \
+    }
 
 static const option options[] = {
     OPT("root", OPT_PATH, root, "/",
@@ -215,12 +222,16 @@ static const option options[] = {
         NULL),
     /* A flag and a scalar key for one URL; a list in the file is parsed by
      * the section function (see load_document). */
-    {.name = "remote-write", .type = OPT_STRING, .offset = offsetof(mw_config, remote_write_url),
-     .size = sizeof(((mw_config *)0)->remote_write_url), .def = "",
+    {.name = "remote-write",
+     .type = OPT_STRING,
+     .offset = offsetof(mw_config, remote_write_url),
+     .size = sizeof(((mw_config *)0)->remote_write_url),
+     .def = "",
      .help = "Prometheus remote-write URL to ship every sample to; in the config file also a "
              "list of endpoints with auth, TLS, queue and write_relabel_configs "
              "(docs/remote-write.md)",
-     .validate = NULL, .section = mw_rw_config_section},
+     .validate = NULL,
+     .section = mw_rw_config_section},
     SECTION("external-labels", "none",
             "Labels added to every series shipped by remote write: external_labels: {node: n1}",
             mw_rw_external_labels_section),
@@ -269,8 +280,7 @@ static const option options[] = {
     OPT("store-max-labels", OPT_NUMBER, store_max_labels, "64",
         "Most labels per series (at most 255); beyond it 400", check_store_count),
     OPT("store-max-samples-per-request", OPT_NUMBER, store_max_samples_per_request, "1000000",
-        "Most samples in one remote-write request; beyond it 400 (0: no limit)",
-        check_store_count),
+        "Most samples in one remote-write request; beyond it 400 (0: no limit)", check_store_count),
 };
 
 void mw_config_defaults(mw_config *c)

@@ -42,7 +42,7 @@ typedef struct mw_config {
     int64_t idle_busy_period_ms;
     struct mw_idle_override {
         char ns[64];
-        double threshold; /* < 0: inherit */
+        double threshold;                  /* < 0: inherit */
         int64_t window_ms, busy_period_ms; /* 0: inherit */
     } idle_overrides[MW_MAX_LIST];
     size_t nidle_overrides;
@@ -116,8 +116,8 @@ void mw_config_defaults(mw_config *c);
  * the flags and everything after it goes to rest. A --config flag is loaded
  * before the other flags are applied, so flags win. On error writes one line
  * to err and returns -1. */
-int mw_config_from_args(mw_config *c, int argc, char **argv, int first, char **rest,
-                        size_t *nrest, size_t rest_cap, char *err, size_t errsize);
+int mw_config_from_args(mw_config *c, int argc, char **argv, int first, char **rest, size_t *nrest,
+                        size_t rest_cap, char *err, size_t errsize);
 
 /* Load a YAML file into c. Returns 0, or -1 with "FILE:LINE:COL: problem". */
 int mw_config_load_file(mw_config *c, const char *path, char *err, size_t errsize);
@@ -148,8 +148,8 @@ void mw_doctor_thresholds_defaults(struct mw_doctor_thresholds *t);
  * file (src/ship/rw_config.c). */
 int mw_rw_config_section(mw_config *c, const char *file, void *doc, void *node, char *err,
                          size_t errsize);
-int mw_rw_external_labels_section(mw_config *c, const char *file, void *doc, void *node,
-                                  char *err, size_t errsize);
+int mw_rw_external_labels_section(mw_config *c, const char *file, void *doc, void *node, char *err,
+                                  size_t errsize);
 
 /* The `carbon:` section of the config file (src/derive/carbon_config.c). */
 int mw_carbon_config_section(mw_config *c, const char *file, void *doc, void *node, char *err,

@@ -8,6 +8,7 @@
 #include "../agent/module.h"
 #include "../core/log.h"
 #include "../core/util.h"
+#include "../query/api.h"
 #include "remote_write.h"
 #include "store.h"
 
@@ -21,6 +22,7 @@ typedef struct store_module {
     const mw_config *cfg;
     mw_store *store;
     char open_error[512];
+    mw_query_api query_api; /* PromQL HTTP API over this store (src/query/api.c) */
 } store_module;
 
 static const mw_metric_desc ACTIVE = {"mlwatch_store_active_series",
@@ -219,6 +221,9 @@ static void module_routes(void *state, mw_http_server *http)
     mw_http_route(http, "GET", "/api/v1/store/count", 0, read_handler, m);
     mw_http_route(http, "POST", "/api/v1/store/compact", 0, admin_handler, m);
     mw_http_route(http, "POST", "/api/v1/store/snapshot", 0, admin_handler, m);
+    m->query_api.store = m->store;
+    pq_default_limits(&m->query_api.limits);
+    mw_query_api_register(http, &m->query_api);
 }
 
 static void module_derive(void *state, mw_snapshot *snap)

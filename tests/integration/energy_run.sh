@@ -42,10 +42,11 @@ expect_eq "exit status after a forwarded SIGTERM" 42 "$rc"
 run -- sh -c 'kill -USR1 $$' 2>/dev/null && rc=0 || rc=$?
 expect_eq "exit status of a command killed by SIGUSR1" 138 "$rc"
 
-# Known CPU work (about 1 s of busy loop) under the estimation model, JSON.
+# Known CPU work (a fixed loop: a few tenths of a CPU-second whatever the
+# machine's load) under the estimation model, JSON.
 run --json --interval 200ms --carbon-intensity 400 --work 20 --unit image \
     --energy-idle-watts-per-cpu 1 --energy-max-watts-per-cpu 5 -- \
-    sh -c 'end=$(($(date +%s%N)/1000000+1000)); while [ $(($(date +%s%N)/1000000)) -lt $end ]; do :; done' \
+    awk 'BEGIN { for (i = 0; i < 10000000; i++) s += i; if (s < 0) print s }' \
     2>"$WORK/run.json"
 python3 - "$WORK/run.json" <<'PY' || fail "--json report: $(cat "$WORK/run.json")"
 import json, sys
@@ -64,8 +65,8 @@ for c in r["components"].values():
 total = sum(c["joules"] for c in r["components"].values())
 assert abs(total - r["energy_joules"]) < 1e-6
 assert abs(r["energy_wh"] * 3600 - total) < 1e-6
-assert 0.3 <= r["cpu_seconds"] <= 1.6, r["cpu_seconds"]  # a busy 2-core machine
-assert r["wall_seconds"] >= 0.99
+assert r["cpu_seconds"] >= 0.05, r["cpu_seconds"]  # the loop's work was seen
+assert r["wall_seconds"] >= r["cpu_seconds"] * 0.9, r  # one single-threaded process
 if r["cpu_method"] == "estimated":
     # (5 - 1) W per CPU-second of the command; idle policy none adds nothing.
     want = 4 * r["cpu_seconds"]

@@ -120,7 +120,13 @@ if mount -t tmpfs -o size=3m tmpfs "$FULL" 2>/dev/null; then
     grep -q 'error store: cannot write the WAL in .*No space left on device' "$WORK/agent.log" ||
         fail "no clear log line for the full disk"
     ok
-    expect_eq "disk_full gauge" 1 "$(curl -s "$AGENT_URL/metrics" | awk '/^mlwatch_store_disk_full /{print $2}')"
+    # /metrics shows the snapshot of the last cycle: wait for the next one.
+    for _ in $(seq 1 50); do
+        full=$(curl -s "$AGENT_URL/metrics" | awk '/^mlwatch_store_disk_full /{print $2}')
+        [ "$full" = 1 ] && break
+        sleep 0.1
+    done
+    expect_eq "disk_full gauge" 1 "$full"
     after_ok=$(grep -c '^ACK' "$WORK/full_out" || true)
     # nothing stored before is damaged
     [ "$(count_of crash_test)" -ge $((before + after_ok * 1000)) ] || fail "samples lost on a full disk"
