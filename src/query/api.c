@@ -1,0 +1,503 @@
+/* api.c - Prometheus' HTTP query API over the embedded store, as Grafana's
+ * Prometheus data source calls it: /api/v1/query, /api/v1/query_range
+ * (GET and form POST), /api/v1/series, /api/v1/labels,
+ * /api/v1/label/<name>/values, /api/v1/metadata, /api/v1/status/buildinfo.
+ * Same JSON envelope, value encoding (numbers as strings), error types and
+ * status codes as Prometheus (400 bad_data, 422 execution, 503 timeout). */
+#include "api.h"
+
+#include "../core/buf.h"
+#include "../core/util.h"
+#include "../mlwatch.h"
+#include "promql.h"
+#include "qinternal.h"
+
+#include <ctype.h>
+#include <jansson.h>
+#include <math.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define MAX_PARAMS 64
+#define MAX_POINTS 11000
+
+typedef struct params {
+    char *k[MAX_PARAMS], *v[MAX_PARAMS];
+    int n;
+} params;
+
+static void params_add(params *p, const char *k, size_t kl, const char *v, size_t vl)
+{
+    if (p->n >= MAX_PARAMS) return;
+    p->k[p->n] = mw_xmalloc(kl + 1);
+    memcpy(p->k[p->n], k, kl);
+    p->k[p->n][kl] = '\0';
+    p->v[p->n] = mw_xmalloc(vl + 1);
+    memcpy(p->v[p->n], v, vl);
+    p->v[p->n][vl] = '\0';
+    p->n++;
+}
+
+static enum MHD_Result get_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                               const char *value)
+{
+    (void)kind;
+    if (key) params_add(cls, key, strlen(key), value ? value : "", value ? strlen(value) : 0);
+    return MHD_YES;
+}
+
+static size_t url_decode(char *s, size_t n)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '+') {
+            s[o++] = ' ';
+        } else if (s[i] == '%' && i + 2 < n && isxdigit((unsigned char)s[i + 1]) &&
+                   isxdigit((unsigned char)s[i + 2])) {
+            char h[3] = {s[i + 1], s[i + 2], 0};
+            s[o++] = (char)strtol(h, NULL, 16);
+            i += 2;
+        } else {
+            s[o++] = s[i];
+        }
+    }
+    return o;
+}
+
+static void params_load(params *p, const mw_http_request *req)
+{
+    memset(p, 0, sizeof(*p));
+    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, get_arg, p);
+    const char *ct = mw_http_header(req, "Content-Type");
+    if (!req->body || !ct || strncasecmp(ct, "application/x-www-form-urlencoded", 33) != 0) return;
+    char *body = mw_xmalloc(req->body_len + 1);
+    memcpy(body, req->body, req->body_len);
+    body[req->body_len] = '\0';
+    char *save = NULL;
+    for (char *pair = strtok_r(body, "&", &save); pair; pair = strtok_r(NULL, "&", &save)) {
+        char *eq = strchr(pair, '=');
+        size_t kl = eq ? (size_t)(eq - pair) : strlen(pair);
+        kl = url_decode(pair, kl);
+        char *value = eq ? eq + 1 : pair + kl;
+        size_t vl = url_decode(value, eq ? strlen(value) : 0);
+        params_add(p, pair, kl, value, vl);
+    }
+    free(body);
+}
+
+static void params_free(params *p)
+{
+    for (int i = 0; i < p->n; i++) {
+        free(p->k[i]);
+        free(p->v[i]);
+    }
+}
+
+static const char *param(const params *p, const char *k)
+{
+    for (int i = 0; i < p->n; i++)
+        if (!strcmp(p->k[i], k)) return p->v[i];
+    return NULL;
+}
+
+static void respond_json(mw_http_response *resp, int status, json_t *root)
+{
+    char *s = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(16));
+    json_decref(root);
+    resp->status = status;
+    resp->content_type = "application/json";
+    resp->body = s;
+    resp->len = s ? strlen(s) : 0;
+}
+
+static void respond_error(mw_http_response *resp, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void respond_error(mw_http_response *resp, int status, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    const char *type = status == 400 ? "bad_data" : status == 503 ? "timeout" : "execution";
+    json_t *root = json_pack("{s:s, s:s, s:s}", "status", "error", "errorType", type, "error", msg);
+    respond_json(resp, status, root);
+}
+
+static void respond_data(mw_http_response *resp, json_t *data)
+{
+    respond_json(resp, 200, json_pack("{s:s, s:o}", "status", "success", "data", data));
+}
+
+/* Prometheus' parseTime: float seconds or RFC 3339. */
+int mw_api_parse_time(const char *s, int64_t *ms)
+{
+    if (!s || !*s) return -1;
+    char *end;
+    double d = strtod(s, &end);
+    if (!*end && end != s) {
+        if (!isfinite(d) || fabs(d) > 9e12) return -1; /* ~ year 287000: no overflow in ms */
+        *ms = (int64_t)llround(d * 1000);
+        return 0;
+    }
+    int Y, M, D, h, m, sec, n = 0;
+    if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &Y, &M, &D, &h, &m, &sec, &n) != 6 || n != 19)
+        return -1;
+    const char *p = s + n;
+    int64_t frac = 0;
+    if (*p == '.') {
+        p++;
+        int digits = 0;
+        while (isdigit((unsigned char)*p)) {
+            if (digits < 3) frac = frac * 10 + (*p - '0');
+            digits++;
+            p++;
+        }
+        if (!digits) return -1;
+        for (; digits < 3; digits++)
+            frac *= 10;
+    }
+    int64_t off = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int oh, om, k = 0;
+        if (sscanf(p + 1, "%2d:%2d%n", &oh, &om, &k) != 2 || k != 5) return -1;
+        off = (oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
+        p += 6;
+    } else {
+        return -1;
+    }
+    if (*p || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60) return -1;
+    struct tm tm = {.tm_year = Y - 1900,
+                    .tm_mon = M - 1,
+                    .tm_mday = D,
+                    .tm_hour = h,
+                    .tm_min = m,
+                    .tm_sec = sec};
+    *ms = ((int64_t)timegm(&tm) - off) * 1000 + frac;
+    return 0;
+}
+
+static json_t *ts_json(int64_t t)
+{
+    if (t % 1000 == 0) return json_integer(t / 1000);
+    return json_real((double)t / 1000);
+}
+
+static json_t *point_json(int64_t t, double v)
+{
+    char buf[64];
+    pq_format_value(v, buf, sizeof(buf));
+    return json_pack("[o, s]", ts_json(t), buf);
+}
+
+static json_t *labels_json(const pq_label *l, size_t n)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < n; i++)
+        json_object_set_new(o, l[i].name, json_string(l[i].value));
+    return o;
+}
+
+static json_t *result_json(const pq_result *r)
+{
+    static const char *types[] = {"scalar", "string", "vector", "matrix"};
+    json_t *res;
+    if (r->type == PQ_T_SCALAR) {
+        res = point_json(r->t, r->scalar);
+    } else if (r->type == PQ_T_STRING) {
+        res = json_pack("[o, s]", ts_json(r->t), r->str ? r->str : "");
+    } else {
+        res = json_array();
+        for (size_t i = 0; i < r->nseries; i++) {
+            const pq_series *s = &r->series[i];
+            json_t *o = json_object();
+            json_object_set_new(o, "metric", labels_json(s->labels, s->nlabels));
+            if (r->type == PQ_T_VECTOR) {
+                json_object_set_new(o, "value", point_json(s->t[0], s->v[0]));
+            } else {
+                json_t *vals = json_array();
+                for (size_t k = 0; k < s->n; k++)
+                    json_array_append_new(vals, point_json(s->t[k], s->v[k]));
+                json_object_set_new(o, "values", vals);
+            }
+            json_array_append_new(res, o);
+        }
+    }
+    return json_pack("{s:s, s:o}", "resultType", types[r->type], "result", res);
+}
+
+static int parse_time_param(mw_http_response *resp, const params *p, const char *name, int64_t def,
+                            int64_t *out)
+{
+    const char *v = param(p, name);
+    if (!v || !*v) {
+        *out = def;
+        return 0;
+    }
+    if (mw_api_parse_time(v, out) < 0) {
+        respond_error(resp, 400,
+                      "invalid parameter \"%s\": cannot parse \"%.100s\" to a valid timestamp",
+                      name, v);
+        return -1;
+    }
+    return 0;
+}
+
+static void query_handler(void *cls, const mw_http_request *req, mw_http_response *resp)
+{
+    mw_query_api *api = cls;
+    params p;
+    params_load(&p, req);
+    int range = strcmp(req->path, "/api/v1/query_range") == 0;
+    int64_t start, end, step = 0;
+    pq_node *n = NULL;
+    const char *q = param(&p, "query");
+    char err[1024];
+    if (!q) {
+        respond_error(resp, 400, "invalid parameter \"query\": query must not be empty");
+        goto done;
+    }
+    if (range) {
+        if (parse_time_param(resp, &p, "start", INT64_MIN, &start) < 0 ||
+            parse_time_param(resp, &p, "end", INT64_MIN, &end) < 0)
+            goto done;
+        if (start == INT64_MIN || end == INT64_MIN) {
+            respond_error(resp, 400,
+                          "invalid parameter \"%s\": cannot parse \"\" to a valid timestamp",
+                          start == INT64_MIN ? "start" : "end");
+            goto done;
+        }
+        if (end < start) {
+            respond_error(resp, 400,
+                          "invalid parameter \"end\": end timestamp must not be before start time");
+            goto done;
+        }
+        const char *st = param(&p, "step");
+        if (!st || pq_parse_duration(st, &step) < 0) {
+            respond_error(resp, 400,
+                          "invalid parameter \"step\": cannot parse \"%.100s\" to a valid duration",
+                          st ? st : "");
+            goto done;
+        }
+        if (step <= 0) {
+            respond_error(resp, 400,
+                          "invalid parameter \"step\": zero or negative query resolution step "
+                          "widths are not accepted. Try a positive integer");
+            goto done;
+        }
+        if ((end - start) / step > MAX_POINTS) {
+            respond_error(resp, 400,
+                          "exceeded maximum resolution of 11,000 points per timeseries. Try "
+                          "decreasing the query resolution (?step=XX)");
+            goto done;
+        }
+    } else {
+        if (parse_time_param(resp, &p, "time", mw_now_ms(), &start) < 0) goto done;
+        end = start;
+    }
+    pq_limits lim = api->limits;
+    const char *to = param(&p, "timeout");
+    int64_t tms;
+    if (to && *to) {
+        if (pq_parse_duration(to, &tms) < 0) {
+            respond_error(
+                resp, 400,
+                "invalid parameter \"timeout\": cannot parse \"%.100s\" to a valid duration", to);
+            goto done;
+        }
+        if (tms > 0 && (lim.timeout_ms <= 0 || tms < lim.timeout_ms)) lim.timeout_ms = tms;
+    }
+    n = pq_parse(q, err, sizeof(err));
+    if (!n) {
+        respond_error(resp, 400, "invalid parameter \"query\": %s", err);
+        goto done;
+    }
+    if (!api->store) {
+        respond_error(resp, 422, "store unavailable");
+        goto done;
+    }
+    pq_result r;
+    int rc = pq_eval(api->store, n, start, end, step, &lim, &r, err, sizeof(err));
+    if (rc) {
+        respond_error(resp, rc, "%s", err);
+        goto done;
+    }
+    respond_data(resp, result_json(&r));
+    pq_result_free(&r);
+done:
+    pq_node_free(n);
+    params_free(&p);
+}
+
+/* Series matching any match[] selector, with samples in [start, end]; a
+ * callback per series. -1 after responding with an error. */
+typedef void (*series_fn)(void *ctx, const mw_series_data *d);
+
+static int for_series(mw_query_api *api, mw_http_response *resp, const params *p, int need_match,
+                      series_fn fn, void *ctx)
+{
+    int64_t start, end;
+    if (parse_time_param(resp, p, "start", INT64_MIN / 2, &start) < 0 ||
+        parse_time_param(resp, p, "end", INT64_MAX / 2, &end) < 0)
+        return -1;
+    if (!api->store) {
+        respond_error(resp, 422, "store unavailable");
+        return -1;
+    }
+    int nmatch = 0;
+    for (int i = 0; i <= p->n; i++) {
+        const char *sel = NULL;
+        if (i < p->n) {
+            if (strcmp(p->k[i], "match[]") != 0) continue;
+            sel = p->v[i];
+        } else if (nmatch || need_match) {
+            break;
+        }
+        nmatch++;
+        char err[1024];
+        pq_node *n = NULL;
+        if (sel) {
+            n = pq_parse(sel, err, sizeof(err));
+            if (n && n->kind != PQ_VSEL) {
+                snprintf(err, sizeof(err), "match[] must be a series selector");
+                pq_node_free(n);
+                n = NULL;
+            }
+            if (!n) {
+                respond_error(resp, 400, "invalid parameter \"match[]\": %s", err);
+                return -1;
+            }
+        }
+        mw_select_result r;
+        int rc = mw_store_select(api->store, n ? n->matchers : NULL, n ? n->nmatchers : 0, start,
+                                 end, api->limits.max_samples, &r, err, sizeof(err));
+        pq_node_free(n);
+        if (rc < 0) {
+            respond_error(resp, 422, "%s", err);
+            return -1;
+        }
+        for (size_t k = 0; k < r.nseries; k++)
+            if (r.series[k].n) fn(ctx, &r.series[k]);
+        mw_select_result_free(&r);
+    }
+    if (!nmatch) {
+        respond_error(resp, 400, "no match[] parameter provided");
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct collect {
+    smap seen;
+    mw_buf key;
+    json_t *arr;
+    const char *label; /* label values: of this name; labels: NULL */
+    int names;
+} collect;
+
+static void collect_series(void *ctx, const mw_series_data *d)
+{
+    collect *c = ctx;
+    if (c->names || c->label) {
+        for (size_t i = 0; i < d->nlabels; i++) {
+            const char *s = c->names ? d->labels[i].name : NULL;
+            if (c->label && !strcmp(d->labels[i].name, c->label)) s = d->labels[i].value;
+            if (!s || smap_get(&c->seen, s) != (size_t)-1) continue;
+            smap_put(&c->seen, s, 0);
+            json_array_append_new(c->arr, json_string(s));
+        }
+        return;
+    }
+    mw_buf_clear(&c->key);
+    json_t *o = json_object();
+    for (size_t i = 0; i < d->nlabels; i++) {
+        mw_buf_printf(&c->key, "%s\xff%s\xfe", d->labels[i].name, d->labels[i].value);
+        json_object_set_new(o, d->labels[i].name, json_string(d->labels[i].value));
+    }
+    if (smap_get(&c->seen, c->key.data) != (size_t)-1) {
+        json_decref(o);
+        return;
+    }
+    smap_put(&c->seen, c->key.data, 0);
+    json_array_append_new(c->arr, o);
+}
+
+static int cmp_json_str(const void *a, const void *b)
+{
+    return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
+}
+
+static void meta_handler(void *cls, const mw_http_request *req, mw_http_response *resp)
+{
+    mw_query_api *api = cls;
+    params p;
+    params_load(&p, req);
+    collect c = {.arr = json_array()};
+    smap_init(&c.seen);
+    mw_buf_init(&c.key, 0);
+    char name[256] = "";
+    if (!strcmp(req->path, "/api/v1/labels")) {
+        c.names = 1;
+    } else if (!strncmp(req->path, "/api/v1/label/", 14)) {
+        const char *s = req->path + 14, *e = strstr(s, "/values");
+        if (!e || e[7] || e == s || (size_t)(e - s) >= sizeof(name)) {
+            respond_error(resp, 404, "not found");
+            goto done;
+        }
+        memcpy(name, s, (size_t)(e - s));
+        name[e - s] = '\0';
+        c.label = name;
+    }
+    if (for_series(api, resp, &p, !c.names && !c.label, collect_series, &c) < 0) goto done;
+    if (c.names || c.label) {
+        size_t n = json_array_size(c.arr);
+        json_t **items = mw_xcalloc(n ? n : 1, sizeof(json_t *));
+        for (size_t i = 0; i < n; i++)
+            items[i] = json_incref(json_array_get(c.arr, i));
+        qsort(items, n, sizeof(json_t *), cmp_json_str);
+        json_array_clear(c.arr);
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(c.arr, items[i]);
+        free(items);
+    }
+    respond_data(resp, json_incref(c.arr));
+done:
+    json_decref(c.arr);
+    smap_free(&c.seen);
+    mw_buf_free(&c.key);
+    params_free(&p);
+}
+
+static void static_handler(void *cls, const mw_http_request *req, mw_http_response *resp)
+{
+    (void)cls;
+    if (!strcmp(req->path, "/api/v1/status/buildinfo")) {
+        respond_data(resp,
+                     json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "version", "2.42.0", "revision",
+                               MLWATCH_REVISION, "branch", "mlwatch", "buildUser", "mlwatch",
+                               "buildDate", "", "goVersion", "mlwatch " MLWATCH_VERSION));
+        return;
+    }
+    /* The store keeps no metadata (HELP/TYPE) yet: an empty map. */
+    respond_data(resp, json_object());
+}
+
+void mw_query_api_register(mw_http_server *http, mw_query_api *api)
+{
+    static const char *methods[] = {"GET", "POST"};
+    for (int i = 0; i < 2; i++) {
+        mw_http_route(http, methods[i], "/api/v1/query", 0, query_handler, api);
+        mw_http_route(http, methods[i], "/api/v1/query_range", 0, query_handler, api);
+        mw_http_route(http, methods[i], "/api/v1/series", 0, meta_handler, api);
+        mw_http_route(http, methods[i], "/api/v1/labels", 0, meta_handler, api);
+        mw_http_route(http, methods[i], "/api/v1/label/", 1, meta_handler, api);
+    }
+    mw_http_route(http, "GET", "/api/v1/metadata", 0, static_handler, api);
+    mw_http_route(http, "GET", "/api/v1/status/buildinfo", 0, static_handler, api);
+}

@@ -1,0 +1,19 @@
+/* api.h - Prometheus-compatible HTTP query API over the embedded store.
+ * Registered by the store module once its store is open (store_module.c). */
+#ifndef MW_QUERY_API_H
+#define MW_QUERY_API_H
+
+#include "../serve/http.h"
+#include "promql.h"
+
+typedef struct mw_query_api {
+    mw_store *store; /* NULL: every query answers "store unavailable" */
+    pq_limits limits;
+} mw_query_api;
+
+/* api must outlive the server. */
+void mw_query_api_register(mw_http_server *http, mw_query_api *api);
+/* Prometheus' time parameter: float seconds or RFC 3339. 0, or -1. */
+int mw_api_parse_time(const char *s, int64_t *ms);
+
+#endif

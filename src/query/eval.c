@@ -1,0 +1,748 @@
+/* eval.c - the PromQL evaluator: selectors (lookback and staleness as
+ * Prometheus 2.x), subqueries, unary and binary operators with vector
+ * matching, and the entry point pq_eval. Aggregations are in agg.c,
+ * functions in funcs.c. */
+#include "qinternal.h"
+
+#include "../core/buf.h"
+#include "../core/util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pq_default_limits(pq_limits *l)
+{
+    l->max_samples = 20000000;
+    l->timeout_ms = 120000;
+    l->lookback_ms = 300000;
+}
+
+/* Reference time of step i for a selector or subquery: @ fixes it. */
+static int64_t ref_time(const qctx *c, const pq_node *n, size_t i)
+{
+    int64_t t = qts(c, i);
+    if (n->has_at) t = n->at_kind == 1 ? c->qstart : n->at_kind == 2 ? c->qend : n->at_ms;
+    return t - n->offset_ms;
+}
+
+static int store_select(qctx *c, const pq_node *vs, int64_t mint, int64_t maxt, mw_select_result *r)
+{
+    if (!c->store) {
+        memset(r, 0, sizeof(*r));
+        return 0;
+    }
+    size_t budget = c->lim.max_samples
+                        ? c->lim.max_samples -
+                              (c->samples < c->lim.max_samples ? c->samples : c->lim.max_samples)
+                        : 0;
+    if (c->lim.max_samples && budget == 0) return qcharge(c, 1);
+    char err[256];
+    if (mw_store_select(c->store, vs->matchers, vs->nmatchers, mint, maxt, budget, r, err,
+                        sizeof(err)) < 0) {
+        qerr(c, PQ_ERR_EXECUTION,
+             "query processing would load too many samples into memory in query execution (%s)",
+             err);
+        return -1;
+    }
+    if (qcharge(c, r->nsamples) < 0) {
+        mw_select_result_free(r);
+        return -1;
+    }
+    return 0;
+}
+
+static val eval_vsel(qctx *c, const pq_node *n)
+{
+    val out = {.type = PQ_T_VECTOR};
+    int64_t lo = ref_time(c, n, 0), hi = ref_time(c, n, c->nsteps - 1);
+    mw_select_result r;
+    if (store_select(c, n, lo - c->lim.lookback_ms, hi, &r) < 0) return out;
+    for (size_t si = 0; si < r.nseries && !c->code; si++) {
+        const mw_series_data *d = &r.series[si];
+        sv *s = NULL;
+        size_t k = 0; /* first sample after the reference time */
+        for (size_t i = 0; i < c->nsteps; i++) {
+            int64_t t = ref_time(c, n, i);
+            if (n->has_at) k = 0;
+            while (k < d->n && d->t[k] <= t)
+                k++;
+            if (k == 0) continue;
+            size_t j = k - 1;
+            if (d->t[j] < t - c->lim.lookback_ms || is_stale(d->v[j])) continue;
+            if (!s) {
+                s = sv_new(c, &out, lbl_from_store(d->labels, d->nlabels), d->nlabels);
+                if (!s) break;
+            }
+            s->ok[i] = 1;
+            s->v[i] = d->v[j];
+        }
+        if (qcheck_time(c) < 0) break;
+    }
+    qrelease(c, r.nsamples);
+    mw_select_result_free(&r);
+    return out;
+}
+
+static int64_t *window_arrays(qctx *c, const pq_node *sel, int64_t range, int64_t **wend)
+{
+    int64_t *ws = mw_xcalloc(c->nsteps, sizeof(int64_t));
+    *wend = mw_xcalloc(c->nsteps, sizeof(int64_t));
+    for (size_t i = 0; i < c->nsteps; i++) {
+        (*wend)[i] = ref_time(c, sel, i);
+        ws[i] = (*wend)[i] - range;
+    }
+    return ws;
+}
+
+int eval_range_arg(qctx *c, const pq_node *n, rangearg *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->range_ms = n->range_ms;
+    if (n->kind == PQ_MSEL) {
+        const pq_node *vs = n->args[0];
+        out->wstart = window_arrays(c, vs, n->range_ms, &out->wend);
+        mw_select_result r;
+        if (store_select(c, vs, out->wstart[0], out->wend[c->nsteps - 1], &r) < 0) return -1;
+        out->s = mw_xcalloc(r.nseries ? r.nseries : 1, sizeof(pq_series));
+        for (size_t i = 0; i < r.nseries; i++) {
+            const mw_series_data *d = &r.series[i];
+            pq_series *p = &out->s[out->n++];
+            p->labels = lbl_from_store(d->labels, d->nlabels);
+            p->nlabels = d->nlabels;
+            p->t = mw_xmalloc((d->n ? d->n : 1) * sizeof(int64_t));
+            p->v = mw_xmalloc((d->n ? d->n : 1) * sizeof(double));
+            for (size_t k = 0; k < d->n; k++) {
+                if (is_stale(d->v[k])) continue; /* range vectors skip stale markers */
+                p->t[p->n] = d->t[k];
+                p->v[p->n++] = d->v[k];
+            }
+        }
+        mw_select_result_free(&r);
+        return c->code ? -1 : 0;
+    }
+    /* Subquery: evaluate the inner expression on its own grid, aligned to
+     * multiples of its step, from the first window's start to the last
+     * window's end. */
+    out->wstart = window_arrays(c, n, n->range_ms, &out->wend);
+    int64_t step = n->step_ms ? n->step_ms : 60000;
+    int64_t lo = out->wstart[0], hi = out->wend[c->nsteps - 1];
+    int64_t first = step * (lo / step);
+    if (first < lo) first += step;
+    if (first > hi) return 0;
+    qctx sub = *c;
+    sub.start = first;
+    sub.end = hi;
+    sub.step = step;
+    sub.nsteps = (size_t)((hi - first) / step) + 1;
+    if (sub.nsteps > 11000000 || (c->lim.max_samples && sub.nsteps > c->lim.max_samples)) {
+        qerr(c, PQ_ERR_EXECUTION,
+             "query processing would load too many samples into memory in query execution "
+             "(a subquery of %zu steps)",
+             sub.nsteps);
+        return -1;
+    }
+    val v = eval_node(&sub, n->args[0]);
+    c->samples = sub.samples;
+    c->peak = sub.peak;
+    if (sub.code) {
+        c->code = sub.code;
+        val_free(NULL, &v);
+        return -1;
+    }
+    out->s = mw_xcalloc(v.n ? v.n : 1, sizeof(pq_series));
+    for (size_t i = 0; i < v.n; i++) {
+        pq_series *p = &out->s[out->n++];
+        p->labels = v.s[i].labels;
+        p->nlabels = v.s[i].nlabels;
+        v.s[i].labels = NULL;
+        v.s[i].nlabels = 0;
+        p->t = mw_xmalloc(sub.nsteps * sizeof(int64_t));
+        p->v = mw_xmalloc(sub.nsteps * sizeof(double));
+        for (size_t k = 0; k < sub.nsteps; k++)
+            if (v.s[i].ok[k]) {
+                p->t[p->n] = qts(&sub, k);
+                p->v[p->n++] = v.s[i].v[k];
+            }
+    }
+    /* The points stay charged until rangearg_free; the grid is released. */
+    val_free(&sub, &v);
+    c->samples = sub.samples;
+    for (size_t i = 0; i < out->n; i++)
+        qcharge(c, out->s[i].n);
+    return c->code ? -1 : 0;
+}
+
+void rangearg_free(qctx *c, rangearg *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        lbl_free(r->s[i].labels, r->s[i].nlabels);
+        free(r->s[i].t);
+        free(r->s[i].v);
+        qrelease(c, r->s[i].n);
+    }
+    free(r->s);
+    free(r->wstart);
+    free(r->wend);
+    memset(r, 0, sizeof(*r));
+}
+
+static double arith(pq_binop op, double a, double b, int *keep)
+{
+    *keep = 1;
+    switch (op) {
+    case PQ_OP_ADD:
+        return a + b;
+    case PQ_OP_SUB:
+        return a - b;
+    case PQ_OP_MUL:
+        return a * b;
+    case PQ_OP_DIV:
+        return a / b;
+    case PQ_OP_MOD:
+        return fmod(a, b);
+    case PQ_OP_POW:
+        return pow(a, b);
+    case PQ_OP_ATAN2:
+        return atan2(a, b);
+    case PQ_OP_EQ:
+        *keep = a == b;
+        return a;
+    case PQ_OP_NE:
+        *keep = a != b;
+        return a;
+    case PQ_OP_GT:
+        *keep = a > b;
+        return a;
+    case PQ_OP_LT:
+        *keep = a < b;
+        return a;
+    case PQ_OP_GE:
+        *keep = a >= b;
+        return a;
+    case PQ_OP_LE:
+        *keep = a <= b;
+        return a;
+    default:
+        return NAN;
+    }
+}
+
+static int is_cmp(pq_binop op)
+{
+    return op >= PQ_OP_EQ && op <= PQ_OP_LE;
+}
+
+static val scalar_new(qctx *c)
+{
+    val v = {.type = PQ_T_SCALAR};
+    qcharge(c, c->nsteps); /* released by val_free */
+    v.scalar = mw_xcalloc(c->nsteps, sizeof(double));
+    return v;
+}
+
+/* Vector op scalar (or scalar op vector when swap). */
+static val vec_scalar(qctx *c, const pq_node *n, val *vec, val *sc, int swap)
+{
+    pq_binop op = (pq_binop)n->op;
+    vbuild b;
+    vb_init(&b, c);
+    int drop = !is_cmp(op) || n->return_bool;
+    for (size_t i = 0; i < vec->n && !c->code; i++) {
+        sv *s = &vec->s[i];
+        size_t si = (size_t)-1; /* labels do not depend on the step */
+        for (size_t k = 0; k < c->nsteps; k++) {
+            if (!s->ok[k]) continue;
+            double l = s->v[k], r = sc->scalar[k];
+            if (swap) {
+                double t = l;
+                l = r;
+                r = t;
+            }
+            int keep;
+            double v = arith(op, l, r, &keep);
+            if (is_cmp(op)) {
+                if (n->return_bool) {
+                    v = keep ? 1 : 0;
+                    keep = 1;
+                } else {
+                    v = s->v[k]; /* the vector's value, whichever side */
+                }
+            }
+            if (!keep) continue;
+            if (si == (size_t)-1) {
+                pq_label *lab = lbl_copy(s->labels, s->nlabels);
+                size_t nl = s->nlabels;
+                if (drop) lbl_del(&lab, &nl, "__name__");
+                si = vb_series(&b, lab, nl);
+                if (si == (size_t)-1) break;
+            }
+            if (vb_set(&b, si, k, v) < 0) break;
+        }
+    }
+    val out;
+    vb_finish(&b, &out);
+    vb_free(&b);
+    return out;
+}
+
+/* Signature of a series for vector matching. */
+static void sig(const pq_node *n, const sv *s, mw_buf *key)
+{
+    lbl_key(s->labels, s->nlabels, n->match_labels, n->nmatch_labels, n->on, 1, key);
+}
+
+static val set_op(qctx *c, const pq_node *n, val *l, val *r)
+{
+    pq_binop op = (pq_binop)n->op;
+    mw_buf key;
+    mw_buf_init(&key, 0);
+    /* For each signature, on which steps the right side (and for `or` the
+     * left side) has a value. */
+    smap rsig;
+    smap_init(&rsig);
+    size_t nsig = 0;
+    uint8_t **present = NULL;
+    val *side = op == PQ_OP_OR ? l : r;
+    for (size_t i = 0; i < side->n; i++) {
+        sig(n, &side->s[i], &key);
+        size_t j = smap_get(&rsig, key.data);
+        if (j == (size_t)-1) {
+            j = nsig++;
+            smap_put(&rsig, key.data, j);
+            present = mw_xrealloc(present, nsig * sizeof(*present));
+            present[j] = mw_xcalloc(c->nsteps, 1);
+        }
+        for (size_t k = 0; k < c->nsteps; k++)
+            present[j][k] |= side->s[i].ok[k];
+    }
+    vbuild b;
+    vb_init(&b, c);
+    val *other = op == PQ_OP_OR ? r : l;
+    if (op == PQ_OP_OR) { /* all of the left side */
+        for (size_t i = 0; i < l->n && !c->code; i++) {
+            size_t si = vb_series(&b, lbl_copy(l->s[i].labels, l->s[i].nlabels), l->s[i].nlabels);
+            if (si == (size_t)-1) break;
+            for (size_t k = 0; k < c->nsteps; k++)
+                if (l->s[i].ok[k]) {
+                    b.s[si].ok[k] = 1;
+                    b.s[si].v[k] = l->s[i].v[k];
+                }
+        }
+    }
+    for (size_t i = 0; i < other->n && !c->code; i++) {
+        sig(n, &other->s[i], &key);
+        size_t j = smap_get(&rsig, key.data);
+        size_t si = (size_t)-1;
+        for (size_t k = 0; k < c->nsteps; k++) {
+            if (!other->s[i].ok[k]) continue;
+            int matched = j != (size_t)-1 && present[j][k];
+            int take = op == PQ_OP_AND ? matched : !matched;
+            if (!take) continue;
+            if (si == (size_t)-1) {
+                si = vb_series(&b, lbl_copy(other->s[i].labels, other->s[i].nlabels),
+                               other->s[i].nlabels);
+                if (si == (size_t)-1) break;
+            }
+            if (b.s[si].ok[k]) continue; /* `or`: the left side wins */
+            b.s[si].ok[k] = 1;
+            b.s[si].v[k] = other->s[i].v[k];
+        }
+    }
+    for (size_t j = 0; j < nsig; j++)
+        free(present[j]);
+    free(present);
+    smap_free(&rsig);
+    mw_buf_free(&key);
+    val out;
+    vb_finish(&b, &out);
+    vb_free(&b);
+    /* Drop series left without any value. */
+    size_t o = 0;
+    for (size_t i = 0; i < out.n; i++) {
+        int any = 0;
+        for (size_t k = 0; k < c->nsteps && !any; k++)
+            any = out.s[i].ok[k];
+        if (any) {
+            out.s[o++] = out.s[i];
+        } else {
+            lbl_free(out.s[i].labels, out.s[i].nlabels);
+            free(out.s[i].v);
+            free(out.s[i].ok);
+            qrelease(c, c->nsteps);
+        }
+    }
+    out.n = o;
+    return out;
+}
+
+static void sig_desc(const pq_node *n, const sv *s, char *buf, size_t size)
+{
+    size_t o = 0;
+    o += (size_t)snprintf(buf + o, size - o, "{");
+    for (size_t i = 0; i < s->nlabels && o < size; i++) {
+        int listed = 0;
+        for (size_t j = 0; j < n->nmatch_labels; j++)
+            if (!strcmp(n->match_labels[j], s->labels[i].name)) listed = 1;
+        if (n->on ? !listed : (listed || !strcmp(s->labels[i].name, "__name__"))) continue;
+        o += (size_t)snprintf(buf + o, size - o, "%s%s=\"%s\"", o > 1 ? ", " : "",
+                              s->labels[i].name, s->labels[i].value);
+    }
+    if (o < size) snprintf(buf + o, size - o, "}");
+}
+
+static void full_desc(const sv *s, char *buf, size_t size)
+{
+    size_t o = (size_t)snprintf(buf, size, "{");
+    for (size_t i = 0; i < s->nlabels && o < size; i++)
+        o += (size_t)snprintf(buf + o, size - o, "%s%s=\"%s\"", i ? ", " : "", s->labels[i].name,
+                              s->labels[i].value);
+    if (o < size) snprintf(buf + o, size - o, "}");
+}
+
+static val vec_vec(qctx *c, const pq_node *n, val *l, val *r)
+{
+    pq_binop op = (pq_binop)n->op;
+    if (op >= PQ_OP_AND) return set_op(c, n, l, r);
+    /* The "one" side is indexed by signature; the "many" side looks up. */
+    int swap = n->card == PQ_CARD_ONE_MANY;
+    val *many = swap ? r : l, *one = swap ? l : r;
+    mw_buf key;
+    mw_buf_init(&key, 0);
+    smap idx;
+    smap_init(&idx);
+    size_t ngroups = 0;
+    size_t **members = NULL, *nmembers = NULL;
+    for (size_t i = 0; i < one->n; i++) {
+        sig(n, &one->s[i], &key);
+        size_t j = smap_get(&idx, key.data);
+        if (j == (size_t)-1) {
+            j = ngroups++;
+            smap_put(&idx, key.data, j);
+            members = mw_xrealloc(members, ngroups * sizeof(*members));
+            nmembers = mw_xrealloc(nmembers, ngroups * sizeof(*nmembers));
+            members[j] = NULL;
+            nmembers[j] = 0;
+        }
+        members[j] = mw_xrealloc(members[j], (nmembers[j] + 1) * sizeof(size_t));
+        members[j][nmembers[j]++] = i;
+    }
+    /* For one-to-one: which "many" series already matched a group at a step. */
+    size_t **used = mw_xcalloc(ngroups ? ngroups : 1, sizeof(size_t *));
+    vbuild b;
+    vb_init(&b, c);
+    int drop = !is_cmp(op) || n->return_bool;
+    char desc[512];
+    for (size_t i = 0; i < many->n && !c->code; i++) {
+        sv *ms = &many->s[i];
+        const sv *last_os = NULL; /* result labels depend on (ms, os) only */
+        size_t last_si = 0;
+        sig(n, ms, &key);
+        size_t g = smap_get(&idx, key.data);
+        if (g == (size_t)-1) continue;
+        for (size_t k = 0; k < c->nsteps && !c->code; k++) {
+            if (!ms->ok[k]) continue;
+            sv *os = NULL;
+            for (size_t m = 0; m < nmembers[g]; m++) {
+                sv *cand = &one->s[members[g][m]];
+                if (!cand->ok[k]) continue;
+                if (os) {
+                    char a[512], b2[512];
+                    sig_desc(n, cand, desc, sizeof(desc));
+                    full_desc(os, a, sizeof(a));
+                    full_desc(cand, b2, sizeof(b2));
+                    qerr(c, PQ_ERR_EXECUTION,
+                         "found duplicate series for the match group %s on the %s hand-side of "
+                         "the operation: [%s, %s];many-to-many matching not allowed: matching "
+                         "labels must be unique on one side",
+                         desc, swap ? "left" : "right", a, b2);
+                    break;
+                }
+                os = cand;
+            }
+            if (!os || c->code) continue;
+            if (n->card == PQ_CARD_ONE_ONE) {
+                if (!used[g]) used[g] = mw_xcalloc(c->nsteps, sizeof(size_t));
+                if (used[g][k]) {
+                    qerr(c, PQ_ERR_EXECUTION,
+                         "multiple matches for labels: many-to-one matching must be explicit "
+                         "(group_left/group_right)");
+                    break;
+                }
+                used[g][k] = i + 1;
+            }
+            double lv = swap ? os->v[k] : ms->v[k], rv = swap ? ms->v[k] : os->v[k];
+            int keep;
+            double v = arith(op, lv, rv, &keep);
+            if (is_cmp(op) && n->return_bool) {
+                v = keep ? 1 : 0;
+                keep = 1;
+            }
+            if (!keep) continue;
+            size_t si = last_si;
+            if (os != last_os) {
+                pq_label *lab = lbl_copy(ms->labels, ms->nlabels);
+                size_t nl = ms->nlabels;
+                if (drop) lbl_del(&lab, &nl, "__name__");
+                if (n->card == PQ_CARD_ONE_ONE && n->has_matching)
+                    lbl_filter(&lab, &nl, n->match_labels, n->nmatch_labels, n->on);
+                for (size_t x = 0; x < n->ninclude_labels; x++)
+                    lbl_set(&lab, &nl, n->include_labels[x],
+                            lbl_get(os->labels, os->nlabels, n->include_labels[x]));
+                si = vb_series(&b, lab, nl);
+                if (si == (size_t)-1) break;
+                last_os = os;
+                last_si = si;
+            }
+            if (b.s[si].ok[k]) {
+                qerr(c, PQ_ERR_EXECUTION,
+                     n->card == PQ_CARD_ONE_ONE
+                         ? "multiple matches for labels: many-to-one matching must be explicit "
+                           "(group_left/group_right)"
+                         : "multiple matches for labels: grouping labels must ensure unique "
+                           "matches");
+                break;
+            }
+            b.s[si].ok[k] = 1;
+            b.s[si].v[k] = v;
+        }
+    }
+    for (size_t j = 0; j < ngroups; j++) {
+        free(members[j]);
+        free(used[j]);
+    }
+    free(used);
+    free(members);
+    free(nmembers);
+    smap_free(&idx);
+    mw_buf_free(&key);
+    val out;
+    vb_finish(&b, &out);
+    vb_free(&b);
+    return out;
+}
+
+static val eval_binary(qctx *c, const pq_node *n)
+{
+    val l = eval_node(c, n->args[0]);
+    val r = eval_unless_failed(c, n->args[1]);
+    val out = {0};
+    if (c->code) goto done;
+    if (l.type == PQ_T_SCALAR && r.type == PQ_T_SCALAR) {
+        out = scalar_new(c);
+        for (size_t k = 0; k < c->nsteps; k++) {
+            int keep;
+            double v = arith((pq_binop)n->op, l.scalar[k], r.scalar[k], &keep);
+            out.scalar[k] = is_cmp((pq_binop)n->op) ? (keep ? 1 : 0) : v;
+        }
+    } else if (l.type == PQ_T_VECTOR && r.type == PQ_T_SCALAR) {
+        out = vec_scalar(c, n, &l, &r, 0);
+    } else if (l.type == PQ_T_SCALAR && r.type == PQ_T_VECTOR) {
+        out = vec_scalar(c, n, &r, &l, 1);
+    } else {
+        out = vec_vec(c, n, &l, &r);
+    }
+done:
+    val_free(c, &l);
+    val_free(c, &r);
+    return out;
+}
+
+static val eval_matrix_instant(qctx *c, const pq_node *n)
+{
+    val out = {.type = PQ_T_MATRIX};
+    rangearg ra;
+    if (eval_range_arg(c, n, &ra) < 0) {
+        rangearg_free(c, &ra);
+        return out;
+    }
+    out.ms = mw_xcalloc(ra.n ? ra.n : 1, sizeof(pq_series));
+    for (size_t i = 0; i < ra.n; i++) {
+        pq_series *s = &ra.s[i];
+        size_t o = 0;
+        for (size_t k = 0; k < s->n; k++)
+            if (s->t[k] >= ra.wstart[0] && s->t[k] <= ra.wend[0]) {
+                s->t[o] = s->t[k];
+                s->v[o++] = s->v[k];
+            }
+        qrelease(c, s->n - o);
+        s->n = o;
+        if (o == 0) {
+            lbl_free(s->labels, s->nlabels);
+            free(s->t);
+            free(s->v);
+            continue;
+        }
+        out.ms[out.nms++] = *s;
+    }
+    ra.n = 0;
+    rangearg_free(c, &ra);
+    return out;
+}
+
+/* Unary minus on a vector. As Prometheus 2.x, two series left with the
+ * same labels are an error even when their steps do not overlap. */
+static void negate(qctx *c, val *v)
+{
+    smap seen;
+    mw_buf key;
+    smap_init(&seen);
+    mw_buf_init(&key, 0);
+    for (size_t i = 0; i < v->n; i++) {
+        lbl_del(&v->s[i].labels, &v->s[i].nlabels, "__name__");
+        for (size_t k = 0; k < c->nsteps; k++)
+            v->s[i].v[k] = -v->s[i].v[k];
+        lbl_key(v->s[i].labels, v->s[i].nlabels, NULL, 0, 0, 0, &key);
+        if (smap_get(&seen, key.data) != (size_t)-1)
+            qerr(c, PQ_ERR_EXECUTION, "vector cannot contain metrics with the same labelset");
+        smap_put(&seen, key.data, i);
+    }
+    smap_free(&seen);
+    mw_buf_free(&key);
+}
+
+val eval_node(qctx *c, const pq_node *n)
+{
+    val out = {0};
+    if (qcheck_time(c) < 0) return out;
+    switch (n->kind) {
+    case PQ_NUM:
+        out = scalar_new(c);
+        for (size_t k = 0; k < c->nsteps; k++)
+            out.scalar[k] = n->num;
+        return out;
+    case PQ_STR:
+        out.type = PQ_T_STRING;
+        out.str = mw_xstrdup(n->str);
+        return out;
+    case PQ_PAREN:
+        return eval_node(c, n->args[0]);
+    case PQ_VSEL:
+        return eval_vsel(c, n);
+    case PQ_MSEL:
+    case PQ_SUBQ:
+        return eval_matrix_instant(c, n);
+    case PQ_UNARY:
+        out = eval_node(c, n->args[0]);
+        if (n->op != '-') return out;
+        if (out.type == PQ_T_SCALAR) {
+            for (size_t k = 0; k < c->nsteps; k++)
+                out.scalar[k] = -out.scalar[k];
+            return out;
+        }
+        negate(c, &out);
+        return out;
+    case PQ_BINARY:
+        return eval_binary(c, n);
+    case PQ_AGG:
+        return eval_agg(c, n);
+    case PQ_CALL:
+        return eval_call(c, n);
+    }
+    return out;
+}
+
+val eval_unless_failed(qctx *c, const pq_node *n)
+{
+    if (c->code) {
+        val v = {0};
+        return v;
+    }
+    return eval_node(c, n);
+}
+
+static int cmp_series(const void *a, const void *b)
+{
+    const pq_series *x = a, *y = b;
+    return lbl_cmp(x->labels, x->nlabels, y->labels, y->nlabels);
+}
+
+int pq_eval(mw_store *store, const pq_node *expr, int64_t start, int64_t end, int64_t step,
+            const pq_limits *lim, pq_result *out, char *err, size_t errsize)
+{
+    memset(out, 0, sizeof(*out));
+    qctx c = {.store = store,
+              .start = start,
+              .end = end,
+              .step = step ? step : 1,
+              .qstart = start,
+              .qend = end,
+              .lim = *lim,
+              .err = err,
+              .errsize = errsize};
+    int range = step > 0;
+    c.nsteps = range ? (size_t)((end - start) / step) + 1 : 1;
+    if (lim->timeout_ms > 0) c.deadline_ns = mw_mono_ns() + lim->timeout_ms * 1000000;
+    if (range && expr->type != PQ_T_SCALAR && expr->type != PQ_T_VECTOR) {
+        snprintf(err, errsize,
+                 "invalid expression type \"%s\" for range query, must be Scalar or instant Vector",
+                 expr->type == PQ_T_STRING ? "string" : "range vector");
+        return PQ_ERR_BAD_DATA;
+    }
+    val v = eval_node(&c, expr);
+    if (c.code) {
+        val_free(NULL, &v);
+        return c.code;
+    }
+    out->t = start;
+    if (v.type == PQ_T_SCALAR && !range) {
+        out->type = PQ_T_SCALAR;
+        out->scalar = v.scalar[0];
+    } else if (v.type == PQ_T_STRING) {
+        out->type = PQ_T_STRING;
+        out->str = v.str;
+        v.str = NULL;
+    } else if (v.type == PQ_T_MATRIX) {
+        out->type = PQ_T_MATRIX;
+        out->series = v.ms;
+        out->nseries = v.nms;
+        v.ms = NULL;
+        v.nms = 0;
+        qsort(out->series, out->nseries, sizeof(pq_series), cmp_series);
+    } else {
+        out->type = range ? PQ_T_MATRIX : PQ_T_VECTOR;
+        size_t ns = v.type == PQ_T_SCALAR ? 1 : v.n;
+        out->series = mw_xcalloc(ns ? ns : 1, sizeof(pq_series));
+        for (size_t i = 0; i < ns; i++) {
+            pq_series *p = &out->series[out->nseries];
+            p->t = mw_xmalloc(c.nsteps * sizeof(int64_t));
+            p->v = mw_xmalloc(c.nsteps * sizeof(double));
+            for (size_t k = 0; k < c.nsteps; k++) {
+                int ok = v.type == PQ_T_SCALAR ? 1 : v.s[i].ok[k];
+                if (!ok) continue;
+                p->t[p->n] = qts(&c, k);
+                p->v[p->n++] = v.type == PQ_T_SCALAR ? v.scalar[k] : v.s[i].v[k];
+            }
+            if (p->n == 0) {
+                free(p->t);
+                free(p->v);
+                continue;
+            }
+            if (v.type == PQ_T_VECTOR) {
+                p->labels = v.s[i].labels;
+                p->nlabels = v.s[i].nlabels;
+                v.s[i].labels = NULL;
+                v.s[i].nlabels = 0;
+            } else {
+                p->labels = mw_xcalloc(1, sizeof(pq_label));
+            }
+            out->nseries++;
+        }
+        if (range) qsort(out->series, out->nseries, sizeof(pq_series), cmp_series);
+    }
+    val_free(NULL, &v);
+    return 0;
+}
+
+void pq_result_free(pq_result *r)
+{
+    for (size_t i = 0; i < r->nseries; i++) {
+        lbl_free(r->series[i].labels, r->series[i].nlabels);
+        free(r->series[i].t);
+        free(r->series[i].v);
+    }
+    free(r->series);
+    free(r->str);
+    memset(r, 0, sizeof(*r));
+}

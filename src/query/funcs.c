@@ -1,0 +1,587 @@
+/* funcs.c - PromQL functions: the range-vector family (rate, increase,
+ * delta with Prometheus 2.x extrapolation, irate, idelta, deriv,
+ * predict_linear, resets, changes, *_over_time), element-wise math, date
+ * functions, and time, timestamp, vector, scalar, sort, label_replace,
+ * label_join, absent, absent_over_time, histogram_quantile. */
+#include "qinternal.h"
+
+#include "../core/buf.h"
+#include "../core/util.h"
+
+#include <math.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define S PQ_T_SCALAR
+#define V PQ_T_VECTOR
+#define M PQ_T_MATRIX
+#define STR PQ_T_STRING
+
+static const pq_func funcs[] = {
+    {"abs", {V}, 1, 0, V},
+    {"absent", {V}, 1, 0, V},
+    {"absent_over_time", {M}, 1, 0, V},
+    {"avg_over_time", {M}, 1, 0, V},
+    {"ceil", {V}, 1, 0, V},
+    {"changes", {M}, 1, 0, V},
+    {"clamp", {V, S, S}, 3, 0, V},
+    {"clamp_max", {V, S}, 2, 0, V},
+    {"clamp_min", {V, S}, 2, 0, V},
+    {"count_over_time", {M}, 1, 0, V},
+    {"day_of_month", {V}, 0, 1, V},
+    {"day_of_week", {V}, 0, 1, V},
+    {"day_of_year", {V}, 0, 1, V},
+    {"days_in_month", {V}, 0, 1, V},
+    {"delta", {M}, 1, 0, V},
+    {"deriv", {M}, 1, 0, V},
+    {"exp", {V}, 1, 0, V},
+    {"floor", {V}, 1, 0, V},
+    {"histogram_quantile", {S, V}, 2, 0, V},
+    {"hour", {V}, 0, 1, V},
+    {"idelta", {M}, 1, 0, V},
+    {"increase", {M}, 1, 0, V},
+    {"irate", {M}, 1, 0, V},
+    {"label_join", {V, STR, STR, STR}, 3, -1, V},
+    {"label_replace", {V, STR, STR, STR}, 5, 0, V},
+    {"last_over_time", {M}, 1, 0, V},
+    {"ln", {V}, 1, 0, V},
+    {"log10", {V}, 1, 0, V},
+    {"log2", {V}, 1, 0, V},
+    {"max_over_time", {M}, 1, 0, V},
+    {"min_over_time", {M}, 1, 0, V},
+    {"minute", {V}, 0, 1, V},
+    {"month", {V}, 0, 1, V},
+    {"predict_linear", {M, S}, 2, 0, V},
+    {"present_over_time", {M}, 1, 0, V},
+    {"quantile_over_time", {S, M}, 2, 0, V},
+    {"rate", {M}, 1, 0, V},
+    {"resets", {M}, 1, 0, V},
+    {"round", {V, S}, 1, 1, V},
+    {"scalar", {V}, 1, 0, S},
+    {"sgn", {V}, 1, 0, V},
+    {"sort", {V}, 1, 0, V},
+    {"sort_desc", {V}, 1, 0, V},
+    {"sqrt", {V}, 1, 0, V},
+    {"stddev_over_time", {M}, 1, 0, V},
+    {"stdvar_over_time", {M}, 1, 0, V},
+    {"sum_over_time", {M}, 1, 0, V},
+    {"time", {S}, 0, 0, S},
+    {"timestamp", {V}, 1, 0, V},
+    {"vector", {S}, 1, 0, V},
+    {"year", {V}, 0, 1, V},
+};
+
+const pq_func *pq_func_lookup(const char *name)
+{
+    for (size_t i = 0; i < sizeof(funcs) / sizeof(funcs[0]); i++)
+        if (strcmp(funcs[i].name, name) == 0) return &funcs[i];
+    return NULL;
+}
+
+static int is(const pq_node *n, const char *name)
+{
+    return strcmp(n->func->name, name) == 0;
+}
+
+/* Prometheus' extrapolatedRate (2.x). */
+static int extrapolated(const int64_t *t, const double *v, size_t n, int64_t rs, int64_t re,
+                        int64_t range, int counter, int rate, double *out)
+{
+    if (n < 2) return 0;
+    double result = v[n - 1] - v[0];
+    if (counter) {
+        double last = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (v[i] < last) result += last;
+            last = v[i];
+        }
+    }
+    double to_start = (double)(t[0] - rs) / 1000, to_end = (double)(re - t[n - 1]) / 1000;
+    double sampled = (double)(t[n - 1] - t[0]) / 1000;
+    double avg = sampled / (double)(n - 1);
+    if (counter && result > 0 && v[0] >= 0) {
+        double to_zero = sampled * (v[0] / result);
+        if (to_zero < to_start) to_start = to_zero;
+    }
+    double threshold = avg * 1.1, interval = sampled;
+    interval += to_start < threshold ? to_start : avg / 2;
+    interval += to_end < threshold ? to_end : avg / 2;
+    result = result * (interval / sampled);
+    if (rate) result /= (double)range / 1000;
+    *out = result;
+    return 1;
+}
+
+/* Linear regression as Prometheus' linearRegression, times relative to x0. */
+static void regression(const int64_t *t, const double *v, size_t n, int64_t x0, double *slope,
+                       double *icpt)
+{
+    double sx = 0, sy = 0, sxy = 0, sx2 = 0;
+    int const_y = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] != v[0]) const_y = 0;
+        double x = (double)(t[i] - x0) / 1000;
+        sx += x;
+        sy += v[i];
+        sxy += x * v[i];
+        sx2 += x * x;
+    }
+    if (const_y) {
+        *slope = 0;
+        *icpt = v[0];
+        return;
+    }
+    double cn = (double)n, cov = sxy - sx * sy / cn, var = sx2 - sx * sx / cn;
+    *slope = cov / var;
+    *icpt = sy / cn - *slope * sx / cn;
+}
+
+static int range_fn(const pq_node *n, const pq_series *s, size_t lo, size_t hi, int64_t ws,
+                    int64_t we, int64_t range, double p, double *out)
+{
+    const int64_t *t = s->t + lo;
+    const double *v = s->v + lo;
+    size_t m = hi - lo;
+    const char *f = n->func->name;
+    if (!strcmp(f, "rate")) return extrapolated(t, v, m, ws, we, range, 1, 1, out);
+    if (!strcmp(f, "increase")) return extrapolated(t, v, m, ws, we, range, 1, 0, out);
+    if (!strcmp(f, "delta")) return extrapolated(t, v, m, ws, we, range, 0, 0, out);
+    if (!strcmp(f, "irate") || !strcmp(f, "idelta")) {
+        if (m < 2) return 0;
+        double d = v[m - 1] - v[m - 2];
+        if (f[1] == 'r') {
+            if (v[m - 1] < v[m - 2]) d = v[m - 1];
+            if (t[m - 1] == t[m - 2]) return 0;
+            d /= (double)(t[m - 1] - t[m - 2]) / 1000;
+        }
+        *out = d;
+        return 1;
+    }
+    if (m == 0) return 0;
+    if (!strcmp(f, "deriv") || !strcmp(f, "predict_linear")) {
+        if (m < 2) return 0;
+        double slope, icpt;
+        int64_t x0 = f[0] == 'd' ? t[0] : we;
+        regression(t, v, m, x0, &slope, &icpt);
+        *out = f[0] == 'd' ? slope : slope * p + icpt;
+        return 1;
+    }
+    if (!strcmp(f, "resets") || !strcmp(f, "changes")) {
+        double c = 0;
+        for (size_t i = 1; i < m; i++) {
+            if (f[0] == 'r' ? v[i] < v[i - 1]
+                            : (v[i] != v[i - 1] && !(isnan(v[i]) && isnan(v[i - 1]))))
+                c++;
+        }
+        *out = c;
+        return 1;
+    }
+    if (!strcmp(f, "count_over_time"))
+        *out = (double)m;
+    else if (!strcmp(f, "present_over_time"))
+        *out = 1;
+    else if (!strcmp(f, "last_over_time"))
+        *out = v[m - 1];
+    else if (!strcmp(f, "sum_over_time")) {
+        double sum = 0;
+        for (size_t i = 0; i < m; i++)
+            sum += v[i];
+        *out = sum;
+    } else if (!strcmp(f, "avg_over_time")) {
+        double mean = 0, count = 0;
+        for (size_t i = 0; i < m; i++) {
+            count++;
+            if (isinf(mean)) {
+                if (isinf(v[i]) && (mean > 0) == (v[i] > 0)) continue;
+                if (!isinf(v[i]) && !isnan(v[i])) continue;
+            }
+            mean += v[i] / count - mean / count;
+        }
+        *out = mean;
+    } else if (!strcmp(f, "min_over_time") || !strcmp(f, "max_over_time")) {
+        double x = v[0];
+        for (size_t i = 1; i < m; i++)
+            if ((f[1] == 'i' ? v[i] < x : v[i] > x) || isnan(x)) x = v[i];
+        *out = x;
+    } else if (!strcmp(f, "stddev_over_time") || !strcmp(f, "stdvar_over_time")) {
+        double count = 0, mean = 0, aux = 0;
+        for (size_t i = 0; i < m; i++) {
+            count++;
+            double delta = v[i] - mean;
+            mean += delta / count;
+            aux += delta * (v[i] - mean);
+        }
+        *out = f[3] == 'd' ? sqrt(aux / count) : aux / count;
+    } else if (!strcmp(f, "quantile_over_time")) {
+        double *tmp = mw_xmalloc(m * sizeof(double));
+        memcpy(tmp, v, m * sizeof(double));
+        *out = quantile_of(p, tmp, m);
+        free(tmp);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+static size_t lower_bound(const int64_t *t, size_t n, int64_t x)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (t[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* absent(), absent_over_time(): labels from the equality matchers of a
+ * plain selector argument. */
+static pq_label *absent_labels(const pq_node *arg, size_t *nl)
+{
+    pq_label *l = mw_xcalloc(1, sizeof(pq_label));
+    *nl = 0;
+    while (arg->kind == PQ_PAREN)
+        arg = arg->args[0];
+    if (arg->kind == PQ_MSEL) arg = arg->args[0];
+    if (arg->kind != PQ_VSEL) return l;
+    for (size_t i = 0; i < arg->nmatchers; i++) {
+        const mw_matcher *m = &arg->matchers[i];
+        if (m->op != MW_MATCH_EQ || !strcmp(m->name, "__name__")) continue;
+        /* a label matched twice with = gets no value (Prometheus drops it) */
+        int dup = 0;
+        for (size_t j = 0; j < arg->nmatchers; j++)
+            if (j != i && arg->matchers[j].op == MW_MATCH_EQ &&
+                !strcmp(arg->matchers[j].name, m->name))
+                dup = 1;
+        if (!dup) lbl_set(&l, nl, m->name, m->value);
+    }
+    return l;
+}
+
+val pq_call_range(qctx *c, const pq_node *n);
+val pq_call_range(qctx *c, const pq_node *n)
+{
+    val out = {0}, param = {0};
+    int pi = -1, ri = 0;
+    if (is(n, "quantile_over_time")) {
+        pi = 0;
+        ri = 1;
+    } else if (is(n, "predict_linear")) {
+        pi = 1;
+    }
+    if (pi >= 0) param = eval_node(c, n->args[pi]);
+    rangearg ra = {0};
+    if (c->code || eval_range_arg(c, n->args[ri], &ra) < 0) {
+        rangearg_free(c, &ra);
+        val_free(c, &param);
+        return out;
+    }
+    int absent = is(n, "absent_over_time");
+    int keep_name = is(n, "last_over_time");
+    vbuild b;
+    vb_init(&b, c);
+    uint8_t *any = absent ? mw_xcalloc(c->nsteps, 1) : NULL;
+    for (size_t i = 0; i < ra.n && !c->code; i++) {
+        pq_series *s = &ra.s[i];
+        size_t si = (size_t)-1;
+        for (size_t k = 0; k < c->nsteps; k++) {
+            size_t lo = lower_bound(s->t, s->n, ra.wstart[k]);
+            size_t hi = lower_bound(s->t, s->n, ra.wend[k] + 1);
+            if (absent) {
+                if (hi > lo) any[k] = 1;
+                continue;
+            }
+            double v;
+            if (!range_fn(n, s, lo, hi, ra.wstart[k], ra.wend[k], ra.range_ms,
+                          pi >= 0 ? param.scalar[k] : 0, &v))
+                continue;
+            if (si == (size_t)-1) {
+                pq_label *l = lbl_copy(s->labels, s->nlabels);
+                size_t nl = s->nlabels;
+                if (!keep_name) lbl_del(&l, &nl, "__name__");
+                si = vb_series(&b, l, nl);
+                if (si == (size_t)-1) break;
+            }
+            if (b.s[si].ok[k]) {
+                qerr(c, PQ_ERR_EXECUTION, "vector cannot contain metrics with the same labelset");
+                break;
+            }
+            b.s[si].ok[k] = 1;
+            b.s[si].v[k] = v;
+        }
+        if (qcheck_time(c) < 0) break;
+    }
+    if (absent && !c->code) {
+        size_t nl;
+        pq_label *l = absent_labels(n->args[0], &nl);
+        size_t si = vb_series(&b, l, nl);
+        for (size_t k = 0; si != (size_t)-1 && k < c->nsteps; k++)
+            if (!any[k]) {
+                b.s[si].ok[k] = 1;
+                b.s[si].v[k] = 1;
+            }
+    }
+    free(any);
+    rangearg_free(c, &ra);
+    val_free(c, &param);
+    vb_finish(&b, &out);
+    vb_free(&b);
+    return out;
+}
+
+static double round_go(double x)
+{
+    return floor(x + 0.5);
+}
+
+static double date_fn(const char *f, double v)
+{
+    if (isnan(v) || isinf(v) || fabs(v) > 1e15) return NAN;
+    time_t t = (time_t)floor(v);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    if (!strcmp(f, "day_of_month")) return tm.tm_mday;
+    if (!strcmp(f, "day_of_week")) return tm.tm_wday;
+    if (!strcmp(f, "day_of_year")) return tm.tm_yday + 1;
+    if (!strcmp(f, "hour")) return tm.tm_hour;
+    if (!strcmp(f, "minute")) return tm.tm_min;
+    if (!strcmp(f, "month")) return tm.tm_mon + 1;
+    if (!strcmp(f, "year")) return tm.tm_year + 1900;
+    /* days_in_month */
+    static const int dm[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int y = tm.tm_year + 1900;
+    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return dm[tm.tm_mon] + (tm.tm_mon == 1 && leap);
+}
+
+/* Go's math.Max and math.Min: NaN wins (C's fmax/fmin ignore it). */
+static double go_max(double a, double b)
+{
+    return isnan(a) || isnan(b) ? NAN : fmax(a, b);
+}
+static double go_min(double a, double b)
+{
+    return isnan(a) || isnan(b) ? NAN : fmin(a, b);
+}
+
+static double math_fn(const pq_node *n, double x, double a, double b)
+{
+    const char *f = n->func->name;
+    if (!strcmp(f, "abs")) return fabs(x);
+    if (!strcmp(f, "ceil")) return ceil(x);
+    if (!strcmp(f, "floor")) return floor(x);
+    if (!strcmp(f, "exp")) return exp(x);
+    if (!strcmp(f, "ln")) return log(x);
+    if (!strcmp(f, "log2")) return log2(x);
+    if (!strcmp(f, "log10")) return log10(x);
+    if (!strcmp(f, "sqrt")) return sqrt(x);
+    if (!strcmp(f, "sgn")) return x > 0 ? 1 : x < 0 ? -1 : x;
+    if (!strcmp(f, "clamp")) return go_max(a, go_min(b, x));
+    if (!strcmp(f, "clamp_min")) return go_max(a, x);
+    if (!strcmp(f, "clamp_max")) return go_min(a, x);
+    if (!strcmp(f, "round")) {
+        double to = n->nargs > 1 ? a : 1;
+        double inv = 1.0 / to;
+        return round_go(x * inv) / inv; /* Go: math.Floor(v*toNearestInverse+0.5)/inverse */
+    }
+    return date_fn(f, x);
+}
+
+val pq_call_elementwise(qctx *c, const pq_node *n);
+val pq_call_elementwise(qctx *c, const pq_node *n)
+{
+    val out = {0};
+    int date = n->func->nargs == 0 && n->func->variadic == 1;
+    if (date && n->nargs == 0) { /* defaults to vector(time()) */
+        sv *s = sv_new(c, &out, mw_xcalloc(1, sizeof(pq_label)), 0);
+        out.type = PQ_T_VECTOR;
+        for (size_t k = 0; s && k < c->nsteps; k++) {
+            s->ok[k] = 1;
+            s->v[k] = date_fn(n->func->name, (double)qts(c, k) / 1000);
+        }
+        return out;
+    }
+    val in = eval_node(c, n->args[0]);
+    val a = {0}, b = {0};
+    if (n->nargs > 1 && !c->code) a = eval_node(c, n->args[1]);
+    if (n->nargs > 2 && !c->code) b = eval_node(c, n->args[2]);
+    vbuild vb;
+    vb_init(&vb, c);
+    int clamp = is(n, "clamp");
+    for (size_t i = 0; i < in.n && !c->code; i++) {
+        pq_label *l = lbl_copy(in.s[i].labels, in.s[i].nlabels);
+        size_t nl = in.s[i].nlabels;
+        lbl_del(&l, &nl, "__name__");
+        size_t si = (size_t)-1;
+        for (size_t k = 0; k < c->nsteps; k++) {
+            if (!in.s[i].ok[k]) continue;
+            double x = in.s[i].v[k], av = a.scalar ? a.scalar[k] : 0,
+                   bv = b.scalar ? b.scalar[k] : 0;
+            if (clamp && av > bv) continue; /* clamp with min > max: empty */
+            if (si == (size_t)-1) {
+                si = vb_series(&vb, lbl_copy(l, nl), nl);
+                if (si == (size_t)-1) break;
+            }
+            if (vb.s[si].ok[k]) {
+                qerr(c, PQ_ERR_EXECUTION, "vector cannot contain metrics with the same labelset");
+                break;
+            }
+            vb.s[si].ok[k] = 1;
+            vb.s[si].v[k] = is(n, "timestamp") ? 0 : math_fn(n, x, av, bv);
+        }
+        lbl_free(l, nl);
+    }
+    val_free(c, &in);
+    val_free(c, &a);
+    val_free(c, &b);
+    vb_finish(&vb, &out);
+    vb_free(&vb);
+    return out;
+}
+
+/* timestamp(v): the time of the sample a selector picked (evaluated as a
+ * selector over the grid, but returning times). */
+val pq_call_timestamp(qctx *c, const pq_node *n);
+val pq_call_timestamp(qctx *c, const pq_node *n)
+{
+    const pq_node *arg = n->args[0];
+    while (arg->kind == PQ_PAREN)
+        arg = arg->args[0];
+    val in = eval_node(c, arg);
+    if (arg->kind != PQ_VSEL) { /* the evaluation time */
+        for (size_t i = 0; i < in.n; i++) {
+            lbl_del(&in.s[i].labels, &in.s[i].nlabels, "__name__");
+            for (size_t k = 0; k < c->nsteps; k++)
+                in.s[i].v[k] = (double)qts(c, k) / 1000;
+        }
+        return in;
+    }
+    /* Re-select to find the chosen samples' times. */
+    val_free(c, &in);
+    val out = {0};
+    mw_select_result r;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t k = 0; k < c->nsteps; k++) {
+        int64_t t = (arg->has_at ? (arg->at_kind == 1   ? c->qstart
+                                    : arg->at_kind == 2 ? c->qend
+                                                        : arg->at_ms)
+                                 : qts(c, k)) -
+                    arg->offset_ms;
+        if (t < lo) lo = t;
+        if (t > hi) hi = t;
+    }
+    char err[256];
+    if (!c->store) return (val){.type = PQ_T_VECTOR};
+    if (mw_store_select(c->store, arg->matchers, arg->nmatchers, lo - c->lim.lookback_ms, hi,
+                        c->lim.max_samples, &r, err, sizeof(err)) < 0) {
+        qerr(c, PQ_ERR_EXECUTION, "%s", err);
+        return out;
+    }
+    vbuild vb;
+    vb_init(&vb, c);
+    for (size_t i = 0; i < r.nseries && !c->code; i++) {
+        const mw_series_data *d = &r.series[i];
+        pq_label *l = lbl_from_store(d->labels, d->nlabels);
+        size_t nl = d->nlabels;
+        lbl_del(&l, &nl, "__name__");
+        for (size_t k = 0; k < c->nsteps; k++) {
+            int64_t t = (arg->has_at ? (arg->at_kind == 1   ? c->qstart
+                                        : arg->at_kind == 2 ? c->qend
+                                                            : arg->at_ms)
+                                     : qts(c, k)) -
+                        arg->offset_ms;
+            size_t j = lower_bound(d->t, d->n, t + 1);
+            if (j == 0) continue;
+            j--;
+            if (d->t[j] < t - c->lim.lookback_ms || is_stale(d->v[j])) continue;
+            if (vb_add(&vb, lbl_copy(l, nl), nl, k, (double)d->t[j] / 1000) < 0) break;
+        }
+        lbl_free(l, nl);
+    }
+    mw_select_result_free(&r);
+    vb_finish(&vb, &out);
+    vb_free(&vb);
+    return out;
+}
+
+val pq_call_label(qctx *c, const pq_node *n);
+val pq_call_label(qctx *c, const pq_node *n)
+{
+    val in = eval_node(c, n->args[0]);
+    if (c->code) return in;
+    const char *dst = n->args[1]->str;
+    regex_t re;
+    int replace = is(n, "label_replace");
+    if (replace) {
+        char pat[4096];
+        snprintf(pat, sizeof(pat), "^(%s)$", n->args[4]->str);
+        char why[256];
+        if (pq_regex_check(n->args[4]->str, why, sizeof(why)) < 0 ||
+            regcomp(&re, pat, REG_EXTENDED) != 0) {
+            qerr(c, PQ_ERR_EXECUTION, "invalid regular expression in label_replace(): %s",
+                 n->args[4]->str);
+            return in;
+        }
+    }
+    vbuild vb;
+    vb_init(&vb, c);
+    mw_buf b;
+    mw_buf_init(&b, 1 << 20);
+    for (size_t i = 0; i < in.n && !c->code; i++) {
+        sv *s = &in.s[i];
+        pq_label *l = lbl_copy(s->labels, s->nlabels);
+        size_t nl = s->nlabels;
+        mw_buf_clear(&b);
+        if (replace) {
+            const char *value = lbl_get(s->labels, s->nlabels, n->args[3]->str);
+            regmatch_t m[10];
+            if (regexec(&re, value, 10, m, 0) == 0) {
+                const char *tpl = n->args[2]->str;
+                for (const char *p = tpl; *p; p++) {
+                    if (*p == '$' && p[1] >= '0' && p[1] <= '9') {
+                        int g = p[1] - '0' + 1; /* our whole-match group shifts by one */
+                        if (g < 10 && m[g].rm_so >= 0)
+                            mw_buf_append(&b, value + m[g].rm_so,
+                                          (size_t)(m[g].rm_eo - m[g].rm_so));
+                        p++;
+                    } else {
+                        mw_buf_putc(&b, *p);
+                    }
+                }
+                mw_buf_reserve(&b, 0);
+                lbl_set(&l, &nl, dst, b.data);
+            }
+        } else {
+            const char *sep = n->args[2]->str;
+            for (size_t j = 3; j < n->nargs; j++) {
+                if (j > 3) mw_buf_puts(&b, sep);
+                mw_buf_puts(&b, lbl_get(s->labels, s->nlabels, n->args[j]->str));
+            }
+            mw_buf_reserve(&b, 0);
+            lbl_set(&l, &nl, dst, b.data);
+        }
+        size_t si = vb_series(&vb, l, nl);
+        if (si == (size_t)-1) break;
+        for (size_t k = 0; k < c->nsteps; k++) {
+            if (!s->ok[k]) continue;
+            if (vb.s[si].ok[k]) {
+                qerr(c, PQ_ERR_EXECUTION, "vector cannot contain metrics with the same labelset");
+                break;
+            }
+            vb.s[si].ok[k] = 1;
+            vb.s[si].v[k] = s->v[k];
+        }
+    }
+    if (replace) regfree(&re);
+    mw_buf_free(&b);
+    val_free(c, &in);
+    val out;
+    vb_finish(&vb, &out);
+    vb_free(&vb);
+    return out;
+}

@@ -1,0 +1,370 @@
+/* labels.c - label sets, a string map, the vector builder and value
+ * formatting for the PromQL evaluator. */
+#include "qinternal.h"
+
+#include "../core/buf.h"
+#include "../core/util.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void qerr(qctx *c, int code, const char *fmt, ...)
+{
+    if (c->code) return;
+    c->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->err, c->errsize, fmt, ap);
+    va_end(ap);
+}
+
+int qcharge(qctx *c, size_t n)
+{
+    if (c->code) return -1;
+    c->samples += n;
+    if (c->samples > c->peak) c->peak = c->samples;
+    if (c->lim.max_samples && c->samples > c->lim.max_samples) {
+        qerr(c, PQ_ERR_EXECUTION,
+             "query processing would load too many samples into memory in query execution");
+        return -1;
+    }
+    return qcheck_time(c);
+}
+
+void qrelease(qctx *c, size_t n)
+{
+    c->samples = n > c->samples ? 0 : c->samples - n;
+}
+
+int qcheck_time(qctx *c)
+{
+    if (c->code) return -1;
+    if (c->deadline_ns && mw_mono_ns() > c->deadline_ns) {
+        qerr(c, PQ_ERR_TIMEOUT, "query timed out in query execution");
+        return -1;
+    }
+    return 0;
+}
+
+int is_stale(double v)
+{
+    uint64_t b;
+    memcpy(&b, &v, sizeof(b));
+    return b == 0x7ff0000000000002ULL;
+}
+
+pq_label *lbl_copy(const pq_label *l, size_t n)
+{
+    pq_label *r = mw_xcalloc(n ? n : 1, sizeof(*r));
+    for (size_t i = 0; i < n; i++) {
+        r[i].name = mw_xstrdup(l[i].name);
+        r[i].value = mw_xstrdup(l[i].value);
+    }
+    return r;
+}
+
+pq_label *lbl_from_store(const mw_label *l, size_t n)
+{
+    pq_label *r = mw_xcalloc(n ? n : 1, sizeof(*r));
+    for (size_t i = 0; i < n; i++) {
+        r[i].name = mw_xstrdup(l[i].name);
+        r[i].value = mw_xstrdup(l[i].value);
+    }
+    return r;
+}
+
+void lbl_free(pq_label *l, size_t n)
+{
+    if (!l) return;
+    for (size_t i = 0; i < n; i++) {
+        free(l[i].name);
+        free(l[i].value);
+    }
+    free(l);
+}
+
+const char *lbl_get(const pq_label *l, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(l[i].name, name) == 0) return l[i].value;
+    return "";
+}
+
+void lbl_del(pq_label **l, size_t *n, const char *name)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp((*l)[i].name, name) == 0) {
+            free((*l)[i].name);
+            free((*l)[i].value);
+            memmove(&(*l)[i], &(*l)[i + 1], (*n - i - 1) * sizeof(pq_label));
+            (*n)--;
+            return;
+        }
+}
+
+void lbl_set(pq_label **l, size_t *n, const char *name, const char *value)
+{
+    if (!value || !*value) {
+        lbl_del(l, n, name);
+        return;
+    }
+    size_t i = 0;
+    while (i < *n && strcmp((*l)[i].name, name) < 0)
+        i++;
+    if (i < *n && strcmp((*l)[i].name, name) == 0) {
+        char *v = mw_xstrdup(value);
+        free((*l)[i].value);
+        (*l)[i].value = v;
+        return;
+    }
+    *l = mw_xrealloc(*l, (*n + 1) * sizeof(pq_label));
+    memmove(&(*l)[i + 1], &(*l)[i], (*n - i) * sizeof(pq_label));
+    (*l)[i].name = mw_xstrdup(name);
+    (*l)[i].value = mw_xstrdup(value);
+    (*n)++;
+}
+
+static int in_list(const char *s, char *const *names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0) return 1;
+    return 0;
+}
+
+void lbl_filter(pq_label **l, size_t *n, char *const *names, size_t nnames, int keep)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < *n; i++) {
+        if (in_list((*l)[i].name, names, nnames) == keep) {
+            (*l)[o++] = (*l)[i];
+        } else {
+            free((*l)[i].name);
+            free((*l)[i].value);
+        }
+    }
+    *n = o;
+}
+
+int lbl_cmp(const pq_label *a, size_t na, const pq_label *b, size_t nb)
+{
+    for (size_t i = 0; i < na && i < nb; i++) {
+        int r = strcmp(a[i].name, b[i].name);
+        if (r) return r;
+        r = strcmp(a[i].value, b[i].value);
+        if (r) return r;
+    }
+    return na < nb ? -1 : na > nb ? 1 : 0;
+}
+
+void lbl_key(const pq_label *l, size_t n, char *const *names, size_t nnames, int on, int use_names,
+             mw_buf *buf)
+{
+    mw_buf_clear(buf);
+    for (size_t i = 0; i < n; i++) {
+        if (use_names) {
+            int listed = in_list(l[i].name, names, nnames);
+            if (on && !listed) continue;
+            if (!on && (listed || strcmp(l[i].name, "__name__") == 0)) continue;
+        }
+        mw_buf_puts(buf, l[i].name);
+        mw_buf_putc(buf, '\xff');
+        mw_buf_puts(buf, l[i].value);
+        mw_buf_putc(buf, '\xfe');
+    }
+    mw_buf_reserve(buf, 0);
+}
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+void smap_init(smap *m)
+{
+    memset(m, 0, sizeof(*m));
+}
+
+void smap_free(smap *m)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        free(m->keys[i]);
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof(*m));
+}
+
+size_t smap_get(const smap *m, const char *key)
+{
+    if (!m->cap) return (size_t)-1;
+    for (size_t i = hash_str(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        if (!m->keys[i]) return (size_t)-1;
+        if (strcmp(m->keys[i], key) == 0) return m->vals[i];
+    }
+}
+
+void smap_put(smap *m, const char *key, size_t v)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        smap old = *m;
+        m->cap = old.cap ? old.cap * 2 : 16;
+        m->keys = mw_xcalloc(m->cap, sizeof(char *));
+        m->vals = mw_xcalloc(m->cap, sizeof(size_t));
+        m->n = 0;
+        for (size_t i = 0; i < old.cap; i++)
+            if (old.keys[i]) {
+                size_t j = hash_str(old.keys[i]) & (m->cap - 1);
+                while (m->keys[j])
+                    j = (j + 1) & (m->cap - 1);
+                m->keys[j] = old.keys[i];
+                m->vals[j] = old.vals[i];
+                m->n++;
+            }
+        free(old.keys);
+        free(old.vals);
+    }
+    size_t i = hash_str(key) & (m->cap - 1);
+    while (m->keys[i]) {
+        if (strcmp(m->keys[i], key) == 0) {
+            m->vals[i] = v;
+            return;
+        }
+        i = (i + 1) & (m->cap - 1);
+    }
+    m->keys[i] = mw_xstrdup(key);
+    m->vals[i] = v;
+    m->n++;
+}
+
+sv *sv_new(qctx *c, val *out, pq_label *labels, size_t nlabels)
+{
+    if (qcharge(c, c->nsteps) < 0) {
+        lbl_free(labels, nlabels);
+        return NULL;
+    }
+    out->s = mw_xrealloc(out->s, (out->n + 1) * sizeof(sv));
+    sv *s = &out->s[out->n++];
+    s->labels = labels;
+    s->nlabels = nlabels;
+    s->v = mw_xcalloc(c->nsteps, sizeof(double));
+    s->ok = mw_xcalloc(c->nsteps, 1);
+    return s;
+}
+
+void val_free(qctx *c, val *v)
+{
+    if (c && v->scalar) qrelease(c, c->nsteps);
+    free(v->scalar);
+    free(v->str);
+    for (size_t i = 0; i < v->n; i++) {
+        lbl_free(v->s[i].labels, v->s[i].nlabels);
+        free(v->s[i].v);
+        free(v->s[i].ok);
+    }
+    if (c) qrelease(c, v->n * c->nsteps);
+    free(v->s);
+    for (size_t i = 0; i < v->nms; i++) {
+        lbl_free(v->ms[i].labels, v->ms[i].nlabels);
+        free(v->ms[i].t);
+        free(v->ms[i].v);
+        if (c) qrelease(c, v->ms[i].n);
+    }
+    free(v->ms);
+    memset(v, 0, sizeof(*v));
+}
+
+void vb_init(vbuild *b, qctx *c)
+{
+    memset(b, 0, sizeof(*b));
+    b->c = c;
+    smap_init(&b->idx);
+    mw_buf_init(&b->key, 0);
+}
+
+size_t vb_series(vbuild *b, pq_label *labels, size_t nlabels)
+{
+    lbl_key(labels, nlabels, NULL, 0, 0, 0, &b->key);
+    size_t i = smap_get(&b->idx, b->key.data ? b->key.data : "");
+    if (i != (size_t)-1) {
+        lbl_free(labels, nlabels);
+        return i;
+    }
+    val tmp = {.s = b->s, .n = b->n};
+    if (!sv_new(b->c, &tmp, labels, nlabels)) return (size_t)-1;
+    b->s = tmp.s;
+    b->n = tmp.n;
+    smap_put(&b->idx, b->key.data ? b->key.data : "", b->n - 1);
+    return b->n - 1;
+}
+
+int vb_add(vbuild *b, pq_label *labels, size_t nlabels, size_t step, double v)
+{
+    size_t i = vb_series(b, labels, nlabels);
+    if (i == (size_t)-1) return -1;
+    if (b->s[i].ok[step]) {
+        qerr(b->c, PQ_ERR_EXECUTION, "vector cannot contain metrics with the same labelset");
+        return -1;
+    }
+    b->s[i].ok[step] = 1;
+    b->s[i].v[step] = v;
+    return 0;
+}
+
+int vb_set(vbuild *b, size_t si, size_t step, double v)
+{
+    if (b->s[si].ok[step]) {
+        qerr(b->c, PQ_ERR_EXECUTION, "vector cannot contain metrics with the same labelset");
+        return -1;
+    }
+    b->s[si].ok[step] = 1;
+    b->s[si].v[step] = v;
+    return 0;
+}
+
+void vb_finish(vbuild *b, val *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->type = PQ_T_VECTOR;
+    out->s = b->s;
+    out->n = b->n;
+    b->s = NULL;
+    b->n = 0;
+}
+
+void vb_free(vbuild *b)
+{
+    val tmp = {.s = b->s, .n = b->n};
+    val_free(b->c, &tmp);
+    smap_free(&b->idx);
+    mw_buf_free(&b->key);
+}
+
+void pq_format_value(double v, char *buf, size_t size)
+{
+    if (isnan(v)) {
+        snprintf(buf, size, "NaN");
+        return;
+    }
+    if (isinf(v)) {
+        snprintf(buf, size, v > 0 ? "+Inf" : "-Inf");
+        return;
+    }
+    /* Shortest %g precision that reads back exactly, then written without
+     * an exponent as Go's strconv.FormatFloat(v, 'f', -1, 64). */
+    int p;
+    char tmp[64];
+    for (p = 1; p < 17; p++) {
+        snprintf(tmp, sizeof(tmp), "%.*e", p - 1, v);
+        if (strtod(tmp, NULL) == v) break;
+    }
+    snprintf(tmp, sizeof(tmp), "%.*e", p - 1, v);
+    int exp10 = atoi(strchr(tmp, 'e') + 1);
+    int decimals = p - 1 - exp10;
+    if (decimals < 0) decimals = 0;
+    snprintf(buf, size, "%.*f", decimals, v);
+}

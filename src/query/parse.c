@@ -1,0 +1,819 @@
+/* parse.c - PromQL recursive-descent parser (the lexer is lex.c).
+ *
+ * Follows Prometheus' grammar (2.x): operator precedence from lowest
+ * `or`, `and unless`, comparisons, `+ -`, `* / % atan2`, `^` (right
+ * associative); unary minus binds tighter than `*` but looser than `^`
+ * (-2^2 = -4). Keywords (by, on, bool, offset...) are plain identifiers
+ * outside the places they are keywords, so they stay usable as label names.
+ * Errors name the position as Prometheus does: "1:14: parse error: ...". */
+#include "lex.h"
+#include "promql.h"
+
+#include "../core/util.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define MAX_DEPTH 200
+#define MAX_QUERY 65536
+
+static pq_node *node_new(pq_kind k, int pos)
+{
+    pq_node *n = mw_xcalloc(1, sizeof(*n));
+    n->kind = k;
+    n->pos = pos;
+    return n;
+}
+
+void pq_node_free(pq_node *n)
+{
+    if (!n) return;
+    free(n->str);
+    for (size_t i = 0; i < n->nmatchers; i++)
+        mw_matcher_free(&n->matchers[i]);
+    free(n->matchers);
+    for (size_t i = 0; i < n->nmatch_labels; i++)
+        free(n->match_labels[i]);
+    free(n->match_labels);
+    for (size_t i = 0; i < n->ninclude_labels; i++)
+        free(n->include_labels[i]);
+    free(n->include_labels);
+    for (size_t i = 0; i < n->ngrouping; i++)
+        free(n->grouping[i]);
+    free(n->grouping);
+    for (size_t i = 0; i < n->nargs; i++)
+        pq_node_free(n->args[i]);
+    free(n->args);
+    free(n);
+}
+
+static void add_arg(pq_node *n, pq_node *c)
+{
+    n->args = mw_xrealloc(n->args, (n->nargs + 1) * sizeof(*n->args));
+    n->args[n->nargs++] = c;
+}
+
+static const char *type_name(pq_type t)
+{
+    static const char *names[] = {"scalar", "string", "instant vector", "range vector"};
+    return names[t];
+}
+
+static pq_node *parse_expr(parser *ps, int minprec);
+
+static int binop_of(const tok *t, pq_binop *op, int *prec)
+{
+    switch (t->k) {
+    case T_ADD:
+        *op = PQ_OP_ADD;
+        *prec = 4;
+        return 1;
+    case T_SUB:
+        *op = PQ_OP_SUB;
+        *prec = 4;
+        return 1;
+    case T_MUL:
+        *op = PQ_OP_MUL;
+        *prec = 5;
+        return 1;
+    case T_DIV:
+        *op = PQ_OP_DIV;
+        *prec = 5;
+        return 1;
+    case T_MOD:
+        *op = PQ_OP_MOD;
+        *prec = 5;
+        return 1;
+    case T_POW:
+        *op = PQ_OP_POW;
+        *prec = 6;
+        return 1;
+    case T_EQL:
+        *op = PQ_OP_EQ;
+        *prec = 3;
+        return 1;
+    case T_NEQ:
+        *op = PQ_OP_NE;
+        *prec = 3;
+        return 1;
+    case T_GT:
+        *op = PQ_OP_GT;
+        *prec = 3;
+        return 1;
+    case T_LT:
+        *op = PQ_OP_LT;
+        *prec = 3;
+        return 1;
+    case T_GE:
+        *op = PQ_OP_GE;
+        *prec = 3;
+        return 1;
+    case T_LE:
+        *op = PQ_OP_LE;
+        *prec = 3;
+        return 1;
+    case T_ID:
+        if (pq_is_kw(t, "and")) {
+            *op = PQ_OP_AND;
+            *prec = 2;
+            return 1;
+        }
+        if (pq_is_kw(t, "unless")) {
+            *op = PQ_OP_UNLESS;
+            *prec = 2;
+            return 1;
+        }
+        if (pq_is_kw(t, "or")) {
+            *op = PQ_OP_OR;
+            *prec = 1;
+            return 1;
+        }
+        if (pq_is_kw(t, "atan2")) {
+            *op = PQ_OP_ATAN2;
+            *prec = 5;
+            return 1;
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static int is_label_name(const char *s)
+{
+    if (!s || !(isalpha((unsigned char)*s) || *s == '_')) return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '_') return 0;
+    return 1;
+}
+
+/* "(a, b, c)" after by/without/on/ignoring/group_x. */
+static int parse_label_list(parser *ps, char ***out, size_t *nout)
+{
+    if (ps->t.k != T_LPAREN) {
+        pq_unexpected(ps, "in grouping opts, expected \"(\"");
+        return -1;
+    }
+    pq_next(ps);
+    while (ps->t.k != T_RPAREN) {
+        if (ps->t.k != T_ID || !is_label_name(ps->t.str)) {
+            pq_unexpected(ps, "in grouping opts, expected label");
+            return -1;
+        }
+        if (*nout >= 256) {
+            pq_errf(ps, ps->t.pos, "too many labels in grouping");
+            return -1;
+        }
+        *out = mw_xrealloc(*out, (*nout + 1) * sizeof(char *));
+        (*out)[(*nout)++] = mw_xstrdup(ps->t.str);
+        pq_next(ps);
+        if (ps->t.k == T_COMMA) {
+            pq_next(ps);
+        } else if (ps->t.k != T_RPAREN) {
+            pq_unexpected(ps, "in grouping opts, expected \",\" or \")\"");
+            return -1;
+        }
+    }
+    pq_next(ps);
+    return 0;
+}
+
+/* RE2 refuses nested repetition (a++, a*{2}) and counts over 1000;
+ * glibc's regcomp accepts them and may need memory exponential in the
+ * pattern. Refuse them first, as Prometheus would, so that no query can
+ * make the process grow without bound. */
+int pq_regex_check(const char *re, char *err, size_t errsize)
+{
+    int prev_quant = 0;
+    long total = 0;
+    for (const char *p = re; *p; p++) {
+        int quant = 0;
+        if (*p == '\\') {
+            if (p[1]) p++;
+        } else if (*p == '[') {
+            p++;
+            if (*p == '^') p++;
+            if (*p == ']') p++;
+            while (*p && *p != ']') {
+                if (*p == '[' && (p[1] == ':' || p[1] == '.' || p[1] == '=')) {
+                    const char *e = strchr(p + 2, ']');
+                    if (!e) break;
+                    p = e;
+                }
+                p++;
+            }
+            if (!*p) break;
+        } else if (*p == '*' || *p == '+' || *p == '?') {
+            quant = 1;
+            if (*p == '?' && prev_quant == 1) quant = 2; /* non-greedy marker */
+        } else if (*p == '{' && isdigit((unsigned char)p[1])) {
+            char *end;
+            long lo = strtol(p + 1, &end, 10), hi = lo;
+            if (*end == ',')
+                hi = isdigit((unsigned char)end[1]) ? strtol(end + 1, &end, 10) : lo;
+            else if (*end != '}')
+                goto plain;
+            if (*end == ',') end++;
+            if (*end != '}') goto plain;
+            if (lo > 1000 || hi > 1000 || (total += hi > lo ? hi : lo) > 1000) {
+                snprintf(err, errsize,
+                         "bad repetition operator in regular expression: counts over 1000");
+                return -1;
+            }
+            quant = 1;
+            p = end;
+        }
+        if (quant == 1 && prev_quant) {
+            snprintf(err, errsize,
+                     "invalid nested repetition operator in regular expression at offset %d",
+                     (int)(p - re));
+            return -1;
+        }
+    plain:
+        prev_quant = quant;
+    }
+    if (strlen(re) > 4096) {
+        snprintf(err, errsize, "regular expression longer than 4096 bytes");
+        return -1;
+    }
+    return 0;
+}
+
+static int add_matcher(parser *ps, pq_node *n, mw_match_op op, const char *name, const char *value,
+                       int pos)
+{
+    char err[256];
+    if (n->nmatchers >= 64) {
+        pq_errf(ps, pos, "too many label matchers");
+        return -1;
+    }
+    if ((op == MW_MATCH_RE || op == MW_MATCH_NRE) && pq_regex_check(value, err, sizeof(err)) < 0) {
+        pq_errf(ps, pos, "%s", err);
+        return -1;
+    }
+    n->matchers = mw_xrealloc(n->matchers, (n->nmatchers + 1) * sizeof(mw_matcher));
+    if (mw_matcher_init(&n->matchers[n->nmatchers], op, name, value, err, sizeof(err)) < 0) {
+        pq_errf(ps, pos, "%s", err);
+        return -1;
+    }
+    n->nmatchers++;
+    return 0;
+}
+
+/* Selector after an optional metric name: {a="b", ...}. */
+static pq_node *parse_selector(parser *ps, char *name, int pos)
+{
+    pq_node *n = node_new(PQ_VSEL, pos);
+    n->type = PQ_T_VECTOR;
+    n->str = name;
+    if (name && add_matcher(ps, n, MW_MATCH_EQ, "__name__", name, pos) < 0) goto fail;
+    if (ps->t.k == T_LBRACE) {
+        pq_next(ps);
+        while (ps->t.k != T_RBRACE) {
+            if (ps->t.k != T_ID || !is_label_name(ps->t.str)) {
+                pq_unexpected(ps, "in label matching, expected label");
+                goto fail;
+            }
+            char *lname = mw_xstrdup(ps->t.str);
+            int lpos = ps->t.pos;
+            pq_next(ps);
+            mw_match_op op;
+            switch (ps->t.k) {
+            case T_ASSIGN:
+                op = MW_MATCH_EQ;
+                break;
+            case T_NEQ:
+                op = MW_MATCH_NEQ;
+                break;
+            case T_RE:
+                op = MW_MATCH_RE;
+                break;
+            case T_NRE:
+                op = MW_MATCH_NRE;
+                break;
+            default:
+                free(lname);
+                pq_unexpected(ps, "in label matching, expected label matching operator");
+                goto fail;
+            }
+            pq_next(ps);
+            if (ps->t.k != T_STR) {
+                free(lname);
+                pq_unexpected(ps, "in label matching, expected string");
+                goto fail;
+            }
+            int rc = add_matcher(ps, n, op, lname, ps->t.str, lpos);
+            free(lname);
+            if (rc < 0) goto fail;
+            pq_next(ps);
+            if (ps->t.k == T_COMMA) {
+                pq_next(ps);
+            } else if (ps->t.k != T_RBRACE) {
+                pq_unexpected(ps, "in label matching, expected \",\" or \"}\"");
+                goto fail;
+            }
+        }
+        pq_next(ps);
+    }
+    /* At least one matcher that does not match the empty string. */
+    int ok = 0;
+    for (size_t i = 0; i < n->nmatchers; i++)
+        if (!n->matchers[i].matches_empty) ok = 1;
+    if (!ok) {
+        pq_errf(ps, pos, "vector selector must contain at least one non-empty matcher");
+        goto fail;
+    }
+    return n;
+fail:
+    pq_node_free(n);
+    return NULL;
+}
+
+static pq_node *parse_call(parser *ps, char *name, int pos)
+{
+    const pq_func *f = pq_func_lookup(name);
+    if (!f) {
+        pq_errf(ps, pos, "unknown function with name \"%s\"", name);
+        free(name);
+        return NULL;
+    }
+    free(name);
+    pq_node *n = node_new(PQ_CALL, pos);
+    n->func = f;
+    n->type = f->ret;
+    pq_next(ps); /* ( */
+    while (ps->t.k != T_RPAREN) {
+        pq_node *a = parse_expr(ps, 0);
+        if (!a) goto fail;
+        add_arg(n, a);
+        if (ps->t.k == T_COMMA) {
+            pq_next(ps);
+        } else if (ps->t.k != T_RPAREN) {
+            pq_unexpected(ps, "in function call, expected \",\" or \")\"");
+            goto fail;
+        }
+    }
+    pq_next(ps);
+    int max = f->variadic < 0 ? 1000 : f->nargs + f->variadic;
+    if ((int)n->nargs < f->nargs || (int)n->nargs > max) {
+        pq_errf(ps, pos, "expected %d argument(s) in call to \"%s\", got %zu", f->nargs, f->name,
+                n->nargs);
+        goto fail;
+    }
+    for (size_t i = 0; i < n->nargs; i++) {
+        pq_type want = f->args[i < 4 ? i : 3];
+        if (f->variadic < 0 && i >= (size_t)f->nargs) want = f->args[f->nargs];
+        if (n->args[i]->type != want) {
+            pq_errf(ps, n->args[i]->pos, "expected type %s in call to function \"%s\", got %s",
+                    type_name(want), f->name, type_name(n->args[i]->type));
+            goto fail;
+        }
+    }
+    return n;
+fail:
+    pq_node_free(n);
+    return NULL;
+}
+
+static int agg_of(const char *s, pq_aggop *op)
+{
+    static const char *names[] = {"sum",   "avg",     "min",      "max",
+                                  "count", "group",   "stddev",   "stdvar",
+                                  "topk",  "bottomk", "quantile", "count_values"};
+    for (int i = 0; i < 12; i++)
+        if (!strcasecmp(s, names[i])) {
+            *op = (pq_aggop)i;
+            return 1;
+        }
+    return 0;
+}
+
+static pq_node *parse_agg(parser *ps, pq_aggop op, int pos)
+{
+    pq_node *n = node_new(PQ_AGG, pos);
+    n->op = op;
+    n->type = PQ_T_VECTOR;
+    if (ps->t.k == T_ID && (pq_is_kw(&ps->t, "by") || pq_is_kw(&ps->t, "without"))) {
+        n->without = pq_is_kw(&ps->t, "without");
+        n->has_grouping = 1;
+        pq_next(ps);
+        if (parse_label_list(ps, &n->grouping, &n->ngrouping) < 0) goto fail;
+    }
+    if (ps->t.k != T_LPAREN) {
+        pq_unexpected(ps, "in aggregation, expected \"(\"");
+        goto fail;
+    }
+    pq_next(ps);
+    while (ps->t.k != T_RPAREN) {
+        pq_node *a = parse_expr(ps, 0);
+        if (!a) goto fail;
+        add_arg(n, a);
+        if (ps->t.k == T_COMMA) {
+            pq_next(ps);
+        } else if (ps->t.k != T_RPAREN) {
+            pq_unexpected(ps, "in aggregation, expected \",\" or \")\"");
+            goto fail;
+        }
+    }
+    pq_next(ps);
+    if (ps->t.k == T_ID && !n->has_grouping &&
+        (pq_is_kw(&ps->t, "by") || pq_is_kw(&ps->t, "without"))) {
+        n->without = pq_is_kw(&ps->t, "without");
+        n->has_grouping = 1;
+        pq_next(ps);
+        if (parse_label_list(ps, &n->grouping, &n->ngrouping) < 0) goto fail;
+    }
+    int param = op == PQ_AGG_TOPK || op == PQ_AGG_BOTTOMK || op == PQ_AGG_QUANTILE ||
+                op == PQ_AGG_COUNT_VALUES;
+    if (n->nargs != (size_t)(param ? 2 : 1)) {
+        pq_errf(ps, pos,
+                "wrong number of arguments for aggregate expression provided, expected %d, got %zu",
+                param ? 2 : 1, n->nargs);
+        goto fail;
+    }
+    pq_type ptype = op == PQ_AGG_COUNT_VALUES ? PQ_T_STRING : PQ_T_SCALAR;
+    if (param && n->args[0]->type != ptype) {
+        pq_errf(ps, n->args[0]->pos, "expected type %s in aggregation parameter, got %s",
+                type_name(ptype), type_name(n->args[0]->type));
+        goto fail;
+    }
+    if (n->args[n->nargs - 1]->type != PQ_T_VECTOR) {
+        pq_errf(ps, n->args[n->nargs - 1]->pos,
+                "expected type instant vector in aggregation expression, got %s",
+                type_name(n->args[n->nargs - 1]->type));
+        goto fail;
+    }
+    return n;
+fail:
+    pq_node_free(n);
+    return NULL;
+}
+
+static pq_node *parse_primary(parser *ps)
+{
+    tok *t = &ps->t;
+    int pos = t->pos;
+    pq_node *n = NULL;
+    switch (t->k) {
+    case T_NUM:
+        n = node_new(PQ_NUM, pos);
+        n->num = t->num;
+        n->type = PQ_T_SCALAR;
+        pq_next(ps);
+        return n;
+    case T_STR:
+        n = node_new(PQ_STR, pos);
+        n->str = t->str;
+        t->str = NULL;
+        n->type = PQ_T_STRING;
+        pq_next(ps);
+        return n;
+    case T_LPAREN:
+        pq_next(ps);
+        n = node_new(PQ_PAREN, pos);
+        pq_node *in = parse_expr(ps, 0);
+        if (!in) {
+            free(n);
+            return NULL;
+        }
+        add_arg(n, in);
+        n->type = in->type;
+        if (ps->t.k != T_RPAREN) {
+            pq_unexpected(ps, "in paren expression, expected \")\"");
+            pq_node_free(n);
+            return NULL;
+        }
+        pq_next(ps);
+        return n;
+    case T_LBRACE:
+        return parse_selector(ps, NULL, pos);
+    case T_ID: {
+        char *name = t->str;
+        t->str = NULL;
+        pq_next(ps);
+        pq_aggop aop;
+        if (agg_of(name, &aop) &&
+            (ps->t.k == T_LPAREN || pq_is_kw(&ps->t, "by") || pq_is_kw(&ps->t, "without"))) {
+            free(name);
+            return parse_agg(ps, aop, pos);
+        }
+        if (ps->t.k == T_LPAREN) return parse_call(ps, name, pos);
+        static const char *reserved[] = {"by",         "without",     "on",     "ignoring",
+                                         "group_left", "group_right", "bool",   "offset",
+                                         "and",        "or",          "unless", "atan2"};
+        for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
+            if (!strcasecmp(name, reserved[i])) {
+                pq_errf(ps, pos, "unexpected keyword \"%s\"", name);
+                free(name);
+                return NULL;
+            }
+        if (strchr(name, ':') == NULL && agg_of(name, &aop)) {
+            pq_errf(ps, pos, "unexpected aggregation \"%s\"", name);
+            free(name);
+            return NULL;
+        }
+        return parse_selector(ps, name, pos);
+    }
+    default:
+        pq_unexpected(ps, NULL);
+        return NULL;
+    }
+}
+
+/* offset, @, [range], [range:step] after a primary expression. */
+static pq_node *parse_postfix(parser *ps, pq_node *n)
+{
+    while (n && !ps->failed) {
+        if (ps->t.k == T_LBRACK) {
+            int pos = ps->t.pos;
+            pq_next(ps);
+            if (ps->t.k != T_DUR) {
+                pq_unexpected(ps, "in subquery or range selector, expected duration");
+                goto fail;
+            }
+            int64_t range = ps->t.dur;
+            pq_next(ps);
+            if (ps->t.k == T_RBRACK) {
+                if (n->kind != PQ_VSEL || n->has_at || n->offset_ms) {
+                    pq_errf(ps, pos, "ranges only allowed for vector selectors");
+                    goto fail;
+                }
+                if (range <= 0) {
+                    pq_errf(ps, pos, "range must be positive");
+                    goto fail;
+                }
+                pq_next(ps);
+                pq_node *m = node_new(PQ_MSEL, n->pos);
+                m->type = PQ_T_MATRIX;
+                m->range_ms = range;
+                add_arg(m, n);
+                n = m;
+                continue;
+            }
+            if (ps->t.k != T_COLON) {
+                pq_unexpected(ps, "in subquery, expected \":\" or \"]\"");
+                goto fail;
+            }
+            pq_next(ps);
+            int64_t step = 0;
+            if (ps->t.k == T_DUR) {
+                step = ps->t.dur;
+                if (step <= 0) {
+                    pq_errf(ps, ps->t.pos, "subquery step must be positive");
+                    goto fail;
+                }
+                pq_next(ps);
+            }
+            if (ps->t.k != T_RBRACK) {
+                pq_unexpected(ps, "in subquery, expected \"]\"");
+                goto fail;
+            }
+            pq_next(ps);
+            if (n->type != PQ_T_VECTOR) {
+                pq_errf(ps, pos, "subquery is only allowed on instant vector, got %s",
+                        type_name(n->type));
+                goto fail;
+            }
+            pq_node *s = node_new(PQ_SUBQ, n->pos);
+            s->type = PQ_T_MATRIX;
+            s->range_ms = range;
+            s->step_ms = step;
+            add_arg(s, n);
+            n = s;
+        } else if (pq_is_kw(&ps->t, "offset")) {
+            int pos = ps->t.pos;
+            pq_next(ps);
+            int neg = 0;
+            if (ps->t.k == T_SUB || ps->t.k == T_ADD) {
+                neg = ps->t.k == T_SUB;
+                pq_next(ps);
+            }
+            if (ps->t.k != T_DUR) {
+                pq_unexpected(ps, "in offset, expected duration");
+                goto fail;
+            }
+            pq_node *target = n->kind == PQ_MSEL ? n->args[0] : n;
+            if (target->kind != PQ_VSEL && target->kind != PQ_SUBQ) {
+                pq_errf(ps, pos,
+                        "offset modifier must be preceded by an instant vector selector or range "
+                        "vector selector or a subquery");
+                goto fail;
+            }
+            if (target->offset_ms) {
+                pq_errf(ps, pos, "offset may not be set multiple times");
+                goto fail;
+            }
+            target->offset_ms = neg ? -ps->t.dur : ps->t.dur;
+            pq_next(ps);
+        } else if (ps->t.k == T_AT) {
+            int pos = ps->t.pos;
+            pq_next(ps);
+            pq_node *target = n->kind == PQ_MSEL ? n->args[0] : n;
+            if (target->kind != PQ_VSEL && target->kind != PQ_SUBQ) {
+                pq_errf(ps, pos,
+                        "@ modifier must be preceded by an instant vector selector or range vector "
+                        "selector or a subquery");
+                goto fail;
+            }
+            if (target->has_at) {
+                pq_errf(ps, pos, "@ <timestamp> may not be set multiple times");
+                goto fail;
+            }
+            int neg = 0;
+            if (ps->t.k == T_SUB || ps->t.k == T_ADD) {
+                neg = ps->t.k == T_SUB;
+                pq_next(ps);
+            }
+            if (ps->t.k == T_NUM) {
+                double v = neg ? -ps->t.num : ps->t.num;
+                if (!isfinite(v) || fabs(v) > 9e12) {
+                    pq_errf(ps, ps->t.pos, "timestamp out of bounds for @ modifier: %g", v);
+                    goto fail;
+                }
+                target->at_ms = (int64_t)llround(v * 1000);
+                target->at_kind = 0;
+                pq_next(ps);
+            } else if (!neg && ps->t.k == T_ID &&
+                       (pq_is_kw(&ps->t, "start") || pq_is_kw(&ps->t, "end"))) {
+                target->at_kind = pq_is_kw(&ps->t, "start") ? 1 : 2;
+                pq_next(ps);
+                if (ps->t.k != T_LPAREN) {
+                    pq_unexpected(ps, "in @, expected \"(\"");
+                    goto fail;
+                }
+                pq_next(ps);
+                if (ps->t.k != T_RPAREN) {
+                    pq_unexpected(ps, "in @, expected \")\"");
+                    goto fail;
+                }
+                pq_next(ps);
+            } else {
+                pq_unexpected(ps, "in @, expected timestamp");
+                goto fail;
+            }
+            target->has_at = 1;
+        } else {
+            break;
+        }
+    }
+    return n;
+fail:
+    pq_node_free(n);
+    return NULL;
+}
+
+static pq_node *parse_unary(parser *ps)
+{
+    if (ps->t.k == T_SUB || ps->t.k == T_ADD) {
+        int pos = ps->t.pos;
+        int op = ps->t.k == T_SUB ? '-' : '+';
+        pq_next(ps);
+        /* Binds looser than ^: -2^2 is -(2^2). */
+        pq_node *e = parse_expr(ps, 6);
+        if (!e) return NULL;
+        if (e->type != PQ_T_SCALAR && e->type != PQ_T_VECTOR) {
+            pq_errf(
+                ps, pos,
+                "unary expression only allowed on expressions of type scalar or instant vector, "
+                "got %s",
+                type_name(e->type));
+            pq_node_free(e);
+            return NULL;
+        }
+        if (e->kind == PQ_NUM) { /* fold -1 into a number */
+            if (op == '-') e->num = -e->num;
+            e->pos = pos;
+            return e;
+        }
+        pq_node *n = node_new(PQ_UNARY, pos);
+        n->op = op;
+        n->type = e->type;
+        add_arg(n, e);
+        return n;
+    }
+    return parse_postfix(ps, parse_primary(ps));
+}
+
+static int is_cmp(pq_binop op)
+{
+    return op >= PQ_OP_EQ && op <= PQ_OP_LE;
+}
+static int is_set(pq_binop op)
+{
+    return op >= PQ_OP_AND;
+}
+
+/* bool, on/ignoring, group_left/right after a binary operator. */
+static int parse_bin_modifiers(parser *ps, pq_node *n)
+{
+    pq_binop op = (pq_binop)n->op;
+    if (pq_is_kw(&ps->t, "bool")) {
+        if (!is_cmp(op)) {
+            pq_errf(ps, ps->t.pos, "bool modifier can only be used on comparison operators");
+            return -1;
+        }
+        n->return_bool = 1;
+        pq_next(ps);
+    }
+    n->card = is_set(op) ? PQ_CARD_MANY_MANY : PQ_CARD_ONE_ONE;
+    if (pq_is_kw(&ps->t, "on") || pq_is_kw(&ps->t, "ignoring")) {
+        n->on = pq_is_kw(&ps->t, "on");
+        n->has_matching = 1;
+        pq_next(ps);
+        if (parse_label_list(ps, &n->match_labels, &n->nmatch_labels) < 0) return -1;
+        if (pq_is_kw(&ps->t, "group_left") || pq_is_kw(&ps->t, "group_right")) {
+            int pos = ps->t.pos;
+            if (is_set(op)) {
+                pq_errf(ps, pos, "no grouping allowed for \"%s\" operation",
+                        op == PQ_OP_AND  ? "and"
+                        : op == PQ_OP_OR ? "or"
+                                         : "unless");
+                return -1;
+            }
+            n->card = pq_is_kw(&ps->t, "group_left") ? PQ_CARD_MANY_ONE : PQ_CARD_ONE_MANY;
+            pq_next(ps);
+            if (ps->t.k == T_LPAREN &&
+                parse_label_list(ps, &n->include_labels, &n->ninclude_labels) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static pq_node *parse_expr(parser *ps, int minprec)
+{
+    if (++ps->depth > MAX_DEPTH) {
+        pq_errf(ps, ps->t.pos, "expression nested too deeply (more than %d levels)", MAX_DEPTH);
+        ps->depth--;
+        return NULL;
+    }
+    pq_node *lhs = parse_unary(ps);
+    if (!lhs) {
+        ps->depth--;
+        return NULL;
+    }
+    while (!ps->failed) {
+        pq_binop op;
+        int prec;
+        if (!binop_of(&ps->t, &op, &prec) || prec < minprec) break;
+        int pos = ps->t.pos;
+        pq_next(ps);
+        pq_node *n = node_new(PQ_BINARY, pos);
+        n->op = op;
+        add_arg(n, lhs);
+        lhs = n;
+        if (parse_bin_modifiers(ps, n) < 0) break;
+        /* ^ is right-associative: its rhs may hold another ^. */
+        pq_node *rhs = parse_expr(ps, op == PQ_OP_POW ? prec : prec + 1);
+        if (!rhs) break;
+        add_arg(n, rhs);
+        pq_type lt = n->args[0]->type, rt = rhs->type;
+        if ((lt != PQ_T_SCALAR && lt != PQ_T_VECTOR) || (rt != PQ_T_SCALAR && rt != PQ_T_VECTOR)) {
+            pq_errf(ps, pos, "binary expression must contain only scalar and instant vector types");
+            break;
+        }
+        if (is_cmp(op) && lt == PQ_T_SCALAR && rt == PQ_T_SCALAR && !n->return_bool) {
+            pq_errf(ps, pos, "comparisons between scalars must use BOOL modifier");
+            break;
+        }
+        if (is_set(op) && (lt != PQ_T_VECTOR || rt != PQ_T_VECTOR)) {
+            pq_errf(ps, pos, "set operator not allowed in binary scalar expression");
+            break;
+        }
+        if ((lt != PQ_T_VECTOR || rt != PQ_T_VECTOR) && n->has_matching) {
+            pq_errf(ps, pos, "vector matching only allowed between instant vectors");
+            break;
+        }
+        n->type = lt == PQ_T_VECTOR || rt == PQ_T_VECTOR ? PQ_T_VECTOR : PQ_T_SCALAR;
+    }
+    ps->depth--;
+    if (ps->failed) {
+        pq_node_free(lhs);
+        return NULL;
+    }
+    return lhs;
+}
+
+pq_node *pq_parse(const char *query, char *err, size_t errsize)
+{
+    parser ps = {.q = query, .qlen = strlen(query), .err = err, .errsize = errsize};
+    if (ps.qlen > MAX_QUERY) {
+        snprintf(err, errsize, "1:1: parse error: query longer than %d bytes", MAX_QUERY);
+        return NULL;
+    }
+    pq_next(&ps);
+    if (ps.t.k == T_EOF) pq_errf(&ps, 0, "no expression found in input");
+    pq_node *n = ps.failed ? NULL : parse_expr(&ps, 0);
+    if (n && ps.t.k != T_EOF) {
+        pq_unexpected(&ps, NULL);
+        pq_node_free(n);
+        n = NULL;
+    }
+    if (!n && !ps.failed) pq_errf(&ps, ps.t.pos, "no expression found in input");
+    free(ps.t.str);
+    return n;
+}

@@ -1,0 +1,163 @@
+/* promql.h - PromQL: the syntax tree, the parser and the evaluator over the
+ * embedded store. docs/promql.md lists what is supported and where it
+ * differs from Prometheus.
+ *
+ * Times are int64 milliseconds; durations too. Parsing never crashes and
+ * bounds its work (nesting depth, query length); evaluation bounds memory by
+ * a sample budget and time by a deadline. */
+#ifndef MW_PROMQL_H
+#define MW_PROMQL_H
+
+#include "../store/store.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    PQ_NUM,
+    PQ_STR,
+    PQ_VSEL,  /* instant vector selector */
+    PQ_MSEL,  /* range vector selector: child is a PQ_VSEL */
+    PQ_SUBQ,  /* subquery: child[range:step] */
+    PQ_UNARY, /* op '-' or '+' */
+    PQ_BINARY,
+    PQ_AGG,
+    PQ_CALL,
+    PQ_PAREN,
+} pq_kind;
+
+typedef enum { PQ_T_SCALAR, PQ_T_STRING, PQ_T_VECTOR, PQ_T_MATRIX } pq_type;
+
+typedef enum {
+    PQ_OP_NONE,
+    PQ_OP_ADD,
+    PQ_OP_SUB,
+    PQ_OP_MUL,
+    PQ_OP_DIV,
+    PQ_OP_MOD,
+    PQ_OP_POW,
+    PQ_OP_ATAN2,
+    PQ_OP_EQ,
+    PQ_OP_NE,
+    PQ_OP_GT,
+    PQ_OP_LT,
+    PQ_OP_GE,
+    PQ_OP_LE,
+    PQ_OP_AND,
+    PQ_OP_OR,
+    PQ_OP_UNLESS,
+} pq_binop;
+
+typedef enum {
+    PQ_AGG_SUM,
+    PQ_AGG_AVG,
+    PQ_AGG_MIN,
+    PQ_AGG_MAX,
+    PQ_AGG_COUNT,
+    PQ_AGG_GROUP,
+    PQ_AGG_STDDEV,
+    PQ_AGG_STDVAR,
+    PQ_AGG_TOPK,
+    PQ_AGG_BOTTOMK,
+    PQ_AGG_QUANTILE,
+    PQ_AGG_COUNT_VALUES,
+} pq_aggop;
+
+typedef enum { PQ_CARD_ONE_ONE, PQ_CARD_MANY_ONE, PQ_CARD_ONE_MANY, PQ_CARD_MANY_MANY } pq_card;
+
+typedef struct pq_func pq_func;
+
+typedef struct pq_node {
+    pq_kind kind;
+    pq_type type; /* of the value it evaluates to */
+    int pos;      /* byte offset in the query */
+    double num;
+    char *str; /* PQ_STR; PQ_VSEL: metric name or NULL */
+    /* Selectors and subqueries. */
+    mw_matcher *matchers;
+    size_t nmatchers;
+    int64_t range_ms, step_ms, offset_ms;
+    int has_at;  /* @ modifier */
+    int at_kind; /* 0 = timestamp, 1 = start(), 2 = end() */
+    int64_t at_ms;
+    /* Operators. */
+    int op; /* pq_binop, pq_aggop, or the unary operator */
+    int return_bool;
+    pq_card card;
+    int on; /* on(...) rather than ignoring(...) */
+    int has_matching;
+    char **match_labels, **include_labels;
+    size_t nmatch_labels, ninclude_labels;
+    /* Aggregations: grouping labels. */
+    int without, has_grouping;
+    char **grouping;
+    size_t ngrouping;
+    const pq_func *func;
+    struct pq_node **args; /* children: CALL args; AGG [param,] expr; BINARY lhs rhs; others 1 */
+    size_t nargs;
+} pq_node;
+
+struct pq_func {
+    const char *name;
+    pq_type args[4];
+    int nargs;    /* required */
+    int variadic; /* extra optional args: count (-1 = any) */
+    pq_type ret;
+};
+
+const pq_func *pq_func_lookup(const char *name);
+
+/* Parse QUERY. NULL with "LINE:COL: parse error: ..." in err on failure. */
+pq_node *pq_parse(const char *query, char *err, size_t errsize);
+void pq_node_free(pq_node *n);
+/* Refuse regular expressions that RE2 refuses and glibc would compile at
+ * exponential cost (nested repetition, counts over 1000). 0 or -1. */
+int pq_regex_check(const char *re, char *err, size_t errsize);
+/* Parse a duration ("5m", "1h30m") or float seconds ("30", "1.5"); -1 on
+ * error. */
+int pq_parse_duration(const char *s, int64_t *ms);
+
+/* Evaluation. */
+typedef struct pq_limits {
+    size_t max_samples; /* samples in memory at once (loaded + computed) */
+    int64_t timeout_ms;
+    int64_t lookback_ms;
+} pq_limits;
+
+void pq_default_limits(pq_limits *l);
+
+typedef struct pq_label {
+    char *name, *value;
+} pq_label;
+
+typedef struct pq_series {
+    pq_label *labels;
+    size_t nlabels;
+    int64_t *t;
+    double *v;
+    size_t n;
+} pq_series;
+
+typedef struct pq_result {
+    pq_type type;
+    double scalar; /* PQ_T_SCALAR at an instant */
+    char *str;
+    pq_series *series; /* vector: one point each; matrix: points */
+    size_t nseries;
+    int64_t t; /* instant queries: the evaluation time */
+} pq_result;
+
+enum { PQ_ERR_BAD_DATA = 400, PQ_ERR_EXECUTION = 422, PQ_ERR_TIMEOUT = 503 };
+
+/* Instant query at T (start == end, step 0) or range query. 0, or one of
+ * PQ_ERR_* with a message. A range query's result is a matrix (a scalar
+ * expression gives one series without labels). */
+int pq_eval(mw_store *store, const pq_node *expr, int64_t start, int64_t end, int64_t step,
+            const pq_limits *lim, pq_result *out, char *err, size_t errsize);
+void pq_result_free(pq_result *r);
+
+/* Value formatting as Prometheus does (Go's strconv 'f', -1): shortest
+ * representation that reads back to the same double, no exponent. */
+void pq_format_value(double v, char *buf, size_t size);
+
+#endif

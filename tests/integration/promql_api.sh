@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# promql_api.sh - the Prometheus query API of the agent as Grafana calls it:
+# envelope, value encoding, GET and form POST, RFC 3339 and float times,
+# duration and float steps, series/labels/label values, buildinfo, metadata,
+# and the error types and status codes of bad queries and parameters.
+source "$(dirname "$0")/lib.sh"
+HERE="$MLWATCH_SRC/tests/integration"
+LOADER="$WORK/promql_load"
+cc -O1 -o "$LOADER" "$HERE/promql_load.c" -lsnappy -lcurl || fail "cannot compile the loader"
+
+T0=1700000000
+cat >"$WORK/data.txt" <<DATA
+api_req_total{job="api",instance="a"} ${T0}000 10
+api_req_total{job="api",instance="a"} $((T0 + 60))000 70
+api_req_total{job="api",instance="b"} ${T0}000 1.5
+api_req_total{job="api",instance="b"} $((T0 + 60))000 stale
+api_temp{instance="a"} ${T0}000 0.1
+DATA
+start_agent --interval 10s --disable-collectors gpu
+expect_eq "remote write" 204 "$("$LOADER" "$AGENT_URL/api/v1/write" "$WORK/data.txt")"
+
+# call CURL-ARGS...: prints "STATUS BODY".
+call() {
+    curl -s -o "$WORK/body" -w '%{http_code}' "$@" >"$WORK/code"
+    echo "$(cat "$WORK/code") $(cat "$WORK/body")"
+}
+
+expect_eq "instant vector" \
+    '200 {"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"api_req_total","instance":"a","job":"api"},"value":[1700000060,"70"]}]}}' \
+    "$(call --get --data-urlencode 'query=api_req_total' --data-urlencode "time=$((T0 + 60))" "$AGENT_URL/api/v1/query")"
+expect_eq "RFC 3339 time, fractional" \
+    '200 {"status":"success","data":{"resultType":"vector","result":[{"metric":{"instance":"a"},"value":[1700000030.5,"0.1"]}]}}' \
+    "$(call --get --data-urlencode 'query=sum by (instance) (api_temp)' --data-urlencode 'time=2023-11-14T22:13:50.5Z' "$AGENT_URL/api/v1/query")"
+expect_eq "RFC 3339 with an offset" \
+    '200 {"status":"success","data":{"resultType":"scalar","result":[1700000000,"1700000000"]}}' \
+    "$(call --get --data-urlencode 'query=time()' --data-urlencode 'time=2023-11-15T00:13:20+02:00' "$AGENT_URL/api/v1/query")"
+expect_eq "string" \
+    '200 {"status":"success","data":{"resultType":"string","result":[1700000000,"hi"]}}' \
+    "$(call --get --data-urlencode 'query="hi"' --data-urlencode "time=$T0" "$AGENT_URL/api/v1/query")"
+expect_eq "range query by form POST, duration step" \
+    '200 {"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"api_req_total","instance":"a","job":"api"},"values":[[1700000000,"10"],[1700000030,"10"],[1700000060,"70"]]},{"metric":{"__name__":"api_req_total","instance":"b","job":"api"},"values":[[1700000000,"1.5"],[1700000030,"1.5"]]}]}}' \
+    "$(call --data-urlencode 'query=api_req_total' --data-urlencode "start=$T0" --data-urlencode "end=$((T0 + 60))" --data-urlencode 'step=30s' "$AGENT_URL/api/v1/query_range")"
+expect_eq "range query, float step, scalar" \
+    '200 {"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1700000000,"2"],[1700000045,"2"]]}]}}' \
+    "$(call --get --data-urlencode 'query=1+1' --data-urlencode "start=$T0" --data-urlencode "end=$((T0 + 60))" --data-urlencode 'step=45.0' "$AGENT_URL/api/v1/query_range")"
+expect_eq "parse error" \
+    '400 {"status":"error","errorType":"bad_data","error":"invalid parameter \"query\": 1:13: parse error: unexpected end of input in aggregation, expected \",\" or \")\""}' \
+    "$(call --get --data-urlencode 'query=sum(api_temp' "$AGENT_URL/api/v1/query")"
+expect_eq "bad time" \
+    '400 {"status":"error","errorType":"bad_data","error":"invalid parameter \"time\": cannot parse \"yesterday\" to a valid timestamp"}' \
+    "$(call --get --data-urlencode 'query=1' --data-urlencode 'time=yesterday' "$AGENT_URL/api/v1/query")"
+expect_eq "negative step" \
+    '400 {"status":"error","errorType":"bad_data","error":"invalid parameter \"step\": zero or negative query resolution step widths are not accepted. Try a positive integer"}' \
+    "$(call --get --data-urlencode 'query=1' --data-urlencode 'start=0' --data-urlencode 'end=1' --data-urlencode 'step=-1' "$AGENT_URL/api/v1/query_range")"
+expect_eq "too many points" \
+    '400 {"status":"error","errorType":"bad_data","error":"exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)"}' \
+    "$(call --get --data-urlencode 'query=1' --data-urlencode 'start=0' --data-urlencode 'end=20000' --data-urlencode 'step=1' "$AGENT_URL/api/v1/query_range")"
+expect_eq "end before start" \
+    '400 {"status":"error","errorType":"bad_data","error":"invalid parameter \"end\": end timestamp must not be before start time"}' \
+    "$(call --get --data-urlencode 'query=1' --data-urlencode 'start=10' --data-urlencode 'end=1' --data-urlencode 'step=1' "$AGENT_URL/api/v1/query_range")"
+expect_eq "execution error" \
+    '422 {"status":"error","errorType":"execution","error":"found duplicate series for the match group {job=\"api\"} on the right hand-side of the operation: [{__name__=\"api_req_total\", instance=\"a\", job=\"api\"}, {__name__=\"api_req_total\", instance=\"b\", job=\"api\"}];many-to-many matching not allowed: matching labels must be unique on one side"}' \
+    "$(call --get --data-urlencode 'query=api_req_total + on(job) api_req_total' --data-urlencode "time=$T0" "$AGENT_URL/api/v1/query")"
+expect_eq "series" \
+    '200 {"status":"success","data":[{"__name__":"api_req_total","instance":"a","job":"api"},{"__name__":"api_req_total","instance":"b","job":"api"}]}' \
+    "$(call --get --data-urlencode 'match[]=api_req_total' --data-urlencode "start=$T0" --data-urlencode "end=$((T0 + 60))" "$AGENT_URL/api/v1/series")"
+expect_eq "series, two selectors by POST" \
+    '200 {"status":"success","data":[{"__name__":"api_req_total","instance":"b","job":"api"},{"__name__":"api_temp","instance":"a"}]}' \
+    "$(call --data-urlencode 'match[]=api_req_total{instance="b"}' --data-urlencode 'match[]=api_temp' "$AGENT_URL/api/v1/series")"
+expect_eq "series without match[]" \
+    '400 {"status":"error","errorType":"bad_data","error":"no match[] parameter provided"}' \
+    "$(call "$AGENT_URL/api/v1/series")"
+expect_eq "labels" \
+    '200 {"status":"success","data":["__name__","instance","job"]}' \
+    "$(call --get --data-urlencode 'match[]={__name__=~"api_.*"}' "$AGENT_URL/api/v1/labels")"
+expect_eq "label values" \
+    '200 {"status":"success","data":["a","b"]}' \
+    "$(call --get --data-urlencode 'match[]={__name__=~"api_.*"}' "$AGENT_URL/api/v1/label/instance/values")"
+expect_eq "metadata" '200 {"status":"success","data":{}}' "$(call "$AGENT_URL/api/v1/metadata")"
+out=$(call "$AGENT_URL/api/v1/status/buildinfo")
+case "$out" in
+'200 {"status":"success","data":{"version":"2.42.0",'*) ok ;;
+*) fail "buildinfo: $out" ;;
+esac
+# the agent's own samples are queryable too
+sleep 0.5
+out=$(call --get --data-urlencode 'query=count(mlwatch_build_info) > 0' "$AGENT_URL/api/v1/query")
+case "$out" in
+'200 {"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":['*',"1"]}]}}') ok ;;
+*) fail "own samples: $out" ;;
+esac
+done_ok

@@ -1,0 +1,143 @@
+/* promql_load.c - remote-write loader for tests/integration/promql_compare.sh
+ * (compiled by the test: cc -o L promql_load.c -lsnappy -lcurl).
+ *
+ *   promql_load URL FILE   FILE has lines `name{a="b",...} T_MS VALUE` (VALUE
+ *                          a number, NaN, +Inf, -Inf or `stale` for the
+ *                          staleness marker), grouped by series, in time order;
+ *                          all go in one WriteRequest. Prints the HTTP status.
+ * Encodes the protobuf by hand (field numbers of src/proto/remote.proto) so
+ * that the test does not share the receiver's decoder. */
+#include <curl/curl.h>
+#include <snappy-c.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct buf {
+    unsigned char *p;
+    size_t n, cap;
+} buf;
+
+static void put(buf *b, const void *d, size_t n)
+{
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2 + 64;
+        b->p = realloc(b->p, b->cap);
+        if (!b->p) abort();
+    }
+    memcpy(b->p + b->n, d, n);
+    b->n += n;
+}
+
+static void varint(buf *b, uint64_t v)
+{
+    unsigned char c;
+    do {
+        c = v & 0x7f;
+        v >>= 7;
+        if (v) c |= 0x80;
+        put(b, &c, 1);
+    } while (v);
+}
+
+static void lenfield(buf *b, int tag, const void *d, size_t n)
+{
+    varint(b, (uint64_t)(tag << 3 | 2));
+    varint(b, n);
+    put(b, d, n);
+}
+
+static void label(buf *ts, const char *n, size_t nl, const char *v, size_t vl)
+{
+    buf l = {0};
+    lenfield(&l, 1, n, nl);
+    lenfield(&l, 2, v, vl);
+    lenfield(ts, 1, l.p, l.n);
+    free(l.p);
+}
+
+static void sample(buf *ts, int64_t t, double v)
+{
+    buf s = {0};
+    unsigned char tag = 1 << 3 | 1;
+    put(&s, &tag, 1);
+    put(&s, &v, 8); /* little-endian hosts */
+    varint(&s, 2 << 3 | 0);
+    varint(&s, (uint64_t)t);
+    lenfield(ts, 2, s.p, s.n);
+    free(s.p);
+}
+
+/* Labels of a series text `name{a="b",c="d"}`. */
+static void labels(buf *ts, const char *s)
+{
+    const char *br = strchr(s, '{');
+    size_t nl = br ? (size_t)(br - s) : strlen(s);
+    if (nl) label(ts, "__name__", 8, s, nl);
+    if (!br) return;
+    const char *p = br + 1;
+    while (*p && *p != '}') {
+        const char *eq = strchr(p, '=');
+        const char *q = eq ? strchr(eq + 2, '"') : NULL;
+        if (!eq || !q) abort();
+        label(ts, p, (size_t)(eq - p), eq + 2, (size_t)(q - eq - 2));
+        p = q + 1;
+        if (*p == ',') p++;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: promql_load URL FILE\n");
+        return 2;
+    }
+    FILE *f = fopen(argv[2], "r");
+    if (!f) return 2;
+    buf req = {0}, ts = {0};
+    char line[4096], cur[4096] = "";
+    while (fgets(line, sizeof(line), f)) {
+        char series[4096], val[64];
+        long long t;
+        if (line[0] == '#' || sscanf(line, "%4095s %lld %63s", series, &t, val) != 3) continue;
+        if (strcmp(series, cur) != 0) {
+            if (ts.n) lenfield(&req, 1, ts.p, ts.n);
+            ts.n = 0;
+            labels(&ts, series);
+            snprintf(cur, sizeof(cur), "%s", series);
+        }
+        double v;
+        if (!strcmp(val, "stale")) {
+            uint64_t bits = 0x7ff0000000000002ULL;
+            memcpy(&v, &bits, 8);
+        } else {
+            v = strtod(val, NULL);
+        }
+        sample(&ts, t, v);
+    }
+    if (ts.n) lenfield(&req, 1, ts.p, ts.n);
+    fclose(f);
+    size_t clen = snappy_max_compressed_length(req.n);
+    char *comp = malloc(clen);
+    if (!comp || snappy_compress((const char *)req.p, req.n, comp, &clen) != SNAPPY_OK) return 2;
+    CURL *c = curl_easy_init();
+    struct curl_slist *h = NULL;
+    h = curl_slist_append(h, "Content-Type: application/x-protobuf");
+    h = curl_slist_append(h, "Content-Encoding: snappy");
+    h = curl_slist_append(h, "X-Prometheus-Remote-Write-Version: 0.1.0");
+    curl_easy_setopt(c, CURLOPT_URL, argv[1]);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, comp);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)clen);
+    CURLcode rc = curl_easy_perform(c);
+    long code = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    printf("%ld\n", rc == CURLE_OK ? code : 0L);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    free(comp);
+    free(req.p);
+    free(ts.p);
+    return 0;
+}

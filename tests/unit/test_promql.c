@@ -1,0 +1,547 @@
+/* test_promql.c - runs the PromQL test files tests/promql/ test files against the
+ * evaluator over a real store in a temporary folder, and checks the parser's
+ * errors. The language, in the spirit of Prometheus' promqltest:
+ *
+ *   load 1m                       samples every 1m from t=0
+ *     metric{a="b"} 0+10x5 _ stale 3 1e3 NaN
+ *   eval instant at 10m EXPR      expected series lines follow:
+ *     {a="b"} 50                  (a scalar result: one line with the value)
+ *   eval_ordered instant at ...   the same, in this order
+ *   eval range from 0 to 10m step 1m EXPR
+ *     {a="b"} 1 2 _ 4             one value per step, _ = no value
+ *   eval_fail instant at 0 EXPR   must fail; an optional line
+ *     error SUBSTRING             checks the message
+ *   clear                         empty the store
+ *
+ * `a+bxN` expands to a, a+b, ..., a+N*b (N+1 values), `_` skips a step,
+ * `stale` writes a staleness marker. Values compare within 1e-9 relative. */
+#include "query/promql.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct tfile {
+    char path[1024];
+} tfile;
+
+typedef struct runner {
+    mw_store *store;
+    char dir[256];
+    const char *file;
+    int line;
+    int failures;
+} runner;
+
+static void store_open(runner *r)
+{
+    snprintf(r->dir, sizeof(r->dir), "/tmp/mw-promql-XXXXXX");
+    assert_non_null(mkdtemp(r->dir));
+    mw_store_options o = {.dir = r->dir, .no_sync = 1, .background_ms = -1};
+    mw_store_default_limits(&o.limits);
+    char err[256];
+    r->store = mw_store_open(&o, err, sizeof(err));
+    if (!r->store) fail_msg("store: %s", err);
+}
+
+static void store_close(runner *r)
+{
+    mw_store_close(r->store);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", r->dir);
+    if (system(cmd) != 0) fail_msg("cannot remove %s", r->dir);
+}
+
+static void failf(runner *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void failf(runner *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s:%d: ", r->file, r->line);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    r->failures++;
+}
+
+/* {a="b",c="d"} or name{...} or name; labels in out (sorted), n returned;
+ * *end after it. -1 on a syntax error. */
+typedef struct lset {
+    char names[16][64], values[16][256];
+    size_t n;
+} lset;
+
+static int cmp_lbl(const void *a, const void *b)
+{
+    return strcmp((const char *)a, (const char *)b);
+}
+
+static int parse_labels(const char *s, lset *l, const char **end)
+{
+    l->n = 0;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    const char *p = s;
+    while (*p && *p != '{' && *p != ' ')
+        p++;
+    if (p > s) {
+        snprintf(l->names[0], 64, "__name__");
+        snprintf(l->values[0], 256, "%.*s", (int)(p - s), s);
+        l->n = 1;
+    }
+    s = p;
+    if (*s == '{') {
+        s++;
+        while (*s && *s != '}') {
+            while (*s == ' ' || *s == ',')
+                s++;
+            if (*s == '}') break;
+            const char *eq = strchr(s, '=');
+            if (!eq || eq[1] != '"' || l->n >= 16) return -1;
+            snprintf(l->names[l->n], 64, "%.*s", (int)(eq - s), s);
+            const char *q = strchr(eq + 2, '"');
+            if (!q) return -1;
+            snprintf(l->values[l->n], 256, "%.*s", (int)(q - eq - 2), eq + 2);
+            l->n++;
+            s = q + 1;
+        }
+        if (*s != '}') return -1;
+        s++;
+    }
+    /* sort by name: names and values move together */
+    for (size_t i = 0; i < l->n; i++)
+        for (size_t j = i + 1; j < l->n; j++)
+            if (cmp_lbl(l->names[j], l->names[i]) < 0) {
+                char tn[64], tv[256];
+                memcpy(tn, l->names[i], 64);
+                memcpy(tv, l->values[i], 256);
+                memcpy(l->names[i], l->names[j], 64);
+                memcpy(l->values[i], l->values[j], 256);
+                memcpy(l->names[j], tn, 64);
+                memcpy(l->values[j], tv, 256);
+            }
+    *end = s;
+    return 0;
+}
+
+/* Expand a value list; absent = NaN with *present 0; stale marker. */
+#define MAXV 4096
+static size_t parse_values(const char *s, double *v, int *present)
+{
+    size_t n = 0;
+    char tok[128];
+    int off;
+    while (sscanf(s, "%127s%n", tok, &off) == 1 && n < MAXV) {
+        s += off;
+        if (!strcmp(tok, "_")) {
+            present[n] = 0;
+            v[n++] = NAN;
+            continue;
+        }
+        if (!strcmp(tok, "stale")) {
+            uint64_t b = 0x7ff0000000000002ULL;
+            present[n] = 1;
+            memcpy(&v[n++], &b, 8);
+            continue;
+        }
+        char *x = strchr(tok + 1, 'x');
+        double a, d = 0;
+        long cnt = 0;
+        char *e;
+        if (x) {
+            *x = '\0';
+            cnt = strtol(x + 1, NULL, 10);
+            char *sign = tok + 1;
+            while (*sign && *sign != '+' && *sign != '-')
+                sign++;
+            /* skip exponents like 1e-3 */
+            while (*sign && (sign[-1] == 'e' || sign[-1] == 'E')) {
+                sign++;
+                while (*sign && *sign != '+' && *sign != '-')
+                    sign++;
+            }
+            d = strtod(sign, NULL);
+            *sign = '\0';
+        }
+        a = strtod(tok, &e);
+        for (long i = 0; i <= cnt && n < MAXV; i++) {
+            present[n] = 1;
+            v[n++] = a + d * (double)i;
+        }
+    }
+    return n;
+}
+
+static int64_t dur(const char *s)
+{
+    int64_t ms;
+    if (pq_parse_duration(s, &ms) < 0) return -1;
+    return ms;
+}
+
+static int same(double a, double b)
+{
+    if (isnan(a) && isnan(b)) return 1;
+    if (a == b) return 1;
+    return fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b));
+}
+
+static int labels_equal(const pq_series *s, const lset *l)
+{
+    if (s->nlabels != l->n) return 0;
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(s->labels[i].name, l->names[i]) || strcmp(s->labels[i].value, l->values[i]))
+            return 0;
+    return 1;
+}
+
+static void print_result(const pq_result *res)
+{
+    for (size_t i = 0; i < res->nseries; i++) {
+        fprintf(stderr, "    got {");
+        for (size_t j = 0; j < res->series[i].nlabels; j++)
+            fprintf(stderr, "%s%s=\"%s\"", j ? "," : "", res->series[i].labels[j].name,
+                    res->series[i].labels[j].value);
+        fprintf(stderr, "}");
+        for (size_t k = 0; k < res->series[i].n; k++)
+            fprintf(stderr, " %lld:%.17g", (long long)res->series[i].t[k], res->series[i].v[k]);
+        fprintf(stderr, "\n");
+    }
+    if (res->type == PQ_T_SCALAR) fprintf(stderr, "    got scalar %.17g\n", res->scalar);
+}
+
+typedef struct evalcase {
+    int fail, ordered, range;
+    int64_t start, end, step;
+    char expr[2048];
+    char lines[64][1024];
+    int nlines, line;
+} evalcase;
+
+static void run_eval(runner *r, evalcase *ec)
+{
+    char err[512];
+    pq_node *n = pq_parse(ec->expr, err, sizeof(err));
+    pq_result res = {0};
+    pq_limits lim;
+    pq_default_limits(&lim);
+    int rc = n ? pq_eval(r->store, n, ec->start, ec->end, ec->range ? ec->step : 0, &lim, &res, err,
+                         sizeof(err))
+               : 400;
+    r->line = ec->line;
+    if (ec->fail) {
+        if (rc == 0)
+            failf(r, "expected an error for %s", ec->expr);
+        else if (ec->nlines && !strstr(err, ec->lines[0] + strspn(ec->lines[0], " \t") + 6))
+            failf(r, "error \"%s\" does not contain \"%s\"", err, ec->lines[0]);
+        goto done;
+    }
+    if (rc != 0) {
+        failf(r, "%s: %s", ec->expr, err);
+        goto done;
+    }
+    if (res.type == PQ_T_SCALAR) {
+        double v[4];
+        int p[4];
+        if (ec->nlines != 1 || parse_values(ec->lines[0], v, p) != 1 || !same(v[0], res.scalar))
+            failf(r, "%s: scalar %.17g, expected %s", ec->expr, res.scalar,
+                  ec->nlines ? ec->lines[0] : "nothing");
+        goto done;
+    }
+    if ((size_t)ec->nlines != res.nseries) {
+        failf(r, "%s: %zu series, expected %d", ec->expr, res.nseries, ec->nlines);
+        print_result(&res);
+        goto done;
+    }
+    for (int i = 0; i < ec->nlines; i++) {
+        lset l;
+        const char *rest;
+        if (parse_labels(ec->lines[i], &l, &rest) < 0) {
+            failf(r, "bad series line: %s", ec->lines[i]);
+            continue;
+        }
+        const pq_series *s = NULL;
+        if (ec->ordered) {
+            if (labels_equal(&res.series[i], &l)) s = &res.series[i];
+        } else {
+            for (size_t j = 0; j < res.nseries && !s; j++)
+                if (labels_equal(&res.series[j], &l)) s = &res.series[j];
+        }
+        if (!s) {
+            failf(r, "%s: no series %s%s", ec->expr, ec->lines[i],
+                  ec->ordered ? " at this position" : "");
+            print_result(&res);
+            continue;
+        }
+        static double v[MAXV];
+        static int p[MAXV];
+        size_t nv = parse_values(rest, v, p);
+        size_t k = 0, ok = 1;
+        for (size_t j = 0; j < nv; j++) {
+            if (!p[j]) continue;
+            int64_t t = ec->range ? ec->start + (int64_t)j * ec->step : ec->start;
+            if (k >= s->n || s->t[k] != t || !same(s->v[k], v[j])) ok = 0;
+            k++;
+        }
+        if (k != s->n) ok = 0;
+        if (!ok) {
+            failf(r, "%s: series %s differs", ec->expr, ec->lines[i]);
+            print_result(&res);
+        }
+    }
+done:
+    pq_result_free(&res);
+    pq_node_free(n);
+}
+
+static void load(runner *r, int64_t interval, char lines[][1024], int nlines)
+{
+    for (int i = 0; i < nlines; i++) {
+        lset l;
+        const char *rest;
+        if (parse_labels(lines[i], &l, &rest) < 0) {
+            failf(r, "bad series line: %s", lines[i]);
+            continue;
+        }
+        static double v[MAXV];
+        static int p[MAXV];
+        static mw_store_sample smp[MAXV];
+        size_t nv = parse_values(rest, v, p), ns = 0;
+        for (size_t j = 0; j < nv; j++) {
+            if (!p[j]) continue;
+            smp[ns].t = (int64_t)j * interval;
+            smp[ns++].v = v[j];
+        }
+        mw_label ml[16];
+        for (size_t j = 0; j < l.n; j++)
+            ml[j] = (mw_label){l.names[j], l.values[j]};
+        mw_store_ts ts = {.labels = ml, .nlabels = l.n, .samples = smp, .nsamples = ns};
+        char msg[256];
+        if (mw_store_append(r->store, &ts, 1, 0, msg, sizeof(msg)) != 0) failf(r, "load: %s", msg);
+    }
+}
+
+static void run_file(void **state)
+{
+    const tfile *tf = *state;
+    runner r = {.file = tf->path};
+    store_open(&r);
+    FILE *f = fopen(tf->path, "r");
+    assert_non_null(f);
+    static char lines[64][1024];
+    char buf[1000];
+    int lineno = 0;
+    enum { NONE, LOAD, EVAL } mode = NONE;
+    int nlines = 0;
+    int64_t interval = 0;
+    static evalcase ec;
+    for (;;) {
+        char *got = fgets(buf, sizeof(buf), f);
+        lineno++;
+        if (got) buf[strcspn(buf, "\n")] = '\0';
+        int indented = got && (buf[0] == ' ' || buf[0] == '\t');
+        int blank = got && buf[strspn(buf, " \t")] == '\0';
+        if (got && buf[strspn(buf, " \t")] == '#') continue;
+        if (got && indented && !blank) {
+            if (mode == LOAD && nlines < 64) snprintf(lines[nlines++], 1024, "%s", buf);
+            if (mode == EVAL && ec.nlines < 64) snprintf(ec.lines[ec.nlines++], 1024, "%s", buf);
+            continue;
+        }
+        /* end of a block */
+        if (mode == LOAD) load(&r, interval, lines, nlines);
+        if (mode == EVAL) run_eval(&r, &ec);
+        mode = NONE;
+        nlines = 0;
+        if (!got) break;
+        if (blank) continue;
+        r.line = lineno;
+        char a[64], b[64], c[64];
+        int off = 0;
+        if (sscanf(buf, "load %63s", a) == 1) {
+            interval = dur(a);
+            mode = LOAD;
+        } else if (!strcmp(buf, "clear")) {
+            store_close(&r);
+            store_open(&r);
+        } else if (!strncmp(buf, "eval", 4)) {
+            memset(&ec, 0, sizeof(ec));
+            ec.line = lineno;
+            ec.fail = !strncmp(buf, "eval_fail", 9);
+            ec.ordered = !strncmp(buf, "eval_ordered", 12);
+            const char *p = buf + strcspn(buf, " ");
+            if (sscanf(p, " instant at %63s %n", a, &off) == 1 && off) {
+                ec.start = ec.end = dur(a);
+            } else if (sscanf(p, " range from %63s to %63s step %63s %n", a, b, c, &off) == 3 &&
+                       off) {
+                ec.range = 1;
+                ec.start = dur(a);
+                ec.end = dur(b);
+                ec.step = dur(c);
+            } else {
+                failf(&r, "bad eval line: %s", buf);
+                continue;
+            }
+            snprintf(ec.expr, sizeof(ec.expr), "%s", p + off);
+            mode = EVAL;
+        } else {
+            failf(&r, "unknown command: %s", buf);
+        }
+    }
+    fclose(f);
+    store_close(&r);
+    if (r.failures) fail_msg("%s: %d failure(s)", tf->path, r.failures);
+}
+
+/* Parser errors name the position. */
+static void test_parse_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *q, *err;
+    } cases[] = {
+        {"sum(rate(x[5m])", "1:16: parse error: unexpected end of input"},
+        {"x{a=\"b\"", "1:8: parse error: unexpected end of input in label matching"},
+        {"foo(1)", "1:1: parse error: unknown function with name \"foo\""},
+        {"rate(x)", "1:6: parse error: expected type range vector in call to function \"rate\", "
+                    "got instant vector"},
+        {"1 > 2", "1:3: parse error: comparisons between scalars must use BOOL modifier"},
+        {"x[5m] + 1",
+         "1:7: parse error: binary expression must contain only scalar and instant vector types"},
+        {"{a=~\".*\"}",
+         "1:1: parse error: vector selector must contain at least one non-empty matcher"},
+        {"x @ 1 @ 2", "1:7: parse error: @ <timestamp> may not be set multiple times"},
+        {"", "1:1: parse error: no expression found in input"},
+        {"x and 1", "1:3: parse error: set operator not allowed in binary scalar expression"},
+        {"sum(x) by (a) (y)", "1:15: parse error: unexpected \"(\""},
+        {"1 +\n  )", "2:3: parse error: unexpected \")\""},
+        {"x{a=~\"b++\"}", "1:3: parse error: invalid nested repetition operator in regular "
+                          "expression at offset 2"},
+        {"x{a=~\"(b{999}){9}\"}", "1:3: parse error: bad repetition operator"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char err[512] = "";
+        pq_node *n = pq_parse(cases[i].q, err, sizeof(err));
+        if (n) fail_msg("%s parsed", cases[i].q);
+        if (strncmp(err, cases[i].err, strlen(cases[i].err)) != 0)
+            fail_msg("%s: got \"%s\", expected \"%s\"", cases[i].q, err, cases[i].err);
+    }
+    /* precedence and associativity, by evaluating scalars */
+    static const struct {
+        const char *q;
+        double v;
+    } vals[] = {{"2 ^ 3 ^ 2", 512}, {"-2 ^ 2", -4},   {"1 + 2 * 3", 7},     {"(1 + 2) * 3", 9},
+                {"10 - 2 - 3", 5},  {"2 * 3 % 4", 2}, {"1 == bool 1", 1},   {"0x10 + 1e1", 26},
+                {"-(1) * 2", -2},   {"2 ^ -1", 0.5},  {"1 < bool 2 + 1", 1}};
+    for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+        char err[512];
+        pq_node *n = pq_parse(vals[i].q, err, sizeof(err));
+        if (!n) fail_msg("%s: %s", vals[i].q, err);
+        pq_result res;
+        pq_limits lim;
+        pq_default_limits(&lim);
+        assert_int_equal(pq_eval(NULL, n, 0, 0, 0, &lim, &res, err, sizeof(err)), 0);
+        if (res.scalar != vals[i].v)
+            fail_msg("%s = %g, expected %g", vals[i].q, res.scalar, vals[i].v);
+        pq_result_free(&res);
+        pq_node_free(n);
+    }
+}
+
+static void test_format(void **state)
+{
+    (void)state;
+    char b[64];
+    pq_format_value(1e21, b, sizeof(b));
+    assert_string_equal(b, "1000000000000000000000");
+    pq_format_value(0.1, b, sizeof(b));
+    assert_string_equal(b, "0.1");
+    pq_format_value(-1.5e-7, b, sizeof(b));
+    assert_string_equal(b, "-0.00000015");
+    pq_format_value(1.0 / 3, b, sizeof(b));
+    assert_string_equal(b, "0.3333333333333333");
+    pq_format_value(INFINITY, b, sizeof(b));
+    assert_string_equal(b, "+Inf");
+    pq_format_value(NAN, b, sizeof(b));
+    assert_string_equal(b, "NaN");
+}
+
+/* The sample budget answers 422 and the deadline 503, as Prometheus. */
+static void test_limits(void **state)
+{
+    (void)state;
+    runner r = {.file = "limits"};
+    store_open(&r);
+    static char lines[4][1024] = {"a{i=\"1\"} 0+1x1000", "a{i=\"2\"} 0+1x1000"};
+    load(&r, 1000, lines, 2);
+    assert_int_equal(r.failures, 0);
+    char err[512];
+    pq_limits lim;
+    pq_default_limits(&lim);
+    lim.max_samples = 1000; /* the window holds 601 samples of each of 2 series */
+    pq_result res;
+    pq_node *n = pq_parse("sum(rate(a[10m]))", err, sizeof(err));
+    assert_non_null(n);
+    assert_int_equal(pq_eval(r.store, n, 1000000, 1000000, 0, &lim, &res, err, sizeof(err)), 422);
+    assert_non_null(strstr(err, "query processing would load too many samples into memory"));
+    /* within the budget */
+    lim.max_samples = 3000;
+    assert_int_equal(pq_eval(r.store, n, 1000000, 1000000, 0, &lim, &res, err, sizeof(err)), 0);
+    assert_int_equal(res.nseries, 1);
+    assert_true(fabs(res.series[0].v[0] - 2) < 1e-12);
+    pq_result_free(&res);
+    /* a range query whose grid is over the budget */
+    lim.max_samples = 100;
+    pq_node_free(n);
+    n = pq_parse("vector(1)", err, sizeof(err));
+    assert_int_equal(pq_eval(r.store, n, 0, 1000000, 1000, &lim, &res, err, sizeof(err)), 422);
+    pq_node_free(n);
+    /* a deadline already passed */
+    pq_default_limits(&lim);
+    lim.timeout_ms = 1;
+    n = pq_parse("max_over_time(sum(rate(a[10m]))[1000s:1s])", err, sizeof(err));
+    assert_non_null(n);
+    usleep(2000);
+    int rc = pq_eval(r.store, n, 1000000, 1000000, 0, &lim, &res, err, sizeof(err));
+    assert_int_equal(rc, 503);
+    assert_string_equal(err, "query timed out in query execution");
+    pq_node_free(n);
+    store_close(&r);
+}
+
+int main(void)
+{
+    const char *src = getenv("MLWATCH_SRC");
+    char dirpath[512];
+    snprintf(dirpath, sizeof(dirpath), "%s/tests/promql", src ? src : ".");
+    DIR *d = opendir(dirpath);
+    if (!d) {
+        fprintf(stderr, "cannot open %s\n", dirpath);
+        return 1;
+    }
+    static tfile files[64];
+    static char names[64][300];
+    static struct CMUnitTest tests[67];
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 64) {
+        size_t l = strlen(e->d_name);
+        if (l < 6 || strcmp(e->d_name + l - 5, ".test")) continue;
+        snprintf(files[n].path, sizeof(files[n].path), "%s/%s", dirpath, e->d_name);
+        snprintf(names[n], sizeof(names[n]), "%s", e->d_name);
+        tests[n] = (struct CMUnitTest){names[n], run_file, NULL, NULL, &files[n]};
+        n++;
+    }
+    closedir(d);
+    tests[n++] = (struct CMUnitTest){"parse_errors", test_parse_errors, NULL, NULL, NULL};
+    tests[n++] = (struct CMUnitTest){"format", test_format, NULL, NULL, NULL};
+    tests[n++] = (struct CMUnitTest){"limits", test_limits, NULL, NULL, NULL};
+    return _cmocka_run_group_tests("promql", tests, n, NULL, NULL);
+}
