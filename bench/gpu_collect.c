@@ -216,7 +216,8 @@ static size_t scrape(int port)
     return total;
 }
 
-static void agent_rss(const char *bin, const char *lib, long *rss_kb, long *hwm_kb, size_t *bytes)
+static void agent_rss(const char *bin, const char *lib, int store, long *rss_kb, long *hwm_kb,
+                      size_t *bytes)
 {
     int port = free_port();
     char listen[64];
@@ -225,8 +226,11 @@ static void agent_rss(const char *bin, const char *lib, long *rss_kb, long *hwm_
     if (pid == 0) {
         int devnull = open("/dev/null", O_WRONLY);
         if (devnull >= 0) dup2(devnull, 2);
+        char dir[300];
+        snprintf(dir, sizeof(dir), "%s-data", node); /* never /var/lib/mlwatch */
         execl(bin, bin, "agent", "--root", node, "--listen", listen, "--nvml-library", lib,
               "--rocm-library", "none", "--interval", "100ms", "--gpu-process-interval", "100ms",
+              "--data-dir", dir, "--state-dir", dir, store ? "--store=true" : "--store=false",
               (char *)NULL);
         _exit(127);
     }
@@ -282,14 +286,19 @@ int main(int argc, char **argv)
            "processes, %zu container memory samples\n",
            cyc, samples);
     if (argc > 2) {
-        long rss, hwm, rss0, hwm0;
-        size_t bytes, bytes0;
-        agent_rss(argv[2], lib, &rss, &hwm, &bytes);
-        agent_rss(argv[2], "none", &rss0, &hwm0, &bytes0);
-        printf("mlwatch agent, 100 pods (299 containers), all collectors: with 8 fake GPUs RSS "
-               "%.1f MiB (peak %.1f MiB, exposition %zu bytes); without GPUs RSS %.1f MiB "
-               "(peak %.1f MiB, %zu bytes)\n",
-               rss / 1024.0, hwm / 1024.0, bytes, rss0 / 1024.0, hwm0 / 1024.0, bytes0);
+        for (int store = 1; store >= 0; store--) {
+            long rss, hwm, rss0, hwm0;
+            size_t bytes, bytes0;
+            agent_rss(argv[2], lib, store, &rss, &hwm, &bytes);
+            agent_rss(argv[2], "none", store, &rss0, &hwm0, &bytes0);
+            printf("mlwatch agent, 100 pods (299 containers), all collectors, store %s: with 8 "
+                   "fake GPUs RSS %.1f MiB (peak %.1f MiB, exposition %zu bytes); without GPUs "
+                   "RSS %.1f MiB (peak %.1f MiB, %zu bytes)\n",
+                   store ? "on" : "off", rss / 1024.0, hwm / 1024.0, bytes, rss0 / 1024.0,
+                   hwm0 / 1024.0, bytes0);
+        }
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s-data'", node);
+        if (system(cmd) != 0) fprintf(stderr, "cannot remove %s-data\n", node);
     }
     snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", node, scenario_path);
     if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", node);
