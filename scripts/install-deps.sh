@@ -15,7 +15,7 @@ build_pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libyaml-dev zlib1
 # against (Prometheus, promtool, Alertmanager, VictoriaMetrics, an SMTP sink).
 test_pkgs=(libcmocka-dev clang libclang-rt-14-dev clang-format cppcheck prometheus
            prometheus-alertmanager victoria-metrics curl python3 python3-aiosmtpd procps
-           openssl jq)
+           openssl jq python3-grpcio)
 # Benchmarks: the tools mlwatch is compared with.
 bench_pkgs=(prometheus-node-exporter bc)
 

@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "derive/doctor.h"
+#include "query/query_cmd.h"
 #include "mlwatch.h"
 
 #include <stdio.h>
@@ -62,6 +63,10 @@ static const command commands[] = {
      "mlwatch run [--json] [--interval DURATION] [--work N --unit NAME] -- COMMAND [ARGS...]\n"
      "                            run COMMAND; report its energy, CO2, GPU use, J per unit",
      cmd_run, 1},
+    {"query",
+     "mlwatch query EXPR [--time T] [--start S --end E --step D] [--url URL] [--json]\n"
+     "                            PromQL against the agent on --listen or a Prometheus URL",
+     mw_query_command, 1},
 };
 
 static int collector_exists(const char *name)

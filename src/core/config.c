@@ -172,6 +172,9 @@ static const option options[] = {
         NULL),
     OPT("kubeconfig", OPT_PATH, kubeconfig, "",
         "kubeconfig file for --kubernetes (default: the in-cluster service account)", NULL),
+    OPT("kubelet-pod-resources", OPT_BOOL, kubelet_pod_resources, "true",
+        "Learn GPUs allocated to pods from the kubelet's pod-resources socket (off when absent)",
+        NULL),
     OPT("node-name", OPT_STRING, node_name, "",
         "This node's name for --kubernetes (default: $NODE_NAME, else the host name)", NULL),
     OPT("owner-from", OPT_STRING, owner_from, "namespace",
@@ -206,7 +209,7 @@ static const option options[] = {
         "`mlwatch doctor`: only findings of this pod (and the node's own)", NULL),
     OPT("pid", OPT_STRING, doctor_pid, "",
         "`mlwatch doctor`: only findings of the container this process runs in", check_pid),
-    OPT("json", OPT_BOOL, doctor_json, "false", "`mlwatch doctor`: print the findings as JSON",
+    OPT("json", OPT_BOOL, doctor_json, "false", "`mlwatch doctor`, `mlwatch query`: print JSON",
         NULL),
     OPT("window", OPT_DURATION, doctor_window_ms, "auto",
         "`mlwatch doctor`: how far back to look (auto: the agent's whole history, or 10s of "
@@ -281,6 +284,18 @@ static const option options[] = {
         "Most labels per series (at most 255); beyond it 400", check_store_count),
     OPT("store-max-samples-per-request", OPT_NUMBER, store_max_samples_per_request, "1000000",
         "Most samples in one remote-write request; beyond it 400 (0: no limit)", check_store_count),
+    OPT("time", OPT_STRING, query_time, "",
+        "`mlwatch query`: evaluation time, RFC 3339 or unix seconds (default: now)",
+        mw_query_check_time),
+    OPT("start", OPT_STRING, query_start, "",
+        "`mlwatch query`: range query start, RFC 3339 or unix seconds", mw_query_check_time),
+    OPT("end", OPT_STRING, query_end, "",
+        "`mlwatch query`: range query end, RFC 3339 or unix seconds", mw_query_check_time),
+    OPT("step", OPT_STRING, query_step, "",
+        "`mlwatch query`: range query step, a duration (15s) or float seconds",
+        mw_query_check_step),
+    OPT("url", OPT_STRING, query_url, "",
+        "`mlwatch query`: Prometheus-compatible base URL (default: the agent on --listen)", NULL),
 };
 
 void mw_config_defaults(mw_config *c)
@@ -319,6 +334,7 @@ void mw_config_defaults(mw_config *c)
     c->store_max_label_value_length = 4096;
     c->store_max_labels = 64;
     c->store_max_samples_per_request = 1000000;
+    c->kubelet_pod_resources = 1;
 }
 
 int mw_parse_listen(const char *s, char *host, size_t hostsize, uint16_t *port)

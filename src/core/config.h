@@ -107,6 +107,11 @@ typedef struct mw_config {
     char store_tenant_label[128];
     double store_max_label_name_length, store_max_label_value_length, store_max_labels;
     double store_max_samples_per_request;
+    /* `mlwatch query` (src/query/query_cmd.c); "" = not given. */
+    char query_time[64], query_start[64], query_end[64], query_step[64];
+    char query_url[1024];
+    /* GPUs allocated to pods, from the kubelet (src/kube/podresources.c). */
+    int kubelet_pod_resources;
 } mw_config;
 
 void mw_config_defaults(mw_config *c);
@@ -157,5 +162,11 @@ int mw_carbon_config_section(mw_config *c, const char *file, void *doc, void *no
 
 /* Hook for validating collector names, set by the collector registry. */
 extern int (*mw_config_collector_exists)(const char *name);
+
+/* Validators of `mlwatch query`'s --time/--start/--end (RFC 3339 or unix
+ * seconds) and --step (positive duration or float seconds), in
+ * src/query/query_cmd.c. */
+int mw_query_check_time(const char *v, char *why, size_t whysize);
+int mw_query_check_step(const char *v, char *why, size_t whysize);
 
 #endif

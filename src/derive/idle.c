@@ -18,12 +18,19 @@
  *
  * and hands open and ended episodes to the notifier (consume). Workload and
  * owner come from the Kubernetes pod table (src/kube) joined on the pod UID
- * of mlwatch_container_info; without it the owner is the namespace. */
+ * of mlwatch_container_info; without it the owner is the namespace.
+ *
+ * A GPU the kubelet allocated to a container (src/kube/podresources.c,
+ * joined on mlwatch_gpu_info{uuid}) is held by it too, even with no process
+ * of it on the GPU; such a session's utilization is the GPU's
+ * (mlwatch_gpu_utilization_ratio). MIG devices allocated this way are not
+ * yet judged. */
 #include "idle.h"
 #include "../agent/module.h"
 #include "../core/log.h"
 #include "../core/util.h"
 #include "../kube/kube.h"
+#include "../kube/podresources.h"
 #include "../notify/notify.h"
 #include "../notify/notify_state.h"
 
@@ -76,6 +83,8 @@ typedef struct session {
     mw_idle_track tr;
     int64_t last_seen_ms;
     int seen, judged;
+    /* Held by allocation only: no process memory this cycle. */
+    int alloc_only;
     double energy_prev; /* the container's GPU energy counter, -1 = none */
     int co2_known;
 } session;
@@ -98,6 +107,9 @@ typedef struct idle_state {
     mw_notifier *notifier;
     int notifier_failed;
     mw_kube *kube;
+    mw_podres *podres;
+    mw_podres_table alloc; /* the latest copy of the kubelet's allocations */
+    uint64_t alloc_gen;
     char node[254];
 } idle_state;
 
@@ -205,6 +217,7 @@ static int idle_init(const mw_env *env, void **out)
     char err[512];
     if (mw_kube_start(env->cfg, &st->kube, err, sizeof(err)) < 0)
         mw_log(MW_LOG_WARN, "idle", "no Kubernetes workload labels: %s", err);
+    mw_podres_start(env->cfg, &st->podres);
     /* Episodes open when the agent stopped go on where they were, so a
      * restart neither notifies them again nor loses their cost so far. */
     if (env->cfg->state_dir[0]) {
@@ -269,7 +282,12 @@ static double session_util(const mw_snapshot *snap, const session *s)
     double mig = 0, v;
     if (mw_snapshot_get(snap, "mlwatch_gpu_mig_enabled", &mig, "gpu", s->ep.gpu, MW_END) == 0 &&
         mig == 1)
-        return mig_util(snap, s);
+        return s->alloc_only ? -1 : mig_util(snap, s);
+    if (s->alloc_only)
+        return mw_snapshot_get(snap, "mlwatch_gpu_utilization_ratio", &v, "gpu", s->ep.gpu,
+                               MW_END) == 0
+                   ? v
+                   : -1;
     if (mw_snapshot_get(snap, "mlwatch_container_gpu_utilization_ratio", &v, "namespace", s->ep.ns,
                         "pod", s->ep.pod, "container", s->ep.container, "gpu", s->ep.gpu,
                         MW_END) == 0)
@@ -369,6 +387,32 @@ static void identify(idle_state *st, const mw_snapshot *snap, session *s)
     }
 }
 
+/* GPUs the kubelet allocated to containers that have no process on them:
+ * sessions too, judged by the GPU's utilization. */
+static void held_by_allocation(idle_state *st, const mw_snapshot *snap, int64_t now)
+{
+    if (!st->podres) return;
+    mw_podres_copy(st->podres, &st->alloc_gen, &st->alloc);
+    const mw_family *info = mw_snapshot_find(snap, "mlwatch_gpu_info");
+    for (size_t i = 0; i < st->alloc.n; i++) {
+        const mw_podres_row *a = &st->alloc.rows[i];
+        const char *gpu = NULL;
+        for (const mw_sample *x = info ? info->first : NULL; x && !gpu; x = x->next)
+            if (!strcmp(label(x, "uuid"), a->device)) gpu = label(x, "gpu");
+        if (!gpu) continue; /* a MIG device, or a GPU this agent does not see */
+        char key[400];
+        make_key(key, sizeof(key), a->ns, a->pod, a->container, gpu);
+        session *s = find_session(st, key);
+        if (s && s->seen) continue; /* its processes hold it already */
+        if (!s) s = add_session(st, a->ns, a->pod, a->container, gpu, key);
+        if (!s) continue;
+        s->seen = 1;
+        s->alloc_only = 1;
+        s->last_seen_ms = now;
+        s->ep.memory_bytes = 0;
+    }
+}
+
 static void idle_derive(void *state, mw_snapshot *snap)
 {
     idle_state *st = state;
@@ -393,9 +437,11 @@ static void idle_derive(void *state, mw_snapshot *snap)
         if (!s) s = add_session(st, ns, pod, label(x, "container"), label(x, "gpu"), key);
         if (!s) continue;
         s->seen = 1;
+        s->alloc_only = 0;
         s->last_seen_ms = now;
         s->ep.memory_bytes = x->value;
     }
+    held_by_allocation(st, snap, now);
 
     for (size_t i = 0; i < st->nns; i++)
         st->ns[i].sessions = 0;
@@ -480,6 +526,8 @@ static void idle_destroy(void *state)
     idle_state *st = state;
     mw_notifier_free(st->notifier);
     mw_kube_stop(st->kube);
+    mw_podres_stop(st->podres);
+    mw_podres_table_free(&st->alloc);
     free(st->s);
     free(st->ended);
     free(st);

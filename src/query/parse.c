@@ -185,15 +185,39 @@ static int parse_label_list(parser *ps, char ***out, size_t *nout)
 /* RE2 refuses nested repetition (a++, a*{2}) and counts over 1000;
  * glibc's regcomp accepts them and may need memory exponential in the
  * pattern. Refuse them first, as Prometheus would, so that no query can
- * make the process grow without bound. */
+ * make the process grow without bound. glibc also expands a counted
+ * repetition by copying its atom, recursively: "(a|b|...|z){1000}" or
+ * "((a){100}){100}" build parse trees deep enough to overflow a thread's
+ * stack (found by fuzz_promql), so the size of the pattern after expanding
+ * every count is bounded too, as RE2 bounds its program size. */
+#define RE_MAX_EXPANDED 10000 /* atoms after expanding counted repetitions */
+#define RE_MAX_DEPTH 32       /* nested groups */
+
 int pq_regex_check(const char *re, char *err, size_t errsize)
 {
     int prev_quant = 0;
     long total = 0;
+    /* expanded size of each open group's contents so far; [0] = the pattern */
+    long group[RE_MAX_DEPTH + 1] = {0};
+    int depth = 0;
+    long last_atom = 0; /* expanded size of the atom a quantifier applies to */
     for (const char *p = re; *p; p++) {
         int quant = 0;
+        long atom = 1;
         if (*p == '\\') {
             if (p[1]) p++;
+        } else if (*p == '(') {
+            if (depth == RE_MAX_DEPTH) {
+                snprintf(err, errsize, "regular expression nests groups deeper than %d",
+                         RE_MAX_DEPTH);
+                return -1;
+            }
+            group[++depth] = 0;
+            prev_quant = 0;
+            last_atom = 0;
+            continue;
+        } else if (*p == ')' && depth > 0) {
+            atom = group[depth--] + 1;
         } else if (*p == '[') {
             p++;
             if (*p == '^') p++;
@@ -210,6 +234,7 @@ int pq_regex_check(const char *re, char *err, size_t errsize)
         } else if (*p == '*' || *p == '+' || *p == '?') {
             quant = 1;
             if (*p == '?' && prev_quant == 1) quant = 2; /* non-greedy marker */
+            atom = 0;
         } else if (*p == '{' && isdigit((unsigned char)p[1])) {
             char *end;
             long lo = strtol(p + 1, &end, 10), hi = lo;
@@ -224,8 +249,14 @@ int pq_regex_check(const char *re, char *err, size_t errsize)
                          "bad repetition operator in regular expression: counts over 1000");
                 return -1;
             }
+            long times = hi > lo ? hi : lo;
+            /* the atom is already counted once; its copies add the rest */
+            group[depth] += last_atom * (times > 0 ? times - 1 : 0);
+            last_atom *= times > 0 ? times : 1;
+            if (group[depth] > RE_MAX_EXPANDED) goto too_large;
             quant = 1;
             p = end;
+            atom = 0;
         }
         if (quant == 1 && prev_quant) {
             snprintf(err, errsize,
@@ -233,14 +264,29 @@ int pq_regex_check(const char *re, char *err, size_t errsize)
                      (int)(p - re));
             return -1;
         }
-    plain:
+        if (atom) {
+            group[depth] += atom;
+            last_atom = atom;
+            if (group[depth] > RE_MAX_EXPANDED) goto too_large;
+        }
         prev_quant = quant;
+        continue;
+    plain:
+        group[depth] += 1;
+        last_atom = 1;
+        prev_quant = 0;
     }
     if (strlen(re) > 4096) {
         snprintf(err, errsize, "regular expression longer than 4096 bytes");
         return -1;
     }
     return 0;
+too_large:
+    snprintf(err, errsize,
+             "regular expression too large: more than %d elements once its counted "
+             "repetitions are expanded",
+             RE_MAX_EXPANDED);
+    return -1;
 }
 
 static int add_matcher(parser *ps, pq_node *n, mw_match_op op, const char *name, const char *value,

@@ -61,4 +61,11 @@ ok
 "$MLWATCH_BIN" metrics --config "$WORK/good.yaml" --format text --root "$MLWATCH_FIXTURES/bare-vm" >"$WORK/text"
 if grep -q '^# EOF' "$WORK/text"; then fail "--format text did not override the file"; fi
 ok
+# docs/configuration.md carries the table `mlwatch help --markdown` prints.
+"$MLWATCH_BIN" help --markdown >"$WORK/options.md"
+sed -n '/^| flag | YAML key | default | meaning |$/,$p' "$MLWATCH_SRC/docs/configuration.md" >"$WORK/doc-options.md"
+diff -u "$WORK/doc-options.md" "$WORK/options.md" >"$WORK/options.diff" ||
+    fail "docs/configuration.md's settings table is stale; regenerate it with \`mlwatch help --markdown\`:
+$(head -20 "$WORK/options.diff")"
+ok
 done_ok

@@ -425,6 +425,13 @@ static void test_parse_errors(void **state)
         {"x{a=~\"b++\"}", "1:3: parse error: invalid nested repetition operator in regular "
                           "expression at offset 2"},
         {"x{a=~\"(b{999}){9}\"}", "1:3: parse error: bad repetition operator"},
+        /* glibc would expand these into trees deep enough to overflow the stack */
+        {"x{a=~\"(ab|cd|ef|gh|ij|kl|mn|op|qr|st|uv){1000}\"}",
+         "1:3: parse error: regular expression too large: more than 10000 elements once its "
+         "counted repetitions are expanded"},
+        {"x{a=~\"((ab){100}){100}\"}", "1:3: parse error: regular expression too large"},
+        {"x{a=~\"((((((((((((((((((((((((((((((((((a))))))))))))))))))))))))))))))))))\"}",
+         "1:3: parse error: regular expression nests groups deeper than 32"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char err[512] = "";

@@ -1,0 +1,301 @@
+/* podresources.c - the kubelet pod-resources client (see podresources.h).
+ *
+ * gRPC over a unix socket without a gRPC library: libcurl speaks HTTP/2
+ * with prior knowledge (the kubelet's socket is h2c), the request is one
+ * length-prefixed frame holding an empty ListPodResourcesRequest, and the
+ * answer is one frame holding the protobuf-c decoded response, then the
+ * grpc-status trailer. The call is made on this module's own thread, so a
+ * slow kubelet never holds up a collection cycle. */
+#include "podresources.h"
+#include "../core/buf.h"
+#include "../core/log.h"
+#include "../core/util.h"
+#include "podresources.pb-c.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+
+void mw_podres_table_free(mw_podres_table *t)
+{
+    free(t->rows);
+    memset(t, 0, sizeof(*t));
+}
+
+static void put(char *dst, size_t n, const char *src)
+{
+    mw_strlcpy(dst, src ? src : "", n);
+}
+
+int mw_podres_decode(const uint8_t *body, size_t len, mw_podres_table *t, char *err, size_t errsize)
+{
+    t->n = 0;
+    if (len < 5) {
+        snprintf(err, errsize, "gRPC frame: %zu bytes, shorter than its 5-byte header", len);
+        return -1;
+    }
+    if (body[0] != 0) {
+        snprintf(err, errsize, "gRPC frame: compressed flag %u (no compression was offered)",
+                 body[0]);
+        return -1;
+    }
+    uint32_t n = (uint32_t)body[1] << 24 | (uint32_t)body[2] << 16 | (uint32_t)body[3] << 8 |
+                 (uint32_t)body[4];
+    if (n > MW_PODRES_MAX_FRAME) {
+        snprintf(err, errsize, "gRPC frame: %u bytes, more than the %u allowed", n,
+                 MW_PODRES_MAX_FRAME);
+        return -1;
+    }
+    if ((size_t)n != len - 5) {
+        snprintf(err, errsize, "gRPC frame: header says %u bytes, body has %zu", n, len - 5);
+        return -1;
+    }
+    V1__ListPodResourcesResponse *r = v1__list_pod_resources_response__unpack(NULL, n, body + 5);
+    if (!r) {
+        snprintf(err, errsize, "ListPodResourcesResponse: not a valid protobuf message");
+        return -1;
+    }
+    int full = 0;
+    for (size_t i = 0; i < r->n_pod_resources && !full; i++) {
+        const V1__PodResources *p = r->pod_resources[i];
+        for (size_t j = 0; j < p->n_containers && !full; j++) {
+            const V1__ContainerResources *c = p->containers[j];
+            for (size_t k = 0; k < c->n_devices && !full; k++) {
+                const V1__ContainerDevices *d = c->devices[k];
+                if (!d->resource_name || strcmp(d->resource_name, MW_PODRES_RESOURCE) != 0)
+                    continue;
+                for (size_t m = 0; m < d->n_device_ids; m++) {
+                    if (t->n >= MW_PODRES_MAX_ROWS) {
+                        full = 1;
+                        break;
+                    }
+                    if (t->n == t->cap) {
+                        t->cap = t->cap ? t->cap * 2 : 16;
+                        t->rows = mw_xrealloc(t->rows, t->cap * sizeof(*t->rows));
+                    }
+                    mw_podres_row *row = &t->rows[t->n++];
+                    put(row->ns, sizeof(row->ns), p->namespace_);
+                    put(row->pod, sizeof(row->pod), p->name);
+                    put(row->container, sizeof(row->container), c->name);
+                    put(row->device, sizeof(row->device), d->device_ids[m]);
+                }
+            }
+        }
+    }
+    v1__list_pod_resources_response__free_unpacked(r, NULL);
+    if (full)
+        mw_log_once(MW_LOG_WARN, "podresources", "rows",
+                    "more than %d allocated GPUs: ignoring more", MW_PODRES_MAX_ROWS);
+    return (int)t->n;
+}
+
+/* ---- the poller ---- */
+
+struct mw_podres {
+    char socket[PATH_MAX + 64];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    int stop;
+    mw_podres_table table; /* guarded by mu */
+    uint64_t generation, errors;
+    int available;
+};
+
+typedef struct call {
+    mw_buf body;
+    int status; /* grpc-status, -1 = none seen */
+    char message[256];
+} call;
+
+static size_t on_body(char *p, size_t size, size_t nmemb, void *ud)
+{
+    call *c = ud;
+    return mw_buf_append(&c->body, p, size * nmemb) == 0 ? size * nmemb : 0;
+}
+
+/* Headers and trailers alike: the status of a failed call can come in a
+ * trailers-only response. */
+static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
+{
+    call *c = ud;
+    size_t n = size * nmemb;
+    char line[300];
+    size_t k = n < sizeof(line) - 1 ? n : sizeof(line) - 1;
+    memcpy(line, p, k);
+    line[k] = '\0';
+    line[strcspn(line, "\r\n")] = '\0';
+    if (strncasecmp(line, "grpc-status:", 12) == 0)
+        c->status = atoi(line + 12);
+    else if (strncasecmp(line, "grpc-message:", 13) == 0)
+        mw_strlcpy(c->message, line + 13 + strspn(line + 13, " "), sizeof(c->message));
+    return n;
+}
+
+/* One List call: 0 with t filled, -1 with a message. */
+static int list_once(const char *socket, mw_podres_table *t, char *err, size_t errsize)
+{
+    CURL *h = curl_easy_init();
+    if (!h) {
+        snprintf(err, errsize, "libcurl is not available");
+        return -1;
+    }
+    static const char req[5] = {0, 0, 0, 0, 0}; /* an empty ListPodResourcesRequest */
+    call c = {.status = -1};
+    mw_buf_init(&c.body, MW_PODRES_MAX_FRAME + 5);
+    struct curl_slist *hd = curl_slist_append(NULL, "content-type: application/grpc");
+    hd = curl_slist_append(hd, "te: trailers");
+    curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, socket);
+    curl_easy_setopt(h, CURLOPT_URL, "http://localhost/v1.PodResourcesLister/List");
+    curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, req);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)sizeof(req));
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &c);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &c);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
+    CURLcode rc = curl_easy_perform(h);
+    long http = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &http);
+    int ret = -1;
+    if (rc != CURLE_OK)
+        snprintf(err, errsize, "%.300s: %s%s", socket, curl_easy_strerror(rc),
+                 c.body.overflow ? " (response over 16 MiB)" : "");
+    else if (http != 200)
+        snprintf(err, errsize, "%.300s: HTTP status %ld", socket, http);
+    else if (c.status != 0)
+        snprintf(err, errsize, "%.300s: grpc-status %d%s%.150s", socket, c.status,
+                 c.message[0] ? ": " : "", c.message);
+    else if (mw_podres_decode((const uint8_t *)c.body.data, c.body.len, t, err, errsize) >= 0)
+        ret = 0;
+    curl_slist_free_all(hd);
+    curl_easy_cleanup(h);
+    mw_buf_free(&c.body);
+    return ret;
+}
+
+static void poll_once(mw_podres *p)
+{
+    struct stat sb;
+    if (stat(p->socket, &sb) != 0) {
+        /* No kubelet here, or its socket is not mounted: not an error. */
+        pthread_mutex_lock(&p->mu);
+        if (p->table.n || p->available) p->generation++;
+        p->table.n = 0;
+        p->available = 0;
+        pthread_mutex_unlock(&p->mu);
+        return;
+    }
+    mw_podres_table t = {0};
+    char err[512];
+    if (list_once(p->socket, &t, err, sizeof(err)) < 0) {
+        mw_log_once(MW_LOG_WARN, "podresources", "list", "kubelet pod-resources List: %s", err);
+        pthread_mutex_lock(&p->mu);
+        p->errors++;
+        p->available = 1;
+        pthread_mutex_unlock(&p->mu);
+        mw_podres_table_free(&t);
+        return; /* keep the last good table */
+    }
+    pthread_mutex_lock(&p->mu);
+    mw_podres_table old = p->table;
+    p->table = t;
+    p->available = 1;
+    p->generation++;
+    pthread_mutex_unlock(&p->mu);
+    mw_podres_table_free(&old);
+}
+
+static void *run(void *arg)
+{
+    mw_podres *p = arg;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop) {
+        pthread_mutex_unlock(&p->mu);
+        poll_once(p);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += MW_PODRES_INTERVAL_MS / 1000;
+        pthread_mutex_lock(&p->mu);
+        if (!p->stop) pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+int mw_podres_start(const mw_config *cfg, mw_podres **out)
+{
+    *out = NULL;
+    if (!cfg->kubelet_pod_resources) return 1;
+    mw_podres *p = mw_xcalloc(1, sizeof(*p));
+    const char *root = strcmp(cfg->root, "/") == 0 ? "" : cfg->root;
+    snprintf(p->socket, sizeof(p->socket), "%s%s", root, MW_PODRES_SOCKET);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    if (pthread_create(&p->thread, NULL, run, p) != 0) {
+        mw_log(MW_LOG_WARN, "podresources", "cannot start a thread: %s", strerror(errno));
+        pthread_mutex_destroy(&p->mu);
+        pthread_cond_destroy(&p->cv);
+        free(p);
+        return 1;
+    }
+    *out = p;
+    return 0;
+}
+
+int mw_podres_copy(mw_podres *p, uint64_t *generation, mw_podres_table *t)
+{
+    int copied = 0;
+    pthread_mutex_lock(&p->mu);
+    if (p->generation != *generation) {
+        if (t->cap < p->table.n) {
+            t->cap = p->table.n;
+            t->rows = mw_xrealloc(t->rows, t->cap * sizeof(*t->rows));
+        }
+        if (p->table.n) memcpy(t->rows, p->table.rows, p->table.n * sizeof(*t->rows));
+        t->n = p->table.n;
+        *generation = p->generation;
+        copied = 1;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return copied;
+}
+
+uint64_t mw_podres_errors(mw_podres *p)
+{
+    pthread_mutex_lock(&p->mu);
+    uint64_t e = p->errors;
+    pthread_mutex_unlock(&p->mu);
+    return e;
+}
+
+int mw_podres_available(mw_podres *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int a = p->available;
+    pthread_mutex_unlock(&p->mu);
+    return a;
+}
+
+void mw_podres_stop(mw_podres *p)
+{
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->thread, NULL);
+    mw_podres_table_free(&p->table);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    free(p);
+}
