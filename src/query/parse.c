@@ -190,7 +190,11 @@ static int parse_label_list(parser *ps, char ***out, size_t *nout)
  * "((a){100}){100}" build parse trees deep enough to overflow a thread's
  * stack (found by fuzz_promql), so the size of the pattern after expanding
  * every count is bounded too, as RE2 bounds its program size. */
-#define RE_MAX_EXPANDED 10000 /* atoms after expanding counted repetitions */
+#define RE_MAX_EXPANDED 1000 /* atoms after expanding counted repetitions */
+/* Parts that can match the empty string (an empty alternative, x?, x*) cost
+ * glibc far more than a character once repeated: "(ab||){140}" took 486 MB
+ * to compile. They weigh this many atoms. */
+#define RE_NULLABLE_WEIGHT 50
 #define RE_MAX_DEPTH 32       /* nested groups */
 
 int pq_regex_check(const char *re, char *err, size_t errsize)
@@ -216,7 +220,15 @@ int pq_regex_check(const char *re, char *err, size_t errsize)
             prev_quant = 0;
             last_atom = 0;
             continue;
-        } else if (*p == ')' && depth > 0) {
+        } else if (*p == ')') {
+            /* RE2 refuses an unbalanced ")"; letting it through would also
+             * close the group the matcher wraps the pattern in for anchoring,
+             * and move a count onto the whole pattern. */
+            if (depth == 0) {
+                snprintf(err, errsize, "unexpected ) in regular expression at offset %d",
+                         (int)(p - re));
+                return -1;
+            }
             atom = group[depth--] + 1;
         } else if (*p == '[') {
             p++;
@@ -235,9 +247,18 @@ int pq_regex_check(const char *re, char *err, size_t errsize)
             quant = 1;
             if (*p == '?' && prev_quant == 1) quant = 2; /* non-greedy marker */
             atom = 0;
-        } else if (*p == '{' && isdigit((unsigned char)p[1])) {
-            char *end;
-            long lo = strtol(p + 1, &end, 10), hi = lo;
+            if (*p != '+' && quant == 1) {
+                group[depth] += RE_NULLABLE_WEIGHT;
+                last_atom += RE_NULLABLE_WEIGHT;
+            }
+        } else if (*p == '|') {
+            /* an empty alternative: "(|", "||", "|)", or at either end */
+            if (p == re || p[-1] == '(' || p[-1] == '|' || p[1] == '|' || p[1] == ')' || !p[1])
+                group[depth] += RE_NULLABLE_WEIGHT;
+        } else if (*p == '{' && (isdigit((unsigned char)p[1]) || p[1] == ',')) {
+            /* glibc also reads "{,n}" as {0,n} (RE2 as literal text) */
+            char *end = (char *)p + 1;
+            long lo = p[1] == ',' ? 0 : strtol(p + 1, &end, 10), hi = lo;
             if (*end == ',')
                 hi = isdigit((unsigned char)end[1]) ? strtol(end + 1, &end, 10) : lo;
             else if (*end != '}')
@@ -275,6 +296,10 @@ int pq_regex_check(const char *re, char *err, size_t errsize)
         group[depth] += 1;
         last_atom = 1;
         prev_quant = 0;
+    }
+    if (depth > 0) {
+        snprintf(err, errsize, "missing ) in regular expression");
+        return -1;
     }
     if (strlen(re) > 4096) {
         snprintf(err, errsize, "regular expression longer than 4096 bytes");

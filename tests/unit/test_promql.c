@@ -427,11 +427,14 @@ static void test_parse_errors(void **state)
         {"x{a=~\"(b{999}){9}\"}", "1:3: parse error: bad repetition operator"},
         /* glibc would expand these into trees deep enough to overflow the stack */
         {"x{a=~\"(ab|cd|ef|gh|ij|kl|mn|op|qr|st|uv){1000}\"}",
-         "1:3: parse error: regular expression too large: more than 10000 elements once its "
+         "1:3: parse error: regular expression too large: more than 1000 elements once its "
          "counted repetitions are expanded"},
         {"x{a=~\"((ab){100}){100}\"}", "1:3: parse error: regular expression too large"},
         {"x{a=~\"((((((((((((((((((((((((((((((((((a))))))))))))))))))))))))))))))))))\"}",
          "1:3: parse error: regular expression nests groups deeper than 32"},
+        /* an unbalanced ")" would close the anchoring group and move the count */
+        {"x{a=~\"a|b){1000}(\"}", "1:3: parse error: unexpected ) in regular expression at offset 3"},
+        {"x{a=~\"(a|b\"}", "1:3: parse error: missing ) in regular expression"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char err[512] = "";
