@@ -433,7 +433,8 @@ static void test_parse_errors(void **state)
         {"x{a=~\"((((((((((((((((((((((((((((((((((a))))))))))))))))))))))))))))))))))\"}",
          "1:3: parse error: regular expression nests groups deeper than 32"},
         /* an unbalanced ")" would close the anchoring group and move the count */
-        {"x{a=~\"a|b){1000}(\"}", "1:3: parse error: unexpected ) in regular expression at offset 3"},
+        {"x{a=~\"a|b){1000}(\"}",
+         "1:3: parse error: unexpected ) in regular expression at offset 3"},
         {"x{a=~\"(a|b\"}", "1:3: parse error: missing ) in regular expression"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
