@@ -195,7 +195,7 @@ static int parse_label_list(parser *ps, char ***out, size_t *nout)
  * glibc far more than a character once repeated: "(ab||){140}" took 486 MB
  * to compile. They weigh this many atoms. */
 #define RE_NULLABLE_WEIGHT 50
-#define RE_MAX_DEPTH 32       /* nested groups */
+#define RE_MAX_DEPTH 32 /* nested groups */
 
 int pq_regex_check(const char *re, char *err, size_t errsize)
 {
