@@ -18,10 +18,15 @@ The script of a test run (the real server's behaviour it imitates):
   list 2.. -> podlist-after-gone.json (2600)
   watch 3.. -> held open with nothing to say until the client goes away
 Every request is appended as a JSON line to --log.
+
+With --cert and --key it serves HTTPS (TLS over the same socket), as the
+real API server does; a client that rejects the certificate shows up in
+--log as {"kind": "tls-error"} (the handshake failed, no request came).
 """
 import argparse
 import json
 import os
+import ssl
 import sys
 import threading
 import time
@@ -120,6 +125,18 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
 
+class TLSServer(ThreadingHTTPServer):
+    """The threading server over a TLS-wrapped listening socket: the
+    handshake runs in accept(), so a failed one is logged and dropped."""
+
+    def get_request(self):
+        try:
+            return super().get_request()
+        except ssl.SSLError:
+            log({"kind": "tls-error"})
+            raise
+
+
 def main():
     global ARGS
     p = argparse.ArgumentParser()
@@ -128,8 +145,18 @@ def main():
     p.add_argument("--node", required=True)
     p.add_argument("--log", required=True)
     p.add_argument("--port-file", required=True)
+    p.add_argument("--cert", help="PEM server certificate: serve HTTPS")
+    p.add_argument("--key", help="PEM private key of --cert")
     ARGS = p.parse_args()
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if bool(ARGS.cert) != bool(ARGS.key):
+        p.error("--cert and --key go together")
+    if ARGS.cert:
+        srv = TLSServer(("127.0.0.1", 0), Handler)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(ARGS.cert, ARGS.key)
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    else:
+        srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
     tmp = ARGS.port_file + ".tmp"
     with open(tmp, "w") as f:
