@@ -5,8 +5,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 int mw_hostfs_open(mw_hostfs *h, const char *root)
@@ -16,6 +19,9 @@ int mw_hostfs_open(mw_hostfs *h, const char *root)
     if (fd < 0) return -errno;
     h->rootfd = fd;
     mw_strlcpy(h->root, root, sizeof(h->root));
+    /* Under a host mount (--root /host), an absolute symlink such as
+     * /host/etc/localtime -> /usr/share/... means the HOST's /usr, not ours. */
+    h->in_root = strcmp(root, "/") != 0;
     return 0;
 }
 
@@ -32,12 +38,11 @@ static const char *rel(const char *path)
     return *path ? path : ".";
 }
 
-int mw_readat(int dirfd, const char *name, mw_buf *buf, size_t max)
+/* Read the open file FD whole into buf (cleared first); closes nothing. */
+static int read_whole(int fd, mw_buf *buf, size_t max)
 {
     if (!max) max = MW_HOSTFS_MAX_FILE;
     mw_buf_clear(buf); /* on every error too: never leave an earlier file's bytes */
-    int fd = openat(dirfd, rel(name), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) return -errno;
     int rc = 0;
     for (;;) {
         /* sysfs and procfs files are small; one page is the common case. Ask
@@ -76,14 +81,49 @@ int mw_readat(int dirfd, const char *name, mw_buf *buf, size_t max)
         }
     }
     if (buf->data) buf->data[buf->len] = '\0';
-    close(fd);
     if (rc < 0) mw_buf_clear(buf);
     return rc;
 }
 
+int mw_readat(int dirfd, const char *name, mw_buf *buf, size_t max)
+{
+    mw_buf_clear(buf);
+    int fd = openat(dirfd, rel(name), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return -errno;
+    int rc = read_whole(fd, buf, max);
+    close(fd);
+    return rc;
+}
+
+/* 1 until openat2 turns out to be missing (kernel < 5.6, or a seccomp
+ * profile that refuses it): then plain openat, as before. */
+static atomic_int have_openat2 = 1;
+
+/* Open PATH relative to the root, resolving "..", and absolute symlinks
+ * inside the root (RESOLVE_IN_ROOT) when the root is not "/". */
+static int open_rooted(const mw_hostfs *h, const char *path, int flags)
+{
+    const char *name = rel(path);
+    if (h->in_root && atomic_load(&have_openat2)) {
+        struct open_how how = {.flags = (uint64_t)flags, .resolve = RESOLVE_IN_ROOT};
+        long fd = syscall(SYS_openat2, h->rootfd, name, &how, sizeof(how));
+        if (fd >= 0) return (int)fd;
+        if (errno != ENOSYS && errno != EPERM) return -errno;
+        if (errno == ENOSYS) atomic_store(&have_openat2, 0);
+    }
+    int fd = openat(h->rootfd, name, flags);
+    return fd < 0 ? -errno : fd;
+}
+
 int mw_hostfs_read(const mw_hostfs *h, const char *path, mw_buf *buf, size_t max)
 {
-    return mw_readat(h->rootfd, path, buf, max);
+    if (!h->in_root) return mw_readat(h->rootfd, path, buf, max);
+    mw_buf_clear(buf);
+    int fd = open_rooted(h, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return fd;
+    int rc = read_whole(fd, buf, max);
+    close(fd);
+    return rc;
 }
 
 static int read_small(int dirfd, const char *name, char *tmp, size_t size)
@@ -126,8 +166,7 @@ int mw_read_lineat(int dirfd, const char *name, char *out, size_t size)
 
 int mw_hostfs_opendirfd(const mw_hostfs *h, const char *path)
 {
-    int fd = openat(h->rootfd, rel(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    return fd < 0 ? -errno : fd;
+    return open_rooted(h, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
 DIR *mw_fdopendir_dup(int fd)

@@ -18,6 +18,7 @@
 
 typedef struct mw_hostfs {
     int rootfd;
+    int in_root; /* root is not "/": resolve absolute symlinks inside it */
     char root[PATH_MAX];
 } mw_hostfs;
 
@@ -25,7 +26,8 @@ typedef struct mw_hostfs {
 int mw_hostfs_open(mw_hostfs *h, const char *root);
 void mw_hostfs_close(mw_hostfs *h);
 
-/* Read a whole file (path relative to the root; a leading '/' is ignored)
+/* Read a whole file (path relative to the root; a leading '/' is ignored;
+ * with a root other than "/", symlinks and ".." cannot leave the root)
  * into buf, replacing its contents (left empty on any error). Returns 0,
  * -errno, or -EFBIG when the file is larger than max (0 = MW_HOSTFS_MAX_FILE)
  * or than buf's own bound. */

@@ -187,6 +187,52 @@ static void procfs_files(void **state)
     mw_hostfs_close(&h);
 }
 
+/* Under a root other than "/", an absolute symlink or ".." resolves inside
+ * the root, as it would on the host the root is a mount of. */
+static void symlinks_stay_in_root(void **state)
+{
+    (void)state;
+    char path[1024], sub[512];
+    snprintf(sub, sizeof(sub), "%s/usr/lib", root);
+    char cmd[1200];
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s' '%s/etc'", sub, root);
+    assert_int_equal(system(cmd), 0);
+    snprintf(path, sizeof(path), "%s/os-release", sub);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("ID=fixture\n", f);
+    fclose(f);
+    /* /etc/os-release -> /usr/lib/os-release: the root's, not this machine's. */
+    snprintf(path, sizeof(path), "%s/etc/os-release", root);
+    assert_int_equal(symlink("/usr/lib/os-release", path), 0);
+    /* /etc/escape -> ../../../../etc/hostname: ".." stops at the root. */
+    snprintf(path, sizeof(path), "%s/etc/escape", root);
+    assert_int_equal(symlink("../../../../../usr/lib/os-release", path), 0);
+    /* /etc/libdir -> /usr/lib, a directory. */
+    snprintf(path, sizeof(path), "%s/etc/libdir", root);
+    assert_int_equal(symlink("/usr/lib", path), 0);
+
+    mw_hostfs h;
+    assert_int_equal(mw_hostfs_open(&h, root), 0);
+    mw_buf b;
+    mw_buf_init(&b, 0);
+    assert_int_equal(mw_hostfs_read(&h, "/etc/os-release", &b, 0), 0);
+    assert_string_equal(b.data, "ID=fixture\n");
+    assert_int_equal(mw_hostfs_read(&h, "etc/escape", &b, 0), 0);
+    assert_string_equal(b.data, "ID=fixture\n");
+    assert_int_equal(mw_hostfs_read(&h, "../../usr/lib/os-release", &b, 0), 0);
+    assert_string_equal(b.data, "ID=fixture\n");
+    int fd = mw_hostfs_opendirfd(&h, "etc/libdir");
+    assert_true(fd >= 0);
+    assert_int_equal(mw_readat(fd, "os-release", &b, 0), 0);
+    assert_string_equal(b.data, "ID=fixture\n");
+    close(fd);
+    assert_int_equal(mw_hostfs_read(&h, "etc/missing", &b, 0), -ENOENT);
+    assert_int_equal(b.len, 0);
+    mw_buf_free(&b);
+    mw_hostfs_close(&h);
+}
+
 static void small_files(void **state)
 {
     (void)state;
@@ -266,7 +312,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(open_close),  cmocka_unit_test(read_whole_files),
         cmocka_unit_test(size_limits), cmocka_unit_test(procfs_files),
-        cmocka_unit_test(small_files),
+        cmocka_unit_test(small_files), cmocka_unit_test(symlinks_stay_in_root),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
