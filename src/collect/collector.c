@@ -49,6 +49,16 @@ void mw_collect_error(mw_collect_ctx *ctx, const char *path, int err, const char
         mw_log_once(MW_LOG_WARN, ctx->collector, key, "%s: %s", path, what ? what : "error");
 }
 
+const char *mw_collect_read(mw_collect_ctx *ctx, const char *path, size_t max)
+{
+    int rc = mw_hostfs_read(ctx->env->host, path, ctx->scratch, max);
+    if (rc < 0) {
+        mw_collect_error(ctx, path, rc, NULL);
+        return NULL;
+    }
+    return ctx->scratch->data ? ctx->scratch->data : "";
+}
+
 const mw_collector *mw_collector_find(const char *name)
 {
     for (size_t i = 0; i < mw_ncollectors; i++)

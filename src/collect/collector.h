@@ -58,6 +58,11 @@ typedef struct mw_collector {
  * err is a negative errno (or 0 when what says it all). */
 void mw_collect_error(mw_collect_ctx *ctx, const char *path, int err, const char *what);
 
+/* Read one host file (at most max bytes, 0 = the default bound) into the
+ * context's scratch buffer. Returns its text ("" when empty), or NULL after
+ * reporting the failure with mw_collect_error(). Valid until the next read. */
+const char *mw_collect_read(mw_collect_ctx *ctx, const char *path, size_t max);
+
 /* All collectors compiled in, in the order they run. */
 extern const mw_collector *const mw_collectors[];
 extern const size_t mw_ncollectors;

@@ -158,12 +158,8 @@ static void cpu_collect(void *state, mw_collect_ctx *ctx)
 {
     (void)state;
     static const char path[] = "proc/stat";
-    int rc = mw_hostfs_read(ctx->env->host, path, ctx->scratch, PROCSTAT_MAX);
-    if (rc < 0) {
-        mw_collect_error(ctx, path, rc, NULL);
-        return;
-    }
-    const char *text = ctx->scratch->data ? ctx->scratch->data : "";
+    const char *text = mw_collect_read(ctx, path, PROCSTAT_MAX);
+    if (!text) return;
     mw_procstat st;
     if (mw_parse_procstat(text, &st, emit_cpu, ctx->snap) < 0) {
         mw_collect_error(ctx, path, 0, "malformed content");

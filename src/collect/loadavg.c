@@ -27,13 +27,10 @@ static void loadavg_collect(void *state, mw_collect_ctx *ctx)
 {
     (void)state;
     static const char path[] = "proc/loadavg";
-    int rc = mw_hostfs_read(ctx->env->host, path, ctx->scratch, 4096);
-    if (rc < 0) {
-        mw_collect_error(ctx, path, rc, NULL);
-        return;
-    }
+    const char *text = mw_collect_read(ctx, path, 4096);
+    if (!text) return;
     mw_loadavg l;
-    if (mw_parse_loadavg(ctx->scratch->data, &l) < 0) {
+    if (mw_parse_loadavg(text, &l) < 0) {
         mw_collect_error(ctx, path, 0, "malformed content");
         return;
     }

@@ -183,13 +183,10 @@ static void memory_collect(void *state, mw_collect_ctx *ctx)
 {
     (void)state;
     static const char path[] = "proc/meminfo";
-    int rc = mw_hostfs_read(ctx->env->host, path, ctx->scratch, MEMINFO_MAX);
-    if (rc < 0) {
-        mw_collect_error(ctx, path, rc, NULL);
-        return;
-    }
+    const char *text = mw_collect_read(ctx, path, MEMINFO_MAX);
+    if (!text) return;
     mw_meminfo m;
-    if (mw_parse_meminfo(ctx->scratch->data ? ctx->scratch->data : "", &m) < 0) {
+    if (mw_parse_meminfo(text, &m) < 0) {
         mw_collect_error(ctx, path, 0, "malformed content: no MemTotal");
         return;
     }

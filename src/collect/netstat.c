@@ -293,13 +293,10 @@ static void emit_field(void *arg, const char *proto, const char *field, int64_t 
 
 static void read_one(mw_collect_ctx *ctx, const char *path)
 {
-    int rc = mw_hostfs_read(ctx->env->host, path, ctx->scratch, 0);
-    if (rc < 0) {
-        mw_collect_error(ctx, path, rc, NULL);
-        return;
-    }
+    const char *text = mw_collect_read(ctx, path, 0);
+    if (!text) return;
     emit_state es = {ctx, "", 0, 0};
-    int bad = mw_parse_netstat(ctx->scratch->data ? ctx->scratch->data : "", emit_field, &es);
+    int bad = mw_parse_netstat(text, emit_field, &es);
     for (int i = 0; i < bad; i++)
         mw_collect_error(ctx, path, 0, "malformed section");
 }

@@ -149,12 +149,9 @@ static void emit_value(void *arg, const char *proto, const char *key, uint64_t v
 
 static void read_one(mw_collect_ctx *ctx, const char *path)
 {
-    int rc = mw_hostfs_read(ctx->env->host, path, ctx->scratch, 0);
-    if (rc < 0) {
-        mw_collect_error(ctx, path, rc, NULL);
-        return;
-    }
-    int bad = mw_parse_sockstat(ctx->scratch->data ? ctx->scratch->data : "", emit_value, ctx);
+    const char *text = mw_collect_read(ctx, path, 0);
+    if (!text) return;
+    int bad = mw_parse_sockstat(text, emit_value, ctx);
     for (int i = 0; i < bad; i++)
         mw_collect_error(ctx, path, 0, "malformed line");
 }

@@ -108,12 +108,10 @@ static void softnet_collect(void *state, mw_collect_ctx *ctx)
 {
     (void)state;
     static const char path[] = "proc/net/softnet_stat";
-    int rc = mw_hostfs_read(ctx->env->host, path, ctx->scratch, 0);
-    if (rc < 0) {
-        mw_collect_error(ctx, path, rc, NULL);
-        return;
-    }
-    const char *p = ctx->scratch->data ? ctx->scratch->data : "";
+    const char *text = mw_collect_read(ctx, path, 0);
+    if (!text) return;
+    int rc;
+    const char *p = text;
     long row = 0;
     mw_softnet s;
     while ((rc = mw_parse_softnet_line(&p, &s)) != 0) {

@@ -96,13 +96,10 @@ static void vmstat_collect(void *state, mw_collect_ctx *ctx)
 {
     (void)state;
     static const char path[] = "proc/vmstat";
-    int rc = mw_hostfs_read(ctx->env->host, path, ctx->scratch, VMSTAT_MAX);
-    if (rc < 0) {
-        mw_collect_error(ctx, path, rc, NULL);
-        return;
-    }
+    const char *text = mw_collect_read(ctx, path, VMSTAT_MAX);
+    if (!text) return;
     mw_vmstat v;
-    if (mw_parse_vmstat(ctx->scratch->data ? ctx->scratch->data : "", &v) < 0) {
+    if (mw_parse_vmstat(text, &v) < 0) {
         mw_collect_error(ctx, path, 0, "malformed content: no known counter");
         return;
     }
