@@ -8,6 +8,7 @@
 #include "../core/units.h"
 #include "../core/util.h"
 
+#include <ctype.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -180,6 +181,61 @@ static int get_bool(json_t *o, const char *key, int *out, const char *where, cha
     return 0;
 }
 
+/* ${NAME} and $NAME in an external label's value come from the environment
+ * (as Prometheus's expand-external-labels does), so that one config shared by
+ * every node of a DaemonSet can say node: ${NODE_NAME}. "$$" is a literal $.
+ * An unset variable is an error rather than an empty value: series of
+ * different nodes would otherwise collide silently. */
+static int expand_env(const char *in, char *out, size_t outsz, const char *where, const char *key,
+                      char *why, size_t n)
+{
+    size_t o = 0;
+    for (const char *p = in; *p;) {
+        char var[128];
+        size_t vl = 0;
+        if (p[0] == '$' && p[1] == '$') {
+            p += 2;
+            if (o + 1 >= outsz) goto too_long;
+            out[o++] = '$';
+            continue;
+        }
+        if (p[0] == '$' && p[1] == '{') {
+            const char *e = strchr(p + 2, '}');
+            if (!e) return whyf(why, n, "%s: %s: unterminated ${ in '%.100s'", where, key, in);
+            vl = (size_t)(e - (p + 2));
+            if (!vl || vl >= sizeof(var))
+                return whyf(why, n, "%s: %s: bad variable name in '%.100s'", where, key, in);
+            memcpy(var, p + 2, vl);
+            p = e + 1;
+        } else if (p[0] == '$' && (isalpha((unsigned char)p[1]) || p[1] == '_')) {
+            const char *e = p + 1;
+            while (isalnum((unsigned char)*e) || *e == '_')
+                e++;
+            vl = (size_t)(e - (p + 1));
+            if (vl >= sizeof(var))
+                return whyf(why, n, "%s: %s: bad variable name in '%.100s'", where, key, in);
+            memcpy(var, p + 1, vl);
+            p = e;
+        } else {
+            if (o + 1 >= outsz) goto too_long;
+            out[o++] = *p++;
+            continue;
+        }
+        var[vl] = '\0';
+        const char *val = getenv(var);
+        if (!val)
+            return whyf(why, n, "%s: %s: environment variable %s is not set", where, key, var);
+        size_t l = strlen(val);
+        if (o + l >= outsz) goto too_long;
+        memcpy(out + o, val, l);
+        o += l;
+    }
+    out[o] = '\0';
+    return 0;
+too_long:
+    return whyf(why, n, "%s: %s: expected a non-empty value under 256 characters", where, key);
+}
+
 static int parse_labels(json_t *o, mw_rw_endpoint_cfg *ep, const char *where, char *why, size_t n)
 {
     if (!json_is_object(o)) return whyf(why, n, "%s: expected a mapping of label: value", where);
@@ -189,8 +245,11 @@ static int parse_labels(json_t *o, mw_rw_endpoint_cfg *ep, const char *where, ch
     {
         if (!mw_rl_valid_name(k) || strlen(k) >= sizeof(ep->ext_names[0]))
             return whyf(why, n, "%s: '%.100s' is not a valid label name", where, k);
-        if (!json_is_string(v) || strlen(json_string_value(v)) >= sizeof(ep->ext_values[0]) ||
-            !json_string_value(v)[0])
+        char value[sizeof(ep->ext_values[0])];
+        if (json_is_string(v) &&
+            expand_env(json_string_value(v), value, sizeof(value), where, k, why, n) < 0)
+            return -1;
+        if (!json_is_string(v) || !value[0])
             return whyf(why, n, "%s: %s: expected a non-empty value under 256 characters", where,
                         k);
         size_t i;
@@ -200,7 +259,7 @@ static int parse_labels(json_t *o, mw_rw_endpoint_cfg *ep, const char *where, ch
             if (ep->next >= MW_RW_MAX_EXTERNAL)
                 return whyf(why, n, "%s: more than %d labels", where, MW_RW_MAX_EXTERNAL);
             mw_strlcpy(ep->ext_names[ep->next], k, sizeof(ep->ext_names[0]));
-            mw_strlcpy(ep->ext_values[ep->next++], json_string_value(v), sizeof(ep->ext_values[0]));
+            mw_strlcpy(ep->ext_values[ep->next++], value, sizeof(ep->ext_values[0]));
         }
     }
     return 0;

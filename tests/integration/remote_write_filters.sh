@@ -12,7 +12,7 @@ start_prom "$WORK/prom"
 start_vm "$WORK/vm"
 root=$(fixture_copy rapl-cpufreq)
 cat >"$WORK/mlwatch.yml" <<YAML
-external_labels: {node: n1}
+external_labels: {node: '\${MLWATCH_TEST_NODE}'}   # from the environment, as a DaemonSet does
 remote_write:
   - url: $PROM/api/v1/write
     name: prom
@@ -32,7 +32,7 @@ remote_write:
         action: labeldrop
   - url: $VM/api/v1/write
     name: vm
-    external_labels: {node: n2, site: s}
+    external_labels: {node: n2, site: '\$\$s'}
     queue_config: {batch_send_deadline: 200ms}
     write_relabel_configs:
       - source_labels: [__name__]
@@ -48,7 +48,9 @@ remote_write:
       - regex: '__tmp_.*'
         action: labeldrop
 YAML
-start_agent --root "$root" --interval 300ms --data-dir "$WORK/data" --config "$WORK/mlwatch.yml"
+export MLWATCH_TEST_NODE=n1
+start_agent --root "$root" --interval 300ms --data-dir "$WORK/data" \
+    --config "$WORK/mlwatch.yml"
 sleep 2
 curl -s "$AGENT_URL/metrics" >"$WORK/exposition.txt"
 wait_drained 30
@@ -78,7 +80,7 @@ def prom(ls):
     ls.pop('mode', None)
     return ls
 def vm(ls):
-    ls = dict({'node': 'n2', 'site': 's'}, **ls)
+    ls = dict({'node': 'n2', 'site': '$s'}, **ls)
     if re.fullmatch('mlwatch_(collector|process|remote_write|filesystem)_.*', ls['__name__']): return None
     h = int.from_bytes(hashlib.md5((ls['__name__'] + ';' + ls['node']).encode()).digest()[8:], 'big') % 4
     return ls if h in (0, 2) else None
