@@ -23,7 +23,7 @@ LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="(?:[^"\\]|\\.)*"')
 
 
 NO_GPU = ["--nvml-library", "none", "--rocm-library", "none"]
-GPU_SCENARIOS = ["h100x8", "a100-mig"]
+GPU_SCENARIOS = ["h100x8", "a100-mig", "h100-mig"]
 
 
 def om(binary, args, env=None):

@@ -2,15 +2,19 @@
  *
  * Each cycle (derive) it reads what the gpu and cgroup collectors put in the
  * snapshot: a session is a container with GPU memory on a GPU
- * (mlwatch_container_gpu_memory_used_bytes > 0, which includes its MIG
- * instances); its utilization is the container's share of the GPU
- * (mlwatch_container_gpu_utilization_ratio) or, on a GPU in MIG mode, the
- * highest mlwatch_mig_utilization_ratio of the instances it uses (when the
- * driver reports none, the session is not judged). The rule with hysteresis
- * is in idle.h. It exports
+ * (mlwatch_container_gpu_memory_used_bytes > 0); its utilization is the
+ * container's share of the GPU (mlwatch_container_gpu_utilization_ratio).
+ * On a GPU in MIG mode a session is a container on one MIG instance
+ * (mlwatch_container_mig_memory_used_bytes > 0), judged by that instance's
+ * own activity (mlwatch_mig_utilization_ratio, from NVML's GPM on Hopper
+ * and newer); where the driver reports none the session is listed but not
+ * judged. So an idle slice opens its own episode while a busy slice of the
+ * same GPU does not. The rule with hysteresis is in idle.h. It exports
  *
  *   mlwatch_gpu_idle_seconds{namespace,pod,container,gpu,workload_kind,workload}
- *       how long the open episode has lasted (0 while not idle)
+ *       how long the open episode has lasted (0 while not idle); MIG
+ *       sessions add mig_profile, gpu_instance, compute_instance as the
+ *       MIG families do
  *   mlwatch_idle_gpu_sessions{namespace}            open episodes
  *   mlwatch_idle_gpu_seconds_total{namespace}       reclaimable GPU-seconds
  *   mlwatch_idle_gpu_energy_joules_total{namespace} GPU energy spent idle
@@ -23,8 +27,9 @@
  * A GPU the kubelet allocated to a container (src/kube/podresources.c,
  * joined on mlwatch_gpu_info{uuid}) is held by it too, even with no process
  * of it on the GPU; such a session's utilization is the GPU's
- * (mlwatch_gpu_utilization_ratio). MIG devices allocated this way are not
- * yet judged. */
+ * (mlwatch_gpu_utilization_ratio). A MIG device allocated this way (a MIG-
+ * UUID, joined on mlwatch_mig_memory_total_bytes{uuid}) is a session on
+ * that instance, judged by the instance's activity. */
 #include "idle.h"
 #include "../agent/module.h"
 #include "../core/log.h"
@@ -87,6 +92,9 @@ typedef struct session {
     int alloc_only;
     double energy_prev; /* the container's GPU energy counter, -1 = none */
     int co2_known;
+    /* A MIG instance (mig = 1): its labels as the MIG families have them. */
+    int mig;
+    char gi[12], ci[12], profile[32];
 } session;
 
 typedef struct ns_total {
@@ -203,6 +211,38 @@ static void make_key(char *key, size_t n, const char *ns, const char *pod, const
     snprintf(key, n, "%s/%s/%s/%s", ns, pod, ctr, gpu);
 }
 
+/* The session of a container on MIG instance gi/ci of GPU gpu (found or
+ * added), with its MIG labels set. */
+static session *mig_session(idle_state *st, const char *ns, const char *pod, const char *ctr,
+                            const char *gpu, const char *gi, const char *ci, const char *profile)
+{
+    char key[400];
+    snprintf(key, sizeof(key), "%s/%s/%s/%s/%s/%s", ns, pod, ctr, gpu, gi, ci);
+    session *s = find_session(st, key);
+    if (!s) s = add_session(st, ns, pod, ctr, gpu, key);
+    if (!s) return NULL;
+    s->mig = 1;
+    mw_strlcpy(s->gi, gi, sizeof(s->gi));
+    mw_strlcpy(s->ci, ci, sizeof(s->ci));
+    mw_strlcpy(s->profile, profile, sizeof(s->profile));
+    return s;
+}
+
+/* "0", or "0 MIG 1g.10gb GI 7 CI 0": the session's device in log lines. */
+static const char *device_of(const session *s, char *buf, size_t n)
+{
+    if (!s->mig) return s->ep.gpu;
+    snprintf(buf, n, "%s MIG %s GI %s CI %s", s->ep.gpu, s->profile, s->gi, s->ci);
+    return buf;
+}
+
+static int gpu_in_mig_mode(const mw_snapshot *snap, const char *gpu)
+{
+    double mig = 0;
+    return mw_snapshot_get(snap, "mlwatch_gpu_mig_enabled", &mig, "gpu", gpu, MW_END) == 0 &&
+           mig == 1;
+}
+
 static int idle_init(const mw_env *env, void **out)
 {
     idle_state *st = mw_xcalloc(1, sizeof(*st));
@@ -244,7 +284,9 @@ static int idle_init(const mw_env *env, void **out)
     return 0;
 }
 
-/* The GPU's label from mlwatch_gpu_info (model, uuid). */
+/* The GPU's label from mlwatch_gpu_info (model, uuid); for a MIG instance
+ * its own UUID and "MODEL MIG PROFILE, GI n CI m", so that a message
+ * names the slice. */
 static void gpu_identity(const mw_snapshot *snap, const char *gpu, session *s)
 {
     const mw_family *f = mw_snapshot_find(snap, "mlwatch_gpu_info");
@@ -252,37 +294,32 @@ static void gpu_identity(const mw_snapshot *snap, const char *gpu, session *s)
         if (strcmp(label(x, "gpu"), gpu) == 0) {
             mw_strlcpy(s->ep.model, label(x, "model"), sizeof(s->ep.model));
             mw_strlcpy(s->ep.uuid, label(x, "uuid"), sizeof(s->ep.uuid));
+            break;
+        }
+    if (!s->mig) return;
+    char model[96];
+    mw_strlcpy(model, s->ep.model, sizeof(model));
+    snprintf(s->ep.model, sizeof(s->ep.model), "%.48s MIG %.14s, GI %.8s CI %.8s", model,
+             s->profile, s->gi, s->ci);
+    f = mw_snapshot_find(snap, "mlwatch_mig_memory_total_bytes");
+    for (const mw_sample *x = f ? f->first : NULL; x; x = x->next)
+        if (!strcmp(label(x, "gpu"), gpu) && !strcmp(label(x, "gpu_instance"), s->gi) &&
+            !strcmp(label(x, "compute_instance"), s->ci)) {
+            mw_strlcpy(s->ep.uuid, label(x, "uuid"), sizeof(s->ep.uuid));
             return;
         }
 }
 
-/* Utilization of a session on a GPU in MIG mode: the highest of its
- * instances', or -1 when the driver reports none. */
-static double mig_util(const mw_snapshot *snap, const session *s)
-{
-    const mw_family *cm = mw_snapshot_find(snap, "mlwatch_container_mig_memory_used_bytes");
-    const mw_family *mu = mw_snapshot_find(snap, "mlwatch_mig_utilization_ratio");
-    double best = -1;
-    for (const mw_sample *x = cm ? cm->first : NULL; x; x = x->next) {
-        if (strcmp(label(x, "namespace"), s->ep.ns) || strcmp(label(x, "pod"), s->ep.pod) ||
-            strcmp(label(x, "container"), s->ep.container) || strcmp(label(x, "gpu"), s->ep.gpu))
-            continue;
-        for (const mw_sample *u = mu ? mu->first : NULL; u; u = u->next)
-            if (!strcmp(label(u, "gpu"), s->ep.gpu) &&
-                !strcmp(label(u, "gpu_instance"), label(x, "gpu_instance")) &&
-                !strcmp(label(u, "compute_instance"), label(x, "compute_instance")) &&
-                u->value > best)
-                best = u->value;
-    }
-    return best;
-}
-
+/* The session's utilization, or -1 when nothing says (not judged). */
 static double session_util(const mw_snapshot *snap, const session *s)
 {
-    double mig = 0, v;
-    if (mw_snapshot_get(snap, "mlwatch_gpu_mig_enabled", &mig, "gpu", s->ep.gpu, MW_END) == 0 &&
-        mig == 1)
-        return s->alloc_only ? -1 : mig_util(snap, s);
+    double v;
+    if (s->mig)
+        return mw_snapshot_get(snap, "mlwatch_mig_utilization_ratio", &v, "gpu", s->ep.gpu,
+                               "gpu_instance", s->gi, "compute_instance", s->ci, MW_END) == 0
+                   ? v
+                   : -1;
+    if (gpu_in_mig_mode(snap, s->ep.gpu)) return -1; /* a whole GPU in MIG mode: no figure */
     if (s->alloc_only)
         return mw_snapshot_get(snap, "mlwatch_gpu_utilization_ratio", &v, "gpu", s->ep.gpu,
                                MW_END) == 0
@@ -326,6 +363,28 @@ static double session_energy(idle_state *st, const mw_snapshot *snap, session *s
     double w;
     if (mw_snapshot_get(snap, "mlwatch_gpu_power_watts", &w, "gpu", s->ep.gpu, MW_END) < 0)
         return 0;
+    double it = 0, gt = 0;
+    if (s->mig &&
+        mw_snapshot_get(snap, "mlwatch_mig_memory_total_bytes", &it, "gpu", s->ep.gpu,
+                        "gpu_instance", s->gi, "compute_instance", s->ci, MW_END) == 0 &&
+        mw_snapshot_get(snap, "mlwatch_gpu_memory_total_bytes", &gt, "gpu", s->ep.gpu, MW_END) ==
+            0 &&
+        gt > 0) {
+        /* A MIG instance owns its slice of the GPU (as the energy module
+         * counts it), used or not; inside it, sessions by memory. */
+        double mem = 0;
+        size_t n = 0;
+        for (size_t i = 0; i < st->n; i++) {
+            const session *o = &st->s[i];
+            if (o->seen && o->mig && !strcmp(o->ep.gpu, s->ep.gpu) && !strcmp(o->gi, s->gi) &&
+                !strcmp(o->ci, s->ci)) {
+                mem += o->ep.memory_bytes;
+                n++;
+            }
+        }
+        double within = mem > 0 ? s->ep.memory_bytes / mem : 1.0 / (double)(n ? n : 1);
+        return w * (it / gt) * within * (double)dt_ms / 1000.0;
+    }
     double total = 0;
     for (size_t i = 0; i < st->n; i++)
         if (st->s[i].seen && !strcmp(st->s[i].ep.gpu, s->ep.gpu)) total += st->s[i].ep.memory_bytes;
@@ -356,8 +415,9 @@ static void end_episode(idle_state *st, session *s, int64_t now, const char *rea
     s->ep.ended_ms = now;
     mw_strlcpy(s->ep.end_reason, reason, sizeof(s->ep.end_reason));
     if (st->nended < MAX_SESSIONS) st->ended[st->nended++] = s->ep;
+    char dev[96];
     mw_log(MW_LOG_INFO, "idle", "idle session ended (%s): %s/%s container %s GPU %s, %.0f s idle",
-           reason, s->ep.ns, s->ep.pod, s->ep.container, s->ep.gpu,
+           reason, s->ep.ns, s->ep.pod, s->ep.container, device_of(s, dev, sizeof(dev)),
            (double)(now - s->ep.idle_since_ms) / 1000.0);
     memset(&s->tr, 0, sizeof(s->tr));
     s->ep.gpu_seconds = s->ep.energy_joules = 0;
@@ -387,24 +447,42 @@ static void identify(idle_state *st, const mw_snapshot *snap, session *s)
     }
 }
 
-/* GPUs the kubelet allocated to containers that have no process on them:
- * sessions too, judged by the GPU's utilization. */
+/* GPUs and MIG devices the kubelet allocated to containers that have no
+ * process on them: sessions too, judged by the GPU's utilization or the
+ * MIG instance's activity. */
 static void held_by_allocation(idle_state *st, const mw_snapshot *snap, int64_t now)
 {
     if (!st->podres) return;
     mw_podres_copy(st->podres, &st->alloc_gen, &st->alloc);
     const mw_family *info = mw_snapshot_find(snap, "mlwatch_gpu_info");
+    const mw_family *migs = mw_snapshot_find(snap, "mlwatch_mig_memory_total_bytes");
     for (size_t i = 0; i < st->alloc.n; i++) {
         const mw_podres_row *a = &st->alloc.rows[i];
         const char *gpu = NULL;
         for (const mw_sample *x = info ? info->first : NULL; x && !gpu; x = x->next)
             if (!strcmp(label(x, "uuid"), a->device)) gpu = label(x, "gpu");
-        if (!gpu) continue; /* a MIG device, or a GPU this agent does not see */
-        char key[400];
-        make_key(key, sizeof(key), a->ns, a->pod, a->container, gpu);
-        session *s = find_session(st, key);
-        if (s && s->seen) continue; /* its processes hold it already */
-        if (!s) s = add_session(st, a->ns, a->pod, a->container, gpu, key);
+        session *s = NULL;
+        if (gpu) {
+            char key[400];
+            make_key(key, sizeof(key), a->ns, a->pod, a->container, gpu);
+            s = find_session(st, key);
+            if (s && s->seen) continue; /* its processes hold it already */
+            if (!s) s = add_session(st, a->ns, a->pod, a->container, gpu, key);
+        } else {
+            /* A MIG device: its instance, by the MIG device's UUID. */
+            const mw_sample *m = NULL;
+            for (const mw_sample *x = migs ? migs->first : NULL; x && !m; x = x->next)
+                if (!strcmp(label(x, "uuid"), a->device)) m = x;
+            if (!m) continue; /* a device this agent does not see */
+            char key[400];
+            snprintf(key, sizeof(key), "%s/%s/%s/%s/%s/%s", a->ns, a->pod, a->container,
+                     label(m, "gpu"), label(m, "gpu_instance"), label(m, "compute_instance"));
+            s = find_session(st, key);
+            if (s && s->seen) continue;
+            s = mig_session(st, a->ns, a->pod, a->container, label(m, "gpu"),
+                            label(m, "gpu_instance"), label(m, "compute_instance"),
+                            label(m, "mig_profile"));
+        }
         if (!s) continue;
         s->seen = 1;
         s->alloc_only = 1;
@@ -430,11 +508,24 @@ static void idle_derive(void *state, mw_snapshot *snap)
     const mw_family *mem = mw_snapshot_find(snap, "mlwatch_container_gpu_memory_used_bytes");
     for (const mw_sample *x = mem ? mem->first : NULL; x; x = x->next) {
         const char *ns = label(x, "namespace"), *pod = label(x, "pod");
-        if (!*pod || !(x->value > 0)) continue; /* processes outside pods */
+        if (!*pod || !(x->value > 0)) continue;               /* processes outside pods */
+        if (gpu_in_mig_mode(snap, label(x, "gpu"))) continue; /* per instance, below */
         char key[400];
         make_key(key, sizeof(key), ns, pod, label(x, "container"), label(x, "gpu"));
         session *s = find_session(st, key);
         if (!s) s = add_session(st, ns, pod, label(x, "container"), label(x, "gpu"), key);
+        if (!s) continue;
+        s->seen = 1;
+        s->alloc_only = 0;
+        s->last_seen_ms = now;
+        s->ep.memory_bytes = x->value;
+    }
+    const mw_family *mm = mw_snapshot_find(snap, "mlwatch_container_mig_memory_used_bytes");
+    for (const mw_sample *x = mm ? mm->first : NULL; x; x = x->next) {
+        if (!*label(x, "pod") || !(x->value > 0)) continue;
+        session *s = mig_session(st, label(x, "namespace"), label(x, "pod"), label(x, "container"),
+                                 label(x, "gpu"), label(x, "gpu_instance"),
+                                 label(x, "compute_instance"), label(x, "mig_profile"));
         if (!s) continue;
         s->seen = 1;
         s->alloc_only = 0;
@@ -465,9 +556,10 @@ static void idle_derive(void *state, mw_snapshot *snap)
             int64_t win = now - s->tr.below_since_ms;
             double est = dt > 0 ? joules * (double)win / (double)dt : 0;
             account(st, s, (double)win / 1000.0, est, intensity);
+            char dev[96];
             mw_log(MW_LOG_INFO, "idle",
                    "idle session: %s/%s container %s GPU %s below %g%% for %lld s", s->ep.ns,
-                   s->ep.pod, s->ep.container, s->ep.gpu, r.threshold * 100,
+                   s->ep.pod, s->ep.container, device_of(s, dev, sizeof(dev)), r.threshold * 100,
                    (long long)(win / 1000));
         } else if (was_idle) {
             account(st, s, (double)dt / 1000.0, joules, intensity);
@@ -475,11 +567,17 @@ static void idle_derive(void *state, mw_snapshot *snap)
         }
         ns_total *t = ns_of(st, s->ep.ns);
         if (t && s->tr.state == MW_IDLE_IDLE) t->sessions++;
-        mw_emit(snap, &IDLE_SECONDS,
-                s->tr.state == MW_IDLE_IDLE ? (double)(now - s->tr.below_since_ms) / 1000.0 : 0,
-                "namespace", s->ep.ns, "pod", s->ep.pod, "container", s->ep.container, "gpu",
-                s->ep.gpu, "workload_kind", s->ep.workload_kind, "workload", s->ep.workload,
-                MW_END);
+        double secs =
+            s->tr.state == MW_IDLE_IDLE ? (double)(now - s->tr.below_since_ms) / 1000.0 : 0;
+        if (s->mig)
+            mw_emit(snap, &IDLE_SECONDS, secs, "namespace", s->ep.ns, "pod", s->ep.pod, "container",
+                    s->ep.container, "gpu", s->ep.gpu, "mig_profile", s->profile, "gpu_instance",
+                    s->gi, "compute_instance", s->ci, "workload_kind", s->ep.workload_kind,
+                    "workload", s->ep.workload, MW_END);
+        else
+            mw_emit(snap, &IDLE_SECONDS, secs, "namespace", s->ep.ns, "pod", s->ep.pod, "container",
+                    s->ep.container, "gpu", s->ep.gpu, "workload_kind", s->ep.workload_kind,
+                    "workload", s->ep.workload, MW_END);
     }
 
     /* Sessions gone for a busy period end; the table keeps the held ones. */

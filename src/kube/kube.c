@@ -39,6 +39,9 @@ struct mw_kube {
     /* watch in progress */
     mw_buf line;
     int gone, events;
+    /* libcurl's detail of the last failure (the TLS library's reason): file
+     * names and error texts, never key or certificate material. */
+    char errbuf[CURL_ERROR_SIZE];
 };
 
 static void table_put(mw_kube *k, const mw_kube_pod *p)
@@ -162,6 +165,8 @@ static CURL *request(mw_kube *k, const char *url, struct curl_slist **hdrs)
     }
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, *hdrs);
+    k->errbuf[0] = '\0';
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, k->errbuf);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "mlwatch");
@@ -198,6 +203,31 @@ static void collect(void *cls, const mw_kube_pod *p)
     if (k->npods < MW_KUBE_MAX_PODS) k->pods[k->npods++] = *p;
 }
 
+/* What failed, as precisely as libcurl and the TLS library say it, with a
+ * hint for the usual client-certificate mistakes. */
+static void failure(const mw_kube *k, CURLcode rc, long status, char *out, size_t size)
+{
+    const mw_kube_creds *cr = &k->creds;
+    int has_cert = cr->client_cert_file[0] || cr->client_cert_data[0];
+    const char *hint = "";
+    if (strstr(k->errbuf, "certificate required") && !has_cert)
+        hint = " (the API server wants a client certificate: set client-certificate and "
+               "client-key, or their -data forms, in the kubeconfig)";
+    else if (has_cert && (strstr(k->errbuf, "unknown ca") || strstr(k->errbuf, "bad certificate") ||
+                          (status == 0 && (rc == CURLE_SEND_ERROR || rc == CURLE_RECV_ERROR))))
+        /* With TLS 1.3 the server judges the client's certificate after the
+         * client's handshake is done: its alert, or only its closing the
+         * connection, shows up on the first send or receive (before any
+         * HTTP status; a watch dropped later is no such thing). */
+        hint = " (the API server closed the connection after the TLS handshake: it did not "
+               "accept the kubeconfig's client certificate; is it signed by the server's client "
+               "CA?)";
+    else if (rc == CURLE_SSL_CERTPROBLEM)
+        hint = " (the kubeconfig's client-certificate or client-key cannot be used)";
+    snprintf(out, size, "%s%s%s%s", curl_easy_strerror(rc), k->errbuf[0] ? ": " : "", k->errbuf,
+             hint);
+}
+
 /* List the node's pods into a fresh table. Returns 0 or -1. */
 static int list(mw_kube *k)
 {
@@ -219,7 +249,21 @@ static int list(mw_kube *k)
     curl_slist_free_all(h);
     int ret = -1;
     if (rc != CURLE_OK) {
-        mw_log_once(MW_LOG_WARN, "kube", "list", "listing pods: %s", curl_easy_strerror(rc));
+        char why[CURL_ERROR_SIZE + 256];
+        failure(k, rc, status, why, sizeof(why));
+        mw_log_once(MW_LOG_WARN, "kube", "list", "listing pods: %s", why);
+    } else if (status == 401) {
+        const mw_kube_creds *cr = &k->creds;
+        int cert = cr->client_cert_file[0] || cr->client_cert_data[0];
+        int token = cr->token[0] || cr->token_file[0];
+        mw_log_once(MW_LOG_WARN, "kube", "list",
+                    "listing pods: HTTP 401 Unauthorized: the API server accepted none of the "
+                    "credentials (%s)",
+                    cert && token ? "a client certificate and a token"
+                    : cert        ? "a client certificate"
+                    : token       ? "a token"
+                                  : "none: the kubeconfig's user has no token and no client "
+                                    "certificate");
     } else if (status != 200) {
         mw_log_once(MW_LOG_WARN, "kube", "list", "listing pods: HTTP %ld", status);
     } else {
@@ -282,7 +326,9 @@ static int watch(mw_kube *k)
         return -1;
     }
     if (rc != CURLE_OK && rc != CURLE_ABORTED_BY_CALLBACK) {
-        mw_log_once(MW_LOG_WARN, "kube", "watch", "watch dropped: %s", curl_easy_strerror(rc));
+        char why[CURL_ERROR_SIZE + 256];
+        failure(k, rc, status, why, sizeof(why));
+        mw_log_once(MW_LOG_WARN, "kube", "watch", "watch dropped: %s", why);
         return k->events ? 0 : -1;
     }
     return 0;

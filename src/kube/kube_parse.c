@@ -381,6 +381,16 @@ static int kubeconfig_doc(yaml_document_t *d, const char *base, mw_kube_creds *c
         data_field(c->client_key_data, sizeof(c->client_key_data),
                    ytext(yget(d, u, "client-key-data")), "client-key-data", err, errsize) < 0)
         return -1;
+    /* A certificate without its key (or the reverse) cannot work: say so
+     * now rather than as a TLS error on every retry. */
+    int cert = c->client_cert_file[0] || c->client_cert_data[0];
+    int key = c->client_key_file[0] || c->client_key_data[0];
+    if (cert != key)
+        return failf(err, errsize, "kubeconfig: user '%.100s' has %s but no %s", uname,
+                     cert ? "a client certificate" : "a client key",
+                     cert ? "client-key or client-key-data"
+                          : "client-certificate or "
+                            "client-certificate-data");
     return 0;
 }
 

@@ -21,7 +21,14 @@ Every request is appended as a JSON line to --log.
 
 With --cert and --key it serves HTTPS (TLS over the same socket), as the
 real API server does; a client that rejects the certificate shows up in
---log as {"kind": "tls-error"} (the handshake failed, no request came).
+--log as {"kind": "tls-error", "t": SECONDS} (the handshake failed, no
+request came; t is the time, to check the client's backoff). With
+--client-ca as well it authenticates client certificates signed by that CA
+as kube-apiserver's --client-ca-file does (Go's VerifyClientCertIfGiven): it
+asks for a certificate during the handshake; a request with a verified one
+needs no token and is logged with "user" (the certificate's CN); a client
+without one is judged by its token (none: 401); a certificate of another CA
+fails the handshake (tls-error).
 """
 import argparse
 import json
@@ -73,8 +80,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         url = urllib.parse.urlparse(self.path)
         q = urllib.parse.parse_qs(url.query)
-        if self.headers.get("Authorization") != "Bearer " + ARGS.token:
-            log({"kind": "unauthorized"})
+        user = client_cn(self.connection)
+        if user is None and self.headers.get("Authorization") != "Bearer " + ARGS.token:
+            log({"kind": "unauthorized", "t": time.time()})
             return self.answer(401, b'{"kind":"Status","code":401,"reason":"Unauthorized"}')
         if url.path != "/api/v1/pods":
             return self.answer(404, b'{"kind":"Status","code":404}')
@@ -85,7 +93,7 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 COUNTS["list"] += 1
                 n = COUNTS["list"]
-            log({"kind": "list", "n": n})
+            log({"kind": "list", "n": n, **({"user": user} if user else {})})
             return self.answer(200, fixture("podlist.json" if n == 1 else "podlist-after-gone.json"))
         with LOCK:
             COUNTS["watch"] += 1
@@ -133,8 +141,18 @@ class TLSServer(ThreadingHTTPServer):
         try:
             return super().get_request()
         except ssl.SSLError:
-            log({"kind": "tls-error"})
+            log({"kind": "tls-error", "t": time.time()})
             raise
+
+
+def client_cn(conn):
+    """The CN of the verified client certificate, or None."""
+    cert = conn.getpeercert() if isinstance(conn, ssl.SSLSocket) else None
+    for rdn in (cert or {}).get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                return value
+    return None
 
 
 def main():
@@ -147,6 +165,7 @@ def main():
     p.add_argument("--port-file", required=True)
     p.add_argument("--cert", help="PEM server certificate: serve HTTPS")
     p.add_argument("--key", help="PEM private key of --cert")
+    p.add_argument("--client-ca", help="PEM CA: require client certificates it signed")
     ARGS = p.parse_args()
     if bool(ARGS.cert) != bool(ARGS.key):
         p.error("--cert and --key go together")
@@ -154,6 +173,9 @@ def main():
         srv = TLSServer(("127.0.0.1", 0), Handler)
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(ARGS.cert, ARGS.key)
+        if ARGS.client_ca:
+            ctx.verify_mode = ssl.CERT_OPTIONAL
+            ctx.load_verify_locations(ARGS.client_ca)
         srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     else:
         srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -9,8 +9,7 @@
  * Besides NVML it exports fake_nvml_calls(NAME), how many times NAME was
  * called since the last nvmlInit_v2 (tests check that unsupported readings
  * are not asked again every interval). */
-#include "nvml_abi.h"
-#include "scenario.h"
+#include "fake_nvml_internal.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -18,12 +17,6 @@
 #include <sys/time.h>
 #include <time.h>
 
-#define API __attribute__((visibility("default")))
-
-struct nvmlDevice_st {
-    unsigned gpu;
-    int mig; /* -1: the GPU itself, else the MIG index */
-};
 struct nvmlEventSet_st {
     int dummy;
 };
@@ -113,6 +106,29 @@ static nvmlReturn_t enter(const char *fn, nvmlDevice_t dev, int field, const fk_
     }
     if (field >= 0 && (*g)->fail[field]) return (nvmlReturn_t)(*g)->fail[field];
     return NVML_SUCCESS;
+}
+
+nvmlReturn_t fk_enter(const char *fn, nvmlDevice_t dev, int field, const fk_gpu **g,
+                      const fk_mig **m)
+{
+    return enter(fn, dev, field, g, m);
+}
+
+nvmlReturn_t fk_enter_plain(const char *fn)
+{
+    pthread_mutex_lock(&lock);
+    count(fn);
+    return refcount ? NVML_SUCCESS : NVML_ERROR_UNINITIALIZED;
+}
+
+const fk_world *fk_world_now(void)
+{
+    return world();
+}
+
+void fk_leave(void)
+{
+    pthread_mutex_unlock(&lock);
 }
 
 #define ENTER(field)                                                                               \

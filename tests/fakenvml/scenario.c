@@ -16,7 +16,7 @@ const char *const fk_field_names[FK_NFIELDS] = {
     "pcie_width_max", "replay",   "nvlink",       "numa",
     "affinity",       "procs",    "procutil",     "mig",
     "uuid",           "name",     "pci",          "events",
-    "migmemory",      "migutil",
+    "migmemory",      "migutil",  "gpm",          "gpmmig",
 };
 
 typedef struct parser {
@@ -164,6 +164,32 @@ static fk_gpu *gpu_at(parser *p, fk_world *w, unsigned long long i)
         continue;                                                                                  \
     }
 
+/* GPM metrics by scenario name: graphics, sm_occupancy, dram_bw. */
+static int gpm_index(const char *name)
+{
+    static const char *const names[3] = {"graphics", "sm_occupancy", "dram_bw"};
+    for (int k = 0; k < 3; k++)
+        if (strcmp(names[k], name) == 0) return k;
+    return -1;
+}
+
+/* A percent 0..100 with decimals, or "na" (the metric answers
+ * NOT_SUPPORTED, stored as -1). */
+static int gpm_value(parser *p, const char *key, const char *v, double *out)
+{
+    if (strcmp(v, "na") == 0) {
+        *out = -1;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (!*v || *end || errno || !(d >= 0 && d <= 100))
+        return fail(p, "%s: not a percent: '%s'", key, v);
+    *out = d;
+    return 0;
+}
+
 static int gpu_line(parser *p, fk_world *w, char **keys, char **vals, int n)
 {
     unsigned long long u;
@@ -183,7 +209,13 @@ static int gpu_line(parser *p, fk_world *w, char **keys, char **vals, int n)
         NUM("pcie_gen", g->pcie_gen) NUM("pcie_gen_max", g->pcie_gen_max);
         NUM("pcie_width", g->pcie_width) NUM("pcie_width_max", g->pcie_width_max);
         NUM("replay", g->replay) NUM("lost", g->lost) NUM("mig", g->mig);
-        NUM("procs_delay_ms", g->procs_delay_ms);
+        NUM("procs_delay_ms", g->procs_delay_ms) NUM("gpm", g->gpm);
+        if (strncmp(key, "gpm_", 4) == 0) {
+            int gk = gpm_index(key + 4);
+            if (gk < 0 || gpm_value(p, key, v, &g->gpm_v[gk]) < 0)
+                return fail(p, "gpu: bad GPM key or value '%s=%s'", key, v);
+            continue;
+        }
         if (strcmp(key, "numa") == 0) {
             g->numa = atoi(v);
             continue;
@@ -288,6 +320,12 @@ static int other_line(parser *p, fk_world *w, char **keys, char **vals, int n)
         m->memused = e;
         m->has_util = f != ~0ULL;
         m->util = (unsigned)f;
+        for (int k = 0; k < 3; k++) {
+            static const char *const names[3] = {"graphics", "sm_occupancy", "dram_bw"};
+            const char *gv = get(keys, vals, n, names[k]);
+            m->gpm[k] = 0;
+            if (gv && gpm_value(p, names[k], gv, &m->gpm[k]) < 0) return -1;
+        }
         return 0;
     }
     if (strcmp(obj, "nvlink") == 0) {

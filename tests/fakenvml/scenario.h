@@ -44,6 +44,8 @@ enum {
     FK_EVENTS,
     FK_MIGMEMORY,
     FK_MIGUTIL,
+    FK_GPM,    /* nvmlGpmSampleGet */
+    FK_GPMMIG, /* nvmlGpmMigSampleGet */
     FK_NFIELDS
 };
 extern const char *const fk_field_names[FK_NFIELDS];
@@ -62,6 +64,9 @@ typedef struct fk_mig {
     unsigned long long memtotal, memused;
     int has_util;
     unsigned util;
+    /* GPM of its GPU instance, percent: graphics, sm_occupancy, dram_bw
+     * (the first line of a GPU instance counts); < 0: NOT_SUPPORTED. */
+    double gpm[3];
 } fk_mig;
 
 typedef struct fk_link {
@@ -87,6 +92,8 @@ typedef struct fk_gpu {
     uint64_t cpus[16];
     int lost, mig;
     unsigned procs_delay_ms;
+    int gpm;         /* GPM supported (Hopper and newer) */
+    double gpm_v[3]; /* the whole GPU's GPM, as fk_mig.gpm */
     fk_link links[FK_MAX_LINKS];
     fk_mig migs[FK_MAX_MIG];
     int fail[FK_NFIELDS]; /* 0, or the error code that reading answers */

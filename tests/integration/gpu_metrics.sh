@@ -13,7 +13,7 @@ fake=$MLWATCH_BUILD/tests/fakenvml/libnvidia-ml.so.1
 [ -f "$fake" ] || fail "fake NVML library not built: $fake"
 root=$MLWATCH_FIXTURES/gpu-node
 
-for sc in h100x8 timeshare a100-mig consumer; do
+for sc in h100x8 timeshare a100-mig h100-mig consumer; do
     FAKE_NVML_SCENARIO=$MLWATCH_SRC/tests/fakenvml/scenarios/$sc.txt \
         "$MLWATCH_BIN" metrics --root "$root" --collectors cgroup,gpu --nvml-library "$fake" \
         --rocm-library none >"$WORK/$sc.prom" 2>"$WORK/$sc.err" ||
@@ -23,7 +23,15 @@ for sc in h100x8 timeshare a100-mig consumer; do
     ok
     expect_eq "$sc: gpu errors" 'mlwatch_collector_errors_total{collector="gpu"} 0' \
         "$(grep '^mlwatch_collector_errors_total{collector="gpu"}' "$WORK/$sc.prom")"
-    expect_eq "$sc: log lines of the gpu collector" 1 "$(grep -c ' gpu: ' "$WORK/$sc.err")"
+    # One line (what was found); on a GPU in MIG mode without GPM one more
+    # saying that MIG instances have no utilization.
+    lines=1
+    [ "$sc" = a100-mig ] && lines=2
+    expect_eq "$sc: log lines of the gpu collector" $lines "$(grep -c ' gpu: ' "$WORK/$sc.err")"
+    if [ "$sc" = a100-mig ]; then
+        grep -q 'info gpu: GPU 0: no GPM support: MIG instances have no utilization (GPM needs a Hopper or newer GPU and driver R520 or later)' "$WORK/$sc.err" ||
+            fail "a100-mig: GPM line: $(cat "$WORK/$sc.err")"
+    fi
     # Shares add up: per GPU, container memory == device memory, and the
     # container utilization shares == device utilization (to 1e-9).
     awk '

@@ -251,6 +251,90 @@ static void test_module_restart_keeps_episode(void **st)
     close_module(g, 1);
 }
 
+/* ---- MIG: one session per instance, judged by the instance's activity ---- */
+
+static const mw_metric_desc D_MIGEN = {"mlwatch_gpu_mig_enabled", "t", "", MW_GAUGE};
+static const mw_metric_desc D_GTOTAL = {"mlwatch_gpu_memory_total_bytes", "t", "bytes", MW_GAUGE};
+static const mw_metric_desc D_MTOTAL = {"mlwatch_mig_memory_total_bytes", "t", "bytes", MW_GAUGE};
+static const mw_metric_desc D_CMIG = {"mlwatch_container_mig_memory_used_bytes", "t", "bytes",
+                                      MW_GAUGE};
+static const mw_metric_desc D_MUTIL = {"mlwatch_mig_utilization_ratio", "t", "ratio", MW_GAUGE};
+
+#define GIB 1073741824.0
+
+/* An H100 (80 GiB, 300 W) in MIG mode: a/nb on GPU instance 7 (activity
+ * u7), b/train on GPU instance 8 (u8), 10 GiB each; activity only when
+ * with_util (a driver without GPM has none). */
+static mw_snapshot *mig_snap(int64_t ms, double u7, double u8, int with_util)
+{
+    mw_snapshot *s = mw_snapshot_new();
+    s->timestamp_ms = ms;
+    mw_emit(s, &D_INFO, 1, "gpu", "0", "uuid", "GPU-0", "model", "NVIDIA H100 80GB HBM3", MW_END);
+    mw_emit(s, &D_POWER, 300, "gpu", "0", "uuid", "GPU-0", MW_END);
+    mw_emit(s, &D_MIGEN, 1, "gpu", "0", "uuid", "GPU-0", MW_END);
+    mw_emit(s, &D_GTOTAL, 80 * GIB, "gpu", "0", "uuid", "GPU-0", MW_END);
+    /* What the gpu collector also exports for the whole GPU: not sessions. */
+    mw_emit(s, &D_MEM, GIB, "namespace", "a", "pod", "nb", "container", "main", "gpu", "0", MW_END);
+    mw_emit(s, &D_MEM, 3 * GIB, "namespace", "b", "pod", "train", "container", "main", "gpu", "0",
+            MW_END);
+    const char *gi[2] = {"7", "8"}, *uuid[2] = {"MIG-7", "MIG-8"};
+    const char *ns[2] = {"a", "b"}, *pod[2] = {"nb", "train"};
+    double mem[2] = {GIB, 3 * GIB}, u[2] = {u7, u8};
+    for (int k = 0; k < 2; k++) {
+        mw_emit(s, &D_MTOTAL, 10 * GIB, "gpu", "0", "uuid", uuid[k], "mig_profile", "1g.10gb",
+                "gpu_instance", gi[k], "compute_instance", "0", MW_END);
+        mw_emit(s, &D_CMIG, mem[k], "namespace", ns[k], "pod", pod[k], "container", "main", "gpu",
+                "0", "mig_profile", "1g.10gb", "gpu_instance", gi[k], "compute_instance", "0",
+                MW_END);
+        if (with_util)
+            mw_emit(s, &D_MUTIL, u[k], "gpu", "0", "uuid", uuid[k], "mig_profile", "1g.10gb",
+                    "gpu_instance", gi[k], "compute_instance", "0", MW_END);
+    }
+    return s;
+}
+
+static void test_module_mig_instances(void **st)
+{
+    (void)st;
+    fixture *f = open_module("10s", "3s");
+    int64_t t0 = 1700000000000LL;
+    for (int i = 0; i <= 20; i++) {
+        mw_snapshot *s = mig_snap(t0 + i * 1000, 0.01, 0.6, 1);
+        mw_module_idle.derive(f->state, s);
+        /* One session per instance, none for the whole GPU. */
+        assert_int_equal(tu_count(s, "mlwatch_gpu_idle_seconds"), 2);
+        assert_true(tu_value(s, "mlwatch_gpu_idle_seconds", "namespace", "a", "pod", "nb",
+                             "container", "main", "gpu", "0", "mig_profile", "1g.10gb",
+                             "gpu_instance", "7", "compute_instance", "0", "workload_kind", "",
+                             "workload", "", MW_END) == (i < 10 ? 0 : (double)i));
+        assert_true(tu_value(s, "mlwatch_gpu_idle_seconds", "namespace", "b", "gpu_instance", "8",
+                             MW_END) == 0);
+        if (i == 20) {
+            assert_true(tu_value(s, "mlwatch_idle_gpu_sessions", "namespace", "a", MW_END) == 1);
+            assert_true(tu_value(s, "mlwatch_idle_gpu_sessions", "namespace", "b", MW_END) == 0);
+            assert_true(tu_value(s, "mlwatch_idle_gpu_seconds_total", "namespace", "a", MW_END) ==
+                        20);
+            /* The instance's slice of the GPU (10 of 80 GiB) of 300 W, for
+             * 20 s: 750 J, whatever the other slice does. */
+            double e =
+                tu_value(s, "mlwatch_idle_gpu_energy_joules_total", "namespace", "a", MW_END);
+            assert_true(e > 750 - 1e-6 && e < 750 + 1e-6);
+        }
+        mw_snapshot_free(s);
+    }
+    close_module(f, 1);
+    /* Without per-instance activity (no GPM) sessions are listed, never idle. */
+    f = open_module("10s", "3s");
+    for (int i = 0; i <= 20; i++) {
+        mw_snapshot *s = mig_snap(t0 + i * 1000, 0, 0, 0);
+        mw_module_idle.derive(f->state, s);
+        assert_int_equal(tu_count(s, "mlwatch_gpu_idle_seconds"), 2);
+        assert_true(tu_value(s, "mlwatch_gpu_idle_seconds", "gpu_instance", "7", MW_END) == 0);
+        mw_snapshot_free(s);
+    }
+    close_module(f, 1);
+}
+
 static void test_config_section(void **st)
 {
     (void)st;
@@ -290,6 +374,7 @@ int main(void)
         cmocka_unit_test(test_module_idle_and_busy),
         cmocka_unit_test(test_module_no_carbon_no_co2),
         cmocka_unit_test(test_module_restart_keeps_episode),
+        cmocka_unit_test(test_module_mig_instances),
         cmocka_unit_test(test_config_section),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

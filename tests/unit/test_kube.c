@@ -143,6 +143,22 @@ static void test_kubeconfig(void **st)
     assert_int_equal(mw_kubeconfig_parse(ex, strlen(ex), ".", &c, err, sizeof(err)), -1);
     assert_string_equal(err, "kubeconfig: user 'u' uses an exec or auth-provider plugin, which "
                              "mlwatch does not run; use a token or a client certificate");
+    /* A certificate without its key, or a key without its certificate. */
+    const char *half =
+        "current-context: c\ncontexts:\n- name: c\n  context: {cluster: x, user: u}\n"
+        "clusters:\n- name: x\n  cluster: {server: https://x}\n"
+        "users:\n- name: u\n  user:\n    client-certificate: /c.pem\n";
+    assert_int_equal(mw_kubeconfig_parse(half, strlen(half), ".", &c, err, sizeof(err)), -1);
+    assert_string_equal(err, "kubeconfig: user 'u' has a client certificate but no client-key or "
+                             "client-key-data");
+    const char *half2 =
+        "current-context: c\ncontexts:\n- name: c\n  context: {cluster: x, user: u}\n"
+        "clusters:\n- name: x\n  cluster: {server: https://x}\n"
+        "users:\n- name: u\n  user:\n    client-key-data: aGVsbG8=\n";
+    assert_int_equal(mw_kubeconfig_parse(half2, strlen(half2), ".", &c, err, sizeof(err)), -1);
+    assert_string_equal(err, "kubeconfig: user 'u' has a client key but no client-certificate or "
+                             "client-certificate-data");
+    assert_string_equal(c.client_key_data, ""); /* nothing kept of a refused kubeconfig */
     const char *nf = "current-context: zz\ncontexts: []\n";
     assert_int_equal(mw_kubeconfig_parse(nf, strlen(nf), ".", &c, err, sizeof(err)), -1);
     assert_string_equal(err, "kubeconfig: no context named 'zz'");

@@ -66,6 +66,10 @@ typedef struct mw_gpu_proc {
     uint8_t has_sm;                          /* sm_permille came from samples */
 } mw_gpu_proc;
 
+/* GPM readings (NVML's GPU Performance Monitoring, Hopper and newer; see
+ * nvml_gpm.c): percent, the mean over the last slow interval. */
+enum { MW_GPM_GRAPHICS, MW_GPM_SM_OCCUPANCY, MW_GPM_DRAM_BW, MW_GPM_COUNT };
+
 typedef struct mw_gpu_mig {
     char uuid[96];
     char profile[32]; /* "1g.10gb" */
@@ -73,6 +77,8 @@ typedef struct mw_gpu_mig {
     uint64_t have; /* MW_GF_MEMORY, MW_GF_UTIL */
     uint64_t mem_used, mem_total;
     uint32_t util_pct;
+    double gpm[MW_GPM_COUNT]; /* of its GPU instance */
+    uint8_t gpm_have;         /* bit per MW_GPM_* */
 } mw_gpu_mig;
 
 typedef struct mw_gpu_link {
@@ -117,6 +123,8 @@ typedef struct mw_gpu_dev {
     mw_gpu_mig mig[MW_GPU_MAX_MIG];
     mw_gpu_proc procs[MW_GPU_MAX_PROCS];
     mw_gpu_xid xids[MW_GPU_MAX_XIDS];
+    double gpm[MW_GPM_COUNT];   /* the whole GPU */
+    uint8_t gpm_have;           /* bit per MW_GPM_* */
     int64_t poll_ns;            /* time the last poll of this device took */
     const char *driver_version; /* the backend's (set by the collector) */
 } mw_gpu_dev;

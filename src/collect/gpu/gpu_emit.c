@@ -109,8 +109,35 @@ static const mw_metric_desc MIG_USED =
 static const mw_metric_desc MIG_TOTAL =
     G("mlwatch_mig_memory_total_bytes", "Memory of the MIG instance.", "bytes", MW_GAUGE);
 static const mw_metric_desc MIG_UTIL =
-    G("mlwatch_mig_utilization_ratio", "Utilization of the MIG instance, where the driver has it.",
+    G("mlwatch_mig_utilization_ratio",
+      "Activity of the MIG instance: the share of time its GPU instance's graphics/compute engine "
+      "was busy over the last slow interval (NVML GPM, Hopper and newer).",
       "ratio", MW_GAUGE);
+/* GPM (nvml_gpm.c), in MW_GPM_* order: the whole GPU's, and the MIG
+ * instance's (its graphics activity is MIG_UTIL). */
+static const mw_metric_desc GPU_GPM[MW_GPM_COUNT] = {
+    G("mlwatch_gpu_graphics_activity_ratio",
+      "Share of time the GPU's graphics/compute engine was busy over the last slow interval (NVML "
+      "GPM, Hopper and newer; also in MIG mode, where mlwatch_gpu_utilization_ratio is absent).",
+      "ratio", MW_GAUGE),
+    G("mlwatch_gpu_sm_occupancy_ratio",
+      "Resident warps versus the SMs' maximum over the last slow interval (NVML GPM).", "ratio",
+      MW_GAUGE),
+    G("mlwatch_gpu_dram_bandwidth_utilization_ratio",
+      "DRAM bandwidth used versus the maximum over the last slow interval (NVML GPM).", "ratio",
+      MW_GAUGE),
+};
+static const mw_metric_desc MIG_OCC =
+    G("mlwatch_mig_sm_occupancy_ratio",
+      "Resident warps versus the maximum of the MIG instance's SMs over the last slow interval "
+      "(NVML GPM, per GPU instance).",
+      "ratio", MW_GAUGE);
+static const mw_metric_desc MIG_DRAM =
+    G("mlwatch_mig_dram_bandwidth_utilization_ratio",
+      "DRAM bandwidth used by the MIG instance's GPU instance versus its maximum over the last "
+      "slow interval (NVML GPM).",
+      "ratio", MW_GAUGE);
+static const mw_metric_desc *const MIG_GPM[MW_GPM_COUNT] = {&MIG_UTIL, &MIG_OCC, &MIG_DRAM};
 static const mw_metric_desc C_MEM =
     G("mlwatch_container_gpu_memory_used_bytes",
       "GPU memory used by the container's processes; the sample with empty namespace, pod and "
@@ -210,6 +237,8 @@ static void emit_device(mw_collect_ctx *ctx, const mw_gpu_dev *d)
     if (d->lost) return;
     if (HAVE(d, MW_GF_UTIL)) emit1(ctx, &UTIL, d, d->util_pct / 100.0, 0, 0, 0, 0);
     if (HAVE(d, MW_GF_MEM_UTIL)) emit1(ctx, &MEM_UTIL, d, d->mem_util_pct / 100.0, 0, 0, 0, 0);
+    for (int g = 0; g < MW_GPM_COUNT; g++)
+        if (d->gpm_have & (1u << g)) emit1(ctx, &GPU_GPM[g], d, d->gpm[g] / 100.0, 0, 0, 0, 0);
     if (HAVE(d, MW_GF_MEMORY)) {
         emit1(ctx, &MEM_USED, d, (double)d->mem_used, 0, 0, 0, 0);
         emit1(ctx, &MEM_TOTAL, d, (double)d->mem_total, 0, 0, 0, 0);
@@ -289,8 +318,12 @@ static void emit_mig(mw_collect_ctx *ctx, const mw_gpu_dev *d)
             mw_emitv(ctx->snap, &MIG_USED, (double)m->mem_used, 5, l);
             mw_emitv(ctx->snap, &MIG_TOTAL, (double)m->mem_total, 5, l);
         }
-        if (m->have & MW_GF_BIT(MW_GF_UTIL))
+        if (m->gpm_have & (1u << MW_GPM_GRAPHICS)) /* GPM first: a mean, not a snapshot */
+            mw_emitv(ctx->snap, &MIG_UTIL, m->gpm[MW_GPM_GRAPHICS] / 100.0, 5, l);
+        else if (m->have & MW_GF_BIT(MW_GF_UTIL))
             mw_emitv(ctx->snap, &MIG_UTIL, m->util_pct / 100.0, 5, l);
+        for (int g = MW_GPM_SM_OCCUPANCY; g < MW_GPM_COUNT; g++)
+            if (m->gpm_have & (1u << g)) mw_emitv(ctx->snap, MIG_GPM[g], m->gpm[g] / 100.0, 5, l);
     }
 }
 

@@ -7,6 +7,7 @@
  * probes it again); anything else is reported and retried next time. */
 #include "gpu.h"
 #include "nvml_abi.h"
+#include "nvml_gpm.h"
 #include "../../core/parse.h"
 #include "../../core/util.h"
 
@@ -136,6 +137,7 @@ typedef struct nvml {
     nvmlProcessInfo_t procbuf[MW_GPU_MAX_PROCS];
     nvmlProcessUtilizationSample_t *samples;
     unsigned samples_cap;
+    mw_nvml_gpm *gpm; /* per-GPU and per-MIG-instance activity (nvml_gpm.c) */
 } nvml;
 
 static const char *errstr(nvml *x, nvmlReturn_t rc)
@@ -275,6 +277,7 @@ static int probe_lost(nvml *x, unsigned i, mw_gpu_dev *d, const mw_gpu_sink *sin
     nd->unsupported = nd->mig_unsupported = 0; /* a reset GPU may differ: ask again */
     nd->links_probed = 0;
     nd->last_sample_us = 0;
+    mw_nvml_gpm_forget(x->gpm, i);
     d->lost = 0;
     d->have = 0;
     nvml_identify(x, i, d, sink);
@@ -625,6 +628,7 @@ static void nvml_poll(void *impl, unsigned i, mw_gpu_dev *d, unsigned what, cons
     if ((what & MW_GPU_SLOW) && !d->lost) read_health(x, i, d, sink);
     if ((what & MW_GPU_SLOW) && !d->lost) read_links(x, i, d, sink);
     if ((what & MW_GPU_SLOW) && !d->lost) read_procs_and_mig(x, i, d, sink);
+    if ((what & MW_GPU_SLOW) && !d->lost) mw_nvml_gpm_poll(x->gpm, i, x->devs[i].h, d, sink);
 }
 
 static void nvml_events(void *impl, const mw_gpu_sink *sink)
@@ -655,6 +659,7 @@ static void nvml_close(void *impl)
     nvml *x = impl;
     if (!x) return;
     if (x->events && x->f.event_set_free) x->f.event_set_free(x->events);
+    mw_nvml_gpm_close(x->gpm);
     x->f.shutdown();
     dlclose(x->lib);
     free(x->samples);
@@ -733,6 +738,7 @@ int mw_gpu_nvml_open(mw_gpu_backend *b, const char *lib, const mw_hostfs *host, 
         if (x->f.handle(i, &x->devs[i].h) != NVML_SUCCESS) x->devs[i].h = NULL;
     }
     x->n = n;
+    x->gpm = mw_nvml_gpm_open(h, x->f.error_string);
     x->samples_cap = 512;
     x->samples = mw_xcalloc(x->samples_cap, sizeof(*x->samples));
     if (x->f.event_set_create && x->f.event_set_create(&x->events) != NVML_SUCCESS)

@@ -40,6 +40,7 @@ typedef enum nvmlReturn_enum {
     NVML_ERROR_IN_USE = 19,
     NVML_ERROR_MEMORY = 20,
     NVML_ERROR_NO_DATA = 21,
+    NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25, /* a versioned struct of another version */
     NVML_ERROR_UNKNOWN = 999
 } nvmlReturn_t;
 
@@ -237,5 +238,71 @@ typedef nvmlReturn_t (*nvmlDeviceRegisterEvents_fn)(nvmlDevice_t device,
                                                     nvmlEventSet_t set);
 typedef nvmlReturn_t (*nvmlEventSetWait_v2_fn)(nvmlEventSet_t set, nvmlEventData_t *data,
                                                unsigned int timeout_ms);
+
+/* ---- GPM (GPU Performance Monitoring): Hopper and newer, driver R520+ ----
+ * A GPM sample is an opaque snapshot of the GPU's (or one MIG GPU
+ * instance's) performance counters; a metric is a rate between two samples
+ * taken some time apart (nvmlGpmMetricsGet with sample1 the older). Layouts
+ * from nvml.h's "GPM Structs" group. */
+typedef struct {
+    struct nvmlGpmSample_st *handle;
+} nvmlGpmSample_t;
+
+typedef enum {
+    NVML_GPM_METRIC_GRAPHICS_UTIL = 1, /* % of time any compute/graphics app was active */
+    NVML_GPM_METRIC_SM_UTIL = 2,       /* % of SMs that were busy */
+    NVML_GPM_METRIC_SM_OCCUPANCY = 3,  /* % of warps active versus the theoretical maximum */
+    NVML_GPM_METRIC_DRAM_BW_UTIL = 10  /* % of DRAM bandwidth used versus the maximum */
+} nvmlGpmMetricId_t;
+
+/* One metric of nvmlGpmMetricsGet_t: metricId in, the rest out. */
+typedef struct {
+    unsigned int metricId;
+    nvmlReturn_t nvmlReturn; /* per metric; value is valid only on NVML_SUCCESS */
+    double value;            /* percent (0.0 - 100.0) for the metrics above */
+    struct {
+        char *shortName;
+        char *longName;
+        char *unit;
+    } metricInfo;
+} nvmlGpmMetric_t;
+
+/* NVML_GPM_METRIC_MAX grows with each header (98 in the first, 333 in
+ * CUDA 13's) while NVML_GPM_METRICS_GET_VERSION stays 1: the library only
+ * touches metrics[0 .. numMetrics-1], so the array size is ours to choose.
+ * We take the largest published one so that no driver can write past it. */
+#define NVML_GPM_METRIC_MAX 333
+#define NVML_GPM_METRICS_GET_VERSION 1
+typedef struct {
+    unsigned int version;    /* NVML_GPM_METRICS_GET_VERSION */
+    unsigned int numMetrics; /* entries of metrics[] to compute */
+    nvmlGpmSample_t sample1; /* the older sample */
+    nvmlGpmSample_t sample2; /* the newer sample */
+    nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
+} nvmlGpmMetricsGet_t;
+
+#define NVML_GPM_SUPPORT_VERSION 1
+typedef struct {
+    unsigned int version;           /* NVML_GPM_SUPPORT_VERSION */
+    unsigned int isSupportedDevice; /* 0 before Hopper */
+} nvmlGpmSupport_t;
+
+_Static_assert(sizeof(nvmlGpmSample_t) == 8, "nvmlGpmSample_t layout");
+_Static_assert(sizeof(nvmlGpmMetric_t) == 40, "nvmlGpmMetric_t layout");
+_Static_assert(offsetof(nvmlGpmMetric_t, value) == 8, "nvmlGpmMetric_t.value");
+_Static_assert(offsetof(nvmlGpmMetric_t, metricInfo) == 16, "nvmlGpmMetric_t.metricInfo");
+_Static_assert(offsetof(nvmlGpmMetricsGet_t, sample1) == 8, "nvmlGpmMetricsGet_t.sample1");
+_Static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24, "nvmlGpmMetricsGet_t.metrics");
+_Static_assert(sizeof(nvmlGpmSupport_t) == 8, "nvmlGpmSupport_t layout");
+
+typedef nvmlReturn_t (*nvmlGpmQueryDeviceSupport_fn)(nvmlDevice_t device,
+                                                     nvmlGpmSupport_t *support);
+typedef nvmlReturn_t (*nvmlGpmSampleAlloc_fn)(nvmlGpmSample_t *sample);
+typedef nvmlReturn_t (*nvmlGpmSampleFree_fn)(nvmlGpmSample_t sample);
+typedef nvmlReturn_t (*nvmlGpmSampleGet_fn)(nvmlDevice_t device, nvmlGpmSample_t sample);
+/* device is the parent GPU; the sample covers one GPU instance. */
+typedef nvmlReturn_t (*nvmlGpmMigSampleGet_fn)(nvmlDevice_t device, unsigned int gpuInstanceId,
+                                               nvmlGpmSample_t sample);
+typedef nvmlReturn_t (*nvmlGpmMetricsGet_fn)(nvmlGpmMetricsGet_t *metrics);
 
 #endif
