@@ -15,7 +15,7 @@ build_pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libyaml-dev zlib1
 # against (Prometheus, promtool, Alertmanager, VictoriaMetrics, an SMTP sink).
 test_pkgs=(libcmocka-dev clang libclang-rt-14-dev clang-format cppcheck prometheus
            prometheus-alertmanager victoria-metrics curl python3 python3-aiosmtpd procps
-           openssl jq python3-grpcio)
+           openssl jq python3-grpcio chromium python3-yaml python3-kubernetes)
 # Benchmarks: the tools mlwatch is compared with.
 bench_pkgs=(prometheus-node-exporter bc)
 
@@ -23,15 +23,37 @@ pkgs=("${build_pkgs[@]}")
 [ "$what" = test ] && pkgs+=("${test_pkgs[@]}")
 [ "$what" = bench ] && pkgs+=("${test_pkgs[@]}" "${bench_pkgs[@]}")
 
+# The web UI (ui/, docs/ui.md) takes uPlot from npm at build time and the UI
+# test drives chromium with playwright-core: npm (Debian's, unless one is on
+# PATH) and `npm ci` in ui/ (the full lock for tests, without dev packages
+# for a plain build).
+command -v npm >/dev/null || pkgs+=(npm)
+
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing: ${missing[*]}"
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo=sudo
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -q
+    $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
 
-echo "installing: ${missing[*]}"
-sudo=""
-[ "$(id -u)" -ne 0 ] && sudo=sudo
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -q
-$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+ui=$(cd "$(dirname "$0")/.." && pwd)/ui
+if [ "$what" = build ]; then
+    [ -d "$ui/node_modules/uplot" ] || (cd "$ui" && npm ci --omit=dev --no-audit --no-fund)
+else
+    [ -d "$ui/node_modules/uplot" ] && [ -d "$ui/node_modules/playwright-core" ] ||
+        (cd "$ui" && npm ci --no-audit --no-fund)
+fi
+# deploy/ tests: the Kubernetes schema validator (kubernetes-models from npm,
+# tests/deploy/package-lock.json), tests/integration/deploy_manifests.sh.
+deploy=$(cd "$(dirname "$0")/.." && pwd)/tests/deploy
+if [ "$what" != build ]; then
+    [ -d "$deploy/node_modules/kubernetes-models" ] &&
+        [ -d "$deploy/node_modules/@kubernetes-models/prometheus-operator" ] ||
+        (cd "$deploy" && npm ci --no-audit --no-fund)
+fi

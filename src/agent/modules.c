@@ -15,6 +15,7 @@ extern const mw_module mw_module_energy; /* src/derive/energy_module.c: energy, 
 extern const mw_module mw_module_idle;   /* src/derive/idle.c: idle GPU sessions, notifications */
 extern const mw_module mw_module_remote_write; /* src/ship/remote_write.c: shipper */
 extern const mw_module mw_module_store;        /* src/store/store_module.c */
+extern const mw_module mw_module_ui;           /* src/serve/ui.c: web UI, routes only */
 
 /* Add modules here, in the order they must run. */
 const mw_module *const mw_modules[] = {
@@ -24,6 +25,7 @@ const mw_module *const mw_modules[] = {
     &mw_doctor_module,
     &mw_module_store,        /* src/store/store_module.c: after the derivers, before shippers */
     &mw_module_remote_write, /* shippers last: they see every derived sample */
+    &mw_module_ui,           /* routes only (web UI); before the agent's catch-all / */
 };
 const size_t mw_nmodules = sizeof(mw_modules) / sizeof(mw_modules[0]);
 

@@ -296,6 +296,12 @@ static const option options[] = {
         mw_query_check_step),
     OPT("url", OPT_STRING, query_url, "",
         "`mlwatch query`: Prometheus-compatible base URL (default: the agent on --listen)", NULL),
+    OPT("query-url", OPT_STRING, ui_query_url, "",
+        "Web UI: send its PromQL queries to this Prometheus-compatible base URL (Prometheus, "
+        "Thanos, Mimir, VictoriaMetrics) instead of the embedded store",
+        mw_ui_check_query_url),
+    OPT("query-timeout", OPT_DURATION, ui_query_timeout_ms, "30s",
+        "Web UI with --query-url: longest wait for one forwarded query", NULL),
 };
 
 void mw_config_defaults(mw_config *c)

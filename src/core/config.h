@@ -112,6 +112,10 @@ typedef struct mw_config {
     char query_url[1024];
     /* GPUs allocated to pods, from the kubelet (src/kube/podresources.c). */
     int kubelet_pod_resources;
+    /* The web UI (src/serve/ui.c, docs/ui.md): where its queries go ("" =
+     * the embedded store) and how long one may take (0 = 30s). */
+    char ui_query_url[1024];
+    int64_t ui_query_timeout_ms;
 } mw_config;
 
 void mw_config_defaults(mw_config *c);
@@ -168,5 +172,7 @@ extern int (*mw_config_collector_exists)(const char *name);
  * src/query/query_cmd.c. */
 int mw_query_check_time(const char *v, char *why, size_t whysize);
 int mw_query_check_step(const char *v, char *why, size_t whysize);
+/* Validator of --query-url (an http(s) base URL), in src/serve/ui_proxy.c. */
+int mw_ui_check_query_url(const char *v, char *why, size_t whysize);
 
 #endif

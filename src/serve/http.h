@@ -20,7 +20,7 @@ typedef struct mw_http_request {
     struct MHD_Connection *conn;
 } mw_http_request;
 
-#define MW_HTTP_MAX_HEADERS 4
+#define MW_HTTP_MAX_HEADERS 8 /* the web UI sets 6: CSP, nosniff, cache, ETag, Vary, encoding */
 
 typedef struct mw_http_response {
     int status;

@@ -177,7 +177,7 @@ static void static_body(void *cls, const mw_http_request *req, mw_http_response 
     resp->body = (char *)static_page;
     resp->len = sizeof(static_page) - 1;
     resp->body_static = 1;
-    for (int i = 0; i < 6; i++) /* two more than fit: dropped, not overrun */
+    for (int i = 0; i < MW_HTTP_MAX_HEADERS + 2; i++) /* two more than fit: dropped, not overrun */
         mw_http_add_header(resp, i % 2 ? "X-Odd" : "X-Even", i % 2 ? "odd" : "even");
 }
 

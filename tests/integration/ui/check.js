@@ -1,0 +1,136 @@
+// check.js - drives Debian's chromium (headless, through playwright-core)
+// over the agent's web UI for tests/integration/ui.sh.
+//   node check.js URL SCREENSHOT_DIR EXPECT.json
+// Opens every page of the UI, waits until each panel has drawn its data,
+// checks each chart has series and points, each stat its exact value and
+// each table its exact rows (EXPECT.json, written by ui.sh from what the
+// fixtures and the fake NVML make known), then that the URL keeps the
+// state across a reload, and that the page broke no CSP rule. Prints one
+// line per check; exits 1 on the first failure with what it saw.
+'use strict';
+const path = require('path');
+const fs = require('fs');
+
+const [url, shots, expectFile] = process.argv.slice(2);
+const expect = JSON.parse(fs.readFileSync(expectFile, 'utf8'));
+let pw;
+try {
+  pw = require(path.join(__dirname, '../../../ui/node_modules/playwright-core'));
+} catch (e) {
+  console.error('FAIL: playwright-core is missing: run `npm ci` in ui/ (scripts/install-deps.sh test)');
+  process.exit(1);
+}
+const CHROMIUM = process.env.MLWATCH_CHROMIUM || '/usr/bin/chromium';
+if (!fs.existsSync(CHROMIUM)) {
+  console.error(`FAIL: ${CHROMIUM} is missing: apt-get install chromium (scripts/install-deps.sh test)`);
+  process.exit(1);
+}
+
+let checks = 0;
+function fail(msg) {
+  throw new Error(msg);
+}
+function ok(msg) {
+  checks++;
+  if (process.env.VERBOSE) console.log(`ok ${msg}`);
+}
+
+async function waitReady(page, loads) {
+  await page.waitForFunction((n) => window.mlwatchUI && window.mlwatchUI.ready &&
+    window.mlwatchUI.loads >= n, loads, { timeout: 15000 });
+  return page.evaluate(() => JSON.parse(JSON.stringify(window.mlwatchUI)));
+}
+
+async function main() {
+  const browser = await pw.chromium.launch({ executablePath: CHROMIUM, headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  const ctx = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  const page = await ctx.newPage();
+  const problems = [];
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  // A reload aborts what is in flight (ERR_ABORTED): not a failure.
+  page.on('requestfailed', (r) => {
+    if (r.failure().errorText !== 'net::ERR_ABORTED') problems.push(`request failed: ${r.url()} ${r.failure().errorText}`);
+  });
+
+  for (const [pageId, want] of Object.entries(expect.pages)) {
+    await page.goto(`${url}/ui/#/${pageId}?range=5m&refresh=off`);
+    const st = await waitReady(page, 1);
+    if (st.page !== pageId) fail(`${pageId}: the UI shows ${st.page}`);
+    for (const [id, p] of Object.entries(st.panels)) {
+      const w = (want.panels || {})[id] || {};
+      if (p.state !== 'ok') fail(`${id} (${p.title}): state ${p.state} ${p.error || ''}`);
+      if (p.points < 1) fail(`${id} (${p.title}): no data points`);
+      if (w.series !== undefined && p.series !== w.series)
+        fail(`${id} (${p.title}): ${p.series} series, expected ${w.series}`);
+      if (w.minSeries !== undefined && p.series < w.minSeries)
+        fail(`${id} (${p.title}): ${p.series} series, expected at least ${w.minSeries}`);
+      if (w.labels !== undefined && JSON.stringify(p.labels) !== JSON.stringify(w.labels))
+        fail(`${id} (${p.title}): series ${JSON.stringify(p.labels)}, expected ${JSON.stringify(w.labels)}`);
+      if (w.rowCount !== undefined && p.rows !== w.rowCount)
+        fail(`${id} (${p.title}): ${p.rows} rows, expected ${w.rowCount}`);
+      if (w.value !== undefined && p.value !== w.value)
+        fail(`${id} (${p.title}): value ${p.value}, expected ${w.value}`);
+      if (w.rows !== undefined) {
+        const got = p.table.map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => k in w.rows[0])));
+        if (JSON.stringify(got) !== JSON.stringify(w.rows))
+          fail(`${id} (${p.title}): rows ${JSON.stringify(got)}, expected ${JSON.stringify(w.rows)}`);
+        for (const r of p.table) {
+          for (const [col, min] of Object.entries(w.positive || {})) {
+            if (!(r[col] > min)) fail(`${id} (${p.title}): ${col} = ${r[col]} in ${JSON.stringify(r)}`);
+          }
+        }
+      }
+      ok(`${id}: ${p.state}, ${p.series || 0} series, ${p.points || 0} points, ${p.rows || 0} rows`);
+    }
+    const n = Object.keys(st.panels).length;
+    if (n !== want.count) fail(`${pageId}: ${n} panels, expected ${want.count}`);
+    // Every chart is really drawn: a uPlot canvas per timeseries panel.
+    const canvases = await page.locator('section.panel.timeseries canvas').count();
+    const series = await page.locator('section.panel.timeseries').count();
+    if (canvases !== series) fail(`${pageId}: ${canvases} canvases for ${series} charts`);
+    await page.screenshot({ path: path.join(shots, `${pageId}.png`), fullPage: true });
+    ok(`${pageId}: ${n} panels`);
+  }
+
+  // State in the URL: a namespace and a range survive a reload, and scope
+  // the panels.
+  await page.goto(`${url}/ui/#/workloads?range=15m&refresh=off&namespace=shared&workload=notebook-`);
+  await waitReady(page, 1);
+  await page.reload();
+  const st = await waitReady(page, 1);
+  const sel = await page.evaluate(() => [document.getElementById('range').value,
+    document.getElementById('var-namespace').value, document.getElementById('var-workload').value]);
+  if (sel.join('|') !== '15m|shared|notebook-') fail(`after reload: range, namespace, workload = ${sel}`);
+  const mem = st.panels['workloads-2'];
+  if (mem.series !== expect.scoped_gpu_memory_series)
+    fail(`scoped GPU memory: ${mem.series} series, expected ${expect.scoped_gpu_memory_series}`);
+  ok('state kept across a reload');
+  // Changing the range through the picker lands in the URL.
+  await page.selectOption('#range', '1h');
+  await page.waitForFunction(() => location.hash.includes('range=1h'));
+  if (!page.url().includes('namespace=shared')) fail(`picker lost the namespace: ${page.url()}`);
+  ok('picker writes the URL');
+  // The navigation keeps the scope.
+  await page.click('nav a[data-page="sustainability"]');
+  await page.waitForFunction(() => location.hash.startsWith('#/sustainability') && window.mlwatchUI.ready);
+  if (!page.url().includes('namespace=shared') || !page.url().includes('range=1h'))
+    fail(`navigation lost the state: ${page.url()}`);
+  ok('navigation keeps the state');
+
+  // Auto-refresh queries again on its own.
+  await page.goto(`${url}/ui/#/cluster?range=5m&refresh=5s`);
+  await page.reload();
+  await waitReady(page, 2);
+  ok('auto-refresh');
+
+  if (problems.length) fail(`the browser reported: ${problems.join('; ')}`);
+  await browser.close();
+  console.log(`ui check: ${checks} checks passed`);
+}
+
+main().catch((e) => {
+  console.error(`FAIL: ${e.message}`);
+  process.exit(1);
+});
