@@ -1,0 +1,196 @@
+#!/usr/bin/python3
+"""check_manifest.py - what a schema cannot say about deploy/kubernetes/mlwatch.yaml
+(tests/integration/deploy_manifests.sh): the objects fit together and the
+DaemonSet takes exactly the privileges docs/deploy.md explains.
+
+  check_manifest.py base MANIFEST RULES GRAFANA_DIR
+  check_manifest.py kubeflow BUILT_OVERLAY.yaml      (kustomize's output)
+  check_manifest.py args MANIFEST OUT_DIR            (the agent's config
+      and args, for the test to run the real agent with: OUT_DIR/agent.yaml,
+      OUT_DIR/args one per line)
+Prints one line per failed check and exits 1 when any failed."""
+import glob
+import json
+import os
+import sys
+
+import yaml
+
+FAILS = []
+# kubectl apply (client side) keeps the object in an annotation of at most
+# 256 KiB; a bigger object needs --server-side.
+LAST_APPLIED_MAX = 262144
+
+
+def check(cond, what):
+    if not cond:
+        FAILS.append(what)
+    return cond
+
+
+def load(path):
+    with open(path) as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+def one(docs, kind, name=None):
+    found = [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
+    check(len(found) == 1, f"exactly one {kind}{' ' + name if name else ''}: found {len(found)}")
+    return found[0] if found else {}
+
+
+def daemonset_checks(docs, ns):
+    ds = one(docs, "DaemonSet", "mlwatch")
+    pod = ds["spec"]["template"]["spec"]
+    labels = ds["spec"]["template"]["metadata"]["labels"]
+    check(ds["spec"]["selector"]["matchLabels"].items() <= labels.items(),
+          "DaemonSet selector matches its pod template")
+    check(pod.get("hostPID") is True, "hostPID: true")
+    check(pod.get("hostNetwork") is True and pod.get("dnsPolicy") == "ClusterFirstWithHostNet",
+          "hostNetwork with dnsPolicy ClusterFirstWithHostNet")
+    check(pod.get("priorityClassName") == "system-node-critical", "priorityClassName")
+    check(pod.get("serviceAccountName") == "mlwatch", "serviceAccountName mlwatch")
+    check(any(t.get("key") == "nvidia.com/gpu" and t.get("operator") == "Exists"
+              for t in pod.get("tolerations", [])), "tolerates nvidia.com/gpu taints")
+    (c,) = pod["containers"]
+    sc = c["securityContext"]
+    check(sc.get("privileged") is False, "not privileged")
+    check(sc.get("allowPrivilegeEscalation") is False, "allowPrivilegeEscalation false")
+    check(sc.get("readOnlyRootFilesystem") is True, "readOnlyRootFilesystem")
+    check(sc.get("capabilities") == {"drop": ["ALL"]}, "capabilities: drop ALL, add none")
+    check(sc.get("runAsUser") == 0, "runAsUser 0 (docs/deploy.md says why)")
+    r = c.get("resources", {})
+    check(set(r.get("requests", {})) == {"cpu", "memory"} and set(r.get("limits", {})) == {"cpu", "memory"},
+          "cpu and memory requests and limits")
+    env = {e["name"]: e for e in c.get("env", [])}
+    check(env.get("NODE_NAME", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "spec.nodeName",
+          "NODE_NAME from the downward API")
+    check(env.get("NVIDIA_VISIBLE_DEVICES", {}).get("value") == "all", "NVIDIA_VISIBLE_DEVICES=all")
+    check(env.get("NVIDIA_DRIVER_CAPABILITIES", {}).get("value") == "utility",
+          "NVIDIA_DRIVER_CAPABILITIES=utility")
+    check("nvidia.com/gpu" not in json.dumps(r), "no nvidia.com/gpu resource (it would take a GPU)")
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    check(ports.get("http") == 10230, "port http 10230")
+    check(c["livenessProbe"]["httpGet"] == {"path": "/-/healthy", "port": "http"}, "liveness /-/healthy")
+    check(c["readinessProbe"]["httpGet"] == {"path": "/-/ready", "port": "http"}, "readiness /-/ready")
+    args = c["args"]
+    check(args[0] == "agent" and "--kubernetes" in args, "args: agent --kubernetes")
+
+    def flag(name):
+        return args[args.index(name) + 1] if name in args else None
+
+    vols = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    for m in c["volumeMounts"]:
+        check(m["name"] in vols, f"volume {m['name']} exists")
+    data = flag("--data-dir")
+    check(data in mounts and "hostPath" in vols.get(mounts[data]["name"], {}),
+          "--data-dir is a hostPath mount")
+    check(flag("--state-dir") in mounts, "--state-dir is mounted")
+    for path, m in mounts.items():
+        v = vols.get(m["name"], {})
+        if "hostPath" in v and path not in (data, flag("--state-dir")):
+            check(m.get("readOnly") is True, f"host mount {path} is read-only")
+            check(path == "/host" + v["hostPath"]["path"],
+                  f"host path {v['hostPath']['path']} mounted at /host{v['hostPath']['path']}")
+            check(v["hostPath"].get("type") in ("Directory", "DirectoryOrCreate", "File"),
+                  f"hostPath {v['hostPath']['path']} has a type (never creates a file or folder where the host has none by accident)")
+    want = {"/proc", "/sys", "/var/log/pods", "/var/log/containers", "/var/lib/kubelet/pod-resources"}
+    have = {v["hostPath"]["path"] for v in vols.values() if "hostPath" in v}
+    check(want <= have, f"host mounts {sorted(want - have)} missing")
+    cm_name = vols.get(mounts.get(os.path.dirname(flag("--config")), {}).get("name"), {}).get(
+        "configMap", {}).get("name")
+    cm = one(docs, "ConfigMap", cm_name)
+    conf = yaml.safe_load(cm.get("data", {}).get(os.path.basename(flag("--config")), "")) or {}
+    check(conf.get("root") == "/host", "config root: /host")
+    check(str(conf.get("listen", "")).endswith(":10230"), "config listen on port 10230")
+    for d in docs:
+        if d["kind"] != "ClusterRole" and d["kind"] != "ClusterRoleBinding":
+            check(d["metadata"].get("namespace", ns) == ns or d["kind"] == "Namespace",
+                  f"{d['kind']}/{d['metadata']['name']} in namespace {ns}")
+    return ds, labels
+
+
+def rbac_checks(docs, ns):
+    role = one(docs, "ClusterRole", "mlwatch")
+    check(role.get("rules") == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]}],
+          "ClusterRole: pods list and watch only (src/kube/kube.c calls nothing else)")
+    b = one(docs, "ClusterRoleBinding", "mlwatch")
+    check(b.get("roleRef", {}).get("name") == "mlwatch", "binding refers to the role")
+    check(b.get("subjects") == [{"kind": "ServiceAccount", "name": "mlwatch", "namespace": ns}],
+          f"binding's subject is the service account in {ns}")
+    one(docs, "ServiceAccount", "mlwatch")
+
+
+def service_checks(docs, labels):
+    svc = one(docs, "Service", "mlwatch")
+    check(svc["spec"]["selector"].items() <= labels.items(), "Service selects the agent's pods")
+    sm = one(docs, "ServiceMonitor", "mlwatch")
+    check(sm["spec"]["selector"]["matchLabels"].items() <= svc["metadata"]["labels"].items(),
+          "ServiceMonitor selects the Service")
+    ports = {p["name"] for p in svc["spec"]["ports"]}
+    check(all(e["port"] in ports for e in sm["spec"]["endpoints"]), "ServiceMonitor port is the Service's")
+    check("namespaceSelector" not in sm["spec"], "ServiceMonitor looks in its own namespace")
+
+
+def base(manifest, rules, grafana):
+    docs = load(manifest)
+    ns = one(docs, "Namespace")["metadata"]["name"]
+    check(ns == "mlwatch", "namespace mlwatch")
+    _, labels = daemonset_checks(docs, ns)
+    rbac_checks(docs, ns)
+    service_checks(docs, labels)
+    pr = one(docs, "PrometheusRule", "mlwatch")
+    with open(rules) as f:
+        check(pr.get("spec") == yaml.safe_load(f), "PrometheusRule spec == deploy/prometheus/mlwatch-rules.yml")
+    boards = sorted(os.path.basename(p) for p in glob.glob(os.path.join(grafana, "*.json")))
+    cms = [d for d in docs if d["kind"] == "ConfigMap" and
+           d["metadata"].get("labels", {}).get("grafana_dashboard") == "1"]
+    check(sorted(k for d in cms for k in d["data"]) == boards,
+          f"one sidecar ConfigMap per dashboard: {boards}")
+    for d in docs:
+        size = len(json.dumps(d, separators=(",", ":")))
+        check(size < LAST_APPLIED_MAX,
+              f"{d['kind']}/{d['metadata']['name']}: {size} bytes, too big for kubectl apply's annotation")
+    print(f"{len(docs)} objects, {len(boards)} dashboards")
+
+
+def kubeflow(built):
+    docs = load(built)
+    check(not [d for d in docs if d["kind"] == "Namespace"], "the overlay creates no Namespace")
+    ns = "monitoring"
+    _, labels = daemonset_checks(docs, ns)
+    rbac_checks(docs, ns)
+    service_checks(docs, labels)
+    ds = one(docs, "DaemonSet", "mlwatch")
+    args = ds["spec"]["template"]["spec"]["containers"][0]["args"]
+    check(args[-2:] == ["--owner-from", "annotation:notebooks.kubeflow.org/creator"],
+          "owner from the notebook creator annotation")
+    check(ds["spec"]["template"]["metadata"].get("annotations", {}).get("sidecar.istio.io/inject") == "false",
+          "no Istio sidecar")
+    check(all(d["metadata"].get("labels", {}).get("app.kubernetes.io/part-of") == "kubeflow" for d in docs),
+          "every object labelled part-of kubeflow")
+    print(f"{len(docs)} objects in the Kubeflow overlay")
+
+
+def args(manifest, out):
+    docs = load(manifest)
+    ds = one(docs, "DaemonSet", "mlwatch")
+    c = ds["spec"]["template"]["spec"]["containers"][0]
+    cm = one(docs, "ConfigMap", "mlwatch-agent")
+    with open(os.path.join(out, "agent.yaml"), "w") as f:
+        f.write(cm["data"]["agent.yaml"])
+    with open(os.path.join(out, "args"), "w") as f:
+        f.write("\n".join(c["args"]) + "\n")
+
+
+def main():
+    mode = sys.argv[1]
+    {"base": base, "kubeflow": kubeflow, "args": args}[mode](*sys.argv[2:])
+    for f in FAILS:
+        print(f"CHECK FAILED: {f}")
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

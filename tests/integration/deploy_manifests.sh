@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# deploy_manifests.sh - deploy/kubernetes/mlwatch.yaml and the Kubeflow overlay:
+#   - the committed manifest is what scripts/gen_manifest.py writes, and the
+#     generator picks up a new dashboard (with text YAML cannot hold as a
+#     block) exactly;
+#   - every object passes the API's schema (kubernetes-models and
+#     @kubernetes-models/prometheus-operator from npm, tests/deploy/) and
+#     has no field the API does not know (python3-kubernetes' models);
+#   - the objects fit together and the DaemonSet takes exactly the
+#     privileges docs/deploy.md explains (tests/deploy/check_manifest.py);
+#   - the overlay builds with kustomize (kubectl kustomize, where kubectl is
+#     installed: Debian and npm have no kustomize) and passes the same
+#     checks; without kubectl its resources and patches are checked by hand;
+#   - the real agent starts with the ConfigMap's config and the DaemonSet's
+#     args (only paths and the port overridden, NODE_NAME in the
+#     environment as the downward API sets it), watches its node's pods
+#     through the fake API server, and learns a GPU allocation through the
+#     kubelet's pod-resources socket mounted READ-ONLY, as in the
+#     DaemonSet (where this test may mount; it says so where it may not).
+source "$(dirname "$0")/lib.sh"
+
+: "${MLWATCH_BUILD:=$MLWATCH_SRC/build}"
+deps=$MLWATCH_SRC/tests/deploy
+command -v node >/dev/null || fail "node is not installed (scripts/install-deps.sh test)"
+for m in kubernetes-models @kubernetes-models/prometheus-operator; do
+    [ -d "$deps/node_modules/$m" ] ||
+        fail "schema validator $m missing: run scripts/install-deps.sh test (npm ci in tests/deploy)"
+done
+/usr/bin/python3 -c 'import yaml, kubernetes.client' 2>/dev/null ||
+    fail "python3-yaml and python3-kubernetes are needed (scripts/install-deps.sh test)"
+PY=/usr/bin/python3
+manifest=$MLWATCH_SRC/deploy/kubernetes/mlwatch.yaml
+
+# 1. Fresh, and the generator picks up new dashboards.
+$PY "$MLWATCH_SRC/scripts/gen_manifest.py" --check >"$WORK/stale.txt" 2>&1 || {
+    head -40 "$WORK/stale.txt" >&2
+    fail "deploy/kubernetes/mlwatch.yaml is stale: run scripts/gen_manifest.py"
+}
+ok
+mkdir -p "$WORK/tree/scripts" "$WORK/tree/deploy/grafana"
+cp "$MLWATCH_SRC/scripts/gen_manifest.py" "$WORK/tree/scripts/"
+cp -r "$MLWATCH_SRC/deploy/kubernetes" "$MLWATCH_SRC/deploy/prometheus" "$WORK/tree/deploy/"
+cp "$MLWATCH_SRC"/deploy/grafana/*.json "$WORK/tree/deploy/grafana/" 2>/dev/null || true
+printf '{"title": "New \\u00e9", "panels": [],\n  "x": "trailing space "  \n}\n\t\n' \
+    >"$WORK/tree/deploy/grafana/New Board.json"
+$PY "$WORK/tree/scripts/gen_manifest.py" >/dev/null || fail "generator with a new dashboard"
+$PY - "$WORK/tree/deploy/kubernetes/mlwatch.yaml" "$WORK/tree/deploy/grafana/New Board.json" <<'EOF' ||
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+(cm,) = [d for d in docs if d["metadata"]["name"] == "mlwatch-dashboard-new-board"]
+assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+assert cm["data"]["New Board.json"] == open(sys.argv[2]).read()
+EOF
+    fail "a new dashboard is not in the manifest exactly"
+ok
+cmp -s "$WORK/tree/deploy/kubernetes/mlwatch.yaml" "$WORK/tree/deploy/kubernetes/kubeflow/mlwatch.yaml" ||
+    fail "the Kubeflow overlay's copy was not rewritten"
+ok
+
+# 2. Schema and strict fields, 3. consistency: the manifest...
+validate() { # LABEL YAML
+    $PY -c 'import json, sys, yaml; print(json.dumps([d for d in yaml.safe_load_all(open(sys.argv[1])) if d]))' \
+        "$2" >"$WORK/$1.json" || fail "$1: not YAML"
+    (cd "$deps" && node validate.mjs <"$WORK/$1.json") >"$WORK/$1.schema" 2>&1 || {
+        cat "$WORK/$1.schema" >&2
+        fail "$1: schema check failed"
+    }
+    sed "s/^/  $1: /" "$WORK/$1.schema"
+    ok
+    $PY "$deps/strict_fields.py" <"$WORK/$1.json" >"$WORK/$1.strict" 2>&1 || {
+        cat "$WORK/$1.strict" >&2
+        fail "$1: unknown fields"
+    }
+    ok
+}
+validate base "$manifest"
+expect_eq "objects validated" "$($PY -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$WORK/base.json")" \
+    "$(grep -c '^valid ' "$WORK/base.schema")"
+$PY "$deps/check_manifest.py" base "$manifest" "$MLWATCH_SRC/deploy/prometheus/mlwatch-rules.yml" \
+    "$MLWATCH_SRC/deploy/grafana" || fail "manifest checks"
+ok
+# ... and the validator does fail on a broken object (a validator that
+# passes everything would make the checks above worthless).
+$PY - "$WORK/base.json" "$WORK/broken.json" <<'EOF'
+import json, sys
+docs = json.load(open(sys.argv[1]))
+for d in docs:
+    if d["kind"] == "DaemonSet":
+        d["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] = "10230"
+json.dump(docs, open(sys.argv[2], "w"))
+EOF
+(cd "$deps" && node validate.mjs <"$WORK/broken.json") >"$WORK/broken.out" 2>&1 &&
+    fail "the schema check passed a string containerPort"
+grep -q 'INVALID DaemonSet/mlwatch.*containerPort must be integer' "$WORK/broken.out" ||
+    fail "schema check: $(cat "$WORK/broken.out")"
+ok
+
+# 4. The Kubeflow overlay.
+kf=$MLWATCH_SRC/deploy/kubernetes/kubeflow
+$PY - "$kf" <<'EOF' || fail "Kubeflow overlay references"
+import os, sys, yaml
+root = sys.argv[1]
+k = yaml.safe_load(open(os.path.join(root, "kustomization.yaml")))
+files = list(k.get("resources", [])) + [p["path"] for p in k.get("patches", [])]
+for f in files:
+    assert os.path.isfile(os.path.join(root, f)), f"{f}: no such file in the overlay"
+for p in k["patches"]:
+    doc = yaml.safe_load(open(os.path.join(root, p["path"])))
+    assert isinstance(doc, (list, dict)), p["path"]
+    if isinstance(doc, list):
+        assert "target" in p and all(op["op"] in ("add", "replace", "remove") for op in doc), p["path"]
+base = [d for d in yaml.safe_load_all(open(os.path.join(root, "mlwatch.yaml"))) if d]
+for p in k["patches"]:
+    t = p.get("target") or yaml.safe_load(open(os.path.join(root, p["path"])))
+    kind, name = t["kind"], t.get("name") or t["metadata"]["name"]
+    assert [d for d in base if d["kind"] == kind and d["metadata"]["name"] == name], f"{kind}/{name}: not in the base"
+print(f"overlay: {len(files)} files, every patch target in the base")
+EOF
+ok
+if command -v kubectl >/dev/null; then
+    kubectl kustomize "$kf" >"$WORK/kubeflow.yaml" 2>"$WORK/kustomize.err" ||
+        fail "kubectl kustomize $kf: $(cat "$WORK/kustomize.err")"
+    echo "kustomize: $(kubectl version --client 2>/dev/null | grep -i kustomize)"
+    validate kubeflow "$WORK/kubeflow.yaml"
+    $PY "$deps/check_manifest.py" kubeflow "$WORK/kubeflow.yaml" || fail "Kubeflow overlay checks"
+    ok
+else
+    echo "NOTE: no kubectl (kustomize) here; Debian and npm have none: the overlay's build was not run, only its references checked"
+fi
+
+# 5. The real agent with the manifest's config and args.
+fake=$MLWATCH_BUILD/tests/fakenvml/libnvidia-ml.so.1
+[ -f "$fake" ] || fail "fake NVML library not built: $fake"
+$PY -c 'import grpc' 2>/dev/null || fail "python3-grpcio is not installed"
+$PY "$deps/check_manifest.py" args "$manifest" "$WORK" || fail "no config or args in the manifest"
+mapfile -t args <"$WORK/args"
+for i in "${!args[@]}"; do # the ConfigMap's file where the pod mounts it
+    [ "${args[$i]}" = --config ] && args[i + 1]=$WORK/agent.yaml
+done
+root=$WORK/root
+cp -a "$MLWATCH_FIXTURES/gpu-node" "$root"
+export FAKE_NVML_SCENARIO=$WORK/scenario.txt
+cat >"$WORK/scenario.txt" <<'EOF'
+system driver=550.54.15
+gpu 0 name="NVIDIA H100 80GB HBM3" uuid=GPU-00000000-0000-4000-8000-000000000000 bus=00000000:18:00.0
+gpu 0 util=0 memtotal=85520809984 memused=0 power_mw=70000
+EOF
+TOKEN=eyJhbGciOiJSUzI1NiJ9.fake-sa-token.c2lnbmF0dXJl
+$PY "$MLWATCH_SRC/tests/fakeapi/fake_apiserver.py" --fixtures "$MLWATCH_FIXTURES/kube" \
+    --token "$TOKEN" --node gpu-node-1 --log "$WORK/api.jsonl" --port-file "$WORK/api.port" &
+PIDS+=($!)
+# The kubelet's socket in a folder of its own, bind-mounted read-only where
+# the DaemonSet mounts it (/var/lib/kubelet/pod-resources under --root).
+sockdir=$WORK/kubelet-pod-resources
+mkdir -p "$sockdir" "$root/var/lib/kubelet/pod-resources"
+$PY "$MLWATCH_SRC/tests/fakeapi/fake_podresources.py" --socket "$sockdir/kubelet.sock" \
+    --alloc "shared/notebook-z/main=nvidia.com/gpu:GPU-00000000-0000-4000-8000-000000000000" &
+PIDS+=($!)
+deadline=$((SECONDS + 10))
+until [ -s "$WORK/api.port" ] && [ -S "$sockdir/kubelet.sock" ]; do
+    [ $SECONDS -lt $deadline ] || fail "fake API server or pod-resources server did not start"
+    sleep 0.1
+done
+ro_mount=0
+if mount --bind "$sockdir" "$root/var/lib/kubelet/pod-resources" 2>/dev/null; then
+    umount_ro() { umount "$root/var/lib/kubelet/pod-resources" 2>/dev/null || true; }
+    trap 'umount_ro; cleanup' EXIT
+    mount -o remount,bind,ro "$root/var/lib/kubelet/pod-resources" ||
+        fail "cannot make the bind mount read-only"
+    touch "$root/var/lib/kubelet/pod-resources/x" 2>/dev/null && fail "the mount is writable"
+    ro_mount=1
+    echo "pod-resources socket: through a read-only bind mount"
+else
+    ln -s "$sockdir/kubelet.sock" "$root/var/lib/kubelet/pod-resources/kubelet.sock"
+    echo "NOTE: no privilege to mount here: the pod-resources socket is reached through a symbolic link, the read-only mount is not tested"
+fi
+cat >"$WORK/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+current-context: fake
+clusters:
+- name: fake
+  cluster: {server: "http://127.0.0.1:$(cat "$WORK/api.port")"}
+contexts:
+- name: fake
+  context: {cluster: fake, user: sa}
+users:
+- name: sa
+  user: {token: $TOKEN}
+EOF
+# NODE_NAME as the downward API sets it; only what a test must change is
+# overridden: paths, the port, the GPU library, and a 1 s idle window.
+NODE_NAME=gpu-node-1 start_agent "${args[@]:1}" --root "$root" --kubeconfig "$WORK/kubeconfig" \
+    --nvml-library "$fake" --rocm-library none --interval 200ms --gpu-process-interval 200ms \
+    --idle-window 1s --data-dir "$WORK/data" --state-dir "$WORK/state"
+deadline=$((SECONDS + 15))
+until curl -sf "$AGENT_URL/metrics" >"$WORK/m.txt" &&
+    grep -q '^mlwatch_idle_gpu_sessions{namespace="shared"} 1$' "$WORK/m.txt"; do
+    [ $SECONDS -lt $deadline ] || {
+        tail -20 "$WORK/agent.log" >&2
+        fail "no idle session of shared/notebook-z (allocated through the pod-resources socket)"
+    }
+    sleep 0.2
+done
+ok
+grep -q 'kube: watching the pods of node gpu-node-1' "$WORK/agent.log" ||
+    fail "the agent does not watch NODE_NAME's pods: $(grep kube "$WORK/agent.log")"
+ok
+# The fake API server answers only spec.nodeName=gpu-node-1 (else it logs
+# bad-selector) and only with the token.
+grep -q '"kind": "list"' "$WORK/api.jsonl" || fail "no list of the node's pods: $(cat "$WORK/api.jsonl")"
+ok
+expect_eq "refused API requests" 0 "$(grep -cE 'bad-selector|unauthorized' "$WORK/api.jsonl" || true)"
+expect_eq "pod-resources warnings" 0 "$(grep -c podresources "$WORK/agent.log" || true)"
+[ "$ro_mount" = 1 ] && echo "the agent read the kubelet's socket through a read-only mount"
+done_ok
