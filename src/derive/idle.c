@@ -11,7 +11,7 @@
  * judged. So an idle slice opens its own episode while a busy slice of the
  * same GPU does not. The rule with hysteresis is in idle.h. It exports
  *
- *   mlwatch_gpu_idle_seconds{namespace,pod,container,gpu,workload_kind,workload}
+ *   mlwatch_gpu_idle_seconds{namespace,pod,container,gpu,workload_kind,workload,owner}
  *       how long the open episode has lasted (0 while not idle); MIG
  *       sessions add mig_profile, gpu_instance, compute_instance as the
  *       MIG families do
@@ -573,11 +573,11 @@ static void idle_derive(void *state, mw_snapshot *snap)
             mw_emit(snap, &IDLE_SECONDS, secs, "namespace", s->ep.ns, "pod", s->ep.pod, "container",
                     s->ep.container, "gpu", s->ep.gpu, "mig_profile", s->profile, "gpu_instance",
                     s->gi, "compute_instance", s->ci, "workload_kind", s->ep.workload_kind,
-                    "workload", s->ep.workload, MW_END);
+                    "workload", s->ep.workload, "owner", s->ep.owner, MW_END);
         else
             mw_emit(snap, &IDLE_SECONDS, secs, "namespace", s->ep.ns, "pod", s->ep.pod, "container",
                     s->ep.container, "gpu", s->ep.gpu, "workload_kind", s->ep.workload_kind,
-                    "workload", s->ep.workload, MW_END);
+                    "workload", s->ep.workload, "owner", s->ep.owner, MW_END);
     }
 
     /* Sessions gone for a busy period end; the table keeps the held ones. */

@@ -69,7 +69,7 @@ start_agent --root "$MLWATCH_FIXTURES/gpu-node" --collectors cgroup,gpu --nvml-l
 # wl POD: "kind workload" of the pod's idle-seconds sample
 wl() {
     curl -sf "$AGENT_URL/metrics" |
-        sed -n 's/^mlwatch_gpu_idle_seconds{namespace="[^"]*",pod="'"$1"'",container="main",gpu="[0-9]*",workload_kind="\([^"]*\)",workload="\([^"]*\)"} .*/\1 \2/p'
+        sed -n 's/^mlwatch_gpu_idle_seconds{namespace="[^"]*",pod="'"$1"'",container="main",gpu="[0-9]*",workload_kind="\([^"]*\)",workload="\([^"]*\)",owner="[^"]*"} .*/\1 \2/p'
 }
 await_wl() { # POD EXPECTED
     local deadline=$((SECONDS + 8)) v
@@ -100,6 +100,15 @@ expect_eq "requests" \
     '{"kind":"list","n":1} {"kind":"watch","n":1,"rv":"2000","bookmarks":true} {"kind":"watch","n":2,"rv":"2001","bookmarks":true} {"kind":"list","n":2} {"kind":"watch","n":3,"rv":"2600","bookmarks":true}' \
     "$(jq -c . "$WORK/api.jsonl" | head -5 | tr '\n' ' ' | sed 's/ $//')"
 await_wl notebook-c "Pod notebook-c" # the relisted pod list has it as a bare pod
+
+# The owner label of the idle samples: the annotation where the pod has it,
+# else the namespace.
+owner_of() {
+    curl -sf "$AGENT_URL/metrics" |
+        sed -n 's/^mlwatch_gpu_idle_seconds{namespace="[^"]*",pod="'"$1"'",.*,owner="\([^"]*\)"} .*/\1/p'
+}
+[ "$(owner_of notebook-a)" = "alice@example.org" ] && ok || fail "owner label of notebook-a: $(owner_of notebook-a)"
+[ "$(owner_of train-0)" = "ml-team" ] && ok || fail "owner label of train-0: $(owner_of train-0)"
 
 # The owner in the notification of the notebook: from the annotation.
 deadline=$((SECONDS + 8))

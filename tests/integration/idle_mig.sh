@@ -75,15 +75,15 @@ expect_eq "activity of GI 9" 0 "$(awk '/^mlwatch_mig_utilization_ratio\{.*gpu_in
 expect_eq "activity of GI 8" 0.6 "$(awk '/^mlwatch_mig_utilization_ratio\{.*gpu_instance="8"/ { print $2 }' "$WORK/m.txt")"
 ok
 L='container="main",gpu="0",mig_profile="1g.10gb"'
-grep -q "^mlwatch_gpu_idle_seconds{namespace=\"inference\",pod=\"infer-0\",$L,gpu_instance=\"7\",compute_instance=\"0\",workload_kind=\"\",workload=\"\"} [1-9]" "$WORK/m.txt" ||
+grep -q "^mlwatch_gpu_idle_seconds{namespace=\"inference\",pod=\"infer-0\",$L,gpu_instance=\"7\",compute_instance=\"0\",workload_kind=\"\",workload=\"\",owner=\"inference\"} [1-9]" "$WORK/m.txt" ||
     fail "infer-0 on GI 7 not idle: $(grep idle_seconds "$WORK/m.txt")"
-grep -q "^mlwatch_gpu_idle_seconds{namespace=\"shared\",pod=\"notebook-z\",$L,gpu_instance=\"9\",compute_instance=\"0\",workload_kind=\"\",workload=\"\"} [1-9]" "$WORK/m.txt" ||
+grep -q "^mlwatch_gpu_idle_seconds{namespace=\"shared\",pod=\"notebook-z\",$L,gpu_instance=\"9\",compute_instance=\"0\",workload_kind=\"\",workload=\"\",owner=\"shared\"} [1-9]" "$WORK/m.txt" ||
     fail "notebook-z on GI 9 (allocated only) not idle: $(grep idle_seconds "$WORK/m.txt")"
 expect_eq "infer-1 on GI 8 (busy)" \
-    "mlwatch_gpu_idle_seconds{namespace=\"inference\",pod=\"infer-1\",$L,gpu_instance=\"8\",compute_instance=\"0\",workload_kind=\"\",workload=\"\"} 0" \
+    "mlwatch_gpu_idle_seconds{namespace=\"inference\",pod=\"infer-1\",$L,gpu_instance=\"8\",compute_instance=\"0\",workload_kind=\"\",workload=\"\",owner=\"inference\"} 0" \
     "$(grep '^mlwatch_gpu_idle_seconds{namespace="inference",pod="infer-1"' "$WORK/m.txt")"
 expect_eq "train-1 on GI 10 (allocated, busy)" \
-    "mlwatch_gpu_idle_seconds{namespace=\"ml-team\",pod=\"train-1\",$L,gpu_instance=\"10\",compute_instance=\"0\",workload_kind=\"\",workload=\"\"} 0" \
+    "mlwatch_gpu_idle_seconds{namespace=\"ml-team\",pod=\"train-1\",$L,gpu_instance=\"10\",compute_instance=\"0\",workload_kind=\"\",workload=\"\",owner=\"ml-team\"} 0" \
     "$(grep '^mlwatch_gpu_idle_seconds{namespace="ml-team",pod="train-1"' "$WORK/m.txt")"
 # Allocation and processes on the same instance are one session.
 expect_eq "sessions of infer-0" 1 "$(grep -c '^mlwatch_gpu_idle_seconds{namespace="inference",pod="infer-0"' "$WORK/m.txt")"

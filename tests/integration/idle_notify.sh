@@ -108,7 +108,7 @@ expect_eq "alertmanager endsAt" '"0001-01-01T00:00:00Z"' "$(jq -c '.alerts[0].en
 # The busy pod: no session, no message; its idle seconds are 0.
 expect_eq "messages about train-1" 0 "$(count '(.body | tostring | contains("train-1"))')"
 curl -sf "$AGENT_URL/metrics" >"$WORK/m1.txt"
-grep -q '^mlwatch_gpu_idle_seconds{namespace="ml-team",pod="train-1",container="main",gpu="1",workload_kind="",workload=""} 0$' "$WORK/m1.txt" ||
+grep -q '^mlwatch_gpu_idle_seconds{namespace="ml-team",pod="train-1",container="main",gpu="1",workload_kind="",workload="",owner="ml-team"} 0$' "$WORK/m1.txt" ||
     fail "train-1 idle seconds: $(grep train-1 "$WORK/m1.txt" | grep idle)"
 ok
 expect_eq "idle sessions in shared" 2 \

@@ -189,7 +189,7 @@ static void test_module_idle_and_busy(void **st)
             assert_true(g > 1500 / 3.6e6 * 400 - 1e-9 && g < 1500 / 3.6e6 * 400 + 1e-9);
             assert_true(tu_has(s, "mlwatch_gpu_idle_seconds", "namespace", "a", "pod", "nb",
                                "container", "main", "gpu", "0", "workload_kind", "", "workload", "",
-                               MW_END));
+                               "owner", "a", MW_END));
             /* Processes outside pods are no session. */
             assert_int_equal(tu_count(s, "mlwatch_gpu_idle_seconds"), 2);
         }
