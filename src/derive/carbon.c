@@ -4,6 +4,7 @@
 #include "../core/buf.h"
 #include "../core/log.h"
 #include "../core/util.h"
+#include "../core/worker.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -48,10 +49,7 @@ struct mw_carbon {
     char *url, *path, *header;
     int64_t refresh_ms, timeout_ms;
     size_t max_body;
-    pthread_t thread;
-    int started, stop;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
+    mw_worker w; /* URL source: the poller; its mutex guards the fetched value */
     int have;
     uint64_t ok, fail[F_N];
 };
@@ -352,12 +350,12 @@ static int fetch_once(mw_carbon *c, double *value)
 static void *poll_thread(void *arg)
 {
     mw_carbon *c = arg;
-    pthread_mutex_lock(&c->mu);
-    while (!c->stop) {
-        pthread_mutex_unlock(&c->mu);
+    pthread_mutex_lock(&c->w.mu);
+    while (!c->w.stop) {
+        pthread_mutex_unlock(&c->w.mu);
         double v = 0;
         int why = fetch_once(c, &v);
-        pthread_mutex_lock(&c->mu);
+        pthread_mutex_lock(&c->w.mu);
         if (why < 0) {
             c->value = v;
             c->value_ms = mw_now_ms();
@@ -366,18 +364,9 @@ static void *poll_thread(void *arg)
         } else {
             c->fail[why]++;
         }
-        struct timespec dl;
-        clock_gettime(CLOCK_MONOTONIC, &dl);
-        dl.tv_sec += c->refresh_ms / 1000;
-        dl.tv_nsec += (c->refresh_ms % 1000) * 1000000;
-        if (dl.tv_nsec >= 1000000000) {
-            dl.tv_sec++;
-            dl.tv_nsec -= 1000000000;
-        }
-        while (!c->stop && pthread_cond_timedwait(&c->cv, &c->mu, &dl) != ETIMEDOUT) {
-        }
+        mw_worker_wait_locked(&c->w, c->refresh_ms);
     }
-    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_unlock(&c->w.mu);
     return NULL;
 }
 
@@ -426,17 +415,12 @@ static int start_url(mw_carbon *c, const mw_carbon_opts *o, const char *url, cha
         snprintf(c->header, n, "%s: %s", name, secret);
     }
     pthread_once(&once, curl_init);
-    pthread_mutex_init(&c->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    if (pthread_create(&c->thread, NULL, poll_thread, c) != 0) {
+    mw_worker_init(&c->w);
+    if (mw_worker_start(&c->w, poll_thread, c) < 0) {
+        mw_worker_destroy(&c->w);
         snprintf(err, errsize, "cannot start the carbon intensity thread");
         return -1;
     }
-    c->started = 1;
     return 0;
 }
 
@@ -498,15 +482,10 @@ int mw_carbon_open(const mw_carbon_opts *o, mw_carbon **out, char *err, size_t e
 void mw_carbon_close(mw_carbon *c)
 {
     if (!c) return;
-    if (c->started) {
-        pthread_mutex_lock(&c->mu);
-        c->stop = 1;
-        pthread_cond_signal(&c->cv);
-        pthread_mutex_unlock(&c->mu);
+    if (c->w.started) {
         /* At most one request in flight, bounded by its timeout. */
-        pthread_join(c->thread, NULL);
-        pthread_mutex_destroy(&c->mu);
-        pthread_cond_destroy(&c->cv);
+        mw_worker_stop(&c->w);
+        mw_worker_destroy(&c->w);
     }
     mw_carbon_schedule_free(&c->sched);
     free(c->url);
@@ -530,12 +509,12 @@ double mw_carbon_now(mw_carbon *c, int64_t now_ms, double *age_s)
         break;
     }
     case SRC_URL:
-        pthread_mutex_lock(&c->mu);
+        pthread_mutex_lock(&c->w.mu);
         if (c->have) {
             v = c->value;
             age = (double)(now_ms - c->value_ms) / 1000.0;
         }
-        pthread_mutex_unlock(&c->mu);
+        pthread_mutex_unlock(&c->w.mu);
         break;
     }
     if (age_s) *age_s = age < 0 ? 0 : age;
@@ -546,11 +525,11 @@ void mw_carbon_counts(mw_carbon *c, uint64_t *ok, uint64_t *failures)
 {
     *ok = *failures = 0;
     if (!c || c->kind != SRC_URL) return;
-    pthread_mutex_lock(&c->mu);
+    pthread_mutex_lock(&c->w.mu);
     *ok = c->ok;
     for (int i = 0; i < F_N; i++)
         *failures += c->fail[i];
-    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_unlock(&c->w.mu);
 }
 
 void mw_carbon_emit(mw_carbon *c, mw_snapshot *snap, int64_t now_ms)
@@ -563,10 +542,10 @@ void mw_carbon_emit(mw_carbon *c, mw_snapshot *snap, int64_t now_ms)
         mw_emit(snap, &AGE, age, MW_END);
     }
     if (c->kind != SRC_URL) return;
-    pthread_mutex_lock(&c->mu);
+    pthread_mutex_lock(&c->w.mu);
     uint64_t ok = c->ok, fail[F_N];
     memcpy(fail, c->fail, sizeof(fail));
-    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_unlock(&c->w.mu);
     mw_emit(snap, &FETCHES, (double)ok, MW_END);
     for (int i = 0; i < F_N; i++)
         mw_emit(snap, &FAILURES, (double)fail[i], "reason", failure_names[i], MW_END);

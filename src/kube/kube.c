@@ -11,6 +11,7 @@
 #include "../core/buf.h"
 #include "../core/log.h"
 #include "../core/util.h"
+#include "../core/worker.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -25,10 +26,7 @@
 #define BACKOFF_MAX_MS 30000
 
 struct mw_kube {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    pthread_t thread;
-    int stop;
+    mw_worker w; /* its mutex also guards the pod table */
     mw_kube_creds creds;
     char node[254];
     char owner_from[256];
@@ -70,10 +68,7 @@ static void table_del(mw_kube *k, const char *uid)
 
 static int stopping(mw_kube *k)
 {
-    pthread_mutex_lock(&k->mu);
-    int s = k->stop;
-    pthread_mutex_unlock(&k->mu);
-    return s;
+    return mw_worker_stopping(&k->w);
 }
 
 static int progress(void *cls, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
@@ -107,13 +102,13 @@ static void apply_line(mw_kube *k, const char *line, size_t len)
                code == 410 ? ": listing again" : "");
         return;
     }
-    pthread_mutex_lock(&k->mu);
+    pthread_mutex_lock(&k->w.mu);
     if (t == MW_KUBE_DELETED)
         table_del(k, p.uid);
     else if (t != MW_KUBE_BOOKMARK)
         table_put(k, &p);
     if (p.rv[0]) mw_strlcpy(k->rv, p.rv, sizeof(k->rv));
-    pthread_mutex_unlock(&k->mu);
+    pthread_mutex_unlock(&k->w.mu);
 }
 
 static size_t on_watch(void *p, size_t sz, size_t n, void *cls)
@@ -276,13 +271,13 @@ static int list(mw_kube *k)
             mw_log_once(MW_LOG_WARN, "kube", "list", "listing pods: %s", err);
             free(tmp.pods);
         } else {
-            pthread_mutex_lock(&k->mu);
+            pthread_mutex_lock(&k->w.mu);
             free(k->pods);
             k->pods = tmp.pods;
             k->npods = tmp.npods;
             mw_strlcpy(k->rv, rv, sizeof(k->rv));
             k->lists++;
-            pthread_mutex_unlock(&k->mu);
+            pthread_mutex_unlock(&k->w.mu);
             mw_log(MW_LOG_DEBUG, "kube", "listed %d pods of node %s", n, k->node);
             ret = 0;
         }
@@ -296,9 +291,9 @@ static int list(mw_kube *k)
 static int watch(mw_kube *k)
 {
     char url[1200], rv[32];
-    pthread_mutex_lock(&k->mu);
+    pthread_mutex_lock(&k->w.mu);
     mw_strlcpy(rv, k->rv, sizeof(rv));
-    pthread_mutex_unlock(&k->mu);
+    pthread_mutex_unlock(&k->w.mu);
     snprintf(url, sizeof(url),
              "%s/api/v1/pods?fieldSelector=spec.nodeName%%3D%s&watch=1&resourceVersion=%s"
              "&allowWatchBookmarks=true&timeoutSeconds=300",
@@ -334,21 +329,6 @@ static int watch(mw_kube *k)
     return 0;
 }
 
-static void sleep_ms(mw_kube *k, int64_t ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&k->mu);
-    if (!k->stop) pthread_cond_timedwait(&k->cv, &k->mu, &ts);
-    pthread_mutex_unlock(&k->mu);
-}
-
 static void *run(void *arg)
 {
     mw_kube *k = arg;
@@ -370,7 +350,7 @@ static void *run(void *arg)
         if (rc < 0) {
             backoff = backoff ? backoff * 2 : 1000;
             if (backoff > BACKOFF_MAX_MS) backoff = BACKOFF_MAX_MS;
-            sleep_ms(k, backoff);
+            mw_worker_sleep(&k->w, backoff);
         } else {
             backoff = 0;
         }
@@ -469,9 +449,9 @@ int mw_kube_start(const mw_config *cfg, mw_kube **out, char *err, size_t errsize
     mw_strlcpy(k->owner_from, cfg->owner_from, sizeof(k->owner_from));
     k->pods = mw_xcalloc(MW_KUBE_MAX_PODS, sizeof(mw_kube_pod));
     mw_buf_init(&k->line, MAX_LINE_BYTES);
-    pthread_mutex_init(&k->mu, NULL);
-    pthread_cond_init(&k->cv, NULL);
-    if (pthread_create(&k->thread, NULL, run, k) != 0) {
+    mw_worker_init(&k->w);
+    if (mw_worker_start(&k->w, run, k) < 0) {
+        mw_worker_destroy(&k->w);
         snprintf(err, errsize, "cannot start the pod watcher thread");
         free(k->pods);
         mw_buf_free(&k->line);
@@ -486,7 +466,7 @@ int mw_kube_start(const mw_config *cfg, mw_kube **out, char *err, size_t errsize
 int mw_kube_lookup(mw_kube *k, const char *uid, const char *ns, const char *name, mw_kube_pod *out)
 {
     int found = 0;
-    pthread_mutex_lock(&k->mu);
+    pthread_mutex_lock(&k->w.mu);
     for (size_t i = 0; i < k->npods && !found; i++)
         if (uid && *uid && strcmp(k->pods[i].uid, uid) == 0) {
             *out = k->pods[i];
@@ -497,36 +477,31 @@ int mw_kube_lookup(mw_kube *k, const char *uid, const char *ns, const char *name
             *out = k->pods[i];
             found = 1;
         }
-    pthread_mutex_unlock(&k->mu);
+    pthread_mutex_unlock(&k->w.mu);
     return found;
 }
 
 size_t mw_kube_npods(mw_kube *k)
 {
-    pthread_mutex_lock(&k->mu);
+    pthread_mutex_lock(&k->w.mu);
     size_t n = k->npods;
-    pthread_mutex_unlock(&k->mu);
+    pthread_mutex_unlock(&k->w.mu);
     return n;
 }
 
 uint64_t mw_kube_lists(mw_kube *k)
 {
-    pthread_mutex_lock(&k->mu);
+    pthread_mutex_lock(&k->w.mu);
     uint64_t n = k->lists;
-    pthread_mutex_unlock(&k->mu);
+    pthread_mutex_unlock(&k->w.mu);
     return n;
 }
 
 void mw_kube_stop(mw_kube *k)
 {
     if (!k) return;
-    pthread_mutex_lock(&k->mu);
-    k->stop = 1;
-    pthread_cond_signal(&k->cv);
-    pthread_mutex_unlock(&k->mu);
-    pthread_join(k->thread, NULL);
-    pthread_mutex_destroy(&k->mu);
-    pthread_cond_destroy(&k->cv);
+    mw_worker_stop(&k->w);
+    mw_worker_destroy(&k->w);
     mw_buf_free(&k->line);
     free(k->pods);
     memset(&k->creds, 0, sizeof(k->creds));

@@ -10,6 +10,7 @@
 #include "../core/buf.h"
 #include "../core/log.h"
 #include "../core/util.h"
+#include "../core/worker.h"
 #include "podresources.pb-c.h"
 
 #include <curl/curl.h>
@@ -98,11 +99,8 @@ int mw_podres_decode(const uint8_t *body, size_t len, mw_podres_table *t, char *
 
 struct mw_podres {
     char socket[PATH_MAX + 64];
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    pthread_t thread;
-    int stop;
-    mw_podres_table table; /* guarded by mu */
+    mw_worker w;           /* its mutex also guards what follows */
+    mw_podres_table table; /* guarded by w.mu */
     uint64_t generation, errors;
     int available;
 };
@@ -188,47 +186,39 @@ static void poll_once(mw_podres *p)
     struct stat sb;
     if (stat(p->socket, &sb) != 0) {
         /* No kubelet here, or its socket is not mounted: not an error. */
-        pthread_mutex_lock(&p->mu);
+        pthread_mutex_lock(&p->w.mu);
         if (p->table.n || p->available) p->generation++;
         p->table.n = 0;
         p->available = 0;
-        pthread_mutex_unlock(&p->mu);
+        pthread_mutex_unlock(&p->w.mu);
         return;
     }
     mw_podres_table t = {0};
     char err[512];
     if (list_once(p->socket, &t, err, sizeof(err)) < 0) {
         mw_log_once(MW_LOG_WARN, "podresources", "list", "kubelet pod-resources List: %s", err);
-        pthread_mutex_lock(&p->mu);
+        pthread_mutex_lock(&p->w.mu);
         p->errors++;
         p->available = 1;
-        pthread_mutex_unlock(&p->mu);
+        pthread_mutex_unlock(&p->w.mu);
         mw_podres_table_free(&t);
         return; /* keep the last good table */
     }
-    pthread_mutex_lock(&p->mu);
+    pthread_mutex_lock(&p->w.mu);
     mw_podres_table old = p->table;
     p->table = t;
     p->available = 1;
     p->generation++;
-    pthread_mutex_unlock(&p->mu);
+    pthread_mutex_unlock(&p->w.mu);
     mw_podres_table_free(&old);
 }
 
 static void *run(void *arg)
 {
     mw_podres *p = arg;
-    pthread_mutex_lock(&p->mu);
-    while (!p->stop) {
-        pthread_mutex_unlock(&p->mu);
+    do {
         poll_once(p);
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += MW_PODRES_INTERVAL_MS / 1000;
-        pthread_mutex_lock(&p->mu);
-        if (!p->stop) pthread_cond_timedwait(&p->cv, &p->mu, &ts);
-    }
-    pthread_mutex_unlock(&p->mu);
+    } while (mw_worker_sleep(&p->w, MW_PODRES_INTERVAL_MS));
     return NULL;
 }
 
@@ -239,12 +229,10 @@ int mw_podres_start(const mw_config *cfg, mw_podres **out)
     mw_podres *p = mw_xcalloc(1, sizeof(*p));
     const char *root = strcmp(cfg->root, "/") == 0 ? "" : cfg->root;
     snprintf(p->socket, sizeof(p->socket), "%s%s", root, MW_PODRES_SOCKET);
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->cv, NULL);
-    if (pthread_create(&p->thread, NULL, run, p) != 0) {
+    mw_worker_init(&p->w);
+    if (mw_worker_start(&p->w, run, p) < 0) {
         mw_log(MW_LOG_WARN, "podresources", "cannot start a thread: %s", strerror(errno));
-        pthread_mutex_destroy(&p->mu);
-        pthread_cond_destroy(&p->cv);
+        mw_worker_destroy(&p->w);
         free(p);
         return 1;
     }
@@ -255,7 +243,7 @@ int mw_podres_start(const mw_config *cfg, mw_podres **out)
 int mw_podres_copy(mw_podres *p, uint64_t *generation, mw_podres_table *t)
 {
     int copied = 0;
-    pthread_mutex_lock(&p->mu);
+    pthread_mutex_lock(&p->w.mu);
     if (p->generation != *generation) {
         if (t->cap < p->table.n) {
             t->cap = p->table.n;
@@ -266,36 +254,31 @@ int mw_podres_copy(mw_podres *p, uint64_t *generation, mw_podres_table *t)
         *generation = p->generation;
         copied = 1;
     }
-    pthread_mutex_unlock(&p->mu);
+    pthread_mutex_unlock(&p->w.mu);
     return copied;
 }
 
 uint64_t mw_podres_errors(mw_podres *p)
 {
-    pthread_mutex_lock(&p->mu);
+    pthread_mutex_lock(&p->w.mu);
     uint64_t e = p->errors;
-    pthread_mutex_unlock(&p->mu);
+    pthread_mutex_unlock(&p->w.mu);
     return e;
 }
 
 int mw_podres_available(mw_podres *p)
 {
-    pthread_mutex_lock(&p->mu);
+    pthread_mutex_lock(&p->w.mu);
     int a = p->available;
-    pthread_mutex_unlock(&p->mu);
+    pthread_mutex_unlock(&p->w.mu);
     return a;
 }
 
 void mw_podres_stop(mw_podres *p)
 {
     if (!p) return;
-    pthread_mutex_lock(&p->mu);
-    p->stop = 1;
-    pthread_cond_signal(&p->cv);
-    pthread_mutex_unlock(&p->mu);
-    pthread_join(p->thread, NULL);
+    mw_worker_stop(&p->w);
     mw_podres_table_free(&p->table);
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->cv);
+    mw_worker_destroy(&p->w);
     free(p);
 }

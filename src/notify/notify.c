@@ -12,6 +12,7 @@
 #include "notify_state.h"
 #include "../core/log.h"
 #include "../core/util.h"
+#include "../core/worker.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -34,10 +35,8 @@ typedef struct receiver {
 } receiver;
 
 struct mw_notifier {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    pthread_t thread;
-    int stop, kicked, dirty;
+    mw_worker w; /* its mutex also guards the table and dirty */
+    int dirty;
     mw_notify_table table;
     receiver rx[MW_NRECEIVERS];
     char smtp_from[256], smtp_to[1024], smtp_user[256], smtp_password[1024], smtp_ca[PATH_MAX];
@@ -175,12 +174,12 @@ static void pass(mw_notifier *n)
         for (;;) {
             mw_notify_episode ep;
             mw_msg_kind kind;
-            pthread_mutex_lock(&n->mu);
+            pthread_mutex_lock(&n->w.mu);
             int idx = mw_notify_table_due(&n->table, r, now, n->repeat_ms, &ep, &kind);
-            pthread_mutex_unlock(&n->mu);
+            pthread_mutex_unlock(&n->w.mu);
             if (idx < 0) break;
             int rc = deliver(n, r, &ep, kind, now);
-            pthread_mutex_lock(&n->mu);
+            pthread_mutex_lock(&n->w.mu);
             if (rc == 0) {
                 mw_notify_table_delivered(&n->table, &ep, r, kind, now);
                 n->dirty = 1;
@@ -192,11 +191,11 @@ static void pass(mw_notifier *n)
                 if (rx->backoff_ms > BACKOFF_MAX_MS) rx->backoff_ms = BACKOFF_MAX_MS;
                 rx->next_try_ms = now + rx->backoff_ms;
             }
-            pthread_mutex_unlock(&n->mu);
+            pthread_mutex_unlock(&n->w.mu);
             if (rc != 0) break;
         }
     }
-    pthread_mutex_lock(&n->mu);
+    pthread_mutex_lock(&n->w.mu);
     mw_notify_table_gc(&n->table, n->rx[0].enabled | n->rx[1].enabled << 1 | n->rx[2].enabled << 2);
     /* Structural changes are saved at once; cost figures once a minute. */
     if (n->dirty || now - n->last_save_ms >= 60000) {
@@ -207,31 +206,22 @@ static void pass(mw_notifier *n)
         n->dirty = 0;
         n->last_save_ms = now;
     }
-    pthread_mutex_unlock(&n->mu);
+    pthread_mutex_unlock(&n->w.mu);
 }
 
 static void *run(void *arg)
 {
     mw_notifier *n = arg;
-    pthread_mutex_lock(&n->mu);
-    while (!n->stop) {
-        pthread_mutex_unlock(&n->mu);
+    pthread_mutex_lock(&n->w.mu);
+    while (!n->w.stop) {
+        pthread_mutex_unlock(&n->w.mu);
         pass(n);
-        pthread_mutex_lock(&n->mu);
-        if (n->stop) break;
-        if (!n->kicked) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 250 * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&n->cv, &n->mu, &ts);
-        }
-        n->kicked = 0;
+        pthread_mutex_lock(&n->w.mu);
+        /* Retries and repeats are due at times of their own: look again
+         * every 250 ms, or at once when an episode changes. */
+        mw_worker_wait_locked(&n->w, 250);
     }
-    pthread_mutex_unlock(&n->mu);
+    pthread_mutex_unlock(&n->w.mu);
     return NULL;
 }
 
@@ -309,13 +299,11 @@ int mw_notifier_new(const mw_config *cfg, mw_notifier **out, char *err, size_t e
              * (at worst one repeated message per open episode). */
             mw_log(MW_LOG_WARN, "notify", "ignoring state file: %s", why);
     }
-    pthread_mutex_init(&n->mu, NULL);
-    pthread_cond_init(&n->cv, NULL);
+    mw_worker_init(&n->w);
     n->last_save_ms = mw_now_ms();
-    if (pthread_create(&n->thread, NULL, run, n) != 0) {
+    if (mw_worker_start(&n->w, run, n) < 0) {
         snprintf(err, errsize, "cannot start the notification thread");
-        pthread_mutex_destroy(&n->mu);
-        pthread_cond_destroy(&n->cv);
+        mw_worker_destroy(&n->w);
         free(n);
         return -1;
     }
@@ -329,59 +317,49 @@ int mw_notifier_new(const mw_config *cfg, mw_notifier **out, char *err, size_t e
 void mw_notifier_free(mw_notifier *n)
 {
     if (!n) return;
-    pthread_mutex_lock(&n->mu);
-    n->stop = 1;
-    pthread_cond_signal(&n->cv);
-    pthread_mutex_unlock(&n->mu);
-    pthread_join(n->thread, NULL);
+    mw_worker_stop(&n->w);
     char err[256];
     if (n->state_path[0] && mw_notify_table_save(&n->table, n->state_path, err, sizeof(err)) < 0)
         mw_log(MW_LOG_WARN, "notify", "cannot save state: %s", err);
     mw_notify_table_free(&n->table);
     memset(n->rx, 0, sizeof(n->rx)); /* secrets */
     memset(n->smtp_password, 0, sizeof(n->smtp_password));
-    pthread_mutex_destroy(&n->mu);
-    pthread_cond_destroy(&n->cv);
+    mw_worker_destroy(&n->w);
     free(n);
 }
 
 void mw_notifier_upsert(mw_notifier *n, const mw_notify_episode *ep)
 {
-    pthread_mutex_lock(&n->mu);
+    pthread_mutex_lock(&n->w.mu);
     if (mw_notify_table_upsert(&n->table, ep)) {
         n->dirty = 1;
-        n->kicked = 1;
-        pthread_cond_signal(&n->cv);
+        mw_worker_kick_locked(&n->w);
     }
-    pthread_mutex_unlock(&n->mu);
+    pthread_mutex_unlock(&n->w.mu);
 }
 
 void mw_notifier_resolve(mw_notifier *n, const mw_notify_episode *ep)
 {
-    pthread_mutex_lock(&n->mu);
+    pthread_mutex_lock(&n->w.mu);
     mw_notify_table_resolve(&n->table, ep);
     n->dirty = 1;
-    n->kicked = 1;
-    pthread_cond_signal(&n->cv);
-    pthread_mutex_unlock(&n->mu);
+    mw_worker_kick_locked(&n->w);
+    pthread_mutex_unlock(&n->w.mu);
 }
 
 size_t mw_notifier_open_episodes(mw_notifier *n, mw_notify_episode *out, size_t max)
 {
     size_t k = 0;
-    pthread_mutex_lock(&n->mu);
+    pthread_mutex_lock(&n->w.mu);
     for (size_t i = 0; i < n->table.n && k < max; i++)
         if (!n->table.e[i].ep.ended_ms) out[k++] = n->table.e[i].ep;
-    pthread_mutex_unlock(&n->mu);
+    pthread_mutex_unlock(&n->w.mu);
     return k;
 }
 
 void mw_notifier_kick(mw_notifier *n)
 {
-    pthread_mutex_lock(&n->mu);
-    n->kicked = 1;
-    pthread_cond_signal(&n->cv);
-    pthread_mutex_unlock(&n->mu);
+    mw_worker_kick(&n->w);
 }
 
 static const mw_metric_desc NOTIFICATIONS = {
@@ -391,7 +369,7 @@ static const mw_metric_desc NOTIFICATIONS = {
 
 void mw_notifier_emit(mw_notifier *n, mw_snapshot *snap)
 {
-    pthread_mutex_lock(&n->mu);
+    pthread_mutex_lock(&n->w.mu);
     for (int r = 0; r < MW_NRECEIVERS; r++) {
         if (!n->rx[r].enabled) continue;
         mw_emit(snap, &NOTIFICATIONS, (double)n->rx[r].ok, "receiver", RECEIVER_NAMES[r], "result",
@@ -399,5 +377,5 @@ void mw_notifier_emit(mw_notifier *n, mw_snapshot *snap)
         mw_emit(snap, &NOTIFICATIONS, (double)n->rx[r].failed, "receiver", RECEIVER_NAMES[r],
                 "result", "failed", MW_END);
     }
-    pthread_mutex_unlock(&n->mu);
+    pthread_mutex_unlock(&n->w.mu);
 }
