@@ -134,7 +134,12 @@ static void kill9_loses_no_acknowledged_sample(void **state)
         assert_int_equal(mw_store_select(s, &m, 1, INT64_MIN, INT64_MAX, 0, &r, err, sizeof(err)),
                          0);
         mw_matcher_free(&m);
-        assert_int_equal(r.nseries, SERIES);
+        /* Nothing acknowledged yet (a kill before the first write returned,
+         * likely on a loaded machine): no series, or the batch in flight. */
+        if (total_acked == 0)
+            assert_true(r.nseries == 0 || r.nseries == SERIES);
+        else
+            assert_int_equal(r.nseries, SERIES);
         size_t missing = 0;
         for (size_t i = 0; i < r.nseries; i++) {
             const mw_series_data *sd = &r.series[i];
