@@ -4,8 +4,8 @@
 # issue's two minutes: RW_OUTAGE_S=120) while the agent keeps collecting,
 # and the agent itself is restarted in the middle of the outage. Once the
 # receivers are back and the queue has drained, every sample the agent
-# generated must be on each receiver: one sample per cycle, no gap but the
-# agent's own restart, nothing dropped.
+# generated (what its own store holds) must be on each receiver with its
+# value, nothing dropped.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/rw_lib.sh"
 command -v prometheus >/dev/null || fail "prometheus is not installed (scripts/install-deps.sh test)"
