@@ -40,6 +40,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             n += r.ts[i].nsamples;
         }
         if (n != r.nsamples) abort();
+        for (size_t i = 0; i < r.nmeta; i++) /* WriteRequest.metadata */
+            if (!r.meta[i].name || !r.meta[i].type || !r.meta[i].help || !r.meta[i].unit) abort();
     } else if (!err[0]) {
         abort(); /* a refusal always says why */
     }

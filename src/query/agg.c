@@ -8,6 +8,7 @@
 #include "../core/util.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,21 +16,22 @@
 /* Labels of the group a series belongs to. */
 static pq_label *group_labels(const pq_node *n, const sv *s, size_t *nl)
 {
-    pq_label *l = lbl_copy(s->labels, s->nlabels);
-    *nl = s->nlabels;
-    if (!n->has_grouping || !n->without) {
-        lbl_filter(&l, nl, n->grouping, n->ngrouping, 1);
-    } else {
-        lbl_filter(&l, nl, n->grouping, n->ngrouping, 0);
-        lbl_del(&l, nl, "__name__");
+    /* Only the kept labels are copied (copying all and filtering made a
+     * dozen allocations per input series). */
+    int by = !n->has_grouping || !n->without;
+    pq_label *l = mw_xcalloc(s->nlabels ? s->nlabels : 1, sizeof(pq_label));
+    *nl = 0;
+    for (size_t i = 0; i < s->nlabels; i++) {
+        int listed = 0;
+        for (size_t j = 0; j < n->ngrouping && !listed; j++)
+            listed = strcmp(s->labels[i].name, n->grouping[j]) == 0;
+        if (by ? !listed : listed || strcmp(s->labels[i].name, "__name__") == 0) continue;
+        l[*nl].name = mw_xstrdup(s->labels[i].name);
+        l[*nl].value = mw_xstrdup(s->labels[i].value);
+        (*nl)++;
     }
     return l;
 }
-
-typedef struct acc {
-    double value, mean, count;
-    int has;
-} acc;
 
 static int cmp_dbl(const void *a, const void *b)
 {
@@ -52,6 +54,70 @@ double quantile_of(double q, double *vals, size_t n)
     return vals[lower] * (1 - w) + vals[upper] * w;
 }
 
+/* Insert series i (value v) into the list best[0..*nb) sorted best first,
+ * keeping at most want; as Prometheus' topk/bottomk, NaN sorts last and
+ * ties keep the earlier series. */
+static void k_insert(const val *in, size_t k, size_t *best, size_t *nb, size_t want, int top,
+                     size_t i, double v)
+{
+    size_t pos = *nb;
+    while (pos > 0) {
+        double w = in->s[best[pos - 1]].v[k];
+        int better = isnan(w) ? !isnan(v) : (top ? v > w : v < w);
+        if (!better) break;
+        pos--;
+    }
+    if (pos >= want) return;
+    size_t end = *nb < want ? *nb : want - 1;
+    memmove(&best[pos + 1], &best[pos], (end - pos) * sizeof(size_t));
+    best[pos] = i;
+    if (*nb < want) (*nb)++;
+}
+
+/* topk/bottomk reading the input series by series (in memory order), with
+ * a list of at most kmax per group and step (the caller bounds
+ * groups x steps x kmax). Each list sees the series in the same order as
+ * the step-major loop of agg_k, so the result is the same; output series
+ * are created in the same order too. */
+static void agg_k_series_major(qctx *c, int top, const val *in, const double *param,
+                               const size_t *grp, size_t ngroups, size_t kmax, vbuild *b)
+{
+    size_t ns = c->nsteps, nl = ngroups * ns;
+    size_t *best = mw_xmalloc(nl * kmax * sizeof(size_t));
+    size_t *nb = mw_xcalloc(nl, sizeof(size_t));
+    size_t *want = mw_xcalloc(ns, sizeof(size_t));
+    for (size_t k = 0; k < ns; k++)
+        if (!isnan(param[k]) && param[k] >= 1)
+            want[k] = param[k] > (double)in->n ? in->n : (size_t)param[k];
+    for (size_t i = 0; i < in->n; i++) {
+        const sv *s = &in->s[i];
+        size_t base = grp[i] * ns;
+        for (size_t k = 0; k < ns; k++)
+            if (s->ok[k] && want[k])
+                k_insert(in, k, best + (base + k) * kmax, &nb[base + k], want[k], top, i, s->v[k]);
+        if ((i & 1023) == 1023 && qcheck_time(c) < 0) break;
+    }
+    size_t *oidx = mw_xmalloc((in->n ? in->n : 1) * sizeof(size_t));
+    for (size_t i = 0; i < in->n; i++)
+        oidx[i] = (size_t)-1;
+    for (size_t k = 0; k < ns && !c->code; k++)
+        for (size_t g = 0; g < ngroups && !c->code; g++) {
+            const size_t *l = best + (g * ns + k) * kmax;
+            for (size_t j = 0; j < nb[g * ns + k]; j++) {
+                const sv *s = &in->s[l[j]];
+                if (oidx[l[j]] == (size_t)-1) {
+                    oidx[l[j]] = vb_series(b, lbl_copy(s->labels, s->nlabels), s->nlabels);
+                    if (oidx[l[j]] == (size_t)-1) break;
+                }
+                if (vb_set(b, oidx[l[j]], k, s->v[k]) < 0) break;
+            }
+        }
+    free(oidx);
+    free(best);
+    free(nb);
+    free(want);
+}
+
 /* topk/bottomk: per group and step, keep the k best series (original
  * labels). NaN sorts last for both. */
 static val agg_k(qctx *c, const pq_node *n, val *in, double *param, size_t *grp, size_t ngroups)
@@ -59,6 +125,20 @@ static val agg_k(qctx *c, const pq_node *n, val *in, double *param, size_t *grp,
     vbuild b;
     vb_init(&b, c);
     int top = n->op == PQ_AGG_TOPK;
+    size_t kmax = 0;
+    for (size_t k = 0; k < c->nsteps; k++)
+        if (!isnan(param[k]) && param[k] >= 1) {
+            size_t w = param[k] > (double)in->n ? in->n : (size_t)param[k];
+            if (w > kmax) kmax = w;
+        }
+    if (kmax && ngroups <= SIZE_MAX / c->nsteps / kmax &&
+        ngroups * c->nsteps * kmax <= (1u << 22)) {
+        agg_k_series_major(c, top, in, param, grp, ngroups, kmax, &b);
+        val out;
+        vb_finish(&b, &out);
+        vb_free(&b);
+        return out;
+    }
     size_t *best = mw_xcalloc(in->n ? in->n : 1, sizeof(size_t));
     size_t *oidx =
         mw_xmalloc((in->n ? in->n : 1) * sizeof(size_t)); /* output series of each input */
@@ -72,20 +152,7 @@ static val agg_k(qctx *c, const pq_node *n, val *in, double *param, size_t *grp,
             size_t nb = 0;
             for (size_t i = 0; i < in->n; i++) {
                 if (grp[i] != g || !in->s[i].ok[k]) continue;
-                double v = in->s[i].v[k];
-                /* insertion into a sorted list of at most `want` */
-                size_t pos = nb;
-                while (pos > 0) {
-                    double w = in->s[best[pos - 1]].v[k];
-                    int better = isnan(w) ? !isnan(v) : (top ? v > w : v < w);
-                    if (!better) break;
-                    pos--;
-                }
-                if (pos >= want) continue;
-                size_t end = nb < want ? nb : want - 1;
-                memmove(&best[pos + 1], &best[pos], (end - pos) * sizeof(size_t));
-                best[pos] = i;
-                if (nb < want) nb++;
+                k_insert(in, k, best, &nb, want, top, i, in->s[i].v[k]);
             }
             for (size_t j = 0; j < nb; j++) {
                 sv *s = &in->s[best[j]];
@@ -127,6 +194,100 @@ static val agg_count_values(qctx *c, const pq_node *n, val *in, const char *labe
     vb_finish(&b, &out);
     vb_free(&b);
     return out;
+}
+
+/* sum avg min max count group stddev stdvar into the group series of b
+ * (created, all steps empty). Series by series, each over all its steps:
+ * the input is read in memory order, and each group and step still sees
+ * its series in the same order as Prometheus (so the same floating-point
+ * result). The running value and "has a value" live in the group's own
+ * v/ok arrays; count and mean, where needed, in arrays charged to the
+ * query's sample budget. */
+static void agg_series_major(qctx *c, const pq_node *n, const val *in, const size_t *grp, vbuild *b)
+{
+    size_t ns = c->nsteps, ng = b->n;
+    int op = n->op;
+    int need_mean = op == PQ_AGG_AVG || op == PQ_AGG_STDDEV || op == PQ_AGG_STDVAR;
+    int need_count = need_mean || op == PQ_AGG_COUNT;
+    size_t extra = (size_t)(need_mean + need_count) * ng * ns;
+    if (qcharge(c, extra) < 0) return;
+    double *cnt = need_count ? mw_xcalloc(ng * ns > 0 ? ng * ns : 1, sizeof(double)) : NULL;
+    double *mean = need_mean ? mw_xcalloc(ng * ns > 0 ? ng * ns : 1, sizeof(double)) : NULL;
+    for (size_t i = 0; i < in->n; i++) {
+        const sv *s = &in->s[i];
+        size_t g = grp[i];
+        double *acc = b->s[g].v, *cn = cnt ? cnt + g * ns : NULL, *mn = mean ? mean + g * ns : NULL;
+        uint8_t *has = b->s[g].ok;
+        for (size_t k = 0; k < ns; k++) {
+            if (!s->ok[k]) continue;
+            double v = s->v[k];
+            if (!has[k]) {
+                has[k] = 1;
+                acc[k] = op == PQ_AGG_STDDEV || op == PQ_AGG_STDVAR ? 0 : v;
+                if (mn) mn[k] = v;
+                if (cn) cn[k] = 1;
+                continue;
+            }
+            if (cn) cn[k]++;
+            switch (op) {
+            case PQ_AGG_SUM:
+                acc[k] += v;
+                break;
+            case PQ_AGG_AVG:
+                if (isinf(mn[k])) {
+                    if (isinf(v) && (mn[k] > 0) == (v > 0)) break;
+                    if (!isinf(v) && !isnan(v)) break;
+                }
+                mn[k] += v / cn[k] - mn[k] / cn[k];
+                break;
+            case PQ_AGG_MIN:
+                if (acc[k] > v || isnan(acc[k])) acc[k] = v;
+                break;
+            case PQ_AGG_MAX:
+                if (acc[k] < v || isnan(acc[k])) acc[k] = v;
+                break;
+            case PQ_AGG_STDDEV:
+            case PQ_AGG_STDVAR: {
+                double delta = v - mn[k];
+                mn[k] += delta / cn[k];
+                acc[k] += delta * (v - mn[k]);
+                break;
+            }
+            default:
+                break;
+            }
+        }
+        if ((i & 1023) == 1023 && qcheck_time(c) < 0) break;
+    }
+    for (size_t g = 0; g < ng && op != PQ_AGG_SUM && op != PQ_AGG_MIN && op != PQ_AGG_MAX; g++) {
+        double *acc = b->s[g].v;
+        const double *cn = cnt ? cnt + g * ns : NULL, *mn = mean ? mean + g * ns : NULL;
+        for (size_t k = 0; k < ns; k++) {
+            if (!b->s[g].ok[k]) continue;
+            switch (op) {
+            case PQ_AGG_AVG:
+                acc[k] = mn[k];
+                break;
+            case PQ_AGG_COUNT:
+                acc[k] = cn[k];
+                break;
+            case PQ_AGG_GROUP:
+                acc[k] = 1;
+                break;
+            case PQ_AGG_STDVAR:
+                acc[k] = acc[k] / cn[k];
+                break;
+            case PQ_AGG_STDDEV:
+                acc[k] = sqrt(acc[k] / cn[k]);
+                break;
+            default:
+                break;
+            }
+        }
+    }
+    free(cnt);
+    free(mean);
+    qrelease(c, extra);
 }
 
 val eval_agg(qctx *c, const pq_node *n)
@@ -177,77 +338,7 @@ val eval_agg(qctx *c, const pq_node *n)
             }
         free(vals);
     } else {
-        acc *a = mw_xcalloc(ng ? ng : 1, sizeof(acc));
-        for (size_t k = 0; k < c->nsteps; k++) {
-            memset(a, 0, ng * sizeof(acc));
-            for (size_t i = 0; i < in.n; i++) {
-                if (!in.s[i].ok[k]) continue;
-                acc *x = &a[grp[i]];
-                double v = in.s[i].v[k];
-                if (!x->has) {
-                    x->has = 1;
-                    x->value = v;
-                    x->mean = v;
-                    x->count = 1;
-                    if (n->op == PQ_AGG_STDDEV || n->op == PQ_AGG_STDVAR) x->value = 0;
-                    continue;
-                }
-                x->count++;
-                switch (n->op) {
-                case PQ_AGG_SUM:
-                    x->value += v;
-                    break;
-                case PQ_AGG_AVG:
-                    if (isinf(x->mean)) {
-                        if (isinf(v) && (x->mean > 0) == (v > 0)) break;
-                        if (!isinf(v) && !isnan(v)) break;
-                    }
-                    x->mean += v / x->count - x->mean / x->count;
-                    break;
-                case PQ_AGG_MIN:
-                    if (x->value > v || isnan(x->value)) x->value = v;
-                    break;
-                case PQ_AGG_MAX:
-                    if (x->value < v || isnan(x->value)) x->value = v;
-                    break;
-                case PQ_AGG_STDDEV:
-                case PQ_AGG_STDVAR: {
-                    double delta = v - x->mean;
-                    x->mean += delta / x->count;
-                    x->value += delta * (v - x->mean);
-                    break;
-                }
-                default:
-                    break;
-                }
-            }
-            for (size_t g = 0; g < ng; g++) {
-                if (!a[g].has) continue;
-                double v = a[g].value;
-                switch (n->op) {
-                case PQ_AGG_AVG:
-                    v = a[g].mean;
-                    break;
-                case PQ_AGG_COUNT:
-                    v = a[g].count;
-                    break;
-                case PQ_AGG_GROUP:
-                    v = 1;
-                    break;
-                case PQ_AGG_STDVAR:
-                    v = a[g].value / a[g].count;
-                    break;
-                case PQ_AGG_STDDEV:
-                    v = sqrt(a[g].value / a[g].count);
-                    break;
-                default:
-                    break;
-                }
-                b.s[g].ok[k] = 1;
-                b.s[g].v[k] = v;
-            }
-        }
-        free(a);
+        agg_series_major(c, n, &in, grp, &b);
     }
     free(grp);
     vb_finish(&b, &out);

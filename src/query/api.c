@@ -484,8 +484,27 @@ static void static_handler(void *cls, const mw_http_request *req, mw_http_respon
                                "buildDate", "", "goVersion", "mlwatch " MLWATCH_VERSION));
         return;
     }
-    /* The store keeps no metadata (HELP/TYPE) yet: an empty map. */
-    respond_data(resp, json_object());
+}
+
+/* /api/v1/metadata?metric=NAME&limit=N as Prometheus 2.x. */
+static void metadata_handler(void *cls, const mw_http_request *req, mw_http_response *resp)
+{
+    mw_query_api *api = cls;
+    params p;
+    params_load(&p, req);
+    const char *ls = param(&p, "limit"), *metric = param(&p, "metric");
+    long limit = -1;
+    if (ls && *ls) {
+        char *end;
+        limit = strtol(ls, &end, 10);
+        if (*end || end == ls) {
+            respond_error(resp, 400, "limit must be a number");
+            params_free(&p);
+            return;
+        }
+    }
+    respond_data(resp, mw_metadata_json(api->meta, metric, limit));
+    params_free(&p);
 }
 
 void mw_query_api_register(mw_http_server *http, mw_query_api *api)
@@ -498,6 +517,6 @@ void mw_query_api_register(mw_http_server *http, mw_query_api *api)
         mw_http_route(http, methods[i], "/api/v1/labels", 0, meta_handler, api);
         mw_http_route(http, methods[i], "/api/v1/label/", 1, meta_handler, api);
     }
-    mw_http_route(http, "GET", "/api/v1/metadata", 0, static_handler, api);
+    mw_http_route(http, "GET", "/api/v1/metadata", 0, metadata_handler, api);
     mw_http_route(http, "GET", "/api/v1/status/buildinfo", 0, static_handler, api);
 }

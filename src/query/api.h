@@ -4,11 +4,13 @@
 #define MW_QUERY_API_H
 
 #include "../serve/http.h"
+#include "metadata.h"
 #include "promql.h"
 
 typedef struct mw_query_api {
     mw_store *store; /* NULL: every query answers "store unavailable" */
     pq_limits limits;
+    mw_metadata *meta; /* for /api/v1/metadata; NULL: an empty answer */
 } mw_query_api;
 
 /* api must outlive the server. */

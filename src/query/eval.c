@@ -107,16 +107,19 @@ int eval_range_arg(qctx *c, const pq_node *n, rangearg *out)
         if (store_select(c, vs, out->wstart[0], out->wend[c->nsteps - 1], &r) < 0) return -1;
         out->s = mw_xcalloc(r.nseries ? r.nseries : 1, sizeof(pq_series));
         for (size_t i = 0; i < r.nseries; i++) {
-            const mw_series_data *d = &r.series[i];
+            mw_series_data *d = &r.series[i];
             pq_series *p = &out->s[out->n++];
             p->labels = lbl_from_store(d->labels, d->nlabels);
             p->nlabels = d->nlabels;
-            p->t = mw_xmalloc((d->n ? d->n : 1) * sizeof(int64_t));
-            p->v = mw_xmalloc((d->n ? d->n : 1) * sizeof(double));
+            /* Take the selection's arrays over instead of copying them. */
+            p->t = d->t;
+            p->v = d->v;
+            d->t = NULL;
+            d->v = NULL;
             for (size_t k = 0; k < d->n; k++) {
-                if (is_stale(d->v[k])) continue; /* range vectors skip stale markers */
-                p->t[p->n] = d->t[k];
-                p->v[p->n++] = d->v[k];
+                if (is_stale(p->v[k])) continue; /* range vectors skip stale markers */
+                p->t[p->n] = p->t[k];
+                p->v[p->n++] = p->v[k];
             }
         }
         mw_select_result_free(&r);

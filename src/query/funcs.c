@@ -9,6 +9,7 @@
 #include "../core/util.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,11 +89,11 @@ static int is(const pq_node *n, const char *name)
 
 /* Prometheus' extrapolatedRate (2.x). */
 static int extrapolated(const int64_t *t, const double *v, size_t n, int64_t rs, int64_t re,
-                        int64_t range, int counter, int rate, double *out)
+                        int64_t range, int resets, int counter, int rate, double *out)
 {
     if (n < 2) return 0;
     double result = v[n - 1] - v[0];
-    if (counter) {
+    if (counter && resets) {
         double last = 0;
         for (size_t i = 0; i < n; i++) {
             if (v[i] < last) result += last;
@@ -139,20 +140,81 @@ static void regression(const int64_t *t, const double *v, size_t n, int64_t x0, 
     *icpt = sy / cn - *slope * sx / cn;
 }
 
-static int range_fn(const pq_node *n, const pq_series *s, size_t lo, size_t hi, int64_t ws,
-                    int64_t we, int64_t range, double p, double *out)
+/* The range-vector functions, resolved once per call rather than by name
+ * per step. */
+typedef enum {
+    RF_RATE,
+    RF_INCREASE,
+    RF_DELTA,
+    RF_IRATE,
+    RF_IDELTA,
+    RF_DERIV,
+    RF_PREDICT,
+    RF_RESETS,
+    RF_CHANGES,
+    RF_COUNT,
+    RF_PRESENT,
+    RF_LAST,
+    RF_SUM,
+    RF_AVG,
+    RF_MIN,
+    RF_MAX,
+    RF_STDDEV,
+    RF_STDVAR,
+    RF_QUANTILE,
+    RF_ABSENT,
+    RF_UNKNOWN
+} rf_kind;
+
+static rf_kind rf_lookup(const char *f)
+{
+    static const char *const names[] = {"rate",
+                                        "increase",
+                                        "delta",
+                                        "irate",
+                                        "idelta",
+                                        "deriv",
+                                        "predict_linear",
+                                        "resets",
+                                        "changes",
+                                        "count_over_time",
+                                        "present_over_time",
+                                        "last_over_time",
+                                        "sum_over_time",
+                                        "avg_over_time",
+                                        "min_over_time",
+                                        "max_over_time",
+                                        "stddev_over_time",
+                                        "stdvar_over_time",
+                                        "quantile_over_time",
+                                        "absent_over_time"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (!strcmp(f, names[i])) return (rf_kind)i;
+    return RF_UNKNOWN;
+}
+
+/* One window [lo, hi) of a series. counter_resets: whether the series has
+ * anywhere a value below its predecessor or below zero; without, the
+ * counter-reset correction of rate/increase adds nothing and is skipped
+ * (the same result, bit for bit). */
+static int range_fn(rf_kind f, const pq_series *s, size_t lo, size_t hi, int64_t ws, int64_t we,
+                    int64_t range, double p, int counter_resets, double *out)
 {
     const int64_t *t = s->t + lo;
     const double *v = s->v + lo;
     size_t m = hi - lo;
-    const char *f = n->func->name;
-    if (!strcmp(f, "rate")) return extrapolated(t, v, m, ws, we, range, 1, 1, out);
-    if (!strcmp(f, "increase")) return extrapolated(t, v, m, ws, we, range, 1, 0, out);
-    if (!strcmp(f, "delta")) return extrapolated(t, v, m, ws, we, range, 0, 0, out);
-    if (!strcmp(f, "irate") || !strcmp(f, "idelta")) {
+    switch (f) {
+    case RF_RATE:
+        return extrapolated(t, v, m, ws, we, range, counter_resets, 1, 1, out);
+    case RF_INCREASE:
+        return extrapolated(t, v, m, ws, we, range, counter_resets, 1, 0, out);
+    case RF_DELTA:
+        return extrapolated(t, v, m, ws, we, range, 0, 0, 0, out);
+    case RF_IRATE:
+    case RF_IDELTA: {
         if (m < 2) return 0;
         double d = v[m - 1] - v[m - 2];
-        if (f[1] == 'r') {
+        if (f == RF_IRATE) {
             if (v[m - 1] < v[m - 2]) d = v[m - 1];
             if (t[m - 1] == t[m - 2]) return 0;
             d /= (double)(t[m - 1] - t[m - 2]) / 1000;
@@ -160,37 +222,48 @@ static int range_fn(const pq_node *n, const pq_series *s, size_t lo, size_t hi, 
         *out = d;
         return 1;
     }
+    default:
+        break;
+    }
     if (m == 0) return 0;
-    if (!strcmp(f, "deriv") || !strcmp(f, "predict_linear")) {
+    switch (f) {
+    case RF_DERIV:
+    case RF_PREDICT: {
         if (m < 2) return 0;
         double slope, icpt;
-        int64_t x0 = f[0] == 'd' ? t[0] : we;
+        int64_t x0 = f == RF_DERIV ? t[0] : we;
         regression(t, v, m, x0, &slope, &icpt);
-        *out = f[0] == 'd' ? slope : slope * p + icpt;
+        *out = f == RF_DERIV ? slope : slope * p + icpt;
         return 1;
     }
-    if (!strcmp(f, "resets") || !strcmp(f, "changes")) {
+    case RF_RESETS:
+    case RF_CHANGES: {
         double c = 0;
         for (size_t i = 1; i < m; i++) {
-            if (f[0] == 'r' ? v[i] < v[i - 1]
-                            : (v[i] != v[i - 1] && !(isnan(v[i]) && isnan(v[i - 1]))))
+            if (f == RF_RESETS ? v[i] < v[i - 1]
+                               : (v[i] != v[i - 1] && !(isnan(v[i]) && isnan(v[i - 1]))))
                 c++;
         }
         *out = c;
         return 1;
     }
-    if (!strcmp(f, "count_over_time"))
+    case RF_COUNT:
         *out = (double)m;
-    else if (!strcmp(f, "present_over_time"))
+        return 1;
+    case RF_PRESENT:
         *out = 1;
-    else if (!strcmp(f, "last_over_time"))
+        return 1;
+    case RF_LAST:
         *out = v[m - 1];
-    else if (!strcmp(f, "sum_over_time")) {
+        return 1;
+    case RF_SUM: {
         double sum = 0;
         for (size_t i = 0; i < m; i++)
             sum += v[i];
         *out = sum;
-    } else if (!strcmp(f, "avg_over_time")) {
+        return 1;
+    }
+    case RF_AVG: {
         double mean = 0, count = 0;
         for (size_t i = 0; i < m; i++) {
             count++;
@@ -201,12 +274,18 @@ static int range_fn(const pq_node *n, const pq_series *s, size_t lo, size_t hi, 
             mean += v[i] / count - mean / count;
         }
         *out = mean;
-    } else if (!strcmp(f, "min_over_time") || !strcmp(f, "max_over_time")) {
+        return 1;
+    }
+    case RF_MIN:
+    case RF_MAX: {
         double x = v[0];
         for (size_t i = 1; i < m; i++)
-            if ((f[1] == 'i' ? v[i] < x : v[i] > x) || isnan(x)) x = v[i];
+            if ((f == RF_MIN ? v[i] < x : v[i] > x) || isnan(x)) x = v[i];
         *out = x;
-    } else if (!strcmp(f, "stddev_over_time") || !strcmp(f, "stdvar_over_time")) {
+        return 1;
+    }
+    case RF_STDDEV:
+    case RF_STDVAR: {
         double count = 0, mean = 0, aux = 0;
         for (size_t i = 0; i < m; i++) {
             count++;
@@ -214,16 +293,19 @@ static int range_fn(const pq_node *n, const pq_series *s, size_t lo, size_t hi, 
             mean += delta / count;
             aux += delta * (v[i] - mean);
         }
-        *out = f[3] == 'd' ? sqrt(aux / count) : aux / count;
-    } else if (!strcmp(f, "quantile_over_time")) {
+        *out = f == RF_STDDEV ? sqrt(aux / count) : aux / count;
+        return 1;
+    }
+    case RF_QUANTILE: {
         double *tmp = mw_xmalloc(m * sizeof(double));
         memcpy(tmp, v, m * sizeof(double));
         *out = quantile_of(p, tmp, m);
         free(tmp);
-    } else {
+        return 1;
+    }
+    default:
         return 0;
     }
-    return 1;
 }
 
 static size_t lower_bound(const int64_t *t, size_t n, int64_t x)
@@ -263,6 +345,49 @@ static pq_label *absent_labels(const pq_node *arg, size_t *nl)
     return l;
 }
 
+/* Range functions over a batch of series, for one thread. */
+enum { RF_BATCH_POINTS = 1 << 20, RF_PARALLEL_MIN = 64 };
+typedef struct rf_job {
+    rf_kind f;
+    const rangearg *ra;
+    const double *param; /* per step, or NULL */
+    size_t nsteps;
+    size_t from, to, base; /* series [from, to); buffers indexed from base */
+    double *v;
+    uint8_t *ok;
+} rf_job;
+
+static void *rf_run(void *arg)
+{
+    const rf_job *j = arg;
+    const rangearg *ra = j->ra;
+    int counter = j->f == RF_RATE || j->f == RF_INCREASE;
+    for (size_t i = j->from; i < j->to; i++) {
+        const pq_series *s = &ra->s[i];
+        double *v = j->v + (i - j->base) * j->nsteps;
+        uint8_t *ok = j->ok + (i - j->base) * j->nsteps;
+        int resets = 0;
+        for (size_t x = 0; counter && x < s->n && !resets; x++)
+            resets = s->v[x] < 0 || (x && s->v[x] < s->v[x - 1]);
+        /* The windows only move forwards (or stay, with @), so [lo, hi)
+         * slides over the series instead of being searched per step. */
+        size_t lo = 0, hi = 0;
+        for (size_t k = 0; k < j->nsteps; k++) {
+            while (lo < s->n && s->t[lo] < ra->wstart[k])
+                lo++;
+            if (hi < lo) hi = lo;
+            while (hi < s->n && s->t[hi] <= ra->wend[k])
+                hi++;
+            if (j->f == RF_ABSENT)
+                ok[k] = hi > lo;
+            else
+                ok[k] = (uint8_t)range_fn(j->f, s, lo, hi, ra->wstart[k], ra->wend[k], ra->range_ms,
+                                          j->param ? j->param[k] : 0, resets, &v[k]);
+        }
+    }
+    return NULL;
+}
+
 val pq_call_range(qctx *c, const pq_node *n);
 val pq_call_range(qctx *c, const pq_node *n)
 {
@@ -281,41 +406,67 @@ val pq_call_range(qctx *c, const pq_node *n)
         val_free(c, &param);
         return out;
     }
-    int absent = is(n, "absent_over_time");
-    int keep_name = is(n, "last_over_time");
+    rf_kind f = rf_lookup(n->func->name);
+    int absent = f == RF_ABSENT;
+    int keep_name = f == RF_LAST;
     vbuild b;
     vb_init(&b, c);
     uint8_t *any = absent ? mw_xcalloc(c->nsteps, 1) : NULL;
-    for (size_t i = 0; i < ra.n && !c->code; i++) {
-        pq_series *s = &ra.s[i];
-        size_t si = (size_t)-1;
-        for (size_t k = 0; k < c->nsteps; k++) {
-            size_t lo = lower_bound(s->t, s->n, ra.wstart[k]);
-            size_t hi = lower_bound(s->t, s->n, ra.wend[k] + 1);
-            if (absent) {
-                if (hi > lo) any[k] = 1;
-                continue;
+    /* Series are computed in batches, each split between this thread and
+     * a helper, into a buffer of at most RF_BATCH_POINTS points; the
+     * results are then added here, in series order, as before. */
+    size_t ns = c->nsteps;
+    size_t batch = RF_BATCH_POINTS / ns > 16 ? RF_BATCH_POINTS / ns : 16;
+    if (batch > ra.n) batch = ra.n ? ra.n : 1;
+    double *vals = mw_xmalloc(batch * ns * sizeof(double));
+    uint8_t *oks = mw_xmalloc(batch * ns);
+    for (size_t b0 = 0; b0 < ra.n && !c->code; b0 += batch) {
+        size_t b1 = b0 + batch < ra.n ? b0 + batch : ra.n, mid = b0 + (b1 - b0) / 2;
+        rf_job jobs[2] = {{f, &ra, pi >= 0 ? param.scalar : NULL, ns, b0, mid, b0, vals, oks},
+                          {f, &ra, pi >= 0 ? param.scalar : NULL, ns, mid, b1, b0, vals, oks}};
+        pthread_t th;
+        int threaded =
+            b1 - b0 >= RF_PARALLEL_MIN && pthread_create(&th, NULL, rf_run, &jobs[1]) == 0;
+        rf_run(&jobs[0]);
+        if (threaded)
+            pthread_join(th, NULL);
+        else
+            rf_run(&jobs[1]);
+        for (size_t i = b0; i < b1 && !c->code; i++) {
+            pq_series *s = &ra.s[i];
+            const double *v = vals + (i - b0) * ns;
+            const uint8_t *ok = oks + (i - b0) * ns;
+            size_t si = (size_t)-1;
+            for (size_t k = 0; k < ns; k++) {
+                if (!ok[k]) continue;
+                if (absent) {
+                    any[k] = 1;
+                    continue;
+                }
+                if (si == (size_t)-1) {
+                    /* The argument's labels are not needed again: taken
+                     * over, not copied. */
+                    pq_label *l = s->labels;
+                    size_t nl = s->nlabels;
+                    s->labels = NULL;
+                    s->nlabels = 0;
+                    if (!keep_name) lbl_del(&l, &nl, "__name__");
+                    si = vb_series(&b, l, nl);
+                    if (si == (size_t)-1) break;
+                }
+                if (b.s[si].ok[k]) {
+                    qerr(c, PQ_ERR_EXECUTION,
+                         "vector cannot contain metrics with the same labelset");
+                    break;
+                }
+                b.s[si].ok[k] = 1;
+                b.s[si].v[k] = v[k];
             }
-            double v;
-            if (!range_fn(n, s, lo, hi, ra.wstart[k], ra.wend[k], ra.range_ms,
-                          pi >= 0 ? param.scalar[k] : 0, &v))
-                continue;
-            if (si == (size_t)-1) {
-                pq_label *l = lbl_copy(s->labels, s->nlabels);
-                size_t nl = s->nlabels;
-                if (!keep_name) lbl_del(&l, &nl, "__name__");
-                si = vb_series(&b, l, nl);
-                if (si == (size_t)-1) break;
-            }
-            if (b.s[si].ok[k]) {
-                qerr(c, PQ_ERR_EXECUTION, "vector cannot contain metrics with the same labelset");
-                break;
-            }
-            b.s[si].ok[k] = 1;
-            b.s[si].v[k] = v;
         }
         if (qcheck_time(c) < 0) break;
     }
+    free(vals);
+    free(oks);
     if (absent && !c->code) {
         size_t nl;
         pq_label *l = absent_labels(n->args[0], &nl);

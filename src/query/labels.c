@@ -247,7 +247,10 @@ sv *sv_new(qctx *c, val *out, pq_label *labels, size_t nlabels)
         lbl_free(labels, nlabels);
         return NULL;
     }
-    out->s = mw_xrealloc(out->s, (out->n + 1) * sizeof(sv));
+    /* The array grows to powers of two (its size follows from n alone):
+     * one realloc per series made a selection of N series cost O(N^2). */
+    if (out->n == 0 || (out->n & (out->n - 1)) == 0)
+        out->s = mw_xrealloc(out->s, (out->n ? 2 * out->n : 1) * sizeof(sv));
     sv *s = &out->s[out->n++];
     s->labels = labels;
     s->nlabels = nlabels;
@@ -356,12 +359,20 @@ void pq_format_value(double v, char *buf, size_t size)
     }
     /* Shortest %g precision that reads back exactly, then written without
      * an exponent as Go's strconv.FormatFloat(v, 'f', -1, 64). */
-    int p;
     char tmp[64];
-    for (p = 1; p < 17; p++) {
-        snprintf(tmp, sizeof(tmp), "%.*e", p - 1, v);
-        if (strtod(tmp, NULL) == v) break;
+    /* Binary search over 1..17 digits (17 always reads back): four or five
+     * printf/strtod rounds instead of up to seventeen; a range query
+     * formats every point. */
+    int lo = 1, hi = 17;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        snprintf(tmp, sizeof(tmp), "%.*e", mid - 1, v);
+        if (strtod(tmp, NULL) == v)
+            hi = mid;
+        else
+            lo = mid + 1;
     }
+    int p = lo;
     snprintf(tmp, sizeof(tmp), "%.*e", p - 1, v);
     int exp10 = atoi(strchr(tmp, 'e') + 1);
     int decimals = p - 1 - exp10;

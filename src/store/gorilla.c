@@ -148,6 +148,20 @@ void mw_gorilla_dec_init(mw_gorilla_dec *d, const uint8_t *buf, size_t nbytes, u
 static int get_bits(mw_gorilla_dec *d, unsigned count, uint64_t *out)
 {
     if (d->nbits - d->pos < count) return -1;
+    uint64_t at = d->pos >> 3;
+    /* Fast path, the common case: one big-endian 8-byte load holds the
+     * bits (at most 7 already used + 56 wanted), and the load stays
+     * inside the buffer. Decoding is most of a range query's time. */
+    if (count - 1 < 56 && at + 8 <= d->nbits >> 3) {
+        uint64_t w;
+        memcpy(&w, d->buf + at, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        w = __builtin_bswap64(w);
+#endif
+        *out = (w << (d->pos & 7)) >> (64 - count);
+        d->pos += count;
+        return 0;
+    }
     uint64_t v = 0;
     while (count > 0) {
         uint64_t byte = d->pos >> 3;

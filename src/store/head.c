@@ -518,48 +518,80 @@ static int decode_into(const uint8_t *bytes, size_t nbytes, uint32_t n, int64_t 
     return 0;
 }
 
+/* Bytes read per chunk record while walking the chain: enough for a head
+ * chunk (cut once past MW_HEAD_CHUNK_BYTES: at most one sample, under 20
+ * bytes, beyond it), so that each chunk costs one small pread. A larger
+ * record is read again whole. */
+#define READ_AHEAD (MW_CHUNK_HDR_SIZE + 4 + MW_HEAD_CHUNK_BYTES + 32)
+
 int mw_head_read(mw_head *h, uint32_t id, int64_t mint, int64_t maxt, mw_samples *out)
 {
     mw_series *s = mw_head_series(h, id);
-    /* Walk the chunk chain back to the first chunk that may hold mint, then
-     * decode forwards. */
-    uint64_t refs[64];
-    size_t nrefs = 0;
-    uint64_t *more = NULL;
-    size_t nmore = 0, capmore = 0;
-    uint8_t buf[MW_CHUNK_HDR_SIZE + 4 + 65536];
-    mw_chunk_hdr hdr;
+    /* Walk the chunk chain back to the first chunk that may hold mint,
+     * keeping each record's bytes, then decode forwards. Reading exactly the
+     * record (not a 64 KiB buffer) matters: a range query reads every chunk
+     * of thousands of series. */
+    typedef struct rec {
+        uint64_t ref;
+        size_t off, len; /* in bytes; len 0 = read again in the second pass */
+    } rec;
+    /* On the stack for the usual few chunks (a malloc per series showed in
+     * profiles), on the heap beyond. */
+    rec small[32], *recs = small;
+    size_t nrecs = 0, caprecs = 32;
+    uint8_t stack[24 * READ_AHEAD], *bytes = stack;
+    size_t nbytes = 0, capbytes = sizeof(stack);
     for (uint64_t ref = s->last_ref; ref && (uint32_t)(ref >> 32) >= h->min_seq;) {
-        ssize_t r =
-            pread(read_fd(h, (uint32_t)(ref >> 32)), buf, MW_CHUNK_HDR_SIZE, (off_t)(uint32_t)ref);
-        if (r != MW_CHUNK_HDR_SIZE) break;
-        int64_t cmax = (int64_t)get64(buf + 16);
-        if (cmax < mint) break;
-        if (nrefs < 64)
-            refs[nrefs++] = ref;
-        else {
-            if (nmore == capmore) {
-                capmore = capmore ? capmore * 2 : 64;
-                more = mw_xrealloc(more, capmore * sizeof(uint64_t));
-            }
-            more[nmore++] = ref;
+        if (nbytes + READ_AHEAD > capbytes) {
+            uint8_t *nb = mw_xmalloc(capbytes * 2);
+            memcpy(nb, bytes, nbytes);
+            if (bytes != stack) free(bytes); // cppcheck-suppress autovarInvalidDeallocation
+            bytes = nb;
+            capbytes *= 2;
         }
-        ref = get64(buf + 24);
+        ssize_t r = pread(read_fd(h, (uint32_t)(ref >> 32)), bytes + nbytes, READ_AHEAD,
+                          (off_t)(uint32_t)ref);
+        if (r < MW_CHUNK_HDR_SIZE) break;
+        int64_t cmax = (int64_t)get64(bytes + nbytes + 16);
+        if (cmax < mint) break;
+        size_t need = MW_CHUNK_HDR_SIZE + 4 + (size_t)(bytes[nbytes + 6] | bytes[nbytes + 7] << 8);
+        if (nrecs == caprecs) {
+            rec *nr = mw_xmalloc(caprecs * 2 * sizeof(rec));
+            memcpy(nr, recs, nrecs * sizeof(rec));
+            if (recs != small) free(recs); // cppcheck-suppress autovarInvalidDeallocation
+            recs = nr;
+            caprecs *= 2;
+        }
+        recs[nrecs++] = (rec){ref, nbytes, (size_t)r >= need ? need : 0};
+        nbytes += (size_t)r >= need ? need : MW_CHUNK_HDR_SIZE;
+        ref = get64(bytes + recs[nrecs - 1].off + 24);
     }
     int rc = 0;
-    for (size_t k = nrefs + nmore; k-- > 0 && rc == 0;) {
-        uint64_t ref = k < nrefs ? refs[k] : more[k - nrefs];
-        if (mw_head_chunk_read(h, ref, &hdr, buf, sizeof(buf)) < 0) {
+    uint8_t *big = NULL;
+    mw_chunk_hdr hdr;
+    for (size_t k = nrecs; k-- > 0 && rc == 0;) {
+        const uint8_t *p = bytes + recs[k].off;
+        int bad;
+        if (recs[k].len) {
+            bad = mw_chunk_parse(p, recs[k].len, &hdr) < 0;
+        } else {
+            if (!big) big = mw_xmalloc(MW_CHUNK_HDR_SIZE + 4 + 65536);
+            bad = mw_head_chunk_read(h, recs[k].ref, &hdr, big, MW_CHUNK_HDR_SIZE + 4 + 65536) < 0;
+            p = big;
+        }
+        if (bad) {
             mw_log_once(MW_LOG_ERROR, "store", "chunk-crc",
                         "chunk file %08u offset %u: bad "
                         "checksum; its samples are skipped",
-                        (unsigned)(ref >> 32), (unsigned)ref);
+                        (unsigned)(recs[k].ref >> 32), (unsigned)recs[k].ref);
             continue;
         }
         if (hdr.mint > maxt) break;
-        rc = decode_into(buf + MW_CHUNK_HDR_SIZE, hdr.nbytes, hdr.n, mint, maxt, out);
+        rc = decode_into(p + MW_CHUNK_HDR_SIZE, hdr.nbytes, hdr.n, mint, maxt, out);
     }
-    free(more);
+    free(big);
+    if (recs != small) free(recs);   // cppcheck-suppress autovarInvalidDeallocation
+    if (bytes != stack) free(bytes); // cppcheck-suppress autovarInvalidDeallocation
     if (rc == 0 && s->enc.n > 0)
         rc = decode_into(s->chunk, mw_gorilla_bytes(&s->enc), s->enc.n, mint, maxt, out);
     return rc;

@@ -72,6 +72,16 @@ int mw_rw_decode(const uint8_t *body, size_t len, mw_rw_request *out, char *err,
         o->nsamples = t->n_samples;
         out->nsamples += t->n_samples;
     }
+    static const char *const mtypes[] = {"unknown",        "counter", "gauge", "histogram",
+                                         "gaugehistogram", "summary", "info",  "stateset"};
+    out->nmeta = wr->n_metadata;
+    out->meta = mw_arena_alloc(&out->arena, (out->nmeta ? out->nmeta : 1) * sizeof(mw_rw_metadata));
+    for (size_t i = 0; i < wr->n_metadata; i++) {
+        const Prometheus__MetricMetadata *md = wr->metadata[i];
+        out->meta[i] = (mw_rw_metadata){md->metric_family_name,
+                                        (unsigned)md->type < 8 ? mtypes[md->type] : "unknown",
+                                        md->help, md->unit};
+    }
     /* The message itself lives in the arena too: nothing else to free. */
     return 0;
 }

@@ -16,11 +16,18 @@
 
 #define MW_RW_MAX_DECODED (64u << 20)
 
+/* WriteRequest.metadata: type as Prometheus names it ("counter", ...). */
+typedef struct mw_rw_metadata {
+    const char *name, *type, *help, *unit;
+} mw_rw_metadata;
+
 typedef struct mw_rw_request {
     mw_arena arena;
     mw_store_ts *ts;
     size_t n;
     size_t nsamples;
+    mw_rw_metadata *meta;
+    size_t nmeta;
 } mw_rw_request;
 
 /* 0, or -1 with a one-line reason ("snappy: ...", "protobuf: ..."). The

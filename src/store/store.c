@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -405,6 +406,91 @@ static int sel_add(sel_series *c, const mw_samples *sm, size_t *total, size_t ma
     return 0;
 }
 
+/* Reading the head's series is most of a range query's time (a pread, a
+ * checksum and Gorilla decoding per chunk), and each series is
+ * independent: a large selection is read by two threads, each into exact
+ * arrays per series, under the caller's read lock. The sample budget is
+ * shared, so together they stop once it is exceeded. */
+typedef struct head_part {
+    mw_head *h;
+    const uint32_t *ids;
+    size_t n;
+    int64_t mint, maxt;
+    size_t max, *total; /* shared, atomic */
+    int64_t **t;
+    double **v;
+    size_t *cnt;
+    int rc;
+} head_part;
+
+enum { PARALLEL_MIN_SERIES = 512 };
+
+static void *head_read_part(void *arg)
+{
+    head_part *hp = arg;
+    mw_samples sm = {0};
+    for (size_t i = 0; i < hp->n; i++) {
+        sm.n = 0;
+        mw_head_read(hp->h, hp->ids[i], hp->mint, hp->maxt, &sm);
+        if (sm.n == 0) continue;
+        if (hp->max && __atomic_add_fetch(hp->total, sm.n, __ATOMIC_RELAXED) > hp->max) {
+            hp->rc = -1;
+            break;
+        }
+        hp->cnt[i] = sm.n;
+        hp->t[i] = mw_xmalloc(sm.n * sizeof(int64_t));
+        hp->v[i] = mw_xmalloc(sm.n * sizeof(double));
+        memcpy(hp->t[i], sm.t, sm.n * sizeof(int64_t));
+        memcpy(hp->v[i], sm.v, sm.n * sizeof(double));
+    }
+    free(sm.t);
+    free(sm.v);
+    return NULL;
+}
+
+static void head_parts_free(head_part *hp)
+{
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = 0; i < hp[k].n; i++) {
+            free(hp[k].t[i]);
+            free(hp[k].v[i]);
+        }
+        free(hp[k].t);
+        free(hp[k].v);
+        free(hp[k].cnt);
+    }
+}
+
+static int head_read_parallel(mw_head *h, const mw_ids *ids, int64_t mint, int64_t maxt, size_t max,
+                              size_t already, head_part *hp)
+{
+    size_t *total = mw_xcalloc(1, sizeof(size_t));
+    *total = already; /* samples of the blocks count against the same budget */
+    size_t half = ids->n >= PARALLEL_MIN_SERIES ? ids->n / 2 : ids->n;
+    for (int k = 0; k < 2; k++) {
+        size_t n = k ? ids->n - half : half;
+        hp[k] = (head_part){.h = h,
+                            .ids = ids->v + (k ? half : 0),
+                            .n = n,
+                            .mint = mint,
+                            .maxt = maxt,
+                            .max = max,
+                            .total = total,
+                            .t = mw_xcalloc(n ? n : 1, sizeof(int64_t *)),
+                            .v = mw_xcalloc(n ? n : 1, sizeof(double *)),
+                            .cnt = mw_xcalloc(n ? n : 1, sizeof(size_t))};
+    }
+    pthread_t th;
+    int threaded = hp[1].n > 0 && pthread_create(&th, NULL, head_read_part, &hp[1]) == 0;
+    head_read_part(&hp[0]);
+    if (threaded)
+        pthread_join(th, NULL);
+    else
+        head_read_part(&hp[1]);
+    free(total);
+    return hp[0].rc < 0 || hp[1].rc < 0 ? -1 : 0;
+}
+
 int mw_store_select(mw_store *s, const mw_matcher *ms, size_t nm, int64_t mint, int64_t maxt,
                     size_t max_samples, mw_select_result *out, char *err, size_t errsize)
 {
@@ -443,18 +529,36 @@ int mw_store_select(mw_store *s, const mw_matcher *ms, size_t nm, int64_t mint, 
         pthread_rwlock_rdlock(&s->lock);
         mw_head *h = &s->head;
         mw_index_select(&mw_head_index_ops, h, ms, nm, &ids);
+        head_part hp[2];
+        if (head_read_parallel(h, &ids, mint, maxt, max_samples, total, hp) < 0) rc = -1;
         for (size_t i = 0; i < ids.n && rc == 0; i++) {
+            const head_part *part = &hp[i >= hp[0].n];
+            size_t j = i - (i >= hp[0].n ? hp[0].n : 0);
+            if (part->cnt[j] == 0) continue;
             const mw_series *se = mw_head_series(h, ids.v[i]);
             const uint32_t *pairs = mw_head_labels(h, se);
             for (size_t k = 0; k < se->nlabels; k++)
                 lab[k] = (mw_label){h->sym.strs[h->sym.pairs[pairs[k]][0]],
                                     h->sym.strs[h->sym.pairs[pairs[k]][1]]};
-            sm.n = 0;
-            mw_head_read(h, ids.v[i], mint, maxt, &sm);
-            if (sm.n == 0) continue;
-            if (sel_add(sel_get(p, lab, se->nlabels), &sm, &total, max_samples) < 0) rc = -1;
+            sel_series *c = sel_get(p, lab, se->nlabels);
+            if (c->cap == 0) { /* only in the head: take the arrays over */
+                if (max_samples && total + part->cnt[j] > max_samples) {
+                    rc = -1;
+                    break;
+                }
+                c->d.t = part->t[j];
+                c->d.v = part->v[j];
+                c->d.n = c->cap = part->cnt[j];
+                total += part->cnt[j];
+                part->t[j] = NULL;
+                part->v[j] = NULL;
+                continue;
+            }
+            mw_samples one = {.t = part->t[j], .v = part->v[j], .n = part->cnt[j]};
+            if (sel_add(c, &one, &total, max_samples) < 0) rc = -1;
         }
         pthread_rwlock_unlock(&s->lock);
+        head_parts_free(hp);
     }
     for (size_t i = 0; i < nb; i++)
         mw_block_unref(blocks[i]);

@@ -102,6 +102,9 @@ static void write_handler(void *cls, const mw_http_request *req, mw_http_respons
         return;
     }
     int rc = mw_store_append(m->store, r.ts, r.n, MW_STORE_WAIT, err, sizeof(err));
+    for (size_t i = 0; rc == 0 && i < r.nmeta; i++) /* for /api/v1/metadata */
+        mw_metadata_set(m->query_api.meta, r.meta[i].name, r.meta[i].type, r.meta[i].help,
+                        r.meta[i].unit);
     mw_rw_request_free(&r);
     if (rc == 0) {
         mw_http_text(resp, 204, "%s", "");
@@ -222,6 +225,7 @@ static void module_routes(void *state, mw_http_server *http)
     mw_http_route(http, "POST", "/api/v1/store/compact", 0, admin_handler, m);
     mw_http_route(http, "POST", "/api/v1/store/snapshot", 0, admin_handler, m);
     m->query_api.store = m->store;
+    m->query_api.meta = mw_metadata_new();
     pq_default_limits(&m->query_api.limits);
     mw_query_api_register(http, &m->query_api);
 }
@@ -251,6 +255,7 @@ static void module_consume(void *state, const mw_snapshot *snap)
 {
     store_module *m = state;
     if (!m->store) return;
+    mw_metadata_note_snapshot(m->query_api.meta, snap);
     char msg[512];
     int rc = mw_store_append_snapshot(m->store, snap, msg, sizeof(msg));
     if (rc) mw_log_once(MW_LOG_WARN, "store", "own-samples", "own samples not stored: %s", msg);
@@ -261,6 +266,7 @@ static void module_destroy(void *state)
     store_module *m = state;
     if (!m) return;
     mw_store_close(m->store);
+    mw_metadata_free(m->query_api.meta);
     free(m);
 }
 

@@ -15,6 +15,8 @@ api_req_total{job="api",instance="a"} $((T0 + 60))000 70
 api_req_total{job="api",instance="b"} ${T0}000 1.5
 api_req_total{job="api",instance="b"} $((T0 + 60))000 stale
 api_temp{instance="a"} ${T0}000 0.1
+#meta api_req_total 1 - Requests served, by "job".
+#meta api_temp 2 celsius Temperature of the host.
 DATA
 start_agent --interval 10s --disable-collectors gpu
 expect_eq "remote write" 204 "$("$LOADER" "$AGENT_URL/api/v1/write" "$WORK/data.txt")"
@@ -76,7 +78,22 @@ expect_eq "labels" \
 expect_eq "label values" \
     '200 {"status":"success","data":["a","b"]}' \
     "$(call --get --data-urlencode 'match[]={__name__=~"api_.*"}' "$AGENT_URL/api/v1/label/instance/values")"
-expect_eq "metadata" '200 {"status":"success","data":{}}' "$(call "$AGENT_URL/api/v1/metadata")"
+# metadata: what remote-write senders sent, and the agent's own families
+expect_eq "metadata of one metric" \
+    '200 {"status":"success","data":{"api_req_total":[{"type":"counter","help":"Requests served, by \"job\".","unit":""}]}}' \
+    "$(call "$AGENT_URL/api/v1/metadata?metric=api_req_total")"
+expect_eq "metadata with a unit" \
+    '200 {"status":"success","data":{"api_temp":[{"type":"gauge","help":"Temperature of the host.","unit":"celsius"}]}}' \
+    "$(call "$AGENT_URL/api/v1/metadata?metric=api_temp")"
+expect_eq "metadata limit (sorted by name)" \
+    '200 {"status":"success","data":{"api_req_total":[{"type":"counter","help":"Requests served, by \"job\".","unit":""}]}}' \
+    "$(call "$AGENT_URL/api/v1/metadata?limit=1")"
+expect_eq "metadata limit 0" '200 {"status":"success","data":{}}' "$(call "$AGENT_URL/api/v1/metadata?limit=0")"
+expect_eq "metadata of an unknown metric" '200 {"status":"success","data":{}}' \
+    "$(call "$AGENT_URL/api/v1/metadata?metric=nope")"
+expect_eq "metadata bad limit" \
+    '400 {"status":"error","errorType":"bad_data","error":"limit must be a number"}' \
+    "$(call "$AGENT_URL/api/v1/metadata?limit=ten")"
 out=$(call "$AGENT_URL/api/v1/status/buildinfo")
 case "$out" in
 '200 {"status":"success","data":{"version":"2.42.0",'*) ok ;;
@@ -89,4 +106,10 @@ case "$out" in
 '200 {"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":['*',"1"]}]}}') ok ;;
 *) fail "own samples: $out" ;;
 esac
+expect_eq "metadata of the agent's own families" \
+    '200 {"status":"success","data":{"mlwatch_build_info":[{"type":"info","help":"Version of the running mlwatch; the value is always 1.","unit":""}]}}' \
+    "$(call "$AGENT_URL/api/v1/metadata?metric=mlwatch_build_info")"
+expect_eq "metadata of a store family with a unit" \
+    '200 {"status":"success","data":{"mlwatch_store_disk_usage_bytes":[{"type":"gauge","help":"Bytes the store uses on disk (WAL, chunks, blocks, snapshot).","unit":"bytes"}]}}' \
+    "$(call "$AGENT_URL/api/v1/metadata?metric=mlwatch_store_disk_usage_bytes")"
 done_ok

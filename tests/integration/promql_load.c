@@ -5,6 +5,9 @@
  *                          a number, NaN, +Inf, -Inf or `stale` for the
  *                          staleness marker), grouped by series, in time order;
  *                          all go in one WriteRequest. Prints the HTTP status.
+ *                          A line `#meta NAME TYPE UNIT HELP...` adds a
+ *                          MetricMetadata (TYPE a number of its MetricType
+ *                          enum, UNIT `-` for none).
  * Encodes the protobuf by hand (field numbers of src/proto/remote.proto) so
  * that the test does not share the receiver's decoder. */
 #include <curl/curl.h>
@@ -95,11 +98,25 @@ int main(int argc, char **argv)
     }
     FILE *f = fopen(argv[2], "r");
     if (!f) return 2;
-    buf req = {0}, ts = {0};
+    buf req = {0}, ts = {0}, meta = {0};
     char line[4096], cur[4096] = "";
     while (fgets(line, sizeof(line), f)) {
         char series[4096], val[64];
         long long t;
+        int mtype, hoff = 0;
+        char mname[256], munit[64];
+        if (sscanf(line, "#meta %255s %d %63s %n", mname, &mtype, munit, &hoff) == 3 && hoff) {
+            buf md = {0};
+            varint(&md, 1 << 3 | 0);
+            varint(&md, (uint64_t)mtype);
+            lenfield(&md, 2, mname, strlen(mname));
+            size_t hl = strcspn(line + hoff, "\n");
+            lenfield(&md, 4, line + hoff, hl);
+            if (strcmp(munit, "-")) lenfield(&md, 5, munit, strlen(munit));
+            lenfield(&meta, 3, md.p, md.n);
+            free(md.p);
+            continue;
+        }
         if (line[0] == '#' || sscanf(line, "%4095s %lld %63s", series, &t, val) != 3) continue;
         if (strcmp(series, cur) != 0) {
             if (ts.n) lenfield(&req, 1, ts.p, ts.n);
@@ -117,6 +134,7 @@ int main(int argc, char **argv)
         sample(&ts, t, v);
     }
     if (ts.n) lenfield(&req, 1, ts.p, ts.n);
+    if (meta.n) put(&req, meta.p, meta.n);
     fclose(f);
     size_t clen = snappy_max_compressed_length(req.n);
     char *comp = malloc(clen);
@@ -139,5 +157,6 @@ int main(int argc, char **argv)
     free(comp);
     free(req.p);
     free(ts.p);
+    free(meta.p);
     return 0;
 }

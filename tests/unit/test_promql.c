@@ -527,6 +527,76 @@ static void test_limits(void **state)
     store_close(&r);
 }
 
+/* A selection large enough to be read by two threads (the store splits
+ * 512 series and more), with chunks cut to the chunk files: every series
+ * and sample comes back, aggregations over it are exact, and the sample
+ * budget still ends it with 422. */
+static void test_large_selection(void **state)
+{
+    (void)state;
+    runner r = {.file = "large"};
+    store_open(&r);
+    enum { NS = 1200 };
+    static char lines[NS][1024];
+    for (int i = 0; i < NS; i++)
+        snprintf(lines[i], sizeof(lines[i]), "c{i=\"%04d\", g=\"%d\"} 0+%dx400", i, i % 3,
+                 i % 7 + 1);
+    load(&r, 15000, lines, NS);
+    assert_int_equal(r.failures, 0);
+    char err[512];
+    pq_limits lim;
+    pq_default_limits(&lim);
+    pq_result res;
+    /* the raw series over a range: 1200 series, every step present */
+    pq_node *n = pq_parse("c", err, sizeof(err));
+    assert_non_null(n);
+    assert_int_equal(pq_eval(r.store, n, 3000000, 6000000, 60000, &lim, &res, err, sizeof(err)), 0);
+    assert_int_equal(res.nseries, NS);
+    for (size_t i = 0; i < res.nseries; i++) {
+        assert_int_equal(res.series[i].n, 51);
+        assert_string_equal(res.series[i].labels[2].name, "i"); /* sorted: __name__ g i */
+        int idx = atoi(res.series[i].labels[2].value);
+        assert_int_equal(atoi(res.series[i].labels[1].value), idx % 3);
+        /* sorted by labels: g first, then i */
+        assert_int_equal(idx, (int)(i % (NS / 3)) * 3 + (int)(i / (NS / 3)));
+        /* at t the value is (t / 15 s) times the step of the series */
+        assert_true(res.series[i].v[0] == 200.0 * (idx % 7 + 1));
+        assert_true(res.series[i].v[50] == 400.0 * (idx % 7 + 1));
+    }
+    pq_result_free(&res);
+    pq_node_free(n);
+    /* sum by (g) of increase over 5m: each series grows by its step per
+     * 15 s, 20 intervals in a 5m window fully inside the data */
+    n = pq_parse("sum by (g) (increase(c[5m]))", err, sizeof(err));
+    assert_non_null(n);
+    assert_int_equal(pq_eval(r.store, n, 3000000, 3000000, 0, &lim, &res, err, sizeof(err)), 0);
+    assert_int_equal(res.nseries, 3);
+    for (size_t i = 0; i < 3; i++) {
+        double want = 0;
+        for (int k = 0; k < NS; k++)
+            if (k % 3 == (int)i) want += 20.0 * (k % 7 + 1);
+        assert_true(fabs(res.series[i].v[0] - want) < 1e-9 * want);
+    }
+    pq_result_free(&res);
+    pq_node_free(n);
+    /* topk over the range: the largest step is 7, the series i % 7 == 6 */
+    n = pq_parse("count(topk(3, c))", err, sizeof(err));
+    assert_non_null(n);
+    assert_int_equal(pq_eval(r.store, n, 3000000, 6000000, 60000, &lim, &res, err, sizeof(err)), 0);
+    assert_int_equal(res.nseries, 1);
+    assert_int_equal(res.series[0].n, 51);
+    assert_true(res.series[0].v[0] == 3);
+    pq_result_free(&res);
+    pq_node_free(n);
+    /* over the budget while two threads read */
+    lim.max_samples = 100000; /* the selection needs 1200 x 121 */
+    n = pq_parse("sum(rate(c[30m]))", err, sizeof(err));
+    assert_int_equal(pq_eval(r.store, n, 3000000, 3000000, 0, &lim, &res, err, sizeof(err)), 422);
+    assert_non_null(strstr(err, "query processing would load too many samples into memory"));
+    pq_node_free(n);
+    store_close(&r);
+}
+
 int main(void)
 {
     const char *src = getenv("MLWATCH_SRC");
@@ -539,7 +609,7 @@ int main(void)
     }
     static tfile files[64];
     static char names[64][300];
-    static struct CMUnitTest tests[67];
+    static struct CMUnitTest tests[68];
     size_t n = 0;
     struct dirent *e;
     while ((e = readdir(d)) && n < 64) {
@@ -554,5 +624,6 @@ int main(void)
     tests[n++] = (struct CMUnitTest){"parse_errors", test_parse_errors, NULL, NULL, NULL};
     tests[n++] = (struct CMUnitTest){"format", test_format, NULL, NULL, NULL};
     tests[n++] = (struct CMUnitTest){"limits", test_limits, NULL, NULL, NULL};
+    tests[n++] = (struct CMUnitTest){"large_selection", test_large_selection, NULL, NULL, NULL};
     return _cmocka_run_group_tests("promql", tests, n, NULL, NULL);
 }
