@@ -6,6 +6,7 @@
 #include "qinternal.h"
 
 #include "../core/buf.h"
+#include "../core/regex_bound.h"
 #include "../core/util.h"
 
 #include <math.h>
@@ -672,7 +673,7 @@ val pq_call_label(qctx *c, const pq_node *n)
         char pat[4096];
         snprintf(pat, sizeof(pat), "^(%s)$", n->args[4]->str);
         char why[256];
-        if (pq_regex_check(n->args[4]->str, why, sizeof(why)) < 0 ||
+        if (mw_regex_check(n->args[4]->str, why, sizeof(why)) < 0 ||
             regcomp(&re, pat, REG_EXTENDED) != 0) {
             qerr(c, PQ_ERR_EXECUTION, "invalid regular expression in label_replace(): %s",
                  n->args[4]->str);

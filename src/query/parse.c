@@ -9,6 +9,7 @@
 #include "lex.h"
 #include "promql.h"
 
+#include "../core/regex_bound.h"
 #include "../core/util.h"
 
 #include <ctype.h>
@@ -190,7 +191,7 @@ static int add_matcher(parser *ps, pq_node *n, mw_match_op op, const char *name,
         pq_errf(ps, pos, "too many label matchers");
         return -1;
     }
-    if ((op == MW_MATCH_RE || op == MW_MATCH_NRE) && pq_regex_check(value, err, sizeof(err)) < 0) {
+    if ((op == MW_MATCH_RE || op == MW_MATCH_NRE) && mw_regex_check(value, err, sizeof(err)) < 0) {
         pq_errf(ps, pos, "%s", err);
         return -1;
     }

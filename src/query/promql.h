@@ -110,9 +110,6 @@ const pq_func *pq_func_lookup(const char *name);
 /* Parse QUERY. NULL with "LINE:COL: parse error: ..." in err on failure. */
 pq_node *pq_parse(const char *query, char *err, size_t errsize);
 void pq_node_free(pq_node *n);
-/* Refuse regular expressions that RE2 refuses and glibc would compile at
- * exponential cost (nested repetition, counts over 1000). 0 or -1. */
-int pq_regex_check(const char *re, char *err, size_t errsize);
 /* Parse a duration ("5m", "1h30m") or float seconds ("30", "1.5"); -1 on
  * error. */
 int pq_parse_duration(const char *s, int64_t *ms);

@@ -1,5 +1,6 @@
 /* relabel.c - write_relabel_configs with Prometheus's semantics, see relabel.h. */
 #include "relabel.h"
+#include "../core/regex_bound.h"
 #include "../core/util.h"
 
 #include <openssl/evp.h>
@@ -260,6 +261,11 @@ static int rule_init(mw_relabel_rule *r, const mw_relabel_spec *s, char *why, si
 
     char body[MW_RL_MAX_TEXT * 3], full[MW_RL_MAX_TEXT * 3 + 8];
     int icase;
+    char bound[160];
+    if (mw_regex_check(r->regex, bound, sizeof(bound)) < 0) {
+        snprintf(why, whysize, "regex '%.200s': %s", r->regex, bound);
+        return -1;
+    }
     if (mw_relabel_translate(r->regex, body, sizeof(body), &icase, r->group_map, &r->ngroups,
                              &r->nposix, why, whysize) < 0)
         return -1;

@@ -176,6 +176,15 @@ static void refused(void **state)
         {{.action = "keep", .regex = "\\bx"},
          "escape '\\b' is not supported (POSIX regexes) in '\\bx'"},
         {{.action = "keep", .regex = "(a"}, "regex '(a': "},
+        /* Bounded as PromQL's matchers are: RE2 refuses these, and glibc
+         * would compile them at exponential cost. */
+        {{.action = "keep", .regex = "a{2}{3}"},
+         "regex 'a{2}{3}': invalid nested repetition operator in regular expression at offset 6"},
+        {{.action = "keep", .regex = "x{1001}"},
+         "regex 'x{1001}': bad repetition operator in regular expression: counts over 1000"},
+        {{.action = "keep", .regex = "((a){100}){100}"},
+         "regex '((a){100}){100}': regular expression too large: more than 1000 elements "
+         "once its counted repetitions are expanded"},
         {{.action = "labeldrop", .regex = "a", .target_label = "b"},
          "labeldrop and labelkeep take only a regex (config found more)"},
     };

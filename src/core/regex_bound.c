@@ -1,9 +1,9 @@
-/* regex_check.c - bounds on the regular expressions of PromQL matchers,
- * checked before glibc's regcomp sees them (split from parse.c): RE2's
- * refusals (nested repetition, counts over 1000) and a bound on the size
- * of the pattern once counted repetitions are expanded. docs/promql.md
- * says why and where this is stricter than RE2. */
-#include "promql.h"
+/* regex_bound.c - bounds on user-given regular expressions (PromQL
+ * matchers and label_replace, relabelling rules), checked before glibc's
+ * regcomp sees them: RE2's refusals (nested repetition, counts over 1000)
+ * and a bound on the size of the pattern once counted repetitions are
+ * expanded. docs/promql.md says why and where this is stricter than RE2. */
+#include "regex_bound.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -25,7 +25,7 @@
 #define RE_NULLABLE_WEIGHT 50
 #define RE_MAX_DEPTH 32 /* nested groups */
 
-int pq_regex_check(const char *re, char *err, size_t errsize)
+int mw_regex_check(const char *re, char *err, size_t errsize)
 {
     int prev_quant = 0;
     long total = 0;
