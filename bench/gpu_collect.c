@@ -14,8 +14,10 @@
  *    100 GPU processes: copying the published state, mapping processes to
  *    pods and emitting every family.
  * 3. With MLWATCH_BIN: the resident memory of `mlwatch agent` on that node,
- *    every collector on, after 40 cycles at 100 ms and 5 scrapes, with the
- *    fake GPUs and with --nvml-library none.
+ *    every collector on, store on and off, with the fake GPUs and with
+ *    --nvml-library none: after MLWATCH_BENCH_RSS_SECONDS (default 30) of
+ *    cycles at 100 ms and 5 scrapes, the largest of 50 samples over 5 s,
+ *    broken down by mapping (libraries, executable, heap, stacks).
  * Run from the repository root (it calls tests/fixtures/generate-node.sh). */
 #include "collect/collector.h"
 #include "collect/gpu/gpu.h"
@@ -25,6 +27,7 @@
 #include "core/util.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -202,7 +205,8 @@ static size_t scrape(int port)
         if (fd >= 0) close(fd);
         return 0;
     }
-    static const char req[] = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    static const char req[] =
+        "GET /metrics HTTP/1.0\r\nHost: localhost\r\nAccept-Encoding: gzip\r\n\r\n";
     if (write(fd, req, sizeof(req) - 1) < 0) {
         close(fd);
         return 0;
@@ -216,7 +220,51 @@ static size_t scrape(int port)
     return total;
 }
 
-static void agent_rss(const char *bin, const char *lib, int store, long *rss_kb, long *hwm_kb,
+/* Resident memory of a process, by kind of mapping (kB). */
+typedef struct rss_parts {
+    long total, libs, exe, anon, stacks;
+} rss_parts;
+
+/* Reads /proc/PID/smaps: file-backed mappings of shared libraries, of the
+ * executable, thread stacks ([stack] and the 8 MiB anonymous mappings that
+ * glibc gives each thread), and the rest of the anonymous memory (the heap,
+ * mmap'ed allocations). */
+static void read_rss(pid_t pid, const char *bin, rss_parts *r)
+{
+    char path[64], line[512], name[400] = "";
+    snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
+    memset(r, 0, sizeof(*r));
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    const char *base = strrchr(bin, '/') ? strrchr(bin, '/') + 1 : bin;
+    unsigned long lo = 0, hi = 0;
+    while (fgets(line, sizeof(line), f)) {
+        long kb;
+        /* A mapping: "lo-hi perms offset dev inode [name]"; fields are "Name: value". */
+        if (!isupper((unsigned char)line[0])) {
+            name[0] = '\0';
+            if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %399s", &lo, &hi, name) < 2) lo = hi = 0;
+            continue;
+        }
+        if (sscanf(line, "Rss: %ld kB", &kb) != 1) continue;
+        r->total += kb;
+        const char *b = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+        if (strstr(b, ".so"))
+            r->libs += kb;
+        else if (name[0] == '/' && strcmp(b, base) == 0)
+            r->exe += kb;
+        else if (strcmp(name, "[stack]") == 0 || (!name[0] && hi - lo == 8u << 20))
+            r->stacks += kb;
+        else if (!name[0] || strcmp(name, "[heap]") == 0)
+            r->anon += kb;
+    }
+    fclose(f);
+}
+
+/* Runs the agent for `seconds` (10 cycles a second), scrapes it 5 times, then
+ * samples its RSS every 100 ms for 5 s more: *r gets the largest sample
+ * (the head's open chunks fill and are cut continuously, so RSS moves). */
+static void agent_rss(const char *bin, const char *lib, int store, int seconds, rss_parts *r,
                       size_t *bytes)
 {
     int port = free_port();
@@ -234,21 +282,31 @@ static void agent_rss(const char *bin, const char *lib, int store, long *rss_kb,
               (char *)NULL);
         _exit(127);
     }
-    usleep(4000000); /* 40 cycles */
+    usleep((useconds_t)seconds * 1000000);
     *bytes = 0;
     for (int i = 0; i < 5; i++)
         *bytes = scrape(port);
-    char path[64], line[256];
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    *rss_kb = *hwm_kb = -1;
-    while (f && fgets(line, sizeof(line), f)) {
-        sscanf(line, "VmRSS: %ld", rss_kb);
-        sscanf(line, "VmHWM: %ld", hwm_kb);
+    memset(r, 0, sizeof(*r));
+    for (int i = 0; i < 50; i++) {
+        rss_parts now;
+        read_rss(pid, bin, &now);
+        if (now.total > r->total) *r = now;
+        usleep(100000);
     }
-    if (f) fclose(f);
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s-data'", node);
+    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s-data\n", node);
+}
+
+static void print_rss(const char *what, const rss_parts *r, size_t bytes)
+{
+    long other = r->total - r->libs - r->exe - r->anon - r->stacks;
+    printf("  %-18s RSS %5.1f MiB: libraries %.1f, executable %.1f, heap and anonymous %.1f, "
+           "stacks %.2f, other %.2f (gzip'd scrape %zu bytes)\n",
+           what, r->total / 1024.0, r->libs / 1024.0, r->exe / 1024.0, r->anon / 1024.0,
+           r->stacks / 1024.0, other / 1024.0, bytes);
 }
 
 int main(int argc, char **argv)
@@ -286,19 +344,19 @@ int main(int argc, char **argv)
            "processes, %zu container memory samples\n",
            cyc, samples);
     if (argc > 2) {
+        const char *env = getenv("MLWATCH_BENCH_RSS_SECONDS");
+        int seconds = env && atoi(env) > 0 ? atoi(env) : 30;
+        printf("mlwatch agent, 100 pods (299 containers), all collectors, %d s at 100 ms, largest "
+               "RSS of the next 5 s:\n",
+               seconds);
         for (int store = 1; store >= 0; store--) {
-            long rss, hwm, rss0, hwm0;
+            rss_parts r, r0;
             size_t bytes, bytes0;
-            agent_rss(argv[2], lib, store, &rss, &hwm, &bytes);
-            agent_rss(argv[2], "none", store, &rss0, &hwm0, &bytes0);
-            printf("mlwatch agent, 100 pods (299 containers), all collectors, store %s: with 8 "
-                   "fake GPUs RSS %.1f MiB (peak %.1f MiB, exposition %zu bytes); without GPUs "
-                   "RSS %.1f MiB (peak %.1f MiB, %zu bytes)\n",
-                   store ? "on" : "off", rss / 1024.0, hwm / 1024.0, bytes, rss0 / 1024.0,
-                   hwm0 / 1024.0, bytes0);
+            agent_rss(argv[2], lib, store, seconds, &r, &bytes);
+            agent_rss(argv[2], "none", store, seconds, &r0, &bytes0);
+            print_rss(store ? "8 GPUs, store on:" : "8 GPUs, store off:", &r, bytes);
+            print_rss(store ? "no GPU, store on:" : "no GPU, store off:", &r0, bytes0);
         }
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s-data'", node);
-        if (system(cmd) != 0) fprintf(stderr, "cannot remove %s-data\n", node);
     }
     snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", node, scenario_path);
     if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", node);

@@ -14,6 +14,50 @@ static uint64_t hash_name(const char *s)
     return h;
 }
 
+struct mw_interned {
+    const char *value; /* in the arena; NULL = free slot */
+    uint64_t hash;
+};
+
+static void intern_grow(mw_snapshot *s)
+{
+    size_t n = s->ninterned_slots ? s->ninterned_slots * 2 : 1024;
+    struct mw_interned *t = mw_xcalloc(n, sizeof(*t));
+    for (size_t i = 0; i < s->ninterned_slots; i++) {
+        const struct mw_interned *e = &s->interned[i];
+        if (!e->value) continue;
+        size_t j = e->hash & (n - 1);
+        while (t[j].value)
+            j = (j + 1) & (n - 1);
+        t[j] = *e;
+    }
+    free(s->interned);
+    s->interned = t;
+    s->ninterned_slots = n;
+}
+
+/* The snapshot's copy of v, made on first use. */
+static const char *intern(mw_snapshot *s, const char *v)
+{
+    if ((s->ninterned + 1) * 2 > s->ninterned_slots) intern_grow(s);
+    uint64_t h = hash_name(v);
+    size_t mask = s->ninterned_slots - 1, i = h & mask;
+    for (; s->interned[i].value; i = (i + 1) & mask)
+        if (s->interned[i].hash == h && strcmp(s->interned[i].value, v) == 0)
+            return s->interned[i].value;
+    s->interned[i].value = mw_arena_strdup(&s->arena, v);
+    s->interned[i].hash = h;
+    s->ninterned++;
+    return s->interned[i].value;
+}
+
+void mw_snapshot_seal(mw_snapshot *s)
+{
+    free(s->interned);
+    s->interned = NULL;
+    s->ninterned = s->ninterned_slots = 0;
+}
+
 mw_snapshot *mw_snapshot_new(void)
 {
     mw_snapshot *s = mw_xcalloc(1, sizeof(*s));
@@ -29,6 +73,7 @@ void mw_snapshot_free(mw_snapshot *s)
     if (!s) return;
     mw_arena_free(&s->arena);
     free(s->slots);
+    free(s->interned);
     free(s);
 }
 
@@ -95,7 +140,7 @@ void mw_emitv(mw_snapshot *s, const mw_metric_desc *d, double value, size_t nlab
     smp->nlabels = (uint32_t)nlabels;
     for (size_t i = 0; i < nlabels; i++) {
         smp->labels[i].name = labels[i].name;
-        smp->labels[i].value = mw_arena_strdup(&s->arena, labels[i].value ? labels[i].value : "");
+        smp->labels[i].value = intern(s, labels[i].value ? labels[i].value : "");
     }
     if (f->last)
         f->last->next = smp;

@@ -2,8 +2,8 @@
  *
  * Collectors describe each metric family once, statically (mw_metric_desc),
  * and add samples to the cycle's snapshot with mw_emit(). The snapshot owns
- * copies of every label value in its arena; it is immutable once published
- * and is what /metrics renders, what the store will ingest, and what derived
+ * a copy of every distinct label value in its arena; it is immutable once
+ * published and is what /metrics renders, what the store will ingest, and what derived
  * computations (energy, idle sessions) read.
  *
  * Label names must be string literals (they are not copied). */
@@ -54,6 +54,11 @@ typedef struct mw_snapshot {
     size_t nslots, nfamilies, nsamples;
     mw_family *last_used; /* family of the last emitted sample (fast path) */
     int64_t timestamp_ms; /* when collection of this cycle began */
+    /* Label values are stored once per snapshot: a container's ID, pod and
+     * namespace recur on every family of that container. Index of the
+     * stored values while the snapshot is built, freed by mw_snapshot_seal. */
+    struct mw_interned *interned;
+    size_t ninterned, ninterned_slots;
 } mw_snapshot;
 
 #define MW_MAX_LABELS 16
@@ -62,6 +67,9 @@ typedef struct mw_snapshot {
 
 mw_snapshot *mw_snapshot_new(void);
 void mw_snapshot_free(mw_snapshot *s);
+/* Drop what only building needs (the label value index) once no more
+ * samples are expected; emitting afterwards still works. */
+void mw_snapshot_seal(mw_snapshot *s);
 
 /* Add one sample. Variadic arguments are label name/value pairs ending with
  * NULL: mw_emit(s, &CPU_SECONDS, 12.5, "cpu", "0", "mode", "user", NULL).

@@ -22,7 +22,9 @@ int64_t mw_thread_cpu_ns(void);
 
 /* Keep freed heap memory for reuse instead of returning it to the kernel
  * after every snapshot (each cycle frees and re-allocates about the same few
- * hundred KiB; trimming and re-faulting it cost ~0.3 ms a cycle). */
+ * hundred KiB; trimming and re-faulting it cost ~0.3 ms a cycle), one malloc
+ * arena for all threads, and blocks of 128 KiB and more in their own
+ * mappings (see util.c). */
 void mw_tune_allocator(void);
 
 /* strlcpy semantics: always terminates, returns strlen(src). */

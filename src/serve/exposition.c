@@ -79,7 +79,18 @@ static void put_sample(mw_buf *b, const char *name, const mw_sample *smp)
     mw_buf_putc(b, '\n');
 }
 
-void mw_render(const mw_snapshot *s, mw_format fmt, mw_buf *out)
+/* Hands the rendered text to sink whenever out holds at least chunk bytes
+ * (chunk 0: never, everything stays in out). */
+static int flush_if(mw_buf *out, size_t chunk, mw_render_sink sink, void *ctx)
+{
+    if (!chunk || out->len < chunk) return 0;
+    int rc = sink(ctx, out->data, out->len);
+    mw_buf_clear(out);
+    return rc;
+}
+
+int mw_render_stream(const mw_snapshot *s, mw_format fmt, mw_buf *out, size_t chunk,
+                     mw_render_sink sink, void *ctx)
 {
     static const char *text_types[] = {"gauge", "counter", "gauge"};
     static const char *om_types[] = {"gauge", "counter", "info"};
@@ -96,10 +107,23 @@ void mw_render(const mw_snapshot *s, mw_format fmt, mw_buf *out)
             mw_buf_printf(out, "\n# TYPE %.*s %s\n", n, d->name, om_types[d->type]);
             if (d->unit[0]) mw_buf_printf(out, "# UNIT %.*s %s\n", n, d->name, d->unit);
         }
-        for (const mw_sample *smp = f->first; smp; smp = smp->next)
+        for (const mw_sample *smp = f->first; smp; smp = smp->next) {
             put_sample(out, d->name, smp);
+            if (flush_if(out, chunk, sink, ctx) < 0) return -1;
+        }
     }
     if (fmt == MW_FMT_OPENMETRICS) mw_buf_puts(out, "# EOF\n");
+    if (chunk && out->len) {
+        int rc = sink(ctx, out->data, out->len);
+        mw_buf_clear(out);
+        return rc;
+    }
+    return 0;
+}
+
+void mw_render(const mw_snapshot *s, mw_format fmt, mw_buf *out)
+{
+    mw_render_stream(s, fmt, out, 0, NULL, NULL);
 }
 
 /* Split the next comma-separated element of a header; returns its length. */

@@ -15,12 +15,15 @@ typedef struct rendered {
     size_t len;
 } rendered;
 
-/* One published cycle. */
+/* One published cycle. Only the gzip'd renderings are kept (Prometheus asks
+ * for gzip; the text is ~17 times larger, 1.3 MB on a node of 100 pods with
+ * 8 GPUs); an uncompressed scrape renders its own copy and frees it once
+ * sent. */
 typedef struct entry {
     atomic_int refs;
     mw_snapshot *snap;
-    pthread_mutex_t lock; /* guards out[] */
-    rendered out[2][2];   /* [format][gzip] */
+    pthread_mutex_t lock; /* guards gz[] */
+    rendered gz[2];       /* [format] */
 } entry;
 
 struct mw_published {
@@ -28,12 +31,14 @@ struct mw_published {
     entry *current;
 };
 
+/* Sizes of the last renderings, to allocate the next one at once. */
+static atomic_size_t last_plain[2], last_gz[2];
+
 static void entry_release(entry *e)
 {
     if (!e || atomic_fetch_sub(&e->refs, 1) != 1) return;
     for (int f = 0; f < 2; f++)
-        for (int z = 0; z < 2; z++)
-            free(e->out[f][z].data);
+        free(e->gz[f].data);
     mw_snapshot_free(e->snap);
     pthread_mutex_destroy(&e->lock);
     free(e);
@@ -48,6 +53,7 @@ mw_published *mw_published_new(void)
 
 void mw_published_update(mw_published *p, mw_snapshot *snap)
 {
+    mw_snapshot_seal(snap);
     entry *e = mw_xcalloc(1, sizeof(*e));
     atomic_init(&e->refs, 1);
     e->snap = snap;
@@ -67,45 +73,108 @@ void mw_published_free(mw_published *p)
     free(p);
 }
 
-int mw_gzip(const char *in, size_t len, char **out, size_t *outlen)
-{
+/* A gzip stream whose output grows as needed. */
+typedef struct gz_out {
     z_stream z;
-    memset(&z, 0, sizeof(z));
+    char *buf;
+    size_t cap;
+} gz_out;
+
+static int gz_begin(gz_out *g, size_t hint)
+{
+    memset(g, 0, sizeof(*g));
     /* windowBits 15 + 16: a gzip wrapper rather than raw zlib. */
-    if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 6, Z_DEFAULT_STRATEGY) != Z_OK) return -1;
-    size_t cap = deflateBound(&z, (uLong)len);
-    char *buf = mw_xmalloc(cap);
-    z.next_in = (Bytef *)(uintptr_t)in;
-    z.avail_in = (uInt)len;
-    z.next_out = (Bytef *)buf;
-    z.avail_out = (uInt)cap;
-    int rc = deflate(&z, Z_FINISH);
-    deflateEnd(&z);
-    if (rc != Z_STREAM_END) {
-        free(buf);
-        return -1;
-    }
-    *out = buf;
-    *outlen = cap - z.avail_out;
+    if (deflateInit2(&g->z, 6, Z_DEFLATED, 15 + 16, 6, Z_DEFAULT_STRATEGY) != Z_OK) return -1;
+    g->cap = hint > 4096 ? hint : 4096;
+    g->buf = mw_xmalloc(g->cap);
+    g->z.next_out = (Bytef *)g->buf;
+    g->z.avail_out = (uInt)g->cap;
     return 0;
 }
 
-static const rendered *render_once(entry *e, mw_format fmt, int gz)
+/* Feed len bytes (flush: Z_NO_FLUSH or Z_FINISH); 0, or -1 on a zlib error. */
+static int gz_feed(gz_out *g, const char *in, size_t len, int flush)
+{
+    g->z.next_in = (Bytef *)(uintptr_t)in;
+    g->z.avail_in = (uInt)len;
+    for (;;) {
+        if (g->z.avail_out == 0) {
+            size_t used = g->cap;
+            g->cap *= 2;
+            g->buf = mw_xrealloc(g->buf, g->cap);
+            g->z.next_out = (Bytef *)g->buf + used;
+            g->z.avail_out = (uInt)(g->cap - used);
+        }
+        int rc = deflate(&g->z, flush);
+        if (rc == Z_STREAM_END) return 0;
+        if (rc != Z_OK && rc != Z_BUF_ERROR) return -1;
+        if (flush == Z_NO_FLUSH && g->z.avail_in == 0 && g->z.avail_out > 0) return 0;
+    }
+}
+
+/* Ends the stream: 0 and the bytes (trimmed to size, the caller frees), or -1. */
+static int gz_end(gz_out *g, int ok, char **out, size_t *outlen)
+{
+    if (ok && gz_feed(g, NULL, 0, Z_FINISH) < 0) ok = 0;
+    size_t n = g->cap - g->z.avail_out;
+    deflateEnd(&g->z);
+    if (!ok) {
+        free(g->buf);
+        return -1;
+    }
+    *out = mw_xrealloc(g->buf, n ? n : 1);
+    *outlen = n;
+    return 0;
+}
+
+int mw_gzip(const char *in, size_t len, char **out, size_t *outlen)
+{
+    gz_out g;
+    if (gz_begin(&g, len / 8 + 64) < 0) return -1;
+    int ok = 1;
+    /* zlib counts in uInt: feed very large inputs in pieces. */
+    for (size_t off = 0; ok && off < len;) {
+        size_t n = len - off > (1u << 30) ? (1u << 30) : len - off;
+        ok = gz_feed(&g, in + off, n, Z_NO_FLUSH) == 0;
+        off += n;
+    }
+    return gz_end(&g, ok, out, outlen);
+}
+
+static int gz_sink(void *ctx, const char *data, size_t len)
+{
+    return gz_feed(ctx, data, len, Z_NO_FLUSH);
+}
+
+/* The text, rendered now for one response (NULL-terminated, caller frees). */
+static char *render_plain(const mw_snapshot *snap, mw_format fmt, size_t *len)
+{
+    mw_buf b;
+    mw_buf_init(&b, 0);
+    mw_buf_reserve(&b, atomic_load(&last_plain[fmt]) + 4096);
+    mw_render(snap, fmt, &b);
+    atomic_store(&last_plain[fmt], b.len);
+    return mw_buf_steal(&b, len);
+}
+
+/* The gzip'd rendering of e in fmt, made on the first request: rendered in
+ * 32 KB pieces straight into the compressor. NULL when zlib fails. */
+static const rendered *gz_once(entry *e, mw_format fmt)
 {
     pthread_mutex_lock(&e->lock);
-    rendered *r = &e->out[fmt][gz];
+    rendered *r = &e->gz[fmt];
     if (!r->data) {
-        rendered *plain = &e->out[fmt][0];
-        if (!plain->data) {
-            mw_buf b;
-            mw_buf_init(&b, 0);
-            mw_render(e->snap, fmt, &b);
-            plain->data = mw_buf_steal(&b, &plain->len);
+        gz_out g;
+        if (gz_begin(&g, atomic_load(&last_gz[fmt]) + 4096) == 0) {
+            mw_buf piece;
+            mw_buf_init(&piece, 0);
+            int ok = mw_render_stream(e->snap, fmt, &piece, 32 * 1024, gz_sink, &g) == 0;
+            mw_buf_free(&piece);
+            if (gz_end(&g, ok, &r->data, &r->len) == 0) atomic_store(&last_gz[fmt], r->len);
         }
-        if (gz && mw_gzip(plain->data, plain->len, &r->data, &r->len) < 0) r = plain;
     }
     pthread_mutex_unlock(&e->lock);
-    return r;
+    return r->data ? r : NULL;
 }
 
 static void release_cb(void *cls)
@@ -127,14 +196,19 @@ void mw_metrics_handler(void *cls, const mw_http_request *req, mw_http_response 
     }
     mw_format fmt = mw_negotiate_format(mw_http_header(req, "Accept"));
     int gz = mw_accepts_gzip(mw_http_header(req, "Accept-Encoding"));
-    const rendered *r = render_once(e, fmt, gz);
+    const rendered *r = gz ? gz_once(e, fmt) : NULL;
     resp->status = 200;
     resp->content_type =
         fmt == MW_FMT_OPENMETRICS ? MW_CONTENT_TYPE_OPENMETRICS : MW_CONTENT_TYPE_TEXT;
-    resp->body = r->data;
-    resp->len = r->len;
-    resp->free_fn = release_cb; /* the entry owns the bytes; drop our reference */
-    resp->free_cls = e;
-    if (gz && r == &e->out[fmt][1]) mw_http_add_header(resp, "Content-Encoding", "gzip");
+    if (r) {
+        resp->body = r->data;
+        resp->len = r->len;
+        resp->free_fn = release_cb; /* the entry owns the bytes; drop our reference */
+        resp->free_cls = e;
+        mw_http_add_header(resp, "Content-Encoding", "gzip");
+    } else {
+        resp->body = render_plain(e->snap, fmt, &resp->len); /* freed once sent */
+        entry_release(e);
+    }
     mw_http_add_header(resp, "Vary", "Accept, Accept-Encoding");
 }

@@ -1,10 +1,12 @@
 /* metrics_endpoint.h - /metrics served from the latest published snapshot.
  *
  * The collection loop publishes each finished snapshot; a scrape never
- * collects. Each published snapshot is rendered at most once per format and
- * encoding, on the first scrape that asks for it, and the rendered bytes are
- * shared by every scrape of that cycle (reference counted, so a slow client
- * keeps its copy alive while newer cycles are published). */
+ * collects. Each published snapshot is gzip'd at most once per format, on
+ * the first scrape that asks for it, and those bytes are shared by every
+ * gzip scrape of that cycle (reference counted, so a slow client keeps its
+ * copy alive while newer cycles are published). Only the compressed bytes
+ * are kept: the text is rendered in pieces straight into the compressor, and
+ * a scrape without gzip gets a rendering of its own, freed once sent. */
 #ifndef MW_METRICS_ENDPOINT_H
 #define MW_METRICS_ENDPOINT_H
 

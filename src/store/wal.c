@@ -197,7 +197,13 @@ static int lead_flush(mw_wal *w)
     if (rc == 0) {
         w->durable = target;
         w->err = 0;
-        if (!w->spare || cap > w->spare_cap) {
+        if (cap > (128u << 10)) {
+            /* Keep a small spare only: a large one (the first cycle's series
+             * records, a remote-write batch, a second of a large node's
+             * samples) would stay resident beside the buffer in use, and
+             * growing a new one costs a few page faults per flush. */
+            free(data);
+        } else if (!w->spare || cap > w->spare_cap) {
             free(w->spare);
             w->spare = data;
             w->spare_cap = cap;

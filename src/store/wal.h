@@ -39,6 +39,8 @@ int mw_wal_flush(mw_wal *w);
 int mw_wal_error(mw_wal *w);
 uint64_t mw_wal_appended(mw_wal *w);
 size_t mw_wal_buffered(mw_wal *w);
+/* Buffered bytes at which appenders that do not wait ask for a flush. */
+#define MW_WAL_EARLY_FLUSH (256u << 10)
 /* Delete segments that hold only records before lsn. */
 void mw_wal_truncate_before(mw_wal *w, uint64_t lsn);
 

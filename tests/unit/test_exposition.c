@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -275,16 +276,74 @@ static void gzip_accepted(void **state)
     }
 }
 
+/* A sink that appends every piece to a buffer, counts the pieces, and
+ * fails on piece number fail_at (0: never). */
+typedef struct pieces {
+    mw_buf all;
+    int n, fail_at;
+    size_t largest;
+} pieces;
+
+static int collect(void *ctx, const char *data, size_t len)
+{
+    pieces *p = ctx;
+    p->n++;
+    if (len > p->largest) p->largest = len;
+    if (p->fail_at && p->n == p->fail_at) return -1;
+    mw_buf_append(&p->all, data, len);
+    return 0;
+}
+
+static void render_in_pieces(void **state)
+{
+    (void)state;
+    mw_snapshot *s = sample_snapshot();
+    for (int i = 0; i < 200; i++) {
+        char v[16];
+        snprintf(v, sizeof(v), "%d", i);
+        mw_emit(s, &TASKS, i, "x", v, MW_END);
+    }
+    for (int fmt = MW_FMT_TEXT; fmt <= MW_FMT_OPENMETRICS; fmt++) {
+        char *whole = render(s, (mw_format)fmt);
+        size_t chunks[] = {1, 64, 1000, 1 << 20};
+        for (size_t c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++) {
+            pieces p = {.n = 0};
+            mw_buf_init(&p.all, 0);
+            mw_buf out;
+            mw_buf_init(&out, 0);
+            assert_int_equal(mw_render_stream(s, (mw_format)fmt, &out, chunks[c], collect, &p), 0);
+            /* Same bytes as one rendering; nothing left behind in out. */
+            assert_string_equal(p.all.data, whole);
+            assert_int_equal(out.len, 0);
+            /* A piece is handed over once it reaches the chunk size: it is
+             * at most a family's HELP and TYPE lines and one sample line
+             * (< 200 bytes here) past it. */
+            assert_true(p.largest < chunks[c] + 200);
+            if (chunks[c] == 1 << 20) assert_int_equal(p.n, 1);
+            mw_buf_free(&out);
+            mw_buf_free(&p.all);
+        }
+        free(whole);
+    }
+    /* A failing sink stops the rendering at once. */
+    pieces p = {.n = 0, .fail_at = 2};
+    mw_buf_init(&p.all, 0);
+    mw_buf out;
+    mw_buf_init(&out, 0);
+    assert_int_equal(mw_render_stream(s, MW_FMT_TEXT, &out, 64, collect, &p), -1);
+    assert_int_equal(p.n, 2);
+    mw_buf_free(&out);
+    mw_buf_free(&p.all);
+    mw_snapshot_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(render_text),
-        cmocka_unit_test(render_openmetrics),
-        cmocka_unit_test(render_empty_and_appends),
-        cmocka_unit_test(format_values),
-        cmocka_unit_test(format_round_trip),
-        cmocka_unit_test(negotiate),
-        cmocka_unit_test(gzip_accepted),
+        cmocka_unit_test(render_text),        cmocka_unit_test(render_in_pieces),
+        cmocka_unit_test(render_openmetrics), cmocka_unit_test(render_empty_and_appends),
+        cmocka_unit_test(format_values),      cmocka_unit_test(format_round_trip),
+        cmocka_unit_test(negotiate),          cmocka_unit_test(gzip_accepted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,7 @@
 
 static const mw_metric_desc CPU = {"mlwatch_cpu_seconds_total", "CPU", "seconds", MW_COUNTER};
 static const mw_metric_desc MEM = {"mlwatch_memory_bytes", "Memory", "bytes", MW_GAUGE};
+static const mw_metric_desc OTHER = {"mlwatch_other", "Other", "", MW_GAUGE};
 /* A second description of the same name (two collectors sharing a family). */
 static const mw_metric_desc CPU_AGAIN = {"mlwatch_cpu_seconds_total", "other", "", MW_GAUGE};
 
@@ -178,11 +179,57 @@ static void large_label_values(void **state)
     mw_snapshot_free(s);
 }
 
+static void label_values_stored_once(void **state)
+{
+    (void)state;
+    /* A value that recurs (a container ID on every family of the container)
+     * is one copy in the snapshot, whatever buffer the collector passed. */
+    mw_snapshot *s = mw_snapshot_new();
+    char id[80];
+    for (int i = 0; i < 3000; i++) {
+        snprintf(id, sizeof(id), "%064d", i % 300);
+        mw_emit(s, i % 2 ? &MEM : &OTHER, i, "container_id", id, "empty", (const char *)NULL,
+                MW_END);
+    }
+    snprintf(id, sizeof(id), "changed");
+    const mw_family *a = mw_snapshot_find(s, "mlwatch_memory_bytes");
+    const mw_family *b = mw_snapshot_find(s, "mlwatch_other");
+    assert_int_equal(a->nsamples + b->nsamples, 3000);
+    /* sample 1 (MEM, i=1) and sample 301 (MEM, i=301) have the same ID */
+    const mw_sample *m1 = a->first, *m301 = a->first;
+    for (int k = 0; k < 150; k++)
+        m301 = m301->next;
+    assert_true(m1->value == 1 && m301->value == 301);
+    assert_string_equal(m1->labels[0].value,
+                        "0000000000000000000000000000000000000000000000000000000000000001");
+    assert_ptr_equal(m1->labels[0].value, m301->labels[0].value);
+    assert_string_equal(m1->labels[1].value, "");
+    /* Sealed: the index is gone, emitting still works and still copies. */
+    size_t used = s->arena.used_bytes;
+    mw_snapshot_seal(s);
+    assert_null(s->interned);
+    mw_emit(s, &MEM, 7, "container_id", "late", MW_END);
+    assert_true(s->arena.used_bytes > used);
+    double v;
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_memory_bytes", &v, "container_id", "late", MW_END),
+                     0);
+    assert_true(v == 7);
+    /* The arena holds the samples, 2 families, and 301 values (300 IDs of
+     * 64 characters and ""), each rounded up to 16 bytes: no copy per sample. */
+#define R16(n) (((n) + 15) / 16 * 16)
+    assert_int_equal(used, 3000 * R16(sizeof(mw_sample) + 2 * sizeof(mw_label)) + 300 * R16(65) +
+                               R16(1) + 2 * R16(sizeof(mw_family)));
+    mw_snapshot_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(emit_and_find),      cmocka_unit_test(get_by_labels),
-        cmocka_unit_test(label_limit),        cmocka_unit_test(many_families),
+        cmocka_unit_test(label_values_stored_once),
+        cmocka_unit_test(emit_and_find),
+        cmocka_unit_test(get_by_labels),
+        cmocka_unit_test(label_limit),
+        cmocka_unit_test(many_families),
         cmocka_unit_test(large_label_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

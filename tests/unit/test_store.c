@@ -508,6 +508,30 @@ static void own_snapshot_samples(void **state)
     mw_store_close(s);
 }
 
+static void own_snapshot_in_batches(void **state)
+{
+    (void)state;
+    mw_store *s = open_store(NULL);
+    static const mw_metric_desc D = {"mlwatch_test_value", "t", "", MW_GAUGE};
+    /* 2,500 samples are appended in three calls; a bad series (the same
+     * series twice) in the last one loses only itself. */
+    mw_snapshot *snap = mw_snapshot_new();
+    snap->timestamp_ms = 123456;
+    char v[16];
+    for (int i = 0; i < 2500; i++) {
+        snprintf(v, sizeof(v), "%d", i);
+        mw_emit(snap, &D, i, "i", v, MW_END);
+    }
+    mw_emit(snap, &D, -1, "i", "2499", MW_END);
+    char msg[512];
+    assert_int_equal(mw_store_append_snapshot(s, snap, msg, sizeof(msg)), 0);
+    mw_snapshot_free(snap);
+    size_t nser;
+    assert_int_equal(count(s, "mlwatch_test_value", &nser), 2500);
+    assert_int_equal(nser, 2500);
+    mw_store_close(s);
+}
+
 static void second_process_is_refused(void **state)
 {
     (void)state;
@@ -544,6 +568,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(compaction_and_merge, setup, teardown),
         cmocka_unit_test_setup_teardown(retention_by_time_and_size, setup, teardown),
         cmocka_unit_test_setup_teardown(own_snapshot_samples, setup, teardown),
+        cmocka_unit_test_setup_teardown(own_snapshot_in_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(second_process_is_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
