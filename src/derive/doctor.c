@@ -69,7 +69,9 @@ static int same_labels(const dr_finding *a, const dr_finding *b)
 static void doctor_derive(void *state, mw_snapshot *snap)
 {
     doctor_state *s = state;
-    dr_frame *f = dr_frame_from(snap, s->env->host);
+    /* Built outside the lock (it reads cpuset files); the pool is only ever
+     * changed on this thread, by building and by dropping frames. */
+    dr_frame *f = dr_frame_from(snap, s->env->host, &s->hist.pool);
     pthread_mutex_lock(&s->mu);
     dr_history_push(&s->hist, f);
     pthread_mutex_unlock(&s->mu);

@@ -125,9 +125,20 @@ typedef struct dr_use {
     double mem_bytes;
 } dr_use;
 
+/* Container identities (id, namespace, pod, name, cgroup path) are the same
+ * from one frame to the next: a history shares one copy of each string
+ * between its frames, counted, instead of 128 copies (most of its memory
+ * on a node with hundreds of containers). */
+typedef struct dr_str dr_str;
+typedef struct dr_strpool {
+    dr_str **buckets;
+    size_t nbuckets, n;
+} dr_strpool;
+
 typedef struct dr_frame {
     int64_t t_ms;
-    mw_arena arena; /* the strings and arrays below */
+    mw_arena arena;   /* the arrays below, and the strings without a pool */
+    dr_strpool *pool; /* where the container strings are counted, or NULL */
     dr_cpu *cpus;
     size_t ncpus;
     dr_container *ctrs; /* sorted by key */
@@ -139,8 +150,10 @@ typedef struct dr_frame {
 } dr_frame;
 
 /* Extract a frame from a finished snapshot; cpuset files are read through
- * host (NULL: not read). Never fails; what is absent stays absent. */
-dr_frame *dr_frame_from(const mw_snapshot *snap, const mw_hostfs *host);
+ * host (NULL: not read). Container strings are shared through pool (NULL:
+ * copied into the frame). Never fails; what is absent stays absent. Only
+ * one thread may build and free the frames of one pool. */
+dr_frame *dr_frame_from(const mw_snapshot *snap, const mw_hostfs *host, dr_strpool *pool);
 void dr_frame_free(dr_frame *f);
 const dr_container *dr_frame_container(const dr_frame *f, const char *key);
 
@@ -152,6 +165,7 @@ int dr_parse_cpuset(const char *text, uint64_t *bits, size_t nbits);
  * that many intervals, one frame is kept every `stride` cycles. */
 #define DR_MAX_FRAMES 128
 typedef struct dr_history {
+    dr_strpool pool; /* the container strings of its frames */
     dr_frame *frames[DR_MAX_FRAMES];
     size_t start, n;
     int64_t history_ms;

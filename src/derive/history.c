@@ -128,9 +128,96 @@ static dr_container *find_ctr(dr_frame *fr, const mw_sample *s)
     return key ? (dr_container *)dr_frame_container(fr, key) : NULL;
 }
 
+/* ---- shared strings ---- */
+
+struct dr_str {
+    dr_str *next;
+    uint64_t hash;
+    uint32_t refs;
+    char s[];
+};
+
+static uint64_t str_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static const char *pool_get(dr_strpool *p, const char *s)
+{
+    uint64_t h = str_hash(s);
+    if (p->nbuckets) {
+        for (dr_str *e = p->buckets[h & (p->nbuckets - 1)]; e; e = e->next)
+            if (e->hash == h && strcmp(e->s, s) == 0) {
+                e->refs++;
+                return e->s;
+            }
+    }
+    if (p->n >= p->nbuckets) { /* grow: load factor at most 1 */
+        size_t nb = p->nbuckets ? p->nbuckets * 2 : 256;
+        dr_str **b = mw_xcalloc(nb, sizeof(*b));
+        for (size_t i = 0; i < p->nbuckets; i++)
+            for (dr_str *e = p->buckets[i], *next; e; e = next) {
+                next = e->next;
+                e->next = b[e->hash & (nb - 1)];
+                b[e->hash & (nb - 1)] = e;
+            }
+        free(p->buckets);
+        p->buckets = b;
+        p->nbuckets = nb;
+    }
+    size_t len = strlen(s);
+    dr_str *e = mw_xmalloc(sizeof(*e) + len + 1);
+    memcpy(e->s, s, len + 1);
+    e->hash = h;
+    e->refs = 1;
+    e->next = p->buckets[h & (p->nbuckets - 1)];
+    p->buckets[h & (p->nbuckets - 1)] = e;
+    p->n++;
+    return e->s;
+}
+
+static void pool_put(dr_strpool *p, const char *s)
+{
+    uint64_t h = str_hash(s);
+    for (dr_str **pp = &p->buckets[h & (p->nbuckets - 1)]; *pp; pp = &(*pp)->next) {
+        dr_str *e = *pp;
+        if (e->s != s) continue;
+        if (--e->refs == 0) {
+            *pp = e->next;
+            free(e);
+            p->n--;
+        }
+        return;
+    }
+}
+
+static void pool_free(dr_strpool *p)
+{
+    for (size_t i = 0; i < p->nbuckets; i++)
+        for (dr_str *e = p->buckets[i], *next; e; e = next) {
+            next = e->next;
+            free(e);
+        }
+    free(p->buckets);
+    memset(p, 0, sizeof(*p));
+}
+
 static const char *dup_or_empty(dr_frame *fr, const char *s)
 {
+    if (fr->pool) return pool_get(fr->pool, s ? s : "");
     return mw_arena_strdup(&fr->arena, s ? s : "");
+}
+
+static void put_strings(dr_strpool *p, const dr_container *c)
+{
+    pool_put(p, c->key);
+    pool_put(p, c->ns);
+    pool_put(p, c->pod);
+    pool_put(p, c->name);
+    pool_put(p, c->cgroup);
 }
 
 static void extract_containers(dr_frame *fr, const mw_snapshot *snap)
@@ -172,6 +259,8 @@ static void extract_containers(dr_frame *fr, const mw_snapshot *snap)
     for (size_t i = 0; i < fr->nctrs; i++)
         if (w == 0 || strcmp(fr->ctrs[w - 1].key, fr->ctrs[i].key) != 0)
             fr->ctrs[w++] = fr->ctrs[i];
+        else if (fr->pool)
+            put_strings(fr->pool, &fr->ctrs[i]);
     fr->nctrs = w;
 
     static const struct {
@@ -391,10 +480,11 @@ static void extract_cpusets(dr_frame *fr, const mw_snapshot *snap, const mw_host
     mw_buf_free(&b);
 }
 
-dr_frame *dr_frame_from(const mw_snapshot *snap, const mw_hostfs *host)
+dr_frame *dr_frame_from(const mw_snapshot *snap, const mw_hostfs *host, dr_strpool *pool)
 {
     dr_frame *fr = mw_xcalloc(1, sizeof(*fr));
     mw_arena_init(&fr->arena, 16384);
+    fr->pool = pool;
     fr->t_ms = snap->timestamp_ms;
     extract_cpus(fr, snap);
     extract_containers(fr, snap);
@@ -407,6 +497,9 @@ dr_frame *dr_frame_from(const mw_snapshot *snap, const mw_hostfs *host)
 void dr_frame_free(dr_frame *f)
 {
     if (!f) return;
+    if (f->pool)
+        for (size_t i = 0; i < f->nctrs; i++)
+            put_strings(f->pool, &f->ctrs[i]);
     mw_arena_free(&f->arena);
     free(f);
 }
@@ -464,4 +557,5 @@ void dr_history_free(dr_history *h)
 {
     while (h->n)
         drop_oldest(h);
+    pool_free(&h->pool);
 }

@@ -722,7 +722,7 @@ static void history_is_bounded(void **state)
     mw_snapshot *snap = mw_snapshot_new();
     for (int i = 0; i < 5000; i++) {
         snap->timestamp_ms = 1000 * (int64_t)i;
-        dr_history_push(&h, dr_frame_from(snap, NULL));
+        dr_history_push(&h, dr_frame_from(snap, NULL, &h.pool));
         assert_true(dr_history_len(&h) <= DR_MAX_FRAMES);
     }
     assert_int_equal(dr_history_at(&h, dr_history_len(&h) - 1)->t_ms, 4999000);
@@ -731,6 +731,61 @@ static void history_is_bounded(void **state)
     mw_snapshot_free(snap);
     dr_history_free(&h);
     assert_int_equal(dr_history_len(&h), 0);
+}
+
+/* The frames of a history share one counted copy of each container string:
+ * a frame adds no string the previous one had, and dropping frames frees
+ * the strings no frame holds any more. */
+static void history_shares_strings(void **state)
+{
+    (void)state;
+    static const mw_metric_desc INFO = {"mlwatch_container_info", "i", "", MW_GAUGE};
+    dr_history h;
+    dr_history_init(&h, 10 * 1000, 1000);
+    for (int i = 0; i < 40; i++) {
+        mw_snapshot *snap = mw_snapshot_new();
+        snap->timestamp_ms = 1000 * (int64_t)i;
+        /* Two containers all along; a third from cycle 20 on. */
+        mw_emit(snap, &INFO, 1, "namespace", "ml", "pod", "train-0", "container", "main",
+                "container_id", "aaaa", "cgroup", "/kubepods/a", MW_END);
+        mw_emit(snap, &INFO, 1, "namespace", "ml", "pod", "train-0", "container", "side",
+                "container_id", "bbbb", "cgroup", "/kubepods/b", MW_END);
+        if (i >= 20)
+            mw_emit(snap, &INFO, 1, "namespace", "web", "pod", "nginx", "container", "main",
+                    "container_id", "cccc", "cgroup", "/kubepods/c", MW_END);
+        dr_history_push(&h, dr_frame_from(snap, NULL, &h.pool));
+        mw_snapshot_free(snap);
+        if (i == 10) /* ml, train-0, main, side, aaaa, bbbb, /kubepods/a, /kubepods/b */
+            assert_int_equal(h.pool.n, 8);
+    }
+    /* + web, nginx, cccc, /kubepods/c */
+    assert_int_equal(h.pool.n, 12);
+    const dr_frame *a = dr_history_at(&h, 0), *b = dr_history_at(&h, dr_history_len(&h) - 1);
+    assert_int_equal(a->nctrs, 3);
+    assert_ptr_equal(dr_frame_container(a, "aaaa")->pod, dr_frame_container(b, "aaaa")->pod);
+    assert_string_equal(dr_frame_container(b, "cccc")->ns, "web");
+    /* The third container goes; once no frame holds it, its strings go. */
+    for (int i = 40; i < 60; i++) {
+        mw_snapshot *snap = mw_snapshot_new();
+        snap->timestamp_ms = 1000 * (int64_t)i;
+        mw_emit(snap, &INFO, 1, "namespace", "ml", "pod", "train-0", "container", "main",
+                "container_id", "aaaa", "cgroup", "/kubepods/a", MW_END);
+        mw_emit(snap, &INFO, 1, "namespace", "ml", "pod", "train-0", "container", "side",
+                "container_id", "bbbb", "cgroup", "/kubepods/b", MW_END);
+        dr_history_push(&h, dr_frame_from(snap, NULL, &h.pool));
+        mw_snapshot_free(snap);
+    }
+    assert_int_equal(h.pool.n, 8);
+    dr_history_free(&h);
+    assert_int_equal(h.pool.n, 0);
+    /* Without a pool a frame keeps its own copies. */
+    mw_snapshot *snap = mw_snapshot_new();
+    mw_emit(snap, &INFO, 1, "namespace", "ml", "pod", "p", "container", "c", "container_id", "x",
+            MW_END);
+    dr_frame *f = dr_frame_from(snap, NULL, NULL);
+    mw_snapshot_free(snap);
+    assert_string_equal(dr_frame_container(f, "x")->pod, "p");
+    dr_frame_free(f);
 }
 
 static void cpuset_parser(void **state)
@@ -764,6 +819,7 @@ int main(void)
         cmocka_unit_test_teardown(json_round_trip, teardown),
         cmocka_unit_test_teardown(config_section, teardown),
         cmocka_unit_test_teardown(history_is_bounded, teardown),
+        cmocka_unit_test_teardown(history_shares_strings, teardown),
         cmocka_unit_test_teardown(cpuset_parser, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
