@@ -173,8 +173,9 @@ done
 gaps=$(jq -r 'select(.kind == "unauthorized") | .t' "$WORK/none.jsonl" | head -3 |
     awk 'NR > 1 { printf "%s%.0f", sep, ($1 - prev) * 10; sep = " " } { prev = $1 }')
 read -r g1 g2 <<<"$gaps"
-# Tenths of a second: about 10 then about 20.
-[ "$g1" -ge 9 ] && [ "$g1" -le 18 ] && [ "$g2" -ge 19 ] && [ "$g2" -le 28 ] ||
+# Tenths of a second: about 10 then about 20 (plus a TLS handshake, slow
+# under ASan on a loaded machine).
+[ "$g1" -ge 9 ] && [ "$g1" -le 25 ] && [ "$g2" -ge 19 ] && [ "$g2" -le 35 ] ||
     fail "retry gaps (0.1 s): '$gaps', expected about 10 and 20"
 ok
 # Sessions are still reported without the API server (workload unknown);
