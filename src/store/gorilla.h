@@ -59,5 +59,9 @@ void mw_gorilla_dec_init(mw_gorilla_dec *d, const uint8_t *buf, size_t nbytes, u
 /* 1 and the next sample, 0 at the end, -1 when the bytes run out before n
  * samples (a corrupt chunk: never reads past nbytes). */
 int mw_gorilla_next(mw_gorilla_dec *d, int64_t *t, double *v);
+/* Decode up to n samples into ts[0..n), vs[0..n) at once (faster than
+ * mw_gorilla_next per sample); returns how many were decoded: n, or fewer
+ * where mw_gorilla_next would have returned -1. */
+size_t mw_gorilla_decode(const uint8_t *buf, size_t nbytes, uint32_t n, int64_t *ts, double *vs);
 
 #endif

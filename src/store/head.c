@@ -2,6 +2,7 @@
 #include "head.h"
 #include "../core/log.h"
 #include "../core/util.h"
+#include "crc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -257,7 +258,7 @@ static int read_fd_locked(mw_head *h, uint32_t seq)
     return h->fds[i];
 }
 
-static int read_fd(mw_head *h, uint32_t seq)
+int mw_head_read_fd(mw_head *h, uint32_t seq)
 {
     pthread_mutex_lock(&h->fd_mu);
     int fd = read_fd_locked(h, seq);
@@ -312,7 +313,7 @@ int mw_chunk_parse(const uint8_t *p, size_t n, mw_chunk_hdr *hdr)
     hdr->maxt = (int64_t)get64(p + 16);
     hdr->prev_ref = get64(p + 24);
     if ((size_t)MW_CHUNK_HDR_SIZE + hdr->nbytes + 4 > n) return -1;
-    uint32_t crc = (uint32_t)crc32(0, p, MW_CHUNK_HDR_SIZE + hdr->nbytes);
+    uint32_t crc = mw_crc32(p, MW_CHUNK_HDR_SIZE + hdr->nbytes);
     if (crc != get32(p + MW_CHUNK_HDR_SIZE + hdr->nbytes)) return -1;
     return 0;
 }
@@ -410,7 +411,7 @@ static int cut_chunk(mw_head *h, uint32_t id, mw_series *s)
     put64(rec + 16, (uint64_t)s->enc.t);
     put64(rec + 24, s->last_ref);
     memcpy(rec + MW_CHUNK_HDR_SIZE, s->chunk, nbytes);
-    put32(rec + MW_CHUNK_HDR_SIZE + nbytes, (uint32_t)crc32(0, rec, MW_CHUNK_HDR_SIZE + nbytes));
+    put32(rec + MW_CHUNK_HDR_SIZE + nbytes, mw_crc32(rec, MW_CHUNK_HDR_SIZE + nbytes));
     size_t len = MW_CHUNK_HDR_SIZE + nbytes + 4;
     ssize_t w = pwrite(h->fd, rec, len, (off_t)h->size);
     if (w != (ssize_t)len) {
@@ -481,7 +482,7 @@ int mw_head_cut_all(mw_head *h)
 
 int mw_head_chunk_read(mw_head *h, uint64_t ref, mw_chunk_hdr *hdr, uint8_t *buf, size_t bufsize)
 {
-    int fd = read_fd(h, (uint32_t)(ref >> 32));
+    int fd = mw_head_read_fd(h, (uint32_t)(ref >> 32));
     if (fd < 0 || bufsize < MW_CHUNK_HDR_SIZE + 4) return -1;
     ssize_t r = pread(fd, buf, bufsize, (off_t)(uint32_t)ref);
     if (r < MW_CHUNK_HDR_SIZE + 4) return -1;
@@ -549,7 +550,7 @@ int mw_head_read(mw_head *h, uint32_t id, int64_t mint, int64_t maxt, mw_samples
             bytes = nb;
             capbytes *= 2;
         }
-        ssize_t r = pread(read_fd(h, (uint32_t)(ref >> 32)), bytes + nbytes, READ_AHEAD,
+        ssize_t r = pread(mw_head_read_fd(h, (uint32_t)(ref >> 32)), bytes + nbytes, READ_AHEAD,
                           (off_t)(uint32_t)ref);
         if (r < MW_CHUNK_HDR_SIZE) break;
         int64_t cmax = (int64_t)get64(bytes + nbytes + 16);

@@ -126,7 +126,15 @@ typedef struct mw_samples {
     size_t n, cap, max;
 } mw_samples;
 int mw_samples_push(mw_samples *s, int64_t t, double v);
+/* One series on its own (a pread per chunk); queries use mw_head_read_batch. */
 int mw_head_read(mw_head *h, uint32_t id, int64_t mint, int64_t maxt, mw_samples *out);
+/* Samples of series ids[0..n) in [mint, maxt], read together in chunk-file
+ * order (head_read.c): per series i exact-size arrays t[i], v[i] of cnt[i]
+ * samples (left as they are for a series without samples). *total is shared
+ * with concurrent callers (atomic) and counts against max (0 = no limit);
+ * returns 0, or -1 once more than max samples would be needed. */
+int mw_head_read_batch(mw_head *h, const uint32_t *ids, size_t n, int64_t mint, int64_t maxt,
+                       size_t max, size_t *total, int64_t **t, double **v, size_t *cnt);
 
 /* Chunk files. */
 int mw_head_chunks_open(mw_head *h, uint32_t active_seq, uint64_t active_size);
@@ -134,6 +142,8 @@ int mw_head_chunks_rotate(mw_head *h);
 /* Chunk files before seq are gone (compacted into a block). */
 void mw_head_forget_files_before(mw_head *h, uint32_t seq);
 int mw_head_chunk_read(mw_head *h, uint64_t ref, mw_chunk_hdr *hdr, uint8_t *buf, size_t bufsize);
+/* Read descriptor of chunk file seq (owned by the head), or -1. */
+int mw_head_read_fd(mw_head *h, uint32_t seq);
 /* Parse a chunk record at p (n bytes available): 0 and the header, or -1. */
 int mw_chunk_parse(const uint8_t *p, size_t n, mw_chunk_hdr *hdr);
 /* Resize the open-chunk buffer of s to cap bytes (0 frees it). */

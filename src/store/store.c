@@ -406,10 +406,11 @@ static int sel_add(sel_series *c, const mw_samples *sm, size_t *total, size_t ma
     return 0;
 }
 
-/* Reading the head's series is most of a range query's time (a pread, a
- * checksum and Gorilla decoding per chunk), and each series is
- * independent: a large selection is read by two threads, each into exact
- * arrays per series, under the caller's read lock. The sample budget is
+/* Reading the head's series is most of a range query's time (reading,
+ * checking and decoding every chunk), and each series is independent: a
+ * large selection is read by two threads, each reading its half in
+ * chunk-file order (mw_head_read_batch) into exact arrays per series, under
+ * the caller's read lock. The sample budget is
  * shared, so together they stop once it is exceeded. */
 typedef struct head_part {
     mw_head *h;
@@ -428,23 +429,8 @@ enum { PARALLEL_MIN_SERIES = 512 };
 static void *head_read_part(void *arg)
 {
     head_part *hp = arg;
-    mw_samples sm = {0};
-    for (size_t i = 0; i < hp->n; i++) {
-        sm.n = 0;
-        mw_head_read(hp->h, hp->ids[i], hp->mint, hp->maxt, &sm);
-        if (sm.n == 0) continue;
-        if (hp->max && __atomic_add_fetch(hp->total, sm.n, __ATOMIC_RELAXED) > hp->max) {
-            hp->rc = -1;
-            break;
-        }
-        hp->cnt[i] = sm.n;
-        hp->t[i] = mw_xmalloc(sm.n * sizeof(int64_t));
-        hp->v[i] = mw_xmalloc(sm.n * sizeof(double));
-        memcpy(hp->t[i], sm.t, sm.n * sizeof(int64_t));
-        memcpy(hp->v[i], sm.v, sm.n * sizeof(double));
-    }
-    free(sm.t);
-    free(sm.v);
+    hp->rc = mw_head_read_batch(hp->h, hp->ids, hp->n, hp->mint, hp->maxt, hp->max, hp->total,
+                                hp->t, hp->v, hp->cnt);
     return NULL;
 }
 
