@@ -54,6 +54,19 @@ victoria-metrics -storageDataPath="$D/vm" -httpListenAddr="127.0.0.1:$VP" -searc
 VM=$!
 PIDS+=("$VM")
 wait_ready "http://127.0.0.1:$MP/-/ready" "$ML"
+# MLWATCH_BASE=path: a second agent (e.g. the build before a change),
+# loaded and queried alongside, so that both builds see the same data and
+# the same disturbances; reported as mlbase.
+SERVERS="mlwatch:$ML:$MP prometheus:$PR:$PP vm:$VM:$VP"
+if [ -n "${MLWATCH_BASE:-}" ]; then
+    BP=$(free_port)
+    "$MLWATCH_BASE" agent --listen "127.0.0.1:$BP" --data-dir "$D/mlb" --interval 10s \
+        --disable-collectors gpu >"$D/mlb.log" 2>&1 &
+    MB=$!
+    PIDS+=("$MB")
+    wait_ready "http://127.0.0.1:$BP/-/ready" "$MB"
+    SERVERS="$SERVERS mlbase:$MB:$BP"
+fi
 wait_ready "http://127.0.0.1:$PP/-/ready" "$PR"
 wait_ready "http://127.0.0.1:$VP/health" "$VM"
 
@@ -69,7 +82,12 @@ $RW "http://127.0.0.1:$VP/api/v1/write" "$N" "$R" 10000 15000 >"$D/ing.v" &
 L2=$!
 $RW "http://127.0.0.1:$MP/api/v1/write" "$N" "$R" 10000 15000 >"$D/ing.m" &
 L3=$!
-wait $L1 $L2 $L3
+L4=
+if [ -n "${MLWATCH_BASE:-}" ]; then
+    $RW "http://127.0.0.1:$BP/api/v1/write" "$N" "$R" 10000 15000 >"$D/ing.b" &
+    L4=$!
+fi
+wait $L1 $L2 $L3 $L4
 sed 's/^/prometheus ingest: /' "$D/ing.p"
 sed 's/^/vm ingest: /' "$D/ing.v"
 sed 's/^/mlwatch ingest: /' "$D/ing.m"
@@ -96,14 +114,14 @@ qi=0
 for q in "${QUERIES[@]}"; do
     qi=$((qi + 1))
     declare -A before=() times=()
-    for s in mlwatch:$ML:$MP prometheus:$PR:$PP vm:$VM:$VP; do
+    for s in $SERVERS; do
         IFS=: read -r name pid port <<<"$s"
         before[$name]=$(rss_kb "$pid")
         echo 5 >"/proc/$pid/clear_refs" 2>/dev/null
         times[$name]=""
     done
     for _ in $(seq "$RUNS"); do
-        for s in mlwatch:$ML:$MP prometheus:$PR:$PP vm:$VM:$VP; do
+        for s in $SERVERS; do
             IFS=: read -r name pid port <<<"$s"
             t0=$(date +%s%N)
             code=$(curl -s -o "$D/$name.json" -w '%{http_code}' "http://127.0.0.1:$port/api/v1/query_range" \
@@ -112,7 +130,7 @@ for q in "${QUERIES[@]}"; do
             [ "$code" = 200 ] || echo "$name HTTP $code: $(head -c 300 "$D/$name.json")"
         done
     done
-    for s in mlwatch:$ML:$MP prometheus:$PR:$PP vm:$VM:$VP; do
+    for s in $SERVERS; do
         IFS=: read -r name pid port <<<"$s"
         # shellcheck disable=SC2086 # the runs' times, split into lines
         med=$(printf '%s\n' ${times[$name]} | sort -n | sed -n "$(((RUNS + 1) / 2))p")
@@ -124,7 +142,8 @@ for q in "${QUERIES[@]}"; do
     done
     # Beyond the series count: mlwatch's answer against Prometheus's, label
     # sets and every point (values within 1e-9 relative).
-    python3 - "$D/mlwatch.json" "$D/prometheus.json" <<'PY' | sed "s/^/q$qi /"
+    for mj in mlwatch ${MLWATCH_BASE:+mlbase}; do
+    python3 - "$D/$mj.json" "$D/prometheus.json" <<'PY' | sed "s/^/q$qi $mj /"
 import json, math, sys
 def load(f):
     r = json.load(open(f))["data"]["result"]
@@ -141,6 +160,7 @@ for k in set(m) & set(p):
             bad += 1; break
 print("compare_with_prometheus series=%d differing=%d" % (len(m), bad))
 PY
+    done
     echo "q$qi = $q" | tee -a "$D/results"
 done
 
@@ -152,6 +172,7 @@ for line in open(sys.argv[1]):
     if m:
         names[m.group(1)] = m.group(2).strip(); continue
     f = line.split()
+    if f[1] == 'mlbase': print("%s mlbase median_ms=%s" % (f[0], re.search(r'median_ms=(\d+)', line).group(1)))
     rows.setdefault(f[0], {})[f[1]] = dict(re.findall(r'(\w+)=(-?[0-9]+)', line))
 print()
 print("| query | mlwatch ms | Prometheus ms | VM ms | mlwatch/VM | mlwatch/Prom | peak MB (growth) mlwatch / Prom / VM | series mlwatch/Prom |")

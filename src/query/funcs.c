@@ -104,7 +104,11 @@ static int extrapolated(const int64_t *t, const double *v, size_t n, int64_t rs,
     double to_start = (double)(t[0] - rs) / 1000, to_end = (double)(re - t[n - 1]) / 1000;
     double sampled = (double)(t[n - 1] - t[0]) / 1000;
     double avg = sampled / (double)(n - 1);
-    if (counter && result > 0 && v[0] >= 0) {
+    /* With v[0] >= result > 0, v[0] / result rounds to at least 1, so
+     * to_zero >= sampled; with sampled >= to_start it cannot shorten
+     * to_start. That is the usual case for a counter (its value above its
+     * increase in the window), and it skips a division per step. */
+    if (counter && result > 0 && v[0] >= 0 && !(v[0] >= result && sampled >= to_start)) {
         double to_zero = sampled * (v[0] / result);
         if (to_zero < to_start) to_start = to_zero;
     }

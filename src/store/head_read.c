@@ -295,33 +295,44 @@ int mw_head_read_batch(mw_head *h, const uint32_t *ids, size_t n, int64_t mint, 
             order[pos[r.k[k].idx]++] = r.k[k];
         free(pos);
     }
-    mw_samples sm = {0};
+    /* Decoded straight into the series' own arrays, sized by the kept
+     * chunks' sample counts (an upper bound: exact unless a chunk straddles
+     * mint or maxt), instead of into a scratch buffer and then copied: the
+     * copy was a pass over every sample. The arrays are trimmed to the
+     * exact size when a chunk was cut, so no more memory is held than
+     * before. */
     for (size_t i = 0; i < n && rc == 0; i++) {
-        sm.n = 0;
         if (i + 1 < n)
             for (uint32_t k = start[i + 1]; k < start[i + 2]; k++) {
                 __builtin_prefetch(order[k].p);
                 __builtin_prefetch(order[k].p + 64);
                 if (order[k].nbytes > 128) __builtin_prefetch(order[k].p + 128);
             }
+        const mw_series *s = mw_head_series(h, ids[i]);
+        size_t ub = s->enc.n;
+        for (uint32_t k = start[i]; k < start[i + 1]; k++)
+            ub += order[k].n;
+        if (ub == 0) continue;
+        mw_samples sm = {
+            .t = mw_xmalloc(ub * sizeof(int64_t)), .v = mw_xmalloc(ub * sizeof(double)), .cap = ub};
         for (uint32_t k = start[i]; k < start[i + 1]; k++)
             decode_into(order[k].p, order[k].nbytes, order[k].n, mint, maxt, &sm);
-        const mw_series *s = mw_head_series(h, ids[i]);
         if (s->enc.n > 0)
             decode_into(s->chunk, mw_gorilla_bytes(&s->enc), s->enc.n, mint, maxt, &sm);
-        if (sm.n == 0) continue;
-        if (max && __atomic_add_fetch(total, sm.n, __ATOMIC_RELAXED) > max) {
-            rc = -1;
-            break;
+        if (sm.n == 0 || (max && __atomic_add_fetch(total, sm.n, __ATOMIC_RELAXED) > max)) {
+            free(sm.t);
+            free(sm.v);
+            if (sm.n) rc = -1;
+            continue;
+        }
+        if (sm.n < ub) {
+            sm.t = mw_xrealloc(sm.t, sm.n * sizeof(int64_t));
+            sm.v = mw_xrealloc(sm.v, sm.n * sizeof(double));
         }
         cnt[i] = sm.n;
-        t[i] = mw_xmalloc(sm.n * sizeof(int64_t));
-        v[i] = mw_xmalloc(sm.n * sizeof(double));
-        memcpy(t[i], sm.t, sm.n * sizeof(int64_t));
-        memcpy(v[i], sm.v, sm.n * sizeof(double));
+        t[i] = sm.t;
+        v[i] = sm.v;
     }
-    free(sm.t);
-    free(sm.v);
     while (r.pieces) {
         piece *next = r.pieces->next;
         free(r.pieces);
