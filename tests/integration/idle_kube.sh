@@ -11,36 +11,16 @@
 #   - the token is not in the log.
 source "$(dirname "$0")/lib.sh"
 
-: "${MLWATCH_BUILD:=$MLWATCH_SRC/build}"
-fake=$MLWATCH_BUILD/tests/fakenvml/libnvidia-ml.so.1
-[ -f "$fake" ] || fail "fake NVML library not built: $fake"
-export FAKE_NVML_SCENARIO=$WORK/scenario.txt
-
-# GPU i held by the pod with PID pids[i] (tests/fixtures/make-gpu-node.sh).
-pids=(4001 3000 3001 3002 3003 4002 4003)
-{
-    echo "system driver=550.54.15"
-    for i in "${!pids[@]}"; do
-        printf 'gpu %d name="NVIDIA A100-SXM4-80GB" uuid=GPU-%08d-0000-4000-8000-000000000000 bus=00000000:%02x:00.0\n' "$i" "$i" $((0x18 + 0x10 * i))
-        printf 'gpu %d util=0 memtotal=85899345920 memused=2147483648 power_mw=90000\n' "$i"
-        printf 'proc gpu=%d pid=%d mem=1073741824\n' "$i" "${pids[$i]}"
-    done
-} >"$WORK/scenario.txt"
-
 TOKEN=eyJhbGciOiJSUzI1NiJ9.fake-sa-token.c2lnbmF0dXJl
+source "$(dirname "$0")/kube_lib.sh"
 python3 "$MLWATCH_SRC/tests/fakeapi/fake_apiserver.py" --fixtures "$MLWATCH_FIXTURES/kube" \
     --token "$TOKEN" --node gpu-node-1 --log "$WORK/api.jsonl" --port-file "$WORK/api.port" &
 PIDS+=($!)
 python3 "$MLWATCH_SRC/tests/receivers/webhook_receiver.py" --port-file "$WORK/rx.port" \
     --out "$WORK/got.jsonl" &
 PIDS+=($!)
-for f in api.port rx.port; do
-    deadline=$((SECONDS + 10))
-    until [ -s "$WORK/$f" ]; do
-        [ $SECONDS -lt $deadline ] || fail "$f: helper did not start"
-        sleep 0.1
-    done
-done
+wait_port_file "$WORK/api.port" "fake API server"
+wait_port_file "$WORK/rx.port" "webhook receiver"
 cat >"$WORK/kubeconfig" <<EOF
 apiVersion: v1
 kind: Config
@@ -65,21 +45,6 @@ start_agent --root "$MLWATCH_FIXTURES/gpu-node" --collectors cgroup,gpu --nvml-l
     --idle-busy-period 1s --kubernetes --kubeconfig "$WORK/kubeconfig" --node-name gpu-node-1 \
     --owner-from annotation:notebooks.kubeflow.org/creator --state-dir "$WORK/state" \
     --notify-webhook "http://127.0.0.1:$(cat "$WORK/rx.port")/hooks/x"
-
-# wl POD: "kind workload" of the pod's idle-seconds sample
-wl() {
-    curl -sf "$AGENT_URL/metrics" |
-        sed -n 's/^mlwatch_gpu_idle_seconds{namespace="[^"]*",pod="'"$1"'",container="main",gpu="[0-9]*",workload_kind="\([^"]*\)",workload="\([^"]*\)",owner="[^"]*"} .*/\1 \2/p'
-}
-await_wl() { # POD EXPECTED
-    local deadline=$((SECONDS + 8)) v
-    while [ $SECONDS -lt $deadline ]; do
-        v=$(wl "$1")
-        [ "$v" = "$2" ] && { ok; return 0; }
-        sleep 0.1
-    done
-    fail "workload of $1: expected '$2', got '$v'"
-}
 
 # After the watch's MODIFIED event notebook-c is a Notebook; the relist
 # after the 410 keeps it (the recorded list after it says so too).
