@@ -273,6 +273,34 @@ fail:
     return NULL;
 }
 
+/* Arguments after "(" up to and including ")", each added to n. */
+static int parse_args(parser *ps, pq_node *n, const char *expected)
+{
+    while (ps->t.k != T_RPAREN) {
+        pq_node *a = parse_expr(ps, 0);
+        if (!a) return -1;
+        add_arg(n, a);
+        if (ps->t.k == T_COMMA) {
+            pq_next(ps);
+        } else if (ps->t.k != T_RPAREN) {
+            pq_unexpected(ps, expected);
+            return -1;
+        }
+    }
+    pq_next(ps);
+    return 0;
+}
+
+/* An aggregation's optional "by (...)" or "without (...)". */
+static int parse_grouping(parser *ps, pq_node *n)
+{
+    if (ps->t.k != T_ID || !(pq_is_kw(&ps->t, "by") || pq_is_kw(&ps->t, "without"))) return 0;
+    n->without = pq_is_kw(&ps->t, "without");
+    n->has_grouping = 1;
+    pq_next(ps);
+    return parse_label_list(ps, &n->grouping, &n->ngrouping);
+}
+
 static pq_node *parse_call(parser *ps, char *name, int pos)
 {
     const pq_func *f = pq_func_lookup(name);
@@ -286,18 +314,7 @@ static pq_node *parse_call(parser *ps, char *name, int pos)
     n->func = f;
     n->type = f->ret;
     pq_next(ps); /* ( */
-    while (ps->t.k != T_RPAREN) {
-        pq_node *a = parse_expr(ps, 0);
-        if (!a) goto fail;
-        add_arg(n, a);
-        if (ps->t.k == T_COMMA) {
-            pq_next(ps);
-        } else if (ps->t.k != T_RPAREN) {
-            pq_unexpected(ps, "in function call, expected \",\" or \")\"");
-            goto fail;
-        }
-    }
-    pq_next(ps);
+    if (parse_args(ps, n, "in function call, expected \",\" or \")\"") < 0) goto fail;
     int max = f->variadic < 0 ? 1000 : f->nargs + f->variadic;
     if ((int)n->nargs < f->nargs || (int)n->nargs > max) {
         pq_errf(ps, pos, "expected %d argument(s) in call to \"%s\", got %zu", f->nargs, f->name,
@@ -337,36 +354,15 @@ static pq_node *parse_agg(parser *ps, pq_aggop op, int pos)
     pq_node *n = node_new(PQ_AGG, pos);
     n->op = op;
     n->type = PQ_T_VECTOR;
-    if (ps->t.k == T_ID && (pq_is_kw(&ps->t, "by") || pq_is_kw(&ps->t, "without"))) {
-        n->without = pq_is_kw(&ps->t, "without");
-        n->has_grouping = 1;
-        pq_next(ps);
-        if (parse_label_list(ps, &n->grouping, &n->ngrouping) < 0) goto fail;
-    }
+    if (parse_grouping(ps, n) < 0) goto fail;
     if (ps->t.k != T_LPAREN) {
         pq_unexpected(ps, "in aggregation, expected \"(\"");
         goto fail;
     }
     pq_next(ps);
-    while (ps->t.k != T_RPAREN) {
-        pq_node *a = parse_expr(ps, 0);
-        if (!a) goto fail;
-        add_arg(n, a);
-        if (ps->t.k == T_COMMA) {
-            pq_next(ps);
-        } else if (ps->t.k != T_RPAREN) {
-            pq_unexpected(ps, "in aggregation, expected \",\" or \")\"");
-            goto fail;
-        }
-    }
-    pq_next(ps);
-    if (ps->t.k == T_ID && !n->has_grouping &&
-        (pq_is_kw(&ps->t, "by") || pq_is_kw(&ps->t, "without"))) {
-        n->without = pq_is_kw(&ps->t, "without");
-        n->has_grouping = 1;
-        pq_next(ps);
-        if (parse_label_list(ps, &n->grouping, &n->ngrouping) < 0) goto fail;
-    }
+    if (parse_args(ps, n, "in aggregation, expected \",\" or \")\"") < 0) goto fail;
+    /* by/without may also follow the arguments, once. */
+    if (!n->has_grouping && parse_grouping(ps, n) < 0) goto fail;
     int param = op == PQ_AGG_TOPK || op == PQ_AGG_BOTTOMK || op == PQ_AGG_QUANTILE ||
                 op == PQ_AGG_COUNT_VALUES;
     if (n->nargs != (size_t)(param ? 2 : 1)) {
