@@ -49,6 +49,23 @@ wait_http() {
     fail "no answer from $url"
 }
 
+# start_scraper HOST:PORT INTERVAL [TIMEOUT]: Debian's Prometheus scraping
+# one target as job "mlwatch"; sets PROM; logs in $WORK/prometheus.log.
+start_scraper() {
+    local port
+    port=$(free_port)
+    {
+        printf 'global:\n  scrape_interval: %s\n' "$2"
+        [ -n "${3:-}" ] && printf '  scrape_timeout: %s\n' "$3"
+        printf "scrape_configs:\n  - job_name: mlwatch\n    static_configs:\n      - targets: ['%s']\n" "$1"
+    } >"$WORK/prometheus.yml"
+    prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/prom-data" \
+        --web.listen-address="127.0.0.1:$port" >"$WORK/prometheus.log" 2>&1 &
+    PIDS+=($!)
+    PROM="http://127.0.0.1:$port"
+    wait_http "$PROM/-/ready" 60
+}
+
 # start_agent ARGS...: sets AGENT_PID, AGENT_URL; logs in $WORK/agent.log.
 # The agent keeps its store and state in the test's folder, never in
 # /var/lib/mlwatch (ARGS may override: later flags win).

@@ -9,21 +9,7 @@ root=$(fixture_copy rapl-cpufreq)
 start_agent --root "$root" --interval 500ms
 agent_hostport=${AGENT_URL#http://}
 
-prom_port=$(free_port)
-cat >"$WORK/prometheus.yml" <<YAML
-global:
-  scrape_interval: 1s
-  scrape_timeout: 900ms
-scrape_configs:
-  - job_name: mlwatch
-    static_configs:
-      - targets: ['$agent_hostport']
-YAML
-prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/prom-data" \
-    --web.listen-address="127.0.0.1:$prom_port" >"$WORK/prometheus.log" 2>&1 &
-PIDS+=($!)
-PROM="http://127.0.0.1:$prom_port"
-wait_http "$PROM/-/ready" 60
+start_scraper "$agent_hostport" 1s 900ms
 
 # query EXPR: prints the value of the first result (empty if none).
 query() {

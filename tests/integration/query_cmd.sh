@@ -84,20 +84,7 @@ check_exit "--end before --start" 2 --url "$AGENT_URL" --start 2 --end 1 --step 
 
 # Debian's Prometheus scraping the agent: the same command reads it.
 if command -v prometheus >/dev/null; then
-    prom_port=$(free_port)
-    cat >"$WORK/prometheus.yml" <<YAML
-global:
-  scrape_interval: 1s
-scrape_configs:
-  - job_name: mlwatch
-    static_configs:
-      - targets: ['${AGENT_URL#http://}']
-YAML
-    prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/prom-data" \
-        --web.listen-address="127.0.0.1:$prom_port" >"$WORK/prometheus.log" 2>&1 &
-    PIDS+=($!)
-    PROM="http://127.0.0.1:$prom_port"
-    wait_http "$PROM/-/ready" 60
+    start_scraper "${AGENT_URL#http://}" 1s
     deadline=$((SECONDS + 30))
     until [ "$("$MLWATCH_BIN" query --url "$PROM" 'up{job="mlwatch"}' 2>/dev/null || true)" = \
         "up{instance=\"${AGENT_URL#http://}\", job=\"mlwatch\"} 1" ]; do

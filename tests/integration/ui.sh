@@ -121,21 +121,7 @@ ok
 
 # 4. --query-url: Prometheus scrapes agent A; agent B has no store and
 # shows A's data from Prometheus.
-prom_port=$(free_port)
-cat >"$WORK/prometheus.yml" <<YAML
-global:
-  scrape_interval: 500ms
-  scrape_timeout: 400ms
-scrape_configs:
-  - job_name: mlwatch
-    static_configs:
-      - targets: ['${A#http://}']
-YAML
-prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/prom-data" \
-    --web.listen-address="127.0.0.1:$prom_port" >"$WORK/prometheus.log" 2>&1 &
-PIDS+=($!)
-PROM="http://127.0.0.1:$prom_port"
-wait_http "$PROM/-/ready" 60
+start_scraper "${A#http://}" 500ms 400ms
 deadline=$((SECONDS + 30))
 until [ "$(q "$PROM" 'count(count_over_time(mlwatch_gpu_idle_seconds[1m]) > 4) or vector(0)')" = 3 ]; do
     [ $SECONDS -lt $deadline ] || fail "Prometheus did not scrape the agent: $(tail -3 "$WORK/prometheus.log")"
