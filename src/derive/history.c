@@ -13,6 +13,7 @@
 #include "../core/util.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,7 +182,8 @@ static const char *pool_get(dr_strpool *p, const char *s)
 
 static void pool_put(dr_strpool *p, const char *s)
 {
-    uint64_t h = str_hash(s);
+    /* s is the tail of its entry: its hash is there, no need to hash again. */
+    uint64_t h = ((const dr_str *)(const void *)(s - offsetof(dr_str, s)))->hash;
     for (dr_str **pp = &p->buckets[h & (p->nbuckets - 1)]; *pp; pp = &(*pp)->next) {
         dr_str *e = *pp;
         if (e->s != s) continue;
