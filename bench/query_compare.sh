@@ -7,8 +7,10 @@
 # through its agent's /api/v1/write, VictoriaMetrics with its result cache
 # off), then four dashboard-shaped range queries (one hour, 15 s step). The
 # five runs of each query go round-robin over the three servers, so a
-# disturbance on this shared machine hits all three alike; the median is
-# printed. Memory: before each query's runs the server's peak RSS is reset
+# disturbance on this shared machine hits all three alike; the median of
+# curl's time_total is printed (request to last byte, without the start of
+# the curl process that the anchor's wall clock includes, ~5-10 ms here:
+# that is printed too, as wall_median_ms). Memory: before each query's runs the server's peak RSS is reset
 # (/proc/PID/clear_refs 5), after them VmHWM is read; printed are the peak
 # during the query and its growth over the RSS before. Also checks that
 # mlwatch returns as many series as Prometheus. Prints a table and the
@@ -42,7 +44,7 @@ rss_kb() { awk '/^VmRSS/{print $2}' "/proc/$1/status"; }
 hwm_kb() { awk '/^VmHWM/{print $2}' "/proc/$1/status"; }
 
 "$MLWATCH" agent --listen "127.0.0.1:$MP" --data-dir "$D/ml" --interval 10s \
-    --disable-collectors gpu >"$D/ml.log" 2>&1 &
+    --disable-collectors gpu --query-max-samples 500000000 >"$D/ml.log" 2>&1 &
 ML=$!
 PIDS+=("$ML")
 prometheus --config.file=/dev/null --storage.tsdb.path="$D/prom" --web.listen-address="127.0.0.1:$PP" \
@@ -56,12 +58,13 @@ PIDS+=("$VM")
 wait_ready "http://127.0.0.1:$MP/-/ready" "$ML"
 # MLWATCH_BASE=path: a second agent (e.g. the build before a change),
 # loaded and queried alongside, so that both builds see the same data and
-# the same disturbances; reported as mlbase.
+# the same disturbances; reported as mlbase. MLWATCH_BASE_ARGS: flags for
+# it (a build older than --query-max-samples has its 20M default).
 SERVERS="mlwatch:$ML:$MP prometheus:$PR:$PP vm:$VM:$VP"
 if [ -n "${MLWATCH_BASE:-}" ]; then
     BP=$(free_port)
     "$MLWATCH_BASE" agent --listen "127.0.0.1:$BP" --data-dir "$D/mlb" --interval 10s \
-        --disable-collectors gpu >"$D/mlb.log" 2>&1 &
+        --disable-collectors gpu ${MLWATCH_BASE_ARGS:-} >"$D/mlb.log" 2>&1 &
     MB=$!
     PIDS+=("$MB")
     wait_ready "http://127.0.0.1:$BP/-/ready" "$MB"
@@ -113,31 +116,36 @@ if [ -n "${EXTRA_QUERY:-}" ]; then QUERIES+=("$EXTRA_QUERY"); fi
 qi=0
 for q in "${QUERIES[@]}"; do
     qi=$((qi + 1))
-    declare -A before=() times=()
+    declare -A before=() times=() walls=()
     for s in $SERVERS; do
         IFS=: read -r name pid port <<<"$s"
         before[$name]=$(rss_kb "$pid")
         echo 5 >"/proc/$pid/clear_refs" 2>/dev/null
         times[$name]=""
+        walls[$name]=""
     done
     for _ in $(seq "$RUNS"); do
         for s in $SERVERS; do
             IFS=: read -r name pid port <<<"$s"
             t0=$(date +%s%N)
-            code=$(curl -s -o "$D/$name.json" -w '%{http_code}' "http://127.0.0.1:$port/api/v1/query_range" \
+            read -r code tt < <(curl -s -o "$D/$name.json" -w '%{http_code} %{time_total}' \
+                "http://127.0.0.1:$port/api/v1/query_range" \
                 --data-urlencode "query=$q" -d "start=$start" -d "end=$end" -d step=15)
-            times[$name]="${times[$name]} $((($(date +%s%N) - t0) / 1000000))"
+            walls[$name]="${walls[$name]} $((($(date +%s%N) - t0) / 1000000))"
+            times[$name]="${times[$name]} $(awk -v t="$tt" 'BEGIN{printf "%.1f", t * 1000}')"
             [ "$code" = 200 ] || echo "$name HTTP $code: $(head -c 300 "$D/$name.json")"
         done
     done
     for s in $SERVERS; do
         IFS=: read -r name pid port <<<"$s"
         # shellcheck disable=SC2086 # the runs' times, split into lines
-        med=$(printf '%s\n' ${times[$name]} | sort -n | sed -n "$(((RUNS + 1) / 2))p")
+        med=$(printf '%s\n' ${times[$name]} | sort -g | sed -n "$(((RUNS + 1) / 2))p")
+        # shellcheck disable=SC2086
+        wmed=$(printf '%s\n' ${walls[$name]} | sort -n | sed -n "$(((RUNS + 1) / 2))p")
         hwm=$(hwm_kb "$pid")
         nser=$(grep -o '"metric"' "$D/$name.json" | wc -l)
         runs=$(echo "${times[$name]}" | sed 's/^ //' | tr ' ' ,)
-        echo "q$qi $name median_ms=$med runs_ms=$runs series_out=$nser peak_MB=$((hwm / 1024)) growth_MB=$(((hwm - ${before[$name]}) / 1024))" |
+        echo "q$qi $name median_ms=$med wall_median_ms=$wmed runs_ms=$runs series_out=$nser peak_MB=$((hwm / 1024)) growth_MB=$(((hwm - ${before[$name]}) / 1024))" |
             tee -a "$D/results"
     done
     # Beyond the series count: mlwatch's answer against Prometheus's, label
@@ -172,17 +180,17 @@ for line in open(sys.argv[1]):
     if m:
         names[m.group(1)] = m.group(2).strip(); continue
     f = line.split()
-    if f[1] == 'mlbase': print("%s mlbase median_ms=%s" % (f[0], re.search(r'median_ms=(\d+)', line).group(1)))
-    rows.setdefault(f[0], {})[f[1]] = dict(re.findall(r'(\w+)=(-?[0-9]+)', line))
+    if f[1] == 'mlbase': print("%s mlbase median_ms=%s" % (f[0], re.search(r'median_ms=([0-9.]+)', line).group(1)))
+    rows.setdefault(f[0], {})[f[1]] = dict(re.findall(r'(\w+)=(-?[0-9.]+)', line))
 print()
 print("| query | mlwatch ms | Prometheus ms | VM ms | mlwatch/VM | mlwatch/Prom | peak MB (growth) mlwatch / Prom / VM | series mlwatch/Prom |")
 print("|---|---:|---:|---:|---:|---:|---|---|")
 for q in sorted(rows):
     r = rows[q]; m, p, v = r['mlwatch'], r['prometheus'], r['vm']
-    ms = lambda x: int(x['median_ms'])
+    ms = lambda x: float(x['median_ms'])
     mem = " / ".join("%s (%s)" % (x['peak_MB'], x['growth_MB']) for x in (m, p, v))
     same = "same" if m['series_out'] == p['series_out'] else "DIFFERENT"
-    print("| `%s` | %d | %d | %d | %.2f | %.2f | %s | %s %s/%s |" % (
-        names[q], ms(m), ms(p), ms(v), ms(m) / max(ms(v), 1), ms(m) / max(ms(p), 1), mem, same,
+    print("| `%s` | %.1f | %.1f | %.1f | %.2f | %.2f | %s | %s %s/%s |" % (
+        names[q], ms(m), ms(p), ms(v), ms(m) / max(ms(v), 0.1), ms(m) / max(ms(p), 0.1), mem, same,
         m['series_out'], p['series_out']))
 PY

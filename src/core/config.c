@@ -300,8 +300,18 @@ static const option options[] = {
         "Web UI: send its PromQL queries to this Prometheus-compatible base URL (Prometheus, "
         "Thanos, Mimir, VictoriaMetrics) instead of the embedded store",
         mw_ui_check_query_url),
-    OPT("query-timeout", OPT_DURATION, ui_query_timeout_ms, "30s",
-        "Web UI with --query-url: longest wait for one forwarded query", NULL),
+    OPT("query-timeout", OPT_DURATION, query_timeout_ms, "2m",
+        "Longest one PromQL query may take, evaluated from the store or forwarded to --query-url "
+        "(an HTTP thread is busy meanwhile); beyond it errorType timeout (503, or 504 from --query-url)",
+        NULL),
+    OPT("query-max-samples", OPT_NUMBER, query_max_samples, "20000000",
+        "Most samples one PromQL query may hold in memory at once (loaded and computed); "
+        "beyond it 422 (0: no limit)",
+        check_store_count),
+    OPT("query-lookback-delta", OPT_DURATION, query_lookback_ms, "5m",
+        "How far back an instant selector looks for a series' latest sample, as Prometheus's "
+        "--query.lookback-delta",
+        NULL),
 };
 
 void mw_config_defaults(mw_config *c)
@@ -341,6 +351,9 @@ void mw_config_defaults(mw_config *c)
     c->store_max_labels = 64;
     c->store_max_samples_per_request = 1000000;
     c->kubelet_pod_resources = 1;
+    c->query_timeout_ms = 2 * 60 * 1000;
+    c->query_max_samples = 20000000;
+    c->query_lookback_ms = 5 * 60 * 1000;
 }
 
 int mw_parse_listen(const char *s, char *host, size_t hostsize, uint16_t *port)

@@ -113,9 +113,14 @@ typedef struct mw_config {
     /* GPUs allocated to pods, from the kubelet (src/kube/podresources.c). */
     int kubelet_pod_resources;
     /* The web UI (src/serve/ui.c, docs/ui.md): where its queries go ("" =
-     * the embedded store) and how long one may take (0 = 30s). */
+     * the embedded store). */
     char ui_query_url[1024];
-    int64_t ui_query_timeout_ms;
+    /* PromQL limits (src/query/): the longest a query may take, whether
+     * the embedded engine evaluates it or --query-url answers it; the most
+     * samples in memory at once (0: no limit); the lookback delta. */
+    int64_t query_timeout_ms;
+    double query_max_samples;
+    int64_t query_lookback_ms;
 } mw_config;
 
 void mw_config_defaults(mw_config *c);

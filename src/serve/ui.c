@@ -122,7 +122,7 @@ static int module_init(const mw_env *env, void **state)
     m->cfg = env->cfg;
     if (env->cfg->ui_query_url[0]) {
         char why[256];
-        if (mw_ui_proxy_init(&m->proxy, env->cfg->ui_query_url, env->cfg->ui_query_timeout_ms, why,
+        if (mw_ui_proxy_init(&m->proxy, env->cfg->ui_query_url, env->cfg->query_timeout_ms, why,
                              sizeof(why)) < 0) {
             /* The config validator already refused this; belt and braces. */
             mw_log(MW_LOG_ERROR, "ui", "--query-url: %s", why);

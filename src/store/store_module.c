@@ -227,6 +227,9 @@ static void module_routes(void *state, mw_http_server *http)
     m->query_api.store = m->store;
     m->query_api.meta = mw_metadata_new();
     pq_default_limits(&m->query_api.limits);
+    m->query_api.limits.max_samples = (size_t)cfg->query_max_samples;
+    m->query_api.limits.timeout_ms = cfg->query_timeout_ms;
+    m->query_api.limits.lookback_ms = cfg->query_lookback_ms;
     mw_query_api_register(http, &m->query_api);
 }
 

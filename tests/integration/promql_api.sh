@@ -112,4 +112,20 @@ expect_eq "metadata of the agent's own families" \
 expect_eq "metadata of a store family with a unit" \
     '200 {"status":"success","data":{"mlwatch_store_disk_usage_bytes":[{"type":"gauge","help":"Bytes the store uses on disk (WAL, chunks, blocks, snapshot).","unit":"bytes"}]}}' \
     "$(call "$AGENT_URL/api/v1/metadata?metric=mlwatch_store_disk_usage_bytes")"
+
+# The engine's limits from the command line, on the same data: a lookback
+# of 20 s no longer sees a sample 30 s old, and a budget of 5 samples
+# serves an instant vector of 2 and refuses a range query of 7 steps.
+kill "$AGENT_PID"
+wait "$AGENT_PID" 2>/dev/null
+start_agent --interval 10s --disable-collectors gpu --query-lookback-delta 20s --query-max-samples 5
+expect_eq "--query-lookback-delta" \
+    '200 {"status":"success","data":{"resultType":"vector","result":[]}}' \
+    "$(call --get --data-urlencode 'query=api_req_total' --data-urlencode "time=$((T0 + 30))" "$AGENT_URL/api/v1/query")"
+expect_eq "within --query-lookback-delta" \
+    '200 {"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"api_req_total","instance":"a","job":"api"},"value":[1700000010,"10"]},{"metric":{"__name__":"api_req_total","instance":"b","job":"api"},"value":[1700000010,"1.5"]}]}}' \
+    "$(call --get --data-urlencode 'query=api_req_total' --data-urlencode "time=$((T0 + 10))" "$AGENT_URL/api/v1/query")"
+expect_eq "--query-max-samples" \
+    '422 {"status":"error","errorType":"execution","error":"query processing would load too many samples into memory in query execution"}' \
+    "$(call --get --data-urlencode 'query=api_req_total' --data-urlencode "start=$T0" --data-urlencode "end=$((T0 + 60))" --data-urlencode 'step=10' "$AGENT_URL/api/v1/query_range")"
 done_ok
