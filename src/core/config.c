@@ -302,7 +302,8 @@ static const option options[] = {
         mw_ui_check_query_url),
     OPT("query-timeout", OPT_DURATION, query_timeout_ms, "2m",
         "Longest one PromQL query may take, evaluated from the store or forwarded to --query-url "
-        "(an HTTP thread is busy meanwhile); beyond it errorType timeout (503, or 504 from --query-url)",
+        "(an HTTP thread is busy meanwhile); beyond it errorType timeout (503, or 504 from "
+        "--query-url)",
         NULL),
     OPT("query-max-samples", OPT_NUMBER, query_max_samples, "20000000",
         "Most samples one PromQL query may hold in memory at once (loaded and computed); "
