@@ -18,6 +18,8 @@
  *    --nvml-library none: after MLWATCH_BENCH_RSS_SECONDS (default 30) of
  *    cycles at 100 ms and 5 scrapes, the largest of 50 samples over 5 s,
  *    broken down by mapping (libraries, executable, heap, stacks).
+ *    MLWATCH_BENCH_RSS_DEFAULT_ONLY=1 runs only the default agent (8 GPUs,
+ *    store on): a quarter of the time, for the 400-s steady state.
  * Run from the repository root (it calls tests/fixtures/generate-node.sh). */
 #include "collect/collector.h"
 #include "collect/gpu/gpu.h"
@@ -349,6 +351,16 @@ int main(int argc, char **argv)
         printf("mlwatch agent, 100 pods (299 containers), all collectors, %d s at 100 ms, largest "
                "RSS of the next 5 s:\n",
                seconds);
+        const char *only = getenv("MLWATCH_BENCH_RSS_DEFAULT_ONLY");
+        if (only && atoi(only) > 0) {
+            rss_parts r;
+            size_t bytes;
+            agent_rss(argv[2], lib, 1, seconds, &r, &bytes);
+            print_rss("8 GPUs, store on:", &r, bytes);
+            snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", node, scenario_path);
+            if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", node);
+            return 0;
+        }
         for (int store = 1; store >= 0; store--) {
             rss_parts r, r0;
             size_t bytes, bytes0;

@@ -189,11 +189,13 @@ static const char *const PSI_RESOURCES[3] = {"cpu", "memory", "io"};
 typedef struct cg_entry {
     struct cg_entry *hnext; /* hash chain */
     uint64_t hash;
-    uint64_t seen;        /* cycle in which the walk last met it */
-    uint64_t born;        /* cycle in which the walk first met it */
-    mw_cg_node node;      /* kind, qos, runtime, pod UID, container ID */
-    mw_container_ref ref; /* names and path, as given to the process map */
-    mw_label labels[4];   /* sample labels; values point into ref */
+    uint64_t seen;   /* cycle in which the walk last met it */
+    uint64_t born;   /* cycle in which the walk first met it */
+    mw_cg_node node; /* kind, qos, runtime, pod UID, container ID */
+    /* Path and names at their own length (a mw_container_ref is 1,168
+     * bytes; hundreds of cgroups are kept); ID and pod UID are in node. */
+    char *cgroup, *namespace_, *pod, *container;
+    mw_label labels[4]; /* sample labels; values point into the strings above */
     size_t nlabels;
     uint64_t names_gen; /* pods index generation the names were taken from */
     int named;          /* container found in the index: names are final */
@@ -376,6 +378,10 @@ static void entry_free(cg_state *st, cg_entry *e)
 {
     for (int i = 0; i < NFILES; i++)
         slot_close(st, e, i, FD_NONE);
+    free(e->cgroup);
+    free(e->namespace_);
+    free(e->pod);
+    free(e->container);
     free(e);
 }
 
@@ -399,16 +405,15 @@ static void cg_destroy(void *state)
 
 static void set_labels(cg_entry *e)
 {
-    mw_container_ref *r = &e->ref;
     size_t n = 0;
     if (e->node.kind == MW_CG_K8S_CONTAINER) {
-        e->labels[n++] = (mw_label){"namespace", r->namespace_};
-        e->labels[n++] = (mw_label){"pod", r->pod};
-        e->labels[n++] = (mw_label){"container", r->container};
-        e->labels[n++] = (mw_label){"container_id", r->id};
+        e->labels[n++] = (mw_label){"namespace", e->namespace_};
+        e->labels[n++] = (mw_label){"pod", e->pod};
+        e->labels[n++] = (mw_label){"container", e->container};
+        e->labels[n++] = (mw_label){"container_id", e->node.id};
     } else {
-        e->labels[n++] = (mw_label){"cgroup", r->cgroup};
-        if (r->id[0]) e->labels[n++] = (mw_label){"container_id", r->id};
+        e->labels[n++] = (mw_label){"cgroup", e->cgroup};
+        if (e->node.id[0]) e->labels[n++] = (mw_label){"container_id", e->node.id};
     }
     e->nlabels = n;
 }
@@ -432,7 +437,7 @@ static cg_entry *entry_get(cg_state *st, mw_collect_ctx *ctx, const mw_cg_node *
 {
     uint64_t h = mw_cg_hash(st->path);
     for (cg_entry *e = st->buckets[h & (st->nbuckets - 1)]; e; e = e->hnext)
-        if (e->hash == h && strcmp(e->ref.cgroup, st->path) == 0) return e;
+        if (e->hash == h && strcmp(e->cgroup, st->path) == 0) return e;
     if (st->nentries >= MAX_ENTRIES) {
         bound_error(st, ctx, "more cgroups than the collector's bound; the rest is skipped");
         return NULL;
@@ -444,9 +449,10 @@ static cg_entry *entry_get(cg_state *st, mw_collect_ctx *ctx, const mw_cg_node *
     cg_entry *e = mw_xcalloc(1, sizeof(*e));
     e->hash = h;
     e->node = *node;
-    mw_strlcpy(e->ref.cgroup, st->path, sizeof(e->ref.cgroup));
-    mw_strlcpy(e->ref.id, node->id, sizeof(e->ref.id));
-    mw_strlcpy(e->ref.pod_uid, node->pod_uid, sizeof(e->ref.pod_uid));
+    e->cgroup = mw_xstrdup(st->path);
+    e->namespace_ = mw_xstrdup("");
+    e->pod = mw_xstrdup("");
+    e->container = mw_xstrdup("");
     e->born = st->cycle;
     e->first_ms = st->now_ms;
     for (int i = 0; i < NFILES; i++)
@@ -491,25 +497,38 @@ static void pods_scan(cg_state *st, mw_collect_ctx *ctx)
     st->pods_scan_cycle = st->cycle;
 }
 
+/* Replace *dst by src, cut as the process map's field of that size would. */
+#define REF_SIZE(field) sizeof(((mw_container_ref *)0)->field)
+static void set_name(char **dst, const char *src, size_t size)
+{
+    size_t len = strnlen(src, size - 1);
+    if (strlen(*dst) == len && memcmp(*dst, src, len) == 0) return;
+    char *s = mw_xmalloc(len + 1);
+    memcpy(s, src, len);
+    s[len] = '\0';
+    free(*dst);
+    *dst = s;
+}
+
 /* Take names from the index. Never downgrades: a record keeps its names when
  * the pod's logs are removed before its cgroup. */
 static void apply_names(cg_state *st, cg_entry *e)
 {
-    mw_container_ref *r = &e->ref;
     const mw_ctr_info *c = mw_pods_find_container(st->pods, e->node.id);
     const mw_pod_info *p = mw_pods_find_pod(st->pods, e->node.pod_uid);
     e->names_gen = mw_pods_generation(st->pods);
     if (c) {
-        mw_strlcpy(r->namespace_, p ? p->namespace_ : c->namespace_, sizeof(r->namespace_));
-        mw_strlcpy(r->pod, p ? p->name : c->pod, sizeof(r->pod));
-        mw_strlcpy(r->container, c->name, sizeof(r->container));
+        set_name(&e->namespace_, p ? p->namespace_ : c->namespace_, REF_SIZE(namespace_));
+        set_name(&e->pod, p ? p->name : c->pod, REF_SIZE(pod));
+        set_name(&e->container, c->name, REF_SIZE(container));
         e->named = 1;
     } else if (p && !e->named) {
         /* In a known pod without a log: the sandbox (pause) container. */
-        mw_strlcpy(r->namespace_, p->namespace_, sizeof(r->namespace_));
-        mw_strlcpy(r->pod, p->name, sizeof(r->pod));
-        mw_strlcpy(r->container, "POD", sizeof(r->container));
+        set_name(&e->namespace_, p->namespace_, REF_SIZE(namespace_));
+        set_name(&e->pod, p->name, REF_SIZE(pod));
+        set_name(&e->container, "POD", REF_SIZE(container));
     }
+    set_labels(e); /* the strings may have moved */
 }
 
 static void name_entry(cg_state *st, mw_collect_ctx *ctx, cg_entry *e)
@@ -756,9 +775,18 @@ static void read_cgroup(cg_state *st, mw_collect_ctx *ctx, cg_entry *e, cg_dirs 
     }
 
     mw_procmap *pm = st->env->procmap;
-    if (pm) mw_procmap_set(pm, 0, &e->ref); /* known even while empty */
+    mw_container_ref ref;
+    if (pm) {
+        mw_strlcpy(ref.id, e->node.id, sizeof(ref.id));
+        mw_strlcpy(ref.pod_uid, e->node.pod_uid, sizeof(ref.pod_uid));
+        mw_strlcpy(ref.namespace_, e->namespace_, sizeof(ref.namespace_));
+        mw_strlcpy(ref.pod, e->pod, sizeof(ref.pod));
+        mw_strlcpy(ref.container, e->container, sizeof(ref.container));
+        mw_strlcpy(ref.cgroup, e->cgroup, sizeof(ref.cgroup));
+        mw_procmap_set(pm, 0, &ref); /* known even while empty */
+    }
     if (read_slot(st, ctx, e, d, F_PROCS) > 0) {
-        procs_arg a = {pm, &e->ref};
+        procs_arg a = {pm, &ref};
         e->nprocs = mw_parse_cg_procs(ctx->scratch->data, pm ? on_pid : NULL, &a);
         if (e->nprocs < 0) malformed(st, ctx, F_PROCS);
     }
@@ -927,16 +955,15 @@ static void emit_psi(mw_collect_ctx *ctx, const cg_entry *e, int full)
 
 static void emit_info(mw_collect_ctx *ctx, const cg_entry *e)
 {
-    const mw_container_ref *r = &e->ref;
     mw_label l[8];
     size_t n = 0;
     for (size_t i = 0; i < e->nlabels; i++)
         l[n++] = e->labels[i];
     if (e->node.kind == MW_CG_K8S_CONTAINER) {
-        l[n++] = (mw_label){"pod_uid", r->pod_uid};
+        l[n++] = (mw_label){"pod_uid", e->node.pod_uid};
         l[n++] = (mw_label){"qos", mw_cg_qos_name(e->node.qos)};
         l[n++] = (mw_label){"runtime", mw_cg_runtime_name(e->node.runtime)};
-        l[n++] = (mw_label){"cgroup", r->cgroup};
+        l[n++] = (mw_label){"cgroup", e->cgroup};
     } else if (e->node.runtime != MW_RT_NONE) {
         l[n++] = (mw_label){"runtime", mw_cg_runtime_name(e->node.runtime)};
     }
@@ -945,7 +972,7 @@ static void emit_info(mw_collect_ctx *ctx, const cg_entry *e)
 
 static int by_path(const void *a, const void *b)
 {
-    return strcmp((*(cg_entry *const *)a)->ref.cgroup, (*(cg_entry *const *)b)->ref.cgroup);
+    return strcmp((*(cg_entry *const *)a)->cgroup, (*(cg_entry *const *)b)->cgroup);
 }
 
 /* Family by family, cgroups by path: the order does not depend on the order

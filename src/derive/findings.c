@@ -172,13 +172,14 @@ static void summary(dr_finding *f, const char *fmt, ...)
 
 static void set_workload(dr_finding *f, const dr_container *c)
 {
-    mw_strlcpy(f->namespace_, c->ns, sizeof(f->namespace_));
-    mw_strlcpy(f->pod, c->pod, sizeof(f->pod));
-    mw_strlcpy(f->container, c->name, sizeof(f->container));
+    mw_strlcpy(f->namespace_, c->id->ns, sizeof(f->namespace_));
+    mw_strlcpy(f->pod, c->id->pod, sizeof(f->pod));
+    mw_strlcpy(f->container, c->id->name, sizeof(f->container));
 }
 
-static const char *workload_name(const dr_container *c, char *buf, size_t n)
+static const char *workload_name(const dr_container *ctr, char *buf, size_t n)
 {
+    const dr_ident *c = ctr->id;
     if (c->ns[0] || c->pod[0])
         snprintf(buf, n, "%s/%s/%s", c->ns, c->pod, c->name);
     else
@@ -282,11 +283,12 @@ static void rule_cpu_governor(const window *w, dr_list *out)
     double ratio_sum = 0, min_ratio = 1e9, hz_sum = 0, max_sum = 0;
     for (size_t i = 0; i < last->ncpus; i++) {
         const dr_cpu *c = &last->cpus[i];
-        if (c->governor[0]) {
+        const char *governor = last->governors[i].name;
+        if (governor[0]) {
             known++;
-            if (strcmp(c->governor, "performance") != 0) {
+            if (strcmp(governor, "performance") != 0) {
                 not_perf++;
-                if (!gov) gov = c->governor;
+                if (!gov) gov = governor;
             }
         }
         const dr_cpu *o = w->n >= 2 ? cpu_in(w->first, c->cpu) : NULL;
@@ -346,7 +348,8 @@ static void rule_cpu_throttling(const window *w, dr_list *out)
 {
     for (size_t i = 0; i < w->last->nctrs && w->n >= 2; i++) {
         const dr_container *c = &w->last->ctrs[i];
-        const dr_container *o = dr_frame_container(w->first, c->key);
+        const dr_ctr_now *cn = &w->last->now[i];
+        const dr_container *o = dr_frame_container(w->first, c->id->key);
         if (!o || c->periods < 0 || o->periods < 0 || c->throttled_periods < 0 ||
             o->throttled_periods < 0)
             continue;
@@ -367,10 +370,10 @@ static void rule_cpu_throttling(const window *w, dr_list *out)
         evidence(f, "throttled_periods", thr);
         evidence(f, "periods", periods);
         if (tps >= 0) evidence(f, "throttled_seconds_per_second", tps);
-        if (c->quota_cpus >= 0) evidence(f, "quota_cpus", c->quota_cpus);
+        if (cn->quota_cpus >= 0) evidence(f, "quota_cpus", cn->quota_cpus);
         if (use >= 0) evidence(f, "cpu_usage_cpus", use);
         char q[64] = "no quota now";
-        if (c->quota_cpus >= 0) snprintf(q, sizeof(q), "a quota of %.2f CPUs", c->quota_cpus);
+        if (cn->quota_cpus >= 0) snprintf(q, sizeof(q), "a quota of %.2f CPUs", cn->quota_cpus);
         summary(f,
                 "Throttled in %.0f%% of its CFS periods (%.0f of %.0f) with %s; it used %.2f "
                 "CPUs and waited %.2f s per second.",
@@ -391,7 +394,8 @@ static void rule_numa_mismatch(const window *w, dr_list *out)
 {
     const dr_frame *last = w->last;
     for (size_t u = 0; u < last->nuses; u++) {
-        const dr_container *c = &last->ctrs[last->uses[u].container];
+        const dr_container *ctr = &last->ctrs[last->uses[u].container];
+        const dr_ctr_now *c = &last->now[last->uses[u].container];
         const dr_gpu *g = &last->gpus[last->uses[u].gpu];
         if (g->numa_node < 0) continue;
         uint64_t bit = 1ULL << g->numa_node;
@@ -403,7 +407,7 @@ static void rule_numa_mismatch(const window *w, dr_list *out)
         f->kind = DR_NUMA_MISMATCH;
         f->severity = DR_WARNING;
         f->magnitude = cpu_off && mem_off ? 1 : 0.5;
-        set_workload(f, c);
+        set_workload(f, ctr);
         mw_strlcpy(f->gpu, g->id, sizeof(f->gpu));
         evidence(f, "gpu_numa_node", g->numa_node);
         if (c->ncpus_allowed >= 0) evidence(f, "cpus_allowed", c->ncpus_allowed);
@@ -548,19 +552,20 @@ static void rule_input_bound(const window *w, dr_list *out)
     const dr_frame *last = w->last;
     for (size_t ci = 0; ci < last->nctrs && w->n >= 2; ci++) {
         const dr_container *c = &last->ctrs[ci];
-        if (!c->uses_gpu) continue;
-        const dr_container *o = dr_frame_container(w->first, c->key);
+        const dr_ctr_now *cn = &last->now[ci];
+        if (!cn->uses_gpu) continue;
+        const dr_container *o = dr_frame_container(w->first, c->id->key);
         if (!o) continue;
         char ids[64];
         double util = used_gpu_util(w, ci, ids, sizeof(ids));
         if (util < 0 || util >= w->t->input_gpu_utilization) continue;
         double use = rate(o->cpu_s, c->cpu_s, w->dt_s);
-        double cap = c->quota_cpus > 0      ? c->quota_cpus
-                     : c->ncpus_allowed > 0 ? (double)c->ncpus_allowed
-                                            : (double)last->ncpus;
+        double cap = cn->quota_cpus > 0      ? cn->quota_cpus
+                     : cn->ncpus_allowed > 0 ? (double)cn->ncpus_allowed
+                                             : (double)last->ncpus;
         double sat = use >= 0 && cap > 0 ? use / cap : -1;
         double io = rate(o->io_some_s, c->io_some_s, w->dt_s) > 0
-                        ? psi_rate(w, c->key, offsetof(dr_container, io_some_s))
+                        ? psi_rate(w, c->id->key, offsetof(dr_container, io_some_s))
                         : rate(o->io_some_s, c->io_some_s, w->dt_s);
         int cpu_bound = sat >= w->t->input_cpu_saturation;
         int io_bound = io >= w->t->input_io_pressure;
@@ -592,13 +597,15 @@ static void rule_memory_pressure(const window *w, dr_list *out)
     const dr_frame *last = w->last;
     for (size_t ci = 0; ci < last->nctrs; ci++) {
         const dr_container *c = &last->ctrs[ci];
-        const dr_container *o = w->n >= 2 ? dr_frame_container(w->first, c->key) : NULL;
-        double ratio = c->ws_bytes >= 0 && c->limit_bytes > 0 ? c->ws_bytes / c->limit_bytes : -1;
+        const dr_ctr_now *cn = &last->now[ci];
+        const dr_container *o = w->n >= 2 ? dr_frame_container(w->first, c->id->key) : NULL;
+        double ratio =
+            cn->ws_bytes >= 0 && cn->limit_bytes > 0 ? cn->ws_bytes / cn->limit_bytes : -1;
         double some = o ? rate(o->mem_some_s, c->mem_some_s, w->dt_s) : -1;
         double full = o ? rate(o->mem_full_s, c->mem_full_s, w->dt_s) : -1;
         /* Only a container that stalled at all costs the exact rate. */
-        if (some > 0) some = psi_rate(w, c->key, offsetof(dr_container, mem_some_s));
-        if (full > 0) full = psi_rate(w, c->key, offsetof(dr_container, mem_full_s));
+        if (some > 0) some = psi_rate(w, c->id->key, offsetof(dr_container, mem_some_s));
+        if (full > 0) full = psi_rate(w, c->id->key, offsetof(dr_container, mem_full_s));
         int near = ratio >= w->t->memory_working_set_ratio;
         int stalls = some >= w->t->memory_pressure_ratio;
         if (!near && !stalls) continue;
@@ -611,8 +618,8 @@ static void rule_memory_pressure(const window *w, dr_list *out)
                 : DR_WARNING;
         f->magnitude = ratio > some ? ratio : some;
         set_workload(f, c);
-        if (c->ws_bytes >= 0) evidence(f, "working_set_bytes", c->ws_bytes);
-        if (c->limit_bytes > 0) evidence(f, "limit_bytes", c->limit_bytes);
+        if (cn->ws_bytes >= 0) evidence(f, "working_set_bytes", cn->ws_bytes);
+        if (cn->limit_bytes > 0) evidence(f, "limit_bytes", cn->limit_bytes);
         if (ratio >= 0) evidence(f, "working_set_ratio", ratio);
         if (some >= 0) evidence(f, "memory_stall_some_ratio", some);
         if (full >= 0) evidence(f, "memory_stall_full_ratio", full);
@@ -620,7 +627,7 @@ static void rule_memory_pressure(const window *w, dr_list *out)
         if (ratio >= 0)
             snprintf(a, sizeof(a),
                      "Its working set is %.0f%% of its memory limit (%.2f of %.2f GiB)",
-                     100 * ratio, c->ws_bytes / 1073741824.0, c->limit_bytes / 1073741824.0);
+                     100 * ratio, cn->ws_bytes / 1073741824.0, cn->limit_bytes / 1073741824.0);
         if (some >= 0)
             snprintf(b, sizeof(b), "%sit stalled on memory %.0f%% of the time", a[0] ? "; " : "It ",
                      100 * some);
@@ -634,7 +641,7 @@ static const dr_frame *first_use(const window *w, const char *key, const char *i
     for (size_t j = 0; j < w->n; j++) {
         const dr_frame *fr = w->frames[j];
         for (size_t u = 0; u < fr->nuses; u++)
-            if (strcmp(fr->ctrs[fr->uses[u].container].key, key) == 0 &&
+            if (strcmp(fr->ctrs[fr->uses[u].container].id->key, key) == 0 &&
                 strcmp(fr->gpus[fr->uses[u].gpu].id, id) == 0)
                 return fr;
     }
@@ -690,7 +697,7 @@ static void rule_gpu_errors(const window *w, dr_list *out)
             if (last->uses[u].gpu != gi) continue;
             const dr_container *c = &last->ctrs[last->uses[u].container];
             /* Since the workload started (on this GPU, within the window). */
-            gpu_errors_since(w, first_use(w, c->key, g->id), g, c, out);
+            gpu_errors_since(w, first_use(w, c->id->key, g->id), g, c, out);
             any = 1;
         }
         if (!any) gpu_errors_since(w, w->first, g, NULL, out);
@@ -754,6 +761,8 @@ void dr_evaluate(const dr_history *h, int64_t window_ms, const struct mw_doctor_
         if (window_ms > 0 && last->t_ms - f->t_ms > window_ms + window_ms / 10) continue;
         frames[k++] = f;
     }
+    /* The newest frame of a history keeps its newest-frame parts. */
+    if (!last->now || !last->governors) return;
     window w = {frames, k, frames[0], last, (double)(last->t_ms - frames[0]->t_ms) / 1000, t};
     rule_cpu_governor(&w, out);
     rule_cpu_throttling(&w, out);

@@ -11,7 +11,6 @@
 #ifndef MW_FINDINGS_H
 #define MW_FINDINGS_H
 
-#include "../core/arena.h"
 #include "../core/buf.h"
 #include "../core/config.h"
 #include "../core/hostfs.h"
@@ -82,24 +81,42 @@ typedef struct dr_cpu {
     int32_t cpu;
     double busy_s, total_s; /* cumulative, from mlwatch_cpu_seconds_total */
     double hz, max_hz;      /* max: hardware (turbo included) else scaling max; 0 = unknown */
-    char governor[24];      /* "" = unknown */
 } dr_cpu;
 
 #define DR_NO_VALUE (-1.0)
 
-typedef struct dr_container {
-    const char *key; /* container_id, else the cgroup path: the identity */
+/* A container's identity, the same from one frame to the next: a history
+ * holds one counted copy per container (and one of each string), shared by
+ * its frames. */
+typedef struct dr_ident {
+    const char *key; /* container_id, else the cgroup path */
     const char *ns, *pod, *name, *cgroup;
+    struct dr_ident *next; /* the pool's */
+    uint64_t hash;
+    uint32_t refs;
+} dr_ident;
+
+/* What every frame keeps of a container: the cumulative values, which the
+ * rules compare between the first frame of their window (any frame) and
+ * the newest one. 64 bytes: a full history of 128 frames of 300 containers
+ * is 2.4 MiB. */
+typedef struct dr_container {
+    const dr_ident *id;
     double cpu_s, throttled_periods, periods, throttled_s; /* cumulative, -1 = absent */
-    double quota_cpus;                                     /* quota / period, -1 = no quota */
-    double ws_bytes, limit_bytes;                          /* -1 = absent */
     double mem_some_s, mem_full_s, io_some_s;              /* PSI totals, -1 = absent */
+} dr_container;
+
+/* What the rules read of the newest frame only; a history drops it from a
+ * frame when a newer one arrives. */
+typedef struct dr_ctr_now {
+    double quota_cpus;            /* quota / period, -1 = no quota */
+    double ws_bytes, limit_bytes; /* -1 = absent */
     /* For containers that use a GPU: allowed CPUs (count) and the NUMA
      * nodes of their allowed CPUs and memory, from cpuset.*.effective. */
-    int ncpus_allowed;             /* -1 = unknown */
-    uint64_t cpu_nodes, mem_nodes; /* bit N = node N; 0 = unknown */
+    int ncpus_allowed; /* -1 = unknown */
     int uses_gpu;
-} dr_container;
+    uint64_t cpu_nodes, mem_nodes; /* bit N = node N; 0 = unknown */
+} dr_ctr_now;
 
 typedef struct dr_gpu {
     char id[16];
@@ -125,20 +142,25 @@ typedef struct dr_use {
     double mem_bytes;
 } dr_use;
 
-/* Container identities (id, namespace, pod, name, cgroup path) are the same
- * from one frame to the next: a history shares one copy of each string
- * between its frames, counted, instead of 128 copies (most of its memory
- * on a node with hundreds of containers). */
+/* The counted strings and identities of a history's containers. */
 typedef struct dr_str dr_str;
 typedef struct dr_strpool {
     dr_str **buckets;
-    size_t nbuckets, n;
+    size_t nbuckets, n; /* n: strings */
+    dr_ident **ibuckets;
+    size_t nibuckets, nidents;
 } dr_strpool;
 
+typedef struct dr_governor {
+    char name[24]; /* "" = unknown */
+} dr_governor;
+
+/* One allocation of exactly the arrays' sizes; the newest-frame parts in a
+ * second one. */
 typedef struct dr_frame {
     int64_t t_ms;
-    mw_arena arena;   /* the arrays below, and the strings without a pool */
-    dr_strpool *pool; /* where the container strings are counted, or NULL */
+    dr_strpool *pool; /* where the container identities are counted */
+    dr_strpool *own;  /* the frame's own pool when built without one */
     dr_cpu *cpus;
     size_t ncpus;
     dr_container *ctrs; /* sorted by key */
@@ -147,14 +169,20 @@ typedef struct dr_frame {
     size_t ngpus;
     dr_use *uses;
     size_t nuses;
+    /* Parallel to cpus and ctrs; NULL once the frame is not the newest of
+     * its history (dr_frame_drop_now). */
+    dr_governor *governors;
+    dr_ctr_now *now;
 } dr_frame;
 
 /* Extract a frame from a finished snapshot; cpuset files are read through
- * host (NULL: not read). Container strings are shared through pool (NULL:
- * copied into the frame). Never fails; what is absent stays absent. Only
+ * host (NULL: not read). Container identities are shared through pool
+ * (NULL: the frame's own). Never fails; what is absent stays absent. Only
  * one thread may build and free the frames of one pool. */
 dr_frame *dr_frame_from(const mw_snapshot *snap, const mw_hostfs *host, dr_strpool *pool);
 void dr_frame_free(dr_frame *f);
+/* Drop the parts only the newest frame needs (governors, now). */
+void dr_frame_drop_now(dr_frame *f);
 const dr_container *dr_frame_container(const dr_frame *f, const char *key);
 
 /* Parse a cpuset list file ("0-3,8\n", possibly empty) into a bitmap of

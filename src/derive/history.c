@@ -52,9 +52,30 @@ int dr_parse_cpuset(const char *text, uint64_t *bits, size_t nbits)
     return mw_parse_cpulist(text, bits, nbits);
 }
 
+/* The frame being built: temporary arrays of their upper bounds, copied into
+ * one exact allocation at the end (a frame lives for minutes; the bounds
+ * and an arena's slack would be most of it). */
+typedef struct xctr {
+    dr_container c;
+    dr_ctr_now n;
+    const char *key, *ns, *pod, *name, *cgroup; /* the snapshot's, until interned */
+} xctr;
+
+typedef struct builder {
+    dr_cpu *cpus;
+    dr_governor *govs;
+    size_t ncpus;
+    xctr *ctrs;
+    size_t nctrs;
+    dr_gpu *gpus;
+    size_t ngpus;
+    dr_use *uses;
+    size_t nuses;
+} builder;
+
 /* ---- host CPUs ---- */
 
-static void extract_cpus(dr_frame *fr, const mw_snapshot *snap)
+static void extract_cpus(builder *fr, const mw_snapshot *snap)
 {
     long maxid = -1;
     for (const mw_sample *s = first_of(snap, "mlwatch_cpu_seconds_total"); s; s = s->next) {
@@ -64,6 +85,7 @@ static void extract_cpus(dr_frame *fr, const mw_snapshot *snap)
     if (maxid < 0) return;
     size_t n = (size_t)maxid + 1;
     dr_cpu *tmp = mw_xcalloc(n, sizeof(*tmp));
+    dr_governor *gov = mw_xcalloc(n, sizeof(*gov));
     unsigned char *present = mw_xcalloc(n, 1);
     for (size_t i = 0; i < n; i++)
         tmp[i] = (dr_cpu){.cpu = (int32_t)i, .hz = -1, .max_hz = -1};
@@ -90,15 +112,16 @@ static void extract_cpus(dr_frame *fr, const mw_snapshot *snap)
     for (const mw_sample *s = first_of(snap, "mlwatch_cpu_scaling_governor_info"); s; s = s->next) {
         long id = small_id(label(s, "cpu"), (long)n);
         const char *g = label(s, "governor");
-        if (id >= 0 && g) mw_strlcpy(tmp[id].governor, g, sizeof(tmp[id].governor));
+        if (id >= 0 && g) mw_strlcpy(gov[id].name, g, sizeof(gov[id].name));
     }
-    size_t count = 0;
+    /* Compact in place: the present CPUs, in order of their ids. */
     for (size_t i = 0; i < n; i++)
-        count += present[i];
-    fr->cpus = mw_arena_alloc(&fr->arena, count * sizeof(dr_cpu) + 1);
-    for (size_t i = 0; i < n; i++)
-        if (present[i]) fr->cpus[fr->ncpus++] = tmp[i];
-    free(tmp);
+        if (present[i]) {
+            tmp[fr->ncpus] = tmp[i];
+            gov[fr->ncpus++] = gov[i];
+        }
+    fr->cpus = tmp;
+    fr->govs = gov;
     free(present);
 }
 
@@ -112,24 +135,35 @@ static const char *container_key(const mw_sample *s)
     return cg && *cg ? cg : NULL;
 }
 
-static int cmp_ctr(const void *a, const void *b)
-{
-    return strcmp(((const dr_container *)a)->key, ((const dr_container *)b)->key);
-}
-
 const dr_container *dr_frame_container(const dr_frame *f, const char *key)
 {
-    dr_container k = {.key = key};
-    return bsearch(&k, f->ctrs, f->nctrs, sizeof(dr_container), cmp_ctr);
+    size_t lo = 0, hi = f->nctrs;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(f->ctrs[mid].id->key, key);
+        if (c == 0) return &f->ctrs[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
 }
 
-static dr_container *find_ctr(dr_frame *fr, const mw_sample *s)
+static int cmp_xctr(const void *a, const void *b)
+{
+    return strcmp(((const xctr *)a)->key, ((const xctr *)b)->key);
+}
+
+static xctr *find_ctr(builder *fr, const mw_sample *s)
 {
     const char *key = container_key(s);
-    return key ? (dr_container *)dr_frame_container(fr, key) : NULL;
+    if (!key) return NULL;
+    xctr k = {.key = key};
+    return bsearch(&k, fr->ctrs, fr->nctrs, sizeof(xctr), cmp_xctr);
 }
 
-/* ---- shared strings ---- */
+/* ---- shared strings and identities ---- */
 
 struct dr_str {
     dr_str *next;
@@ -138,17 +172,17 @@ struct dr_str {
     char s[];
 };
 
-static uint64_t str_hash(const char *s)
+static uint64_t str_hash(const char *s, uint64_t h)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++)
+    for (; *s; s++) /* FNV-1a */
         h = (h ^ (unsigned char)*s) * 1099511628211ull;
     return h;
 }
+#define FNV_BASIS 1469598103934665603ull
 
 static const char *pool_get(dr_strpool *p, const char *s)
 {
-    uint64_t h = str_hash(s);
+    uint64_t h = str_hash(s, FNV_BASIS);
     if (p->nbuckets) {
         for (dr_str *e = p->buckets[h & (p->nbuckets - 1)]; e; e = e->next)
             if (e->hash == h && strcmp(e->s, s) == 0) {
@@ -196,8 +230,79 @@ static void pool_put(dr_strpool *p, const char *s)
     }
 }
 
+static int same_ident(const dr_ident *e, const xctr *x)
+{
+    return strcmp(e->key, x->key) == 0 && strcmp(e->ns, x->ns) == 0 &&
+           strcmp(e->pod, x->pod) == 0 && strcmp(e->name, x->name) == 0 &&
+           strcmp(e->cgroup, x->cgroup) == 0;
+}
+
+/* The counted identity of x's strings (the same container keeps its
+ * identity from frame to frame: one hash lookup per container per cycle). */
+static const dr_ident *ident_get(dr_strpool *p, const xctr *x)
+{
+    uint64_t h = str_hash(x->cgroup, str_hash(x->key, FNV_BASIS));
+    if (p->nibuckets) {
+        for (dr_ident *e = p->ibuckets[h & (p->nibuckets - 1)]; e; e = e->next)
+            if (e->hash == h && same_ident(e, x)) {
+                e->refs++;
+                return e;
+            }
+    }
+    if (p->nidents >= p->nibuckets) {
+        size_t nb = p->nibuckets ? p->nibuckets * 2 : 256;
+        dr_ident **b = mw_xcalloc(nb, sizeof(*b));
+        for (size_t i = 0; i < p->nibuckets; i++)
+            for (dr_ident *e = p->ibuckets[i], *next; e; e = next) {
+                next = e->next;
+                e->next = b[e->hash & (nb - 1)];
+                b[e->hash & (nb - 1)] = e;
+            }
+        free(p->ibuckets);
+        p->ibuckets = b;
+        p->nibuckets = nb;
+    }
+    dr_ident *e = mw_xmalloc(sizeof(*e));
+    *e = (dr_ident){.key = pool_get(p, x->key),
+                    .ns = pool_get(p, x->ns),
+                    .pod = pool_get(p, x->pod),
+                    .name = pool_get(p, x->name),
+                    .cgroup = pool_get(p, x->cgroup),
+                    .hash = h,
+                    .refs = 1};
+    e->next = p->ibuckets[h & (p->nibuckets - 1)];
+    p->ibuckets[h & (p->nibuckets - 1)] = e;
+    p->nidents++;
+    return e;
+}
+
+static void ident_put(dr_strpool *p, const dr_ident *id)
+{
+    for (dr_ident **pp = &p->ibuckets[id->hash & (p->nibuckets - 1)]; *pp; pp = &(*pp)->next) {
+        dr_ident *e = *pp;
+        if (e != id) continue;
+        if (--e->refs == 0) {
+            *pp = e->next;
+            pool_put(p, e->key);
+            pool_put(p, e->ns);
+            pool_put(p, e->pod);
+            pool_put(p, e->name);
+            pool_put(p, e->cgroup);
+            free(e);
+            p->nidents--;
+        }
+        return;
+    }
+}
+
 static void pool_free(dr_strpool *p)
 {
+    for (size_t i = 0; i < p->nibuckets; i++)
+        for (dr_ident *e = p->ibuckets[i], *next; e; e = next) {
+            next = e->next;
+            free(e);
+        }
+    free(p->ibuckets);
     for (size_t i = 0; i < p->nbuckets; i++)
         for (dr_str *e = p->buckets[i], *next; e; e = next) {
             next = e->next;
@@ -207,27 +312,17 @@ static void pool_free(dr_strpool *p)
     memset(p, 0, sizeof(*p));
 }
 
-static const char *dup_or_empty(dr_frame *fr, const char *s)
+static const char *or_empty(const char *s)
 {
-    if (fr->pool) return pool_get(fr->pool, s ? s : "");
-    return mw_arena_strdup(&fr->arena, s ? s : "");
+    return s ? s : "";
 }
 
-static void put_strings(dr_strpool *p, const dr_container *c)
-{
-    pool_put(p, c->key);
-    pool_put(p, c->ns);
-    pool_put(p, c->pod);
-    pool_put(p, c->name);
-    pool_put(p, c->cgroup);
-}
-
-static void extract_containers(dr_frame *fr, const mw_snapshot *snap)
+static void extract_containers(builder *fr, const mw_snapshot *snap)
 {
     const mw_family *info = mw_snapshot_find(snap, "mlwatch_container_info");
     if (!info) return;
     size_t cap = info->nsamples < MAX_CONTAINERS ? info->nsamples : MAX_CONTAINERS;
-    fr->ctrs = mw_arena_alloc(&fr->arena, cap * sizeof(dr_container) + 1);
+    fr->ctrs = mw_xcalloc(cap + 1, sizeof(xctr));
     for (const mw_sample *s = info->first; s && fr->nctrs < cap; s = s->next) {
         const char *key = container_key(s);
         const char *name = label(s, "container");
@@ -235,82 +330,76 @@ static void extract_containers(dr_frame *fr, const mw_snapshot *snap)
         if (!key || (name && strcmp(name, "POD") == 0)) continue;
         const char *cg = label(s, "cgroup");
         const char *ns = label(s, "namespace");
-        fr->ctrs[fr->nctrs++] = (dr_container){
-            .key = dup_or_empty(fr, key),
-            .ns = dup_or_empty(fr, ns),
-            .pod = dup_or_empty(fr, label(s, "pod")),
+        fr->ctrs[fr->nctrs++] = (xctr){
+            .key = key,
+            .ns = or_empty(ns),
+            .pod = or_empty(label(s, "pod")),
             /* outside Kubernetes the workload is its cgroup */
-            .name = dup_or_empty(fr, name && *name ? name : (ns && *ns ? "" : cg)),
-            .cgroup = dup_or_empty(fr, cg),
-            .cpu_s = -1,
-            .throttled_periods = -1,
-            .periods = -1,
-            .throttled_s = -1,
-            .quota_cpus = -1,
-            .ws_bytes = -1,
-            .limit_bytes = -1,
-            .mem_some_s = -1,
-            .mem_full_s = -1,
-            .io_some_s = -1,
-            .ncpus_allowed = -1,
+            .name = or_empty(name && *name ? name : (ns && *ns ? "" : cg)),
+            .cgroup = or_empty(cg),
+            .c = {.cpu_s = -1,
+                  .throttled_periods = -1,
+                  .periods = -1,
+                  .throttled_s = -1,
+                  .mem_some_s = -1,
+                  .mem_full_s = -1,
+                  .io_some_s = -1},
+            .n = {.quota_cpus = -1, .ws_bytes = -1, .limit_bytes = -1, .ncpus_allowed = -1},
         };
     }
-    qsort(fr->ctrs, fr->nctrs, sizeof(dr_container), cmp_ctr);
+    qsort(fr->ctrs, fr->nctrs, sizeof(xctr), cmp_xctr);
     /* Duplicate keys (should not happen): keep the first, drop the rest. */
     size_t w = 0;
     for (size_t i = 0; i < fr->nctrs; i++)
         if (w == 0 || strcmp(fr->ctrs[w - 1].key, fr->ctrs[i].key) != 0)
             fr->ctrs[w++] = fr->ctrs[i];
-        else if (fr->pool)
-            put_strings(fr->pool, &fr->ctrs[i]);
     fr->nctrs = w;
 
     static const struct {
         const char *family;
         size_t offset;
     } gauges[] = {
-        {"mlwatch_container_cpu_seconds_total", offsetof(dr_container, cpu_s)},
-        {"mlwatch_container_cpu_throttled_periods_total",
-         offsetof(dr_container, throttled_periods)},
-        {"mlwatch_container_cpu_periods_total", offsetof(dr_container, periods)},
-        {"mlwatch_container_cpu_throttled_seconds_total", offsetof(dr_container, throttled_s)},
-        {"mlwatch_container_memory_working_set_bytes", offsetof(dr_container, ws_bytes)},
-        {"mlwatch_container_memory_limit_bytes", offsetof(dr_container, limit_bytes)},
+        {"mlwatch_container_cpu_seconds_total", offsetof(xctr, c.cpu_s)},
+        {"mlwatch_container_cpu_throttled_periods_total", offsetof(xctr, c.throttled_periods)},
+        {"mlwatch_container_cpu_periods_total", offsetof(xctr, c.periods)},
+        {"mlwatch_container_cpu_throttled_seconds_total", offsetof(xctr, c.throttled_s)},
+        {"mlwatch_container_memory_working_set_bytes", offsetof(xctr, n.ws_bytes)},
+        {"mlwatch_container_memory_limit_bytes", offsetof(xctr, n.limit_bytes)},
     };
     for (size_t k = 0; k < MW_ARRAY_LEN(gauges); k++)
         for (const mw_sample *s = first_of(snap, gauges[k].family); s; s = s->next) {
-            dr_container *c = find_ctr(fr, s);
+            xctr *c = find_ctr(fr, s);
             if (c) *(double *)(void *)((char *)c + gauges[k].offset) = s->value;
         }
     for (const mw_sample *s = first_of(snap, "mlwatch_container_cpu_quota_seconds"); s;
          s = s->next) {
-        dr_container *c = find_ctr(fr, s);
-        if (c) c->quota_cpus = s->value; /* divided by the period below */
+        xctr *c = find_ctr(fr, s);
+        if (c) c->n.quota_cpus = s->value; /* divided by the period below */
     }
     for (const mw_sample *s = first_of(snap, "mlwatch_container_cpu_period_seconds"); s;
          s = s->next) {
-        dr_container *c = find_ctr(fr, s);
-        if (c && c->quota_cpus >= 0 && s->value > 0) c->quota_cpus /= s->value;
+        xctr *c = find_ctr(fr, s);
+        if (c && c->n.quota_cpus >= 0 && s->value > 0) c->n.quota_cpus /= s->value;
     }
     for (const mw_sample *s = first_of(snap, "mlwatch_container_pressure_waiting_seconds_total"); s;
          s = s->next) {
-        dr_container *c = find_ctr(fr, s);
+        xctr *c = find_ctr(fr, s);
         const char *r = label(s, "resource");
         if (!c || !r) continue;
-        if (strcmp(r, "memory") == 0) c->mem_some_s = s->value;
-        if (strcmp(r, "io") == 0) c->io_some_s = s->value;
+        if (strcmp(r, "memory") == 0) c->c.mem_some_s = s->value;
+        if (strcmp(r, "io") == 0) c->c.io_some_s = s->value;
     }
     for (const mw_sample *s = first_of(snap, "mlwatch_container_pressure_stalled_seconds_total"); s;
          s = s->next) {
-        dr_container *c = find_ctr(fr, s);
+        xctr *c = find_ctr(fr, s);
         const char *r = label(s, "resource");
-        if (c && r && strcmp(r, "memory") == 0) c->mem_full_s = s->value;
+        if (c && r && strcmp(r, "memory") == 0) c->c.mem_full_s = s->value;
     }
 }
 
 /* ---- GPUs ---- */
 
-static dr_gpu *gpu_of(dr_frame *fr, const mw_sample *s)
+static dr_gpu *gpu_of(builder *fr, const mw_sample *s)
 {
     const char *id = label(s, "gpu");
     if (!id || !*id || strlen(id) >= sizeof(fr->gpus[0].id)) return NULL;
@@ -341,9 +430,9 @@ static uint32_t reason_bit(const char *r)
     return 0;
 }
 
-static void extract_gpus(dr_frame *fr, const mw_snapshot *snap)
+static void extract_gpus(builder *fr, const mw_snapshot *snap)
 {
-    fr->gpus = mw_arena_alloc(&fr->arena, MAX_GPUS * sizeof(dr_gpu));
+    fr->gpus = mw_xcalloc(MAX_GPUS, sizeof(dr_gpu));
     static const struct {
         const char *family;
         size_t offset;
@@ -397,7 +486,7 @@ static void extract_gpus(dr_frame *fr, const mw_snapshot *snap)
 }
 
 /* Which named container uses which GPU: memory or a utilization share. */
-static void extract_uses(dr_frame *fr, const mw_snapshot *snap)
+static void extract_uses(builder *fr, const mw_snapshot *snap)
 {
     static const char *const fams[] = {"mlwatch_container_gpu_memory_used_bytes",
                                        "mlwatch_container_gpu_utilization_ratio"};
@@ -406,7 +495,7 @@ static void extract_uses(dr_frame *fr, const mw_snapshot *snap)
         const mw_family *f = mw_snapshot_find(snap, fams[k]);
         cap += f ? f->nsamples : 0;
     }
-    fr->uses = mw_arena_alloc(&fr->arena, cap * sizeof(dr_use) + 1);
+    fr->uses = mw_xcalloc(cap + 1, sizeof(dr_use));
     for (size_t k = 0; k < MW_ARRAY_LEN(fams); k++)
         for (const mw_sample *s = first_of(snap, fams[k]); s; s = s->next) {
             const char *ns = label(s, "namespace"), *pod = label(s, "pod");
@@ -430,7 +519,7 @@ static void extract_uses(dr_frame *fr, const mw_snapshot *snap)
                 *u = (dr_use){(uint32_t)ci, (uint32_t)gi, 0};
             }
             if (k == 0) u->mem_bytes = s->value;
-            fr->ctrs[ci].uses_gpu = 1;
+            fr->ctrs[ci].n.uses_gpu = 1;
         }
 }
 
@@ -448,7 +537,7 @@ static int read_cpuset(const mw_hostfs *host, const char *cgroup, const char *v2
     return dr_parse_cpuset(b->data ? b->data : "", bits, nbits);
 }
 
-static void extract_cpusets(dr_frame *fr, const mw_snapshot *snap, const mw_hostfs *host)
+static void extract_cpusets(builder *fr, const mw_snapshot *snap, const mw_hostfs *host)
 {
     /* NUMA node -> CPUs, from the numa collector's info labels (8 KiB). */
     uint64_t node_cpus[MAX_NODES][NODE_BITS / 64];
@@ -462,10 +551,11 @@ static void extract_cpusets(dr_frame *fr, const mw_snapshot *snap, const mw_host
     mw_buf b;
     mw_buf_init(&b, 65536);
     for (size_t i = 0; i < fr->nctrs; i++) {
-        dr_container *c = &fr->ctrs[i];
-        if (!c->uses_gpu || !c->cgroup[0] || strstr(c->cgroup, "..")) continue;
+        dr_ctr_now *c = &fr->ctrs[i].n;
+        const char *cgroup = fr->ctrs[i].cgroup;
+        if (!c->uses_gpu || !cgroup[0] || strstr(cgroup, "..")) continue;
         uint64_t cpus[NODE_BITS / 64], mems[1];
-        int n = read_cpuset(host, c->cgroup, "cpuset.cpus.effective", "cpuset.effective_cpus", &b,
+        int n = read_cpuset(host, cgroup, "cpuset.cpus.effective", "cpuset.effective_cpus", &b,
                             cpus, NODE_BITS);
         if (n > 0) {
             c->ncpus_allowed = n;
@@ -475,34 +565,84 @@ static void extract_cpusets(dr_frame *fr, const mw_snapshot *snap, const mw_host
                     if (cpus[w] & node_cpus[node][w]) c->cpu_nodes |= 1ULL << node;
             }
         }
-        if (read_cpuset(host, c->cgroup, "cpuset.mems.effective", "cpuset.effective_mems", &b, mems,
+        if (read_cpuset(host, cgroup, "cpuset.mems.effective", "cpuset.effective_mems", &b, mems,
                         64) > 0)
             c->mem_nodes = mems[0];
     }
     mw_buf_free(&b);
 }
 
+/* One allocation for the frame and its arrays, of exactly their sizes; one
+ * for the parts only the newest frame needs. */
+static dr_frame *finish(builder *b, dr_strpool *pool, dr_strpool *own)
+{
+    size_t off_cpus = (sizeof(dr_frame) + 15) & ~(size_t)15;
+    size_t off_ctrs = off_cpus + b->ncpus * sizeof(dr_cpu);
+    size_t off_gpus = off_ctrs + b->nctrs * sizeof(dr_container);
+    size_t off_uses = off_gpus + b->ngpus * sizeof(dr_gpu);
+    size_t size = off_uses + b->nuses * sizeof(dr_use);
+    char *mem = mw_xcalloc(1, size);
+    dr_frame *fr = (dr_frame *)(void *)mem;
+    fr->pool = own ? own : pool;
+    fr->own = own;
+    fr->cpus = (dr_cpu *)(void *)(mem + off_cpus);
+    fr->ctrs = (dr_container *)(void *)(mem + off_ctrs);
+    fr->gpus = (dr_gpu *)(void *)(mem + off_gpus);
+    fr->uses = (dr_use *)(void *)(mem + off_uses);
+    fr->ncpus = b->ncpus;
+    fr->nctrs = b->nctrs;
+    fr->ngpus = b->ngpus;
+    fr->nuses = b->nuses;
+    if (b->ncpus) memcpy(fr->cpus, b->cpus, b->ncpus * sizeof(dr_cpu));
+    if (b->ngpus) memcpy(fr->gpus, b->gpus, b->ngpus * sizeof(dr_gpu));
+    if (b->nuses) memcpy(fr->uses, b->uses, b->nuses * sizeof(dr_use));
+    fr->governors = mw_xcalloc(b->ncpus + 1, sizeof(dr_governor));
+    if (b->ncpus) memcpy(fr->governors, b->govs, b->ncpus * sizeof(dr_governor));
+    fr->now = mw_xcalloc(b->nctrs + 1, sizeof(dr_ctr_now));
+    for (size_t i = 0; i < b->nctrs; i++) {
+        fr->ctrs[i] = b->ctrs[i].c;
+        fr->ctrs[i].id = ident_get(fr->pool, &b->ctrs[i]);
+        fr->now[i] = b->ctrs[i].n;
+    }
+    return fr;
+}
+
 dr_frame *dr_frame_from(const mw_snapshot *snap, const mw_hostfs *host, dr_strpool *pool)
 {
-    dr_frame *fr = mw_xcalloc(1, sizeof(*fr));
-    mw_arena_init(&fr->arena, 16384);
-    fr->pool = pool;
+    builder b = {0};
+    extract_cpus(&b, snap);
+    extract_containers(&b, snap);
+    extract_gpus(&b, snap);
+    extract_uses(&b, snap);
+    if (host) extract_cpusets(&b, snap, host);
+    dr_frame *fr = finish(&b, pool, pool ? NULL : mw_xcalloc(1, sizeof(dr_strpool)));
     fr->t_ms = snap->timestamp_ms;
-    extract_cpus(fr, snap);
-    extract_containers(fr, snap);
-    extract_gpus(fr, snap);
-    extract_uses(fr, snap);
-    if (host) extract_cpusets(fr, snap, host);
+    free(b.cpus);
+    free(b.govs);
+    free(b.ctrs);
+    free(b.gpus);
+    free(b.uses);
     return fr;
+}
+
+void dr_frame_drop_now(dr_frame *f)
+{
+    free(f->governors);
+    free(f->now);
+    f->governors = NULL;
+    f->now = NULL;
 }
 
 void dr_frame_free(dr_frame *f)
 {
     if (!f) return;
-    if (f->pool)
-        for (size_t i = 0; i < f->nctrs; i++)
-            put_strings(f->pool, &f->ctrs[i]);
-    mw_arena_free(&f->arena);
+    for (size_t i = 0; i < f->nctrs; i++)
+        ident_put(f->pool, f->ctrs[i].id);
+    if (f->own) {
+        pool_free(f->own);
+        free(f->own);
+    }
+    dr_frame_drop_now(f);
     free(f);
 }
 
@@ -544,6 +684,8 @@ void dr_history_push(dr_history *h, dr_frame *f)
         h->frames[last] = f;
         h->skipped++;
     } else {
+        /* The rules read these parts of the newest frame only. */
+        if (h->n) dr_frame_drop_now(h->frames[(h->start + h->n - 1) % DR_MAX_FRAMES]);
         if (h->n == DR_MAX_FRAMES) drop_oldest(h);
         h->frames[(h->start + h->n) % DR_MAX_FRAMES] = f;
         h->n++;

@@ -762,8 +762,9 @@ static void history_shares_strings(void **state)
     assert_int_equal(h.pool.n, 12);
     const dr_frame *a = dr_history_at(&h, 0), *b = dr_history_at(&h, dr_history_len(&h) - 1);
     assert_int_equal(a->nctrs, 3);
-    assert_ptr_equal(dr_frame_container(a, "aaaa")->pod, dr_frame_container(b, "aaaa")->pod);
-    assert_string_equal(dr_frame_container(b, "cccc")->ns, "web");
+    assert_ptr_equal(dr_frame_container(a, "aaaa")->id->pod,
+                     dr_frame_container(b, "aaaa")->id->pod);
+    assert_string_equal(dr_frame_container(b, "cccc")->id->ns, "web");
     /* The third container goes; once no frame holds it, its strings go. */
     for (int i = 40; i < 60; i++) {
         mw_snapshot *snap = mw_snapshot_new();
@@ -784,8 +785,71 @@ static void history_shares_strings(void **state)
             MW_END);
     dr_frame *f = dr_frame_from(snap, NULL, NULL);
     mw_snapshot_free(snap);
-    assert_string_equal(dr_frame_container(f, "x")->pod, "p");
+    assert_string_equal(dr_frame_container(f, "x")->id->pod, "p");
     dr_frame_free(f);
+}
+
+/* Older frames keep only what the rules read of them (the cumulative
+ * values and the container's shared identity); the newest frame also keeps
+ * the governors and the per-container values only it is read for. */
+static void history_keeps_newest_parts(void **state)
+{
+    (void)state;
+    static const mw_metric_desc INFO = {"mlwatch_container_info", "i", "", MW_GAUGE};
+    static const mw_metric_desc CPU = {"mlwatch_container_cpu_seconds_total", "c", "seconds",
+                                       MW_COUNTER};
+    static const mw_metric_desc WS = {"mlwatch_container_memory_working_set_bytes", "w", "bytes",
+                                      MW_GAUGE};
+    static const mw_metric_desc HOST = {"mlwatch_cpu_seconds_total", "h", "seconds", MW_COUNTER};
+    static const mw_metric_desc GOV = {"mlwatch_cpu_scaling_governor_info", "g", "", MW_GAUGE};
+    /* stride 1 (10 s at 1 s), then a stride of 29 (an hour at 1 s): the
+     * newest slot is replaced between kept frames. */
+    static const int64_t hist_ms[] = {10 * 1000, 3600 * 1000};
+    for (size_t k = 0; k < MW_ARRAY_LEN(hist_ms); k++) {
+        dr_history h;
+        dr_history_init(&h, hist_ms[k], 1000);
+        for (int i = 0; i < 100; i++) {
+            mw_snapshot *snap = mw_snapshot_new();
+            snap->timestamp_ms = 1000 * (int64_t)i;
+            mw_emit(snap, &INFO, 1, "namespace", "ml", "pod", "train-0", "container", "main",
+                    "container_id", "aaaa", "cgroup", "/kubepods/a", MW_END);
+            mw_emit(snap, &INFO, 1, "namespace", "ml", "pod", "train-0", "container", "side",
+                    "container_id", "bbbb", "cgroup", "/kubepods/b", MW_END);
+            mw_emit(snap, &CPU, 0.5 * i, "container_id", "aaaa", MW_END);
+            mw_emit(snap, &WS, 1000.0 + i, "container_id", "bbbb", MW_END);
+            mw_emit(snap, &HOST, 2.0 * i, "cpu", "0", "mode", "user", MW_END);
+            mw_emit(snap, &GOV, 1, "cpu", "0", "governor", "powersave", MW_END);
+            dr_history_push(&h, dr_frame_from(snap, NULL, &h.pool));
+            mw_snapshot_free(snap);
+            size_t n = dr_history_len(&h);
+            for (size_t j = 0; j + 1 < n; j++) {
+                assert_null(dr_history_at(&h, j)->now);
+                assert_null(dr_history_at(&h, j)->governors);
+            }
+            const dr_frame *last = dr_history_at(&h, n - 1);
+            assert_non_null(last->now);
+            assert_int_equal(last->t_ms, 1000 * (int64_t)i);
+            assert_string_equal(last->governors[0].name, "powersave");
+            assert_int_equal(last->nctrs, 2);
+            assert_true(last->now[1].ws_bytes == 1000.0 + i);
+            assert_true(last->now[0].ws_bytes == -1);
+            assert_true(last->ctrs[0].cpu_s == 0.5 * i);
+            assert_true(last->ctrs[1].cpu_s == -1);
+            /* two identities, eight strings, however many frames */
+            assert_int_equal(h.pool.nidents, 2);
+            assert_int_equal(h.pool.n, 8);
+        }
+        const dr_frame *a = dr_history_at(&h, 0);
+        const dr_frame *b = dr_history_at(&h, dr_history_len(&h) - 1);
+        assert_true(a != b);
+        assert_ptr_equal(dr_frame_container(a, "aaaa")->id, dr_frame_container(b, "aaaa")->id);
+        assert_true(dr_frame_container(a, "aaaa")->cpu_s == 0.5 * (double)(a->t_ms / 1000));
+        assert_true(a->cpus[0].busy_s == 2.0 * (double)(a->t_ms / 1000));
+        assert_null(dr_frame_container(a, "cccc"));
+        dr_history_free(&h);
+        assert_int_equal(h.pool.nidents, 0);
+        assert_int_equal(h.pool.n, 0);
+    }
 }
 
 static void cpuset_parser(void **state)
@@ -820,6 +884,7 @@ int main(void)
         cmocka_unit_test_teardown(config_section, teardown),
         cmocka_unit_test_teardown(history_is_bounded, teardown),
         cmocka_unit_test_teardown(history_shares_strings, teardown),
+        cmocka_unit_test_teardown(history_keeps_newest_parts, teardown),
         cmocka_unit_test_teardown(cpuset_parser, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

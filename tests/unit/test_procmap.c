@@ -83,6 +83,60 @@ static void walk_and_lookup(void **state)
     mw_hostfs_close(&h);
 }
 
+/* Records are stored at their strings' length: every field comes back as
+ * given, at its longest too, across walks that grow the table's string
+ * buffer (500 records of ~1.1 KB). */
+static void records_keep_every_field(void **state)
+{
+    (void)state;
+    mw_hostfs h;
+    assert_int_equal(mw_hostfs_open(&h, tu_fixture("bare-vm")), 0);
+    mw_procmap *m = mw_procmap_new(&h);
+    static mw_container_ref r, out;
+    for (int walk = 0; walk < 3; walk++) {
+        mw_procmap_begin(m);
+        for (int i = 0; i < 500; i++) {
+            memset(&r, 'a' + i % 26, sizeof(r));
+            r.id[sizeof(r.id) - 1] = '\0';
+            r.pod_uid[sizeof(r.pod_uid) - 1] = '\0';
+            snprintf(r.namespace_, sizeof(r.namespace_), "ns-%d-%d", walk, i);
+            r.pod[sizeof(r.pod) - 1] = '\0';
+            snprintf(r.container, sizeof(r.container), "c%d", i);
+            /* cgroup: its longest, distinct in its first bytes */
+            memset(r.cgroup, 'x', sizeof(r.cgroup));
+            snprintf(r.cgroup, 32, "/kubepods/%d/", i);
+            r.cgroup[strlen(r.cgroup)] = 'x';
+            r.cgroup[sizeof(r.cgroup) - 1] = '\0';
+            mw_procmap_set(m, 1000 + i, &r);
+        }
+        mw_procmap_end(m);
+        assert_int_equal(mw_procmap_size(m), 500);
+        for (int i = 0; i < 500; i += 37) {
+            memset(&out, 0x55, sizeof(out));
+            assert_int_equal(mw_procmap_lookup(m, 1000 + i, &out), 0);
+            char want[sizeof(r.pod)];
+            memset(want, 'a' + i % 26, sizeof(want));
+            want[sizeof(r.id) - 1] = '\0';
+            assert_string_equal(out.id, want);
+            memset(want, 'a' + i % 26, sizeof(want));
+            want[sizeof(r.pod_uid) - 1] = '\0';
+            assert_string_equal(out.pod_uid, want);
+            memset(want, 'a' + i % 26, sizeof(want));
+            want[sizeof(r.pod) - 1] = '\0';
+            assert_string_equal(out.pod, want);
+            snprintf(want, sizeof(want), "ns-%d-%d", walk, i);
+            assert_string_equal(out.namespace_, want);
+            snprintf(want, sizeof(want), "c%d", i);
+            assert_string_equal(out.container, want);
+            assert_int_equal(strlen(out.cgroup), sizeof(out.cgroup) - 1);
+            snprintf(want, sizeof(want), "/kubepods/%d/x", i);
+            assert_memory_equal(out.cgroup, want, strlen(want));
+        }
+    }
+    mw_procmap_free(m);
+    mw_hostfs_close(&h);
+}
+
 static void fallback(void **state)
 {
     (void)state;
@@ -232,6 +286,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(walk_and_lookup, setup),
+        cmocka_unit_test_setup(records_keep_every_field, setup),
         cmocka_unit_test_setup(fallback, setup),
         cmocka_unit_test_setup(bounds, setup),
         cmocka_unit_test_setup(concurrent_lookups, setup),
