@@ -7,8 +7,8 @@
  *               order is string order); then u32 offset of each
  *   series:     per series: uvarint nlabels, {uvarint name, uvarint value},
  *               uvarint nchunks, {varint mint, uvarint maxt-mint, uvarint n,
- *               uvarint offset, uvarint length, u32 crc32}; then u64 offset
- *               of each series
+ *               uvarint offset, uvarint length, u32 crc32}; zeros to a
+ *               multiple of 8 bytes; then u64 offset of each series
  *   postings:   sorted u32 series ids per label pair; then a table of
  *               {u32 name, u32 value, u64 offset, u32 count} sorted by pair
  *   footer:     the section offsets and counts, the block's meta, u32 crc32
@@ -347,6 +347,14 @@ static void post_entry(const mw_block *b, uint64_t i, uint32_t *name, uint32_t *
 
 static void emit_ids(const uint8_t *p, uint32_t count, mw_postings_fn fn, void *arg)
 {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* The file's little-endian ids as they lie in the mapping (postings
+     * are written 4-byte aligned): no copy of a long list. */
+    if (((uintptr_t)p & 3) == 0) {
+        fn(arg, (const uint32_t *)(const void *)p, count);
+        return;
+    }
+#endif
     uint32_t tmp[1024];
     while (count) {
         uint32_t n = count < 1024 ? count : 1024;
@@ -374,17 +382,31 @@ static uint64_t post_lower(const mw_block *b, uint32_t name, uint32_t value)
     return lo;
 }
 
+/* The postings of name=value: 0 and *ids set, or -1 when absent. */
+static int blk_postings(const mw_block *b, const char *name, const char *value, const uint8_t **ids,
+                        uint32_t *count)
+{
+    uint32_t n, v;
+    if (sym_find(b, name, &n) < 0 || sym_find(b, value, &v) < 0) return -1;
+    uint64_t i = post_lower(b, n, v);
+    if (i >= b->npost) return -1;
+    uint32_t en, ev;
+    post_entry(b, i, &en, &ev, ids, count);
+    return en == n && ev == v ? 0 : -1;
+}
+
 static void blk_lookup(void *ctx, const char *name, const char *value, mw_postings_fn fn, void *arg)
 {
-    const mw_block *b = ctx;
-    uint32_t n, v;
-    if (sym_find(b, name, &n) < 0 || sym_find(b, value, &v) < 0) return;
-    uint64_t i = post_lower(b, n, v);
-    if (i >= b->npost) return;
-    uint32_t en, ev, count;
     const uint8_t *ids;
-    post_entry(b, i, &en, &ev, &ids, &count);
-    if (en == n && ev == v) emit_ids(ids, count, fn, arg);
+    uint32_t count;
+    if (blk_postings(ctx, name, value, &ids, &count) == 0) emit_ids(ids, count, fn, arg);
+}
+
+static size_t blk_count(void *ctx, const char *name, const char *value)
+{
+    const uint8_t *ids;
+    uint32_t count;
+    return blk_postings(ctx, name, value, &ids, &count) == 0 ? count : 0;
 }
 
 typedef struct value_fwd {
@@ -423,7 +445,7 @@ static void blk_all(void *ctx, mw_ids *out)
         mw_ids_push(out, (uint32_t)i);
 }
 
-const mw_index_ops mw_block_index_ops = {blk_lookup, blk_values, blk_all};
+const mw_index_ops mw_block_index_ops = {blk_lookup, blk_values, blk_all, blk_count};
 
 /* ---- writing ---- */
 
@@ -587,6 +609,11 @@ int mw_block_writer_finish(mw_block_writer *w, mw_block_meta *meta, const char *
             mw_buf_u32(&sec, mw_rd_u32(&r));
         }
     }
+    /* Zeros up to a multiple of 8, so that the series table and the
+     * postings after it are aligned in the mapping (readers use the ids in
+     * place; blocks written before are read through a copy). */
+    while ((w->off + sec.len) % 8)
+        mw_buf_append(&sec, "", 1);
     crc = crc32((uLong)crc, (const Bytef *)sec.data, (uInt)sec.len);
     wr(w, sec.data, sec.len);
     uint64_t seriestab_off = w->off;

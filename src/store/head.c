@@ -600,16 +600,28 @@ int mw_head_read(mw_head *h, uint32_t id, int64_t mint, int64_t maxt, mw_samples
 
 /* ---- index ops ---- */
 
-static void head_lookup(void *ctx, const char *name, const char *value, mw_postings_fn fn,
-                        void *arg)
+/* The postings of name=value, or NULL. */
+static const mw_postings *head_postings(mw_head *h, const char *name, const char *value)
 {
-    mw_head *h = ctx;
     uint32_t n, v, p;
     if (mw_sym_find(&h->sym, name, strlen(name), &n) < 0 ||
         mw_sym_find(&h->sym, value, strlen(value), &v) < 0 || mw_pair_find(&h->sym, n, v, &p) < 0 ||
         p >= h->post_cap)
-        return;
-    fn(arg, h->post[p].ids, h->post[p].n);
+        return NULL;
+    return &h->post[p];
+}
+
+static void head_lookup(void *ctx, const char *name, const char *value, mw_postings_fn fn,
+                        void *arg)
+{
+    const mw_postings *p = head_postings(ctx, name, value);
+    if (p) fn(arg, p->ids, p->n);
+}
+
+static size_t head_count(void *ctx, const char *name, const char *value)
+{
+    const mw_postings *p = head_postings(ctx, name, value);
+    return p ? p->n : 0;
 }
 
 static void head_values(void *ctx, const char *name,
@@ -631,7 +643,7 @@ static void head_all(void *ctx, mw_ids *out)
         if (mw_head_series(h, id)->flags & MW_SERIES_LIVE) mw_ids_push(out, id);
 }
 
-const mw_index_ops mw_head_index_ops = {head_lookup, head_values, head_all};
+const mw_index_ops mw_head_index_ops = {head_lookup, head_values, head_all, head_count};
 
 size_t mw_head_memory(const mw_head *h)
 {

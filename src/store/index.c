@@ -43,8 +43,41 @@ void mw_ids_sort_unique(mw_ids *a)
 static void append_all(void *arg, const uint32_t *ids, size_t n)
 {
     mw_ids *a = arg;
-    for (size_t i = 0; i < n; i++)
-        mw_ids_push(a, ids[i]);
+    if (a->n + n > a->cap) {
+        a->cap = a->n + n > a->cap * 2 ? a->n + n : a->cap * 2;
+        a->v = mw_xrealloc(a->v, a->cap * sizeof(uint32_t));
+    }
+    memcpy(a->v + a->n, ids, n * sizeof(uint32_t));
+    a->n += n;
+}
+
+/* Intersecting a short sorted list with a long one as the long one is
+ * handed over in sorted pieces: each id of the short list still ahead is
+ * looked up by binary search in the piece, so neither a copy of the long
+ * list nor a pass over it is made (a one-pod selector meets a metric name
+ * with 100k series on a large node). */
+typedef struct narrow_ctx {
+    mw_ids *a;
+    size_t i, w; /* next id of a to look up; ids kept so far */
+} narrow_ctx;
+
+static void narrow_piece(void *arg, const uint32_t *ids, size_t n)
+{
+    narrow_ctx *c = arg;
+    mw_ids *a = c->a;
+    size_t lo = 0;
+    while (c->i < a->n && n > 0 && a->v[c->i] <= ids[n - 1]) {
+        uint32_t x = a->v[c->i++];
+        size_t hi = n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (ids[mid] < x)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < n && ids[lo] == x) a->v[c->w++] = x;
+    }
 }
 
 typedef struct collect_ctx {
@@ -93,16 +126,55 @@ static void subtract(mw_ids *a, const mw_ids *b)
     a->n = w;
 }
 
+/* Equality matchers by the length of their postings, shortest first. */
+typedef struct eq_len {
+    const mw_matcher *m;
+    size_t len;
+} eq_len;
+
+static int cmp_len(const void *a, const void *b)
+{
+    size_t x = ((const eq_len *)a)->len, y = ((const eq_len *)b)->len;
+    return x < y ? -1 : x > y;
+}
+
 void mw_index_select(const mw_index_ops *ops, void *ctx, const mw_matcher *ms, size_t n,
                      mw_ids *out)
 {
     out->n = 0;
     int have = 0;
     mw_ids tmp = {0};
-    /* Positive matchers first: they narrow the set the most. */
+    /* Positive equality matchers first, the shortest postings first: they
+     * narrow the set the most, and a long list is then only searched. */
+    eq_len eqs[64] = {{0}};
+    size_t neq = 0;
+    for (size_t k = 0; k < n; k++)
+        if (!ms[k].matches_empty && ms[k].op == MW_MATCH_EQ && neq < 64) {
+            eqs[neq].m = &ms[k];
+            eqs[neq].len = ops->count(ctx, ms[k].name, ms[k].value);
+            if (eqs[neq++].len == 0) goto done;
+        }
+    qsort(eqs, neq, sizeof(eqs[0]), cmp_len);
+    for (size_t k = 0; k < neq; k++) {
+        if (!have) {
+            ops->lookup(ctx, eqs[k].m->name, eqs[k].m->value, append_all, out);
+            have = 1;
+        } else {
+            narrow_ctx c = {out, 0, 0};
+            ops->lookup(ctx, eqs[k].m->name, eqs[k].m->value, narrow_piece, &c);
+            out->n = c.w;
+        }
+        if (out->n == 0) goto done;
+    }
     for (size_t k = 0; k < n; k++) {
         const mw_matcher *m = &ms[k];
         if (m->matches_empty) continue;
+        if (m->op == MW_MATCH_EQ) {
+            size_t j = 0;
+            while (j < neq && eqs[j].m != m)
+                j++;
+            if (j < neq) continue; /* done above */
+        }
         tmp.n = 0;
         if (m->op == MW_MATCH_EQ) {
             ops->lookup(ctx, m->name, m->value, append_all, &tmp);

@@ -35,6 +35,9 @@ typedef struct mw_index_ops {
                    void *arg);
     /* Every series id, sorted. */
     void (*all)(void *ctx, mw_ids *out);
+    /* Length of the postings of name=value (0 when absent), without
+     * reading them: the selection starts from the shortest list. */
+    size_t (*count)(void *ctx, const char *name, const char *value);
 } mw_index_ops;
 
 /* The sorted ids of the series that all matchers accept. */

@@ -408,6 +408,75 @@ static void corrupt_wal_record(void **state)
     mw_store_close(s);
 }
 
+/* {__name__="m", pod=..., zone=...} in every order of the matchers, from the
+ * head and from a block (whose postings are handed over in pieces of 1,024
+ * ids): the shortest list is read, the longer ones only searched. Series i
+ * has the label i, pod p(i % 500), zone z(i % 3) and the value i. */
+static void select_eq_any_order(mw_store *s, const char *pod, const char *zone, size_t want_n,
+                                const double *want)
+{
+    char err[256];
+    const char *names[3] = {"__name__", "pod", "zone"}, *values[3] = {"m", pod, zone};
+    static const int orders[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                     {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    for (int o = 0; o < 6; o++) {
+        mw_matcher m[3];
+        for (int k = 0; k < 3; k++)
+            assert_int_equal(mw_matcher_init(&m[k], MW_MATCH_EQ, names[orders[o][k]],
+                                             values[orders[o][k]], err, sizeof(err)),
+                             0);
+        mw_select_result r;
+        assert_int_equal(mw_store_select(s, m, 3, INT64_MIN, INT64_MAX, 0, &r, err, sizeof(err)),
+                         0);
+        assert_int_equal(r.nseries, want_n);
+        double got[8];
+        for (size_t i = 0; i < r.nseries; i++) {
+            assert_int_equal(r.series[i].n, 1);
+            got[i] = r.series[i].v[0];
+        }
+        /* the series come sorted by labels: compare as a set */
+        for (size_t i = 0; i < want_n; i++) {
+            size_t j = 0;
+            while (j < r.nseries && got[j] != want[i])
+                j++;
+            assert_true(j < r.nseries);
+        }
+        mw_select_result_free(&r);
+        for (int k = 0; k < 3; k++)
+            mw_matcher_free(&m[k]);
+    }
+}
+
+static void equality_matchers_shortest_first(void **state)
+{
+    (void)state;
+    mw_store *s = open_store(NULL);
+    char msg[512];
+    for (int i = 0; i < 3000; i++) {
+        char id[16], pod[16], zone[16];
+        snprintf(id, sizeof(id), "%d", i);
+        snprintf(pod, sizeof(pod), "p%d", i % 500);
+        snprintf(zone, sizeof(zone), "z%d", i % 3);
+        mw_label l[4] = {{"__name__", "m"}, {"i", id}, {"pod", pod}, {"zone", zone}};
+        mw_store_sample sm = {1000, i};
+        mw_store_ts ts = {l, 4, &sm, 1};
+        assert_int_equal(mw_store_append(s, &ts, 1, MW_STORE_WAIT, msg, sizeof(msg)), 0);
+    }
+    const double p5z1[] = {505, 2005}, p499z0[] = {999, 2499}, p7z0[] = {507, 2007}, none[1] = {0};
+    for (int round = 0; round < 2; round++) { /* the head, then a block */
+        select_eq_any_order(s, "p5", "z1", 2, p5z1);
+        select_eq_any_order(s, "p499", "z0", 2, p499z0);
+        select_eq_any_order(s, "p7", "z0", 2, p7z0);
+        select_eq_any_order(s, "nope", "z1", 0, none);   /* a value no series has */
+        select_eq_any_order(s, "p5", "zone-x", 0, none); /* likewise the long list's */
+        if (round == 0) assert_int_equal(mw_store_compact(s, 1), 0);
+    }
+    mw_store_stats st;
+    mw_store_get_stats(s, &st);
+    assert_int_equal(st.blocks, 1);
+    mw_store_close(s);
+}
+
 static void compaction_and_merge(void **state)
 {
     (void)state;
@@ -566,6 +635,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(torn_wal_tail, setup, teardown),
         cmocka_unit_test_setup_teardown(corrupt_wal_record, setup, teardown),
         cmocka_unit_test_setup_teardown(compaction_and_merge, setup, teardown),
+        cmocka_unit_test_setup_teardown(equality_matchers_shortest_first, setup, teardown),
         cmocka_unit_test_setup_teardown(retention_by_time_and_size, setup, teardown),
         cmocka_unit_test_setup_teardown(own_snapshot_samples, setup, teardown),
         cmocka_unit_test_setup_teardown(own_snapshot_in_batches, setup, teardown),
