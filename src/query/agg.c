@@ -17,19 +17,20 @@
 static pq_label *group_labels(const pq_node *n, const sv *s, size_t *nl)
 {
     /* Only the kept labels are copied (copying all and filtering made a
-     * dozen allocations per input series). */
+     * dozen allocations per input series), into one block (lbl_copy). */
     int by = !n->has_grouping || !n->without;
-    pq_label *l = mw_xcalloc(s->nlabels ? s->nlabels : 1, sizeof(pq_label));
+    pq_label stack[32];
+    pq_label *keep = s->nlabels <= 32 ? stack : mw_xmalloc(s->nlabels * sizeof(pq_label));
     *nl = 0;
     for (size_t i = 0; i < s->nlabels; i++) {
         int listed = 0;
         for (size_t j = 0; j < n->ngrouping && !listed; j++)
             listed = strcmp(s->labels[i].name, n->grouping[j]) == 0;
         if (by ? !listed : listed || strcmp(s->labels[i].name, "__name__") == 0) continue;
-        l[*nl].name = mw_xstrdup(s->labels[i].name);
-        l[*nl].value = mw_xstrdup(s->labels[i].value);
-        (*nl)++;
+        keep[(*nl)++] = s->labels[i]; /* borrowed, copied below */
     }
+    pq_label *l = *nl ? lbl_copy(keep, *nl) : mw_xcalloc(1, sizeof(pq_label));
+    if (keep != stack) free(keep);
     return l;
 }
 
@@ -308,10 +309,19 @@ val eval_agg(qctx *c, const pq_node *n)
     vbuild b;
     vb_init(&b, c);
     size_t *grp = mw_xcalloc(in.n ? in.n : 1, sizeof(size_t));
+    int by = !n->has_grouping || !n->without;
     for (size_t i = 0; i < in.n && !c->code; i++) {
-        size_t nl;
-        pq_label *l = group_labels(n, &in.s[i], &nl);
-        grp[i] = vb_series(&b, l, nl);
+        /* The group's key straight from the series' labels (the same
+         * labels, in the same order, as group_labels keeps); labels are
+         * built only for a new group. */
+        lbl_key(in.s[i].labels, in.s[i].nlabels, n->grouping, n->ngrouping, by, 1, &b.key);
+        size_t g = smap_get(&b.idx, b.key.data ? b.key.data : "");
+        if (g == (size_t)-1) {
+            size_t nl;
+            pq_label *l = group_labels(n, &in.s[i], &nl);
+            g = vb_series(&b, l, nl);
+        }
+        grp[i] = g;
     }
     if (c->code) {
         free(grp);

@@ -204,6 +204,8 @@ static json_t *labels_json(const pq_label *l, size_t n)
     return o;
 }
 
+/* The answer's tree. The query API sends scalars and strings this way;
+ * vectors and matrices go through result_text, which writes the same bytes. */
 static json_t *result_json(const pq_result *r)
 {
     static const char *types[] = {"scalar", "string", "vector", "matrix"};
@@ -230,6 +232,83 @@ static json_t *result_json(const pq_result *r)
         }
     }
     return json_pack("{s:s, s:o}", "resultType", types[r->type], "result", res);
+}
+
+/* A vector or matrix answer written straight as text, byte for byte what
+ * json_dumps of result_json's tree gives (JSON_COMPACT,
+ * JSON_REAL_PRECISION(16)): a range query's answer has one point per series
+ * and step, and building a jansson array, integer and string per point cost
+ * more than the text. Labels still go through jansson (its escaping and
+ * UTF-8 checks); so do timestamps that are not whole seconds (its real
+ * formatting). */
+static void put_ts(mw_buf *b, int64_t t)
+{
+    if (t % 1000 != 0) {
+        json_t *j = ts_json(t);
+        char *s = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(16));
+        json_decref(j);
+        if (s) mw_buf_puts(b, s);
+        free(s);
+        return;
+    }
+    int64_t x = t / 1000;
+    char tmp[24];
+    size_t n = 0;
+    uint64_t u = x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (x < 0) tmp[n++] = '-';
+    if (mw_buf_reserve(b, n) < 0) return;
+    for (size_t i = 0; i < n; i++)
+        b->data[b->len + i] = tmp[n - 1 - i];
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+static void put_point(mw_buf *b, int64_t t, double v)
+{
+    char num[64];
+    mw_buf_putc(b, '[');
+    put_ts(b, t);
+    mw_buf_append(b, ",\"", 2);
+    pq_format_value(v, num, sizeof(num));
+    mw_buf_puts(b, num);
+    mw_buf_append(b, "\"]", 2);
+}
+
+static char *result_text(const pq_result *r, size_t *len)
+{
+    mw_buf b;
+    mw_buf_init(&b, 0);
+    mw_buf_puts(&b,
+                r->type == PQ_T_VECTOR
+                    ? "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":["
+                    : "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[");
+    for (size_t i = 0; i < r->nseries; i++) {
+        const pq_series *s = &r->series[i];
+        json_t *l = labels_json(s->labels, s->nlabels);
+        char *ls = json_dumps(l, JSON_COMPACT | JSON_REAL_PRECISION(16));
+        json_decref(l);
+        mw_buf_puts(&b, i ? ",{\"metric\":" : "{\"metric\":");
+        mw_buf_puts(&b, ls ? ls : "{}");
+        free(ls);
+        if (r->type == PQ_T_VECTOR) {
+            mw_buf_puts(&b, ",\"value\":");
+            put_point(&b, s->t[0], s->v[0]);
+        } else {
+            mw_buf_puts(&b, ",\"values\":[");
+            for (size_t k = 0; k < s->n; k++) {
+                if (k) mw_buf_putc(&b, ',');
+                put_point(&b, s->t[k], s->v[k]);
+            }
+            mw_buf_putc(&b, ']');
+        }
+        mw_buf_putc(&b, '}');
+    }
+    mw_buf_puts(&b, "]}}");
+    return mw_buf_steal(&b, len);
 }
 
 static int parse_time_param(mw_http_response *resp, const params *p, const char *name, int64_t def,
@@ -328,7 +407,13 @@ static void query_handler(void *cls, const mw_http_request *req, mw_http_respons
         respond_error(resp, rc, "%s", err);
         goto done;
     }
-    respond_data(resp, result_json(&r));
+    if (r.type == PQ_T_VECTOR || r.type == PQ_T_MATRIX) {
+        resp->status = 200;
+        resp->content_type = "application/json";
+        resp->body = result_text(&r, &resp->len);
+    } else {
+        respond_data(resp, result_json(&r));
+    }
     pq_result_free(&r);
 done:
     pq_node_free(n);

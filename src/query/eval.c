@@ -59,6 +59,7 @@ static val eval_vsel(qctx *c, const pq_node *n)
     int64_t lo = ref_time(c, n, 0), hi = ref_time(c, n, c->nsteps - 1);
     mw_select_result r;
     if (store_select(c, n, lo - c->lim.lookback_ms, hi, &r) < 0) return out;
+    void *shared = lbl_shared_new(&r);
     for (size_t si = 0; si < r.nseries && !c->code; si++) {
         const mw_series_data *d = &r.series[si];
         sv *s = NULL;
@@ -72,7 +73,7 @@ static val eval_vsel(qctx *c, const pq_node *n)
             size_t j = k - 1;
             if (d->t[j] < t - c->lim.lookback_ms || is_stale(d->v[j])) continue;
             if (!s) {
-                s = sv_new(c, &out, lbl_from_store(d->labels, d->nlabels), d->nlabels);
+                s = sv_new(c, &out, lbl_share(d->labels, d->nlabels, shared), d->nlabels);
                 if (!s) break;
             }
             s->ok[i] = 1;
@@ -82,6 +83,7 @@ static val eval_vsel(qctx *c, const pq_node *n)
     }
     qrelease(c, r.nsamples);
     mw_select_result_free(&r);
+    lbl_shared_drop(shared);
     return out;
 }
 
@@ -106,23 +108,31 @@ int eval_range_arg(qctx *c, const pq_node *n, rangearg *out)
         mw_select_result r;
         if (store_select(c, vs, out->wstart[0], out->wend[c->nsteps - 1], &r) < 0) return -1;
         out->s = mw_xcalloc(r.nseries ? r.nseries : 1, sizeof(pq_series));
+        void *shared = lbl_shared_new(&r);
         for (size_t i = 0; i < r.nseries; i++) {
             mw_series_data *d = &r.series[i];
             pq_series *p = &out->s[out->n++];
-            p->labels = lbl_from_store(d->labels, d->nlabels);
+            p->labels = lbl_share(d->labels, d->nlabels, shared);
             p->nlabels = d->nlabels;
             /* Take the selection's arrays over instead of copying them. */
             p->t = d->t;
             p->v = d->v;
             d->t = NULL;
             d->v = NULL;
-            for (size_t k = 0; k < d->n; k++) {
-                if (is_stale(p->v[k])) continue; /* range vectors skip stale markers */
+            /* Range vectors skip stale markers: up to the first one
+             * nothing moves. */
+            size_t k = 0;
+            while (k < d->n && !is_stale(p->v[k]))
+                k++;
+            p->n = k;
+            for (; k < d->n; k++) {
+                if (is_stale(p->v[k])) continue;
                 p->t[p->n] = p->t[k];
                 p->v[p->n++] = p->v[k];
             }
         }
         mw_select_result_free(&r);
+        lbl_shared_drop(shared);
         return c->code ? -1 : 0;
     }
     /* Subquery: evaluate the inner expression on its own grid, aligned to
@@ -371,8 +381,7 @@ static val set_op(qctx *c, const pq_node *n, val *l, val *r)
             out.s[o++] = out.s[i];
         } else {
             lbl_free(out.s[i].labels, out.s[i].nlabels);
-            free(out.s[i].v);
-            free(out.s[i].ok);
+            free(out.s[i].v); /* and ok */
             qrelease(c, c->nsteps);
         }
     }

@@ -123,8 +123,12 @@ typedef struct pq_limits {
 
 void pq_default_limits(pq_limits *l);
 
+/* blk: NULL when name and value are each malloc'd; else both lie in a
+ * block shared by the labels of one set (one allocation per label set
+ * instead of two per label), freed with its last label (labels.c). */
 typedef struct pq_label {
     char *name, *value;
+    void *blk;
 } pq_label;
 
 typedef struct pq_series {

@@ -12,6 +12,7 @@
 #include "promql.h"
 
 #include <stdint.h>
+#include <string.h>
 
 /* A series of an instant vector over the grid: v[i] is valid when ok[i]. */
 typedef struct sv {
@@ -99,6 +100,16 @@ void vb_init(vbuild *b, qctx *c);
 int vb_add(vbuild *b, pq_label *labels, size_t nlabels, size_t step, double v);
 /* Index of the series with these labels (created without values). */
 size_t vb_series(vbuild *b, pq_label *labels, size_t nlabels);
+/* Labels that point into a store selection's strings instead of copies:
+ * lbl_shared_new takes them over from r (before mw_select_result_free),
+ * lbl_share makes a label set of them, lbl_shared_drop gives up the
+ * creator's hold; the strings go with the last label. */
+void *lbl_shared_new(mw_select_result *r);
+pq_label *lbl_share(const mw_label *l, size_t n, void *shared);
+void lbl_shared_drop(void *shared);
+/* A new series, without the lookup: for label sets known to be distinct
+ * from every other of this builder (vb_series must not follow). */
+size_t vb_append(vbuild *b, pq_label *labels, size_t nlabels);
 /* Set a value of series si; -1 on a collision, as vb_add. */
 int vb_set(vbuild *b, size_t si, size_t step, double v);
 void vb_finish(vbuild *b, val *out); /* moves the series into out (a vector) */
@@ -106,7 +117,13 @@ void vb_free(vbuild *b);
 
 sv *sv_new(qctx *c, val *out, pq_label *labels, size_t nlabels);
 void val_free(qctx *c, val *v);
-int is_stale(double v);
+/* The staleness marker's NaN (inline: checked per sample). */
+static inline int is_stale(double v)
+{
+    uint64_t b;
+    memcpy(&b, &v, sizeof(b));
+    return b == 0x7ff0000000000002ULL;
+}
 
 val eval_node(qctx *c, const pq_node *n);
 /* eval_node, or an empty value when the context has already failed. */

@@ -338,23 +338,31 @@ size_t mw_gorilla_decode(const uint8_t *buf, size_t nbytes, uint32_t n, int64_t 
                 delta += dod;
             }
             t = (int64_t)((uint64_t)t + delta);
-            /* The value: 0 same, 10 within the previous window, 11 new window. */
-            TAKE(1, b);
-            if (b) {
-                TAKE(1, b);
-                if (b) {
-                    uint64_t lead, sig;
-                    TAKE(5, lead);
-                    TAKE(6, sig);
+            /* The value: 0 same, 10 within the previous window, 11 new window
+             * (then 5 bits leading zeros, 6 bits length): all the control
+             * bits from one look, each checked against the end in the order
+             * of the fields, as TAKE would. */
+            uint64_t w = peek57(&src, pos), left = nbits - pos;
+            if (left < 1) return i;
+            if (w >> 63) {
+                if (left < 2) return i;
+                if (w >> 62 & 1) {
+                    if (left < 13) return i;
+                    uint64_t lead = w >> 57 & 31, sig = w >> 51 & 63;
+                    pos += 13;
                     if (sig == 0) sig = 64;
                     if (lead + sig > 64) return i;
                     leading = (unsigned)lead;
                     trailing = (unsigned)(64 - lead - sig);
+                } else {
+                    pos += 2;
                 }
                 unsigned sig = 64u - leading - trailing;
                 uint64_t x;
                 TAKE(sig, x);
                 vbits ^= sig == 64 ? x : x << trailing;
+            } else {
+                pos += 1;
             }
         }
         ts[i] = t;

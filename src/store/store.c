@@ -599,6 +599,23 @@ void mw_select_result_free(mw_select_result *r)
     memset(r, 0, sizeof(*r));
 }
 
+void *mw_select_result_take_labels(mw_select_result *r)
+{
+    void *p = r->priv;
+    r->priv = NULL;
+    return p;
+}
+
+void mw_select_labels_free(void *labels)
+{
+    sel_priv *p = labels;
+    if (!p) return;
+    free(p->all);
+    free(p->slots);
+    mw_arena_free(&p->arena);
+    free(p);
+}
+
 /* ---- statistics ---- */
 
 static uint64_t dir_bytes(const char *dir)

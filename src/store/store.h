@@ -92,6 +92,11 @@ typedef struct mw_select_result {
 int mw_store_select(mw_store *s, const mw_matcher *ms, size_t nm, int64_t mint, int64_t maxt,
                     size_t max_samples, mw_select_result *out, char *err, size_t errsize);
 void mw_select_result_free(mw_select_result *r);
+/* The series' label strings, detached from r so that they outlive it
+ * (mw_select_result_free then leaves them): a query engine refers to them
+ * instead of copying every label. Released by mw_select_labels_free. */
+void *mw_select_result_take_labels(mw_select_result *r);
+void mw_select_labels_free(void *labels);
 
 /* Maintenance, normally run by the store's own thread; exposed for tests
  * and the benchmark: snapshot the head (and drop the WAL it covers),

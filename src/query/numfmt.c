@@ -1,0 +1,317 @@
+/* numfmt.c - PromQL value formatting (pq_format_value): the shortest
+ * decimal that reads back to the same double, written without an exponent,
+ * as Go's strconv.FormatFloat(v, 'f', -1, 64). A range query formats every
+ * point of its answer, so this is on the hot path of the HTTP API.
+ *
+ * The reference definition (format_slow, the engine's original code) is a
+ * binary search over 1..17 significant digits of printf("%.*e") and strtod,
+ * then printf("%.*f"): about a dozen printf/strtod calls per value. The fast
+ * path gives the same bytes without them: integers below 2^53 are written
+ * directly; otherwise the 17 correctly rounded digits (128-bit integer
+ * arithmetic for 2^-15 <= |v| < 2^53, else one printf) are rounded in the
+ * string to fewer digits (exact unless the dropped digits are exactly
+ * 5000..., then the slow path decides), each candidate is checked against
+ * v's rounding interval (integer arithmetic again, else strtod), and the
+ * fixed notation is written from the digits. Whatever the fast path cannot
+ * prove identical (ties, powers of two, huge or tiny values, a short
+ * buffer) goes the slow way. tests/unit/test_numfmt.c compares both on
+ * millions of values. */
+#include "promql.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void format_slow(double v, char *buf, size_t size)
+{
+    char tmp[64];
+    int lo = 1, hi = 17;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        snprintf(tmp, sizeof(tmp), "%.*e", mid - 1, v);
+        if (strtod(tmp, NULL) == v)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    int p = lo;
+    snprintf(tmp, sizeof(tmp), "%.*e", p - 1, v);
+    int exp10 = atoi(strchr(tmp, 'e') + 1);
+    int decimals = p - 1 - exp10;
+    if (decimals < 0) decimals = 0;
+    snprintf(buf, size, "%.*f", decimals, v);
+}
+
+typedef struct exact exact;
+static int exact_up(const exact *x, const char *dg, int p, int e);
+
+/* The first p of the 17 digits d, correctly rounded, into out (p digits);
+ * the decimal exponent of the result in *e (from e17, that of d). When the
+ * dropped digits are exactly a half, the 17 digits were themselves rounded
+ * and do not tell the direction: v's exact value does (x), else -1. */
+static int round_digits(const char *d, int e17, int p, char *out, int *e, const exact *x)
+{
+    memcpy(out, d, (size_t)p);
+    *e = e17;
+    if (p == 17) return 0;
+    int up = d[p] > '5';
+    if (d[p] == '5') {
+        for (int i = p + 1; i < 17; i++)
+            if (d[i] != '0') up = 1;
+        if (!up) {
+            up = exact_up(x, out, p, e17);
+            if (up < 0) return -1;
+        }
+    }
+    if (!up) return 0;
+    int i = p - 1;
+    while (i >= 0 && out[i] == '9')
+        out[i--] = '0';
+    if (i >= 0) {
+        out[i]++;
+    } else { /* 99..9 -> 100..0, one decade up */
+        out[0] = '1';
+        (*e)++;
+    }
+    return 0;
+}
+
+static size_t put_uint(char *out, uint64_t u)
+{
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+__extension__ typedef unsigned __int128 u128;
+
+/* v = m * 2^-s exactly, for the common range (2^-15 <= |v| < 2^53, not an
+ * integer): with k = 16 - (decimal exponent of v), n2 = 2 * m * 10^k and
+ * p10k = 10^k, both below 2^128, the 17 digits and the read-back test are
+ * integer arithmetic, without printf or strtod. */
+struct exact {
+    int ok, s, k;
+    uint64_t m;
+    u128 n2, p10k;
+};
+
+static u128 pow10_128(int k)
+{
+    u128 p = 1;
+    for (int i = 0; i < k; i++)
+        p *= 10;
+    return p;
+}
+
+/* The 17 correctly rounded (half to even, as printf) digits of a into d
+ * and their exponent, or 0 when a is outside the exact range. */
+static int exact_digits(double a, exact *x, char *d, int *e17)
+{
+    uint64_t bits;
+    memcpy(&bits, &a, sizeof(bits));
+    int be = (int)(bits >> 52 & 0x7ff);
+    x->ok = 0;
+    if (be == 0) return 0; /* subnormal */
+    x->m = (bits & 0xFFFFFFFFFFFFFull) | 1ull << 52;
+    x->s = 1075 - be; /* a = m * 2^-s */
+    if (x->s < 1 || x->s > 67) return 0;
+    int e = (int)floor(log10(a));
+    const uint64_t lo17 = 10000000000000000ull, hi17 = 100000000000000000ull;
+    for (int tries = 0; tries < 3; tries++) {
+        x->k = 16 - e;
+        if (x->k < 0 || x->k > 22) return 0;
+        x->p10k = pow10_128(x->k);
+        u128 n = (u128)x->m * x->p10k;
+        u128 q = n >> x->s, r = n & (((u128)1 << x->s) - 1), half = (u128)1 << (x->s - 1);
+        if (q < lo17) {
+            e--;
+            continue;
+        }
+        if (q >= hi17) {
+            e++;
+            continue;
+        }
+        if (r > half || (r == half && (q & 1))) q++;
+        uint64_t u = (uint64_t)q;
+        *e17 = e;
+        if (u == hi17) { /* 9.99..95 and up: one decade up */
+            u = lo17;
+            (*e17)++;
+        }
+        for (int i = 16; i >= 0; i--) {
+            d[i] = (char)('0' + u % 10);
+            u /= 10;
+        }
+        x->n2 = n << 1;
+        x->ok = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static uint64_t digits_value(const char *dg, int p)
+{
+    uint64_t dv = 0;
+    for (int i = 0; i < p; i++)
+        dv = dv * 10 + (uint64_t)(dg[i] - '0');
+    return dv;
+}
+
+/* Whether v rounds up from the p digits dg (exponent e of the first) to
+ * the next p-digit number: above their midpoint, or on it with an odd last
+ * digit (printf rounds half to even); -1 without the exact value. */
+static int exact_up(const exact *x, const char *dg, int p, int e)
+{
+    if (!x->ok) return -1;
+    uint64_t dv = digits_value(dg, p);
+    int j = e - (p - 1) + x->k; /* 0 <= j <= 17 */
+    u128 mid2 = ((u128)(2 * dv + 1) * pow10_128(j)) << x->s;
+    return x->n2 > mid2 || (x->n2 == mid2 && (dv & 1));
+}
+
+/* Whether the p digits dg (exponent e of the first) read back as v. */
+static int reads_back(const char *dg, int p, int e, int neg, double v, const exact *x)
+{
+    if (x->ok) {
+        /* |candidate - v| < half of v's spacing 2^-s, or equal to it with
+         * an even mantissa (strtod rounds half to even), scaled by
+         * 10^k * 2^(s+1). */
+        uint64_t dv = digits_value(dg, p);
+        int j = e - (p - 1) + x->k; /* 0 <= j <= 18 */
+        u128 c = ((u128)dv * pow10_128(j)) << (x->s + 1);
+        u128 diff = c > x->n2 ? c - x->n2 : x->n2 - c;
+        return diff < x->p10k || (diff == x->p10k && !(x->m & 1));
+    }
+    char s[40];
+    int n = 0;
+    if (neg) s[n++] = '-';
+    memcpy(s + n, dg, (size_t)p);
+    n += p;
+    int x10 = e - (p - 1);
+    s[n++] = 'e';
+    if (x10 < 0) s[n++] = '-';
+    n += (int)put_uint(s + n, (uint64_t)(x10 < 0 ? -x10 : x10));
+    s[n] = '\0';
+    return strtod(s, NULL) == v;
+}
+
+/* Digits d (17, from "%.16e") of |v|: the shortest p whose correctly rounded
+ * digits read back, into dg, with their exponent; -1 if it cannot be told
+ * without the slow path (a tie). Valid where reading back is monotone in p
+ * (see pq_format_value), so any search order finds the binary search's p. */
+static int shortest(const char *d, int e17, int neg, double v, const exact *x, char *dg, int *e)
+{
+    /* The 17 digits without their trailing zeros are exactly the value of
+     * the k-digit rounding, which therefore reads back. */
+    int k = 17;
+    while (k > 1 && d[k - 1] == '0')
+        k--;
+    char c[17];
+    int ce, hi = k, lo = 1; /* reads back with hi digits, not below lo */
+    /* Most values need all or nearly all their digits: step down twice
+     * before bisecting. */
+    for (int i = 0; i < 2 && lo < hi; i++) {
+        if (round_digits(d, e17, hi - 1, c, &ce, x) < 0) return -1;
+        if (reads_back(c, hi - 1, ce, neg, v, x))
+            hi--;
+        else
+            lo = hi;
+    }
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (round_digits(d, e17, mid, c, &ce, x) < 0) return -1;
+        if (reads_back(c, mid, ce, neg, v, x))
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    if (round_digits(d, e17, hi, dg, e, x) < 0) return -1;
+    return hi;
+}
+
+void pq_format_value(double v, char *buf, size_t size)
+{
+    if (isnan(v)) {
+        snprintf(buf, size, "NaN");
+        return;
+    }
+    if (isinf(v)) {
+        snprintf(buf, size, v > 0 ? "+Inf" : "-Inf");
+        return;
+    }
+    if (size < 64) {
+        format_slow(v, buf, size);
+        return;
+    }
+    int neg = signbit(v) != 0;
+    double a = fabs(v);
+    /* An integer below 2^53: every shorter rounding is another integer, at
+     * least 1 away, more than half its spacing, so the shortest digits are
+     * all of it and printf("%.0f") writes exactly those. -0 stays "-0". */
+    if (a < 9007199254740992.0 && a == (double)(int64_t)a) {
+        size_t n = 0;
+        if (neg) buf[n++] = '-';
+        n += put_uint(buf + n, (uint64_t)a);
+        buf[n] = '\0';
+        return;
+    }
+    /* Reading back is monotone in the number of digits (a longer correct
+     * rounding is no farther from v) when v's neighbours are equally far on
+     * both sides: not so at a power of two (mantissa field 0). Huge and
+     * tiny values go the slow way as well. */
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof(bits));
+    if ((bits & 0xFFFFFFFFFFFFFull) == 0 || a > 1e300 || a < 1e-300) {
+        format_slow(v, buf, size);
+        return;
+    }
+    if (a >= 9007199254740992.0) { /* an integer: printed whole by "%.0f" */
+        format_slow(v, buf, size);
+        return;
+    }
+    char d[17];
+    int e17;
+    exact x;
+    if (!exact_digits(a, &x, d, &e17)) {
+        char s[40];
+        snprintf(s, sizeof(s), "%.16e", a); /* d.dddddddddddddddde[+-]XX */
+        d[0] = s[0];
+        memcpy(d + 1, s + 2, 16);
+        e17 = atoi(s + 19);
+    }
+    char dg[17];
+    int e = 0;
+    int p = shortest(d, e17, neg, v, &x, dg, &e);
+    int decimals = p - 1 - e;
+    /* decimals <= 0 (|v| >= 2^53 here) or an answer longer than the
+     * buffer: as the reference does. */
+    if (p < 0 || decimals <= 0 || (size_t)(decimals + (e > 0 ? e : 0) + 4) >= size) {
+        format_slow(v, buf, size);
+        return;
+    }
+    size_t n = 0;
+    if (neg) buf[n++] = '-';
+    if (e >= 0) {
+        memcpy(buf + n, dg, (size_t)e + 1);
+        n += (size_t)e + 1;
+        buf[n++] = '.';
+        memcpy(buf + n, dg + e + 1, (size_t)(p - 1 - e));
+        n += (size_t)(p - 1 - e);
+    } else {
+        buf[n++] = '0';
+        buf[n++] = '.';
+        for (int i = 0; i < -e - 1; i++)
+            buf[n++] = '0';
+        memcpy(buf + n, dg, (size_t)p);
+        n += (size_t)p;
+    }
+    buf[n] = '\0';
+}
