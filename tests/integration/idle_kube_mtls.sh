@@ -114,13 +114,8 @@ read -r g1 g2 <<<"$gaps"
 [ "$g1" -ge 9 ] && [ "$g1" -le 25 ] && [ "$g2" -ge 19 ] && [ "$g2" -le 35 ] ||
     fail "retry gaps (0.1 s): '$gaps', expected about 10 and 20"
 ok
-# Sessions are still reported without the API server (workload unknown);
-# the first ones may take a few cycles on a loaded machine.
-deadline=$((SECONDS + 15))
-until curl -sf "$AGENT_URL/metrics" | grep -q '^mlwatch_gpu_idle_seconds{'; do
-    [ $SECONDS -lt $deadline ] || fail "no idle samples"
-    sleep 0.2
-done
+# Sessions are still reported without the API server (workload unknown).
+await_idle_samples "without the API server"
 ok
 stop_agent none
 expect_eq "warnings without credentials" 1 "$(grep -c 'kube: listing pods' "$WORK/none.log")"

@@ -75,8 +75,7 @@ until [ "$(grep -c tls-error "$WORK/wrong.jsonl" 2>/dev/null)" -ge 2 ]; do
     sleep 0.1
 done
 expect_eq "requests past a failed handshake" 0 "$(grep -vc tls-error "$WORK/wrong.jsonl" || true)"
-curl -sf "$AGENT_URL/metrics" | grep -q '^mlwatch_gpu_idle_seconds{' ||
-    fail "no idle samples without the pod list"
+await_idle_samples "without the pod list"
 ok
 # The sample is there with empty workload_kind and workload labels.
 expect_eq "workload without the pod list" " " "$(wl train-0)"

@@ -78,6 +78,14 @@ wl() { # POD: "kind workload" of the pod's idle-seconds sample
     curl -sf "$AGENT_URL/metrics" |
         sed -n 's/^mlwatch_gpu_idle_seconds{namespace="[^"]*",pod="'"$1"'",container="main",gpu="[0-9]*",workload_kind="\([^"]*\)",workload="\([^"]*\)",owner="[^"]*"} .*/\1 \2/p'
 }
+await_idle_samples() { # WHAT: until the agent reports idle sessions (within 15 s);
+    # the first cycles with an idle GPU may be late on a loaded machine.
+    local deadline=$((SECONDS + 15))
+    until curl -sf "$AGENT_URL/metrics" | grep -q '^mlwatch_gpu_idle_seconds{'; do
+        [ $SECONDS -lt $deadline ] || fail "no idle samples $1"
+        sleep 0.2
+    done
+}
 await_wl() { # POD EXPECTED
     local deadline=$((SECONDS + 8)) v
     while [ $SECONDS -lt $deadline ]; do
