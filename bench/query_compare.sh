@@ -18,26 +18,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 MLWATCH=${3:-$here/../build-qperf/mlwatch}
 RWLOAD_SRC=${RWLOAD_SRC:-$here/../../shared/bench/rwload.c}
 RUNS=${RUNS:-5}
-D=$(mktemp -d /tmp/query-compare-XXXXXX)
-RW=$D/rwload
-cc -O2 -o "$RW" "$RWLOAD_SRC" -lsnappy -lcurl -lm || exit 1
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    rm -rf "$D"
-}
-trap cleanup EXIT
-wait_ready() { # URL PID: until it answers; fails when the server died (a port in use)
-    until curl -sf -o /dev/null "$1"; do
-        kill -0 "$2" 2>/dev/null || { echo "server for $1 exited; see $D/*.log" >&2; exit 1; }
-        sleep 0.1
-    done
-}
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-MP=$(free_port) PP=$(free_port) VP=$(free_port)
 # shellcheck source=query_lib.sh
 source "$here/query_lib.sh"
+qc_workdir query-compare
+RW=$D/rwload
+cc -O2 -o "$RW" "$RWLOAD_SRC" -lsnappy -lcurl -lm || exit 1
+MP=$(free_port) PP=$(free_port) VP=$(free_port)
 
 "$MLWATCH" agent --listen "127.0.0.1:$MP" --data-dir "$D/ml" --interval 10s \
     --disable-collectors gpu --query-max-samples 500000000 >"$D/ml.log" 2>&1 &

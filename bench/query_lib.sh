@@ -6,7 +6,7 @@
 # RSS and its growth, the series count, a point-by-point comparison with a
 # reference server, and a Markdown table. Sourced, never run alone.
 #
-# Inputs: D (work folder), SERVERS ("name:pid:port ..."; names mlwatch,
+# Inputs: D (work folder, qc_workdir), SERVERS ("name:pid:port ..."; names mlwatch,
 # mlbase, prometheus, vm), QC_REF (the server whose answers the mlwatch
 # builds are compared with), start, end, RUNS, EXTRA_QUERY (optional).
 #
@@ -18,6 +18,25 @@
 # (/proc/PID/clear_refs 5, needs root; without it the peak is the
 # lifetime VmHWM), after them VmHWM is read.
 
+# The work folder D (removed at exit) and the servers started, PIDS
+# (killed at exit).
+qc_workdir() { # PREFIX
+    D=$(mktemp -d "/tmp/$1-XXXXXX")
+    PIDS=()
+    trap qc_cleanup EXIT
+}
+qc_cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    wait 2>/dev/null
+    rm -rf "$D"
+}
+wait_ready() { # URL PID: until it answers; fails when the server died (a port in use)
+    until curl -sf -o /dev/null "$1"; do
+        kill -0 "$2" 2>/dev/null || { echo "server for $1 exited; see $D/*.log" >&2; exit 1; }
+        sleep 0.1
+    done
+}
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 rss_kb() { awk '/^VmRSS/{print $2}' "/proc/$1/status"; }
 hwm_kb() { awk '/^VmHWM/{print $2}' "/proc/$1/status"; }
 

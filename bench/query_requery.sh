@@ -15,23 +15,9 @@ BASE=${3:-}
 here=$(cd "$(dirname "$0")" && pwd)
 RUNS=${RUNS:-5}
 read -r start end nseries <"$SAVE/window" || { echo "no $SAVE/window" >&2; exit 1; }
-D=$(mktemp -d /tmp/query-requery-XXXXXX)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    rm -rf "$D"
-}
-trap cleanup EXIT
 # shellcheck source=query_lib.sh
 source "$here/query_lib.sh"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_ready() { # URL PID
-    until curl -sf -o /dev/null "$1"; do
-        kill -0 "$2" 2>/dev/null || { echo "server for $1 exited; see $D/*.log" >&2; exit 1; }
-        sleep 0.2
-    done
-}
+qc_workdir query-requery
 start_mlwatch() { # NAME BIN
     local port
     port=$(free_port)
