@@ -138,6 +138,20 @@ static int cmp_len(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* out := the postings of m=value, or out ∩ them once out holds a set. */
+static void select_eq(const mw_index_ops *ops, void *ctx, const mw_matcher *m, mw_ids *out,
+                      int *have)
+{
+    if (!*have) {
+        ops->lookup(ctx, m->name, m->value, append_all, out);
+        *have = 1;
+        return;
+    }
+    narrow_ctx c = {out, 0, 0};
+    ops->lookup(ctx, m->name, m->value, narrow_piece, &c);
+    out->n = c.w;
+}
+
 void mw_index_select(const mw_index_ops *ops, void *ctx, const mw_matcher *ms, size_t n,
                      mw_ids *out)
 {
@@ -155,34 +169,23 @@ void mw_index_select(const mw_index_ops *ops, void *ctx, const mw_matcher *ms, s
             if (eqs[neq++].len == 0) goto done;
         }
     qsort(eqs, neq, sizeof(eqs[0]), cmp_len);
-    for (size_t k = 0; k < neq; k++) {
-        if (!have) {
-            ops->lookup(ctx, eqs[k].m->name, eqs[k].m->value, append_all, out);
-            have = 1;
-        } else {
-            narrow_ctx c = {out, 0, 0};
-            ops->lookup(ctx, eqs[k].m->name, eqs[k].m->value, narrow_piece, &c);
-            out->n = c.w;
-        }
-        if (out->n == 0) goto done;
-    }
-    for (size_t k = 0; k < n; k++) {
+    for (size_t k = 0; k < neq && (!have || out->n); k++)
+        select_eq(ops, ctx, eqs[k].m, out, &have);
+    /* Then the other positive matchers, in their order. */
+    size_t eq_seen = 0;
+    for (size_t k = 0; k < n && (!have || out->n); k++) {
         const mw_matcher *m = &ms[k];
         if (m->matches_empty) continue;
         if (m->op == MW_MATCH_EQ) {
-            size_t j = 0;
-            while (j < neq && eqs[j].m != m)
-                j++;
-            if (j < neq) continue; /* done above */
+            /* The first 64 were taken above; more come only from callers
+             * without the parser's limit of 64 matchers. */
+            if (eq_seen++ >= neq) select_eq(ops, ctx, m, out, &have);
+            continue;
         }
         tmp.n = 0;
-        if (m->op == MW_MATCH_EQ) {
-            ops->lookup(ctx, m->name, m->value, append_all, &tmp);
-        } else {
-            collect_ctx c = {m, 1, &tmp};
-            ops->values(ctx, m->name, collect_values, &c);
-            mw_ids_sort_unique(&tmp);
-        }
+        collect_ctx c = {m, 1, &tmp};
+        ops->values(ctx, m->name, collect_values, &c);
+        mw_ids_sort_unique(&tmp);
         if (!have) {
             mw_ids t = *out;
             *out = tmp;
@@ -191,7 +194,6 @@ void mw_index_select(const mw_index_ops *ops, void *ctx, const mw_matcher *ms, s
         } else {
             intersect(out, &tmp);
         }
-        if (out->n == 0) goto done;
     }
     if (!have) ops->all(ctx, out);
     /* Matchers an absent label satisfies: drop the series whose value fails. */
