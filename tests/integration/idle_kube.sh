@@ -56,11 +56,8 @@ await_wl train-3 "StatefulSet ray-worker"
 await_wl notebook-b "Deployment debug-shell"
 
 # The watch sequence the fake server saw.
-deadline=$((SECONDS + 10))
-until [ "$(jq -c 'select(.kind == "watch" and .n == 3)' "$WORK/api.jsonl" | wc -l)" = 1 ]; do
-    [ $SECONDS -lt $deadline ] || fail "no third watch: $(cat "$WORK/api.jsonl")"
-    sleep 0.1
-done
+third_watch() { [ "$(jq -c 'select(.kind == "watch" and .n == 3)' "$WORK/api.jsonl" | wc -l)" = 1 ]; }
+wait_for 10 third_watch || fail "no third watch: $(cat "$WORK/api.jsonl")"
 expect_eq "requests" \
     '{"kind":"list","n":1} {"kind":"watch","n":1,"rv":"2000","bookmarks":true} {"kind":"watch","n":2,"rv":"2001","bookmarks":true} {"kind":"list","n":2} {"kind":"watch","n":3,"rv":"2600","bookmarks":true}' \
     "$(jq -c . "$WORK/api.jsonl" | head -5 | tr '\n' ' ' | sed 's/ $//')"
@@ -76,11 +73,8 @@ owner_of() {
 [ "$(owner_of train-0)" = "ml-team" ] && ok || fail "owner label of train-0: $(owner_of train-0)"
 
 # The owner in the notification of the notebook: from the annotation.
-deadline=$((SECONDS + 8))
-until grep -qs 'pod shared/notebook-a' "$WORK/got.jsonl"; do
-    [ $SECONDS -lt $deadline ] || fail "no message for notebook-a: $(cat "$WORK/got.jsonl" "$WORK/agent.log")"
-    sleep 0.1
-done
+wait_for 8 grep -qs 'pod shared/notebook-a' "$WORK/got.jsonl" ||
+    fail "no message for notebook-a: $(cat "$WORK/got.jsonl" "$WORK/agent.log")"
 t=$(jq -r 'select(.body.text | contains("pod shared/notebook-a")) | .body.text' "$WORK/got.jsonl")
 grep -qF "Owner: alice@example.org" <<<"$t" || fail "owner: $t"
 ok

@@ -65,11 +65,8 @@ no_secrets() { # LOG: no key material, no token
     ok
 }
 await_tls_errors() { # NAME N: N failed handshakes logged by the server
-    local deadline=$((SECONDS + 10))
-    until [ "$(grep -c tls-error "$WORK/$1.jsonl" 2>/dev/null)" -ge "$2" ]; do
-        [ $SECONDS -lt $deadline ] || fail "$1: no $2 failed handshakes: $(cat "$WORK/$1.jsonl" 2>&1)"
-        sleep 0.1
-    done
+    wait_for 10 logged "$1" tls-error "$2" ||
+        fail "$1: no $2 failed handshakes: $(cat "$WORK/$1.jsonl" 2>&1)"
 }
 
 # 1. client-certificate and client-key files, no token.
@@ -101,11 +98,8 @@ no_secrets data.log
 mtls_api none
 kubeconfig none
 run_agent none
-deadline=$((SECONDS + 10))
-until [ "$(grep -c unauthorized "$WORK/none.jsonl" 2>/dev/null)" -ge 3 ]; do
-    [ $SECONDS -lt $deadline ] || fail "no 3 refused requests: $(cat "$WORK/none.jsonl" 2>&1)"
-    sleep 0.1
-done
+wait_for 10 logged none unauthorized 3 ||
+    fail "no 3 refused requests: $(cat "$WORK/none.jsonl" 2>&1)"
 gaps=$(jq -r 'select(.kind == "unauthorized") | .t' "$WORK/none.jsonl" | head -3 |
     awk 'NR > 1 { printf "%s%.0f", sep, ($1 - prev) * 10; sep = " " } { prev = $1 }')
 read -r g1 g2 <<<"$gaps"

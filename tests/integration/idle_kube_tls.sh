@@ -69,11 +69,7 @@ no_token data.log
 start_api wrong --cert "$WORK/srv.crt" --key "$WORK/srv.key"
 kubeconfig wrong "certificate-authority: $WORK/wrong-ca.crt"
 run_agent wrong
-deadline=$((SECONDS + 8))
-until [ "$(grep -c tls-error "$WORK/wrong.jsonl" 2>/dev/null)" -ge 2 ]; do
-    [ $SECONDS -lt $deadline ] || fail "no two failed handshakes: $(cat "$WORK/wrong.jsonl" 2>&1)"
-    sleep 0.1
-done
+wait_for 8 logged wrong tls-error 2 || fail "no two failed handshakes: $(cat "$WORK/wrong.jsonl" 2>&1)"
 expect_eq "requests past a failed handshake" 0 "$(grep -vc tls-error "$WORK/wrong.jsonl" || true)"
 await_idle_samples "without the pod list"
 ok

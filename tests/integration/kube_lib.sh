@@ -36,11 +36,10 @@ issue() { # NAME CA CN USAGE [EXT]: $WORK/NAME.crt and NAME.key signed by CA
 }
 
 wait_port_file() { # FILE WHAT: until FILE (written by a helper server) is there
-    local deadline=$((SECONDS + 10))
-    until [ -s "$1" ]; do
-        [ $SECONDS -lt $deadline ] || fail "$2 did not start"
-        sleep 0.1
-    done
+    wait_for 10 test -s "$1" || fail "$2 did not start"
+}
+logged() { # NAME KIND N: the fake API server logged N requests of KIND (or more)
+    [ "$(grep -c "$2" "$WORK/$1.jsonl" 2>/dev/null)" -ge "$3" ]
 }
 
 # start_api NAME [ARGS...]: a fresh fake API server (its scripted list/watch
@@ -78,20 +77,14 @@ wl() { # POD: "kind workload" of the pod's idle-seconds sample
     curl -sf "$AGENT_URL/metrics" |
         sed -n 's/^mlwatch_gpu_idle_seconds{namespace="[^"]*",pod="'"$1"'",container="main",gpu="[0-9]*",workload_kind="\([^"]*\)",workload="\([^"]*\)",owner="[^"]*"} .*/\1 \2/p'
 }
+has_idle_samples() { curl -sf "$AGENT_URL/metrics" | grep -q '^mlwatch_gpu_idle_seconds{'; }
 await_idle_samples() { # WHAT: until the agent reports idle sessions (within 15 s);
     # the first cycles with an idle GPU may be late on a loaded machine.
-    local deadline=$((SECONDS + 15))
-    until curl -sf "$AGENT_URL/metrics" | grep -q '^mlwatch_gpu_idle_seconds{'; do
-        [ $SECONDS -lt $deadline ] || fail "no idle samples $1"
-        sleep 0.2
-    done
+    wait_for 15 has_idle_samples || fail "no idle samples $1"
 }
+wl_is() { [ "$(wl "$1")" = "$2" ]; }
 await_wl() { # POD EXPECTED
-    local deadline=$((SECONDS + 8)) v
-    while [ $SECONDS -lt $deadline ]; do
-        v=$(wl "$1")
-        [ "$v" = "$2" ] && { ok; return 0; }
-        sleep 0.1
-    done
-    fail "workload of $1: expected '$2', got '$v' (log: $(cat "$WORK/agent.log"))"
+    wait_for 8 wl_is "$1" "$2" ||
+        fail "workload of $1: expected '$2', got '$(wl "$1")' (log: $(cat "$WORK/agent.log"))"
+    ok
 }

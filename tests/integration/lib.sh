@@ -39,14 +39,23 @@ free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
-# wait_http URL [SECONDS]: until URL answers 200.
-wait_http() {
-    local url=$1 deadline=$((SECONDS + ${2:-20}))
-    while [ $SECONDS -lt $deadline ]; do
-        [ "$(curl -s -o /dev/null -w '%{http_code}' "$url" 2>/dev/null)" = 200 ] && return 0
+# wait_for SECONDS CMD [ARGS...]: until CMD succeeds, trying every 0.1 s;
+# status 1 when SECONDS pass first, so that the caller says what did not
+# happen, with what it sees then: wait_for 10 test -s "$f" || fail "...".
+wait_for() {
+    local deadline=$((SECONDS + $1))
+    shift
+    until "$@"; do
+        [ $SECONDS -lt $deadline ] || return 1
         sleep 0.1
     done
-    fail "no answer from $url"
+}
+
+http_ok() { [ "$(curl -s -o /dev/null -w '%{http_code}' "$1" 2>/dev/null)" = 200 ]; }
+
+# wait_http URL [SECONDS]: until URL answers 200.
+wait_http() {
+    wait_for "${2:-20}" http_ok "$1" || fail "no answer from $1"
 }
 
 # start_scraper HOST:PORT INTERVAL [TIMEOUT]: Debian's Prometheus scraping
