@@ -29,6 +29,8 @@ expect_usage_error "mlwatch: unknown command 'frobnicate' (see \`mlwatch help\`)
 expect_usage_error "mlwatch agent: unknown flag '--bogus' (see \`mlwatch help\`)" agent --bogus
 expect_usage_error "mlwatch agent: --interval: invalid duration 'soon' (examples: 1s, 500ms, 1m30s)" agent --interval soon
 expect_usage_error "mlwatch agent: --interval: invalid duration '0s' (examples: 1s, 500ms, 1m30s)" agent --interval=0s
+expect_usage_error "mlwatch agent: --query-max-samples: must be a whole number from 0 to 1e15, got '-3'" agent --query-max-samples -3
+expect_usage_error "mlwatch agent: --query-lookback-delta: invalid duration 'soon' (examples: 1s, 500ms, 1m30s)" agent --query-lookback-delta soon
 expect_usage_error "mlwatch metrics: --listen: must be ADDR:PORT with a port from 0 to 65535, like :10230 or 127.0.0.1:10230" metrics --listen 127.0.0.1:99999
 expect_usage_error "mlwatch metrics: --collectors: no collector named 'gpu9' (see \`mlwatch help\`)" metrics --collectors loadavg,gpu9
 expect_usage_error "mlwatch metrics: --root: missing value" metrics --root
