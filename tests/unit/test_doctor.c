@@ -717,7 +717,7 @@ static void history_is_bounded(void **state)
 {
     (void)state;
     dr_history h;
-    /* An hour at 1 s: 3601 cycles in at most 128 frames. */
+    /* An hour at 1 s: 3601 cycles in at most DR_MAX_FRAMES (64) frames. */
     dr_history_init(&h, 3600 * 1000, 1000);
     mw_snapshot *snap = mw_snapshot_new();
     for (int i = 0; i < 5000; i++) {
@@ -802,7 +802,7 @@ static void history_keeps_newest_parts(void **state)
                                       MW_GAUGE};
     static const mw_metric_desc HOST = {"mlwatch_cpu_seconds_total", "h", "seconds", MW_COUNTER};
     static const mw_metric_desc GOV = {"mlwatch_cpu_scaling_governor_info", "g", "", MW_GAUGE};
-    /* stride 1 (10 s at 1 s), then a stride of 29 (an hour at 1 s): the
+    /* stride 1 (10 s at 1 s), then a stride of 58 (an hour at 1 s): the
      * newest slot is replaced between kept frames. */
     static const int64_t hist_ms[] = {10 * 1000, 3600 * 1000};
     for (size_t k = 0; k < MW_ARRAY_LEN(hist_ms); k++) {
