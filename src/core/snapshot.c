@@ -51,11 +51,70 @@ static const char *intern(mw_snapshot *s, const char *v)
     return s->interned[i].value;
 }
 
+struct mw_labelset {
+    const mw_label *labels; /* in the arena; NULL = free slot */
+    uint64_t hash;
+    uint32_t n;
+};
+
+/* Label names are literals and values are interned: a set is its pointers. */
+static uint64_t hash_set(const mw_label *l, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL ^ n;
+    for (size_t i = 0; i < n; i++) {
+        h = (h ^ (uint64_t)(uintptr_t)l[i].name) * 1099511628211ULL;
+        h = (h ^ (uint64_t)(uintptr_t)l[i].value) * 1099511628211ULL;
+    }
+    return h ^ (h >> 29);
+}
+
+static void sets_grow(mw_snapshot *s)
+{
+    size_t n = s->nsets_slots ? s->nsets_slots * 2 : 1024;
+    struct mw_labelset *t = mw_xcalloc(n, sizeof(*t));
+    for (size_t i = 0; i < s->nsets_slots; i++) {
+        const struct mw_labelset *e = &s->sets[i];
+        if (!e->labels) continue;
+        size_t j = e->hash & (n - 1);
+        while (t[j].labels)
+            j = (j + 1) & (n - 1);
+        t[j] = *e;
+    }
+    free(s->sets);
+    s->sets = t;
+    s->nsets_slots = n;
+}
+
+/* The snapshot's copy of the label set l (values already interned), shared
+ * by every sample of the same set. */
+static const mw_label *share_set(mw_snapshot *s, const mw_label *l, size_t n)
+{
+    static const mw_label none[1];
+    if (n == 0) return none;
+    if ((s->nsets + 1) * 2 > s->nsets_slots) sets_grow(s);
+    uint64_t h = hash_set(l, n);
+    size_t mask = s->nsets_slots - 1, i = h & mask;
+    for (; s->sets[i].labels; i = (i + 1) & mask)
+        if (s->sets[i].hash == h && s->sets[i].n == n &&
+            memcmp(s->sets[i].labels, l, n * sizeof(*l)) == 0)
+            return s->sets[i].labels;
+    mw_label *copy = mw_arena_alloc(&s->arena, n * sizeof(*l));
+    memcpy(copy, l, n * sizeof(*l));
+    s->sets[i].labels = copy;
+    s->sets[i].hash = h;
+    s->sets[i].n = (uint32_t)n;
+    s->nsets++;
+    return copy;
+}
+
 void mw_snapshot_seal(mw_snapshot *s)
 {
     free(s->interned);
     s->interned = NULL;
     s->ninterned = s->ninterned_slots = 0;
+    free(s->sets);
+    s->sets = NULL;
+    s->nsets = s->nsets_slots = 0;
 }
 
 mw_snapshot *mw_snapshot_new(void)
@@ -74,6 +133,7 @@ void mw_snapshot_free(mw_snapshot *s)
     mw_arena_free(&s->arena);
     free(s->slots);
     free(s->interned);
+    free(s->sets);
     free(s);
 }
 
@@ -134,14 +194,16 @@ void mw_emitv(mw_snapshot *s, const mw_metric_desc *d, double value, size_t nlab
 {
     if (nlabels > MW_MAX_LABELS) nlabels = MW_MAX_LABELS;
     mw_family *f = family_for(s, d);
-    mw_sample *smp = mw_arena_alloc(&s->arena, sizeof(*smp) + nlabels * sizeof(mw_label));
+    mw_label set[MW_MAX_LABELS];
+    for (size_t i = 0; i < nlabels; i++) {
+        set[i].name = labels[i].name;
+        set[i].value = intern(s, labels[i].value ? labels[i].value : "");
+    }
+    mw_sample *smp = mw_arena_alloc(&s->arena, sizeof(*smp));
     smp->next = NULL;
     smp->value = value;
+    smp->labels = share_set(s, set, nlabels);
     smp->nlabels = (uint32_t)nlabels;
-    for (size_t i = 0; i < nlabels; i++) {
-        smp->labels[i].name = labels[i].name;
-        smp->labels[i].value = intern(s, labels[i].value ? labels[i].value : "");
-    }
     if (f->last)
         f->last->next = smp;
     else

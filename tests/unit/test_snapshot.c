@@ -204,6 +204,9 @@ static void label_values_stored_once(void **state)
                         "0000000000000000000000000000000000000000000000000000000000000001");
     assert_ptr_equal(m1->labels[0].value, m301->labels[0].value);
     assert_string_equal(m1->labels[1].value, "");
+    /* ... and so is the whole label set */
+    assert_ptr_equal(m1->labels, m301->labels);
+    assert_ptr_not_equal(m1->labels, m1->next->labels);
     /* Sealed: the index is gone, emitting still works and still copies. */
     size_t used = s->arena.used_bytes;
     mw_snapshot_seal(s);
@@ -214,11 +217,57 @@ static void label_values_stored_once(void **state)
     assert_int_equal(mw_snapshot_get(s, "mlwatch_memory_bytes", &v, "container_id", "late", MW_END),
                      0);
     assert_true(v == 7);
-    /* The arena holds the samples, 2 families, and 301 values (300 IDs of
-     * 64 characters and ""), each rounded up to 16 bytes: no copy per sample. */
+    /* The arena holds the samples, 300 label sets, 2 families, and 301 values
+     * (300 IDs of 64 characters and ""), each rounded up to 16 bytes: no
+     * copy of a value or a set per sample. */
 #define R16(n) (((n) + 15) / 16 * 16)
-    assert_int_equal(used, 3000 * R16(sizeof(mw_sample) + 2 * sizeof(mw_label)) + 300 * R16(65) +
-                               R16(1) + 2 * R16(sizeof(mw_family)));
+    assert_int_equal(used, 3000 * R16(sizeof(mw_sample)) + 300 * R16(2 * sizeof(mw_label)) +
+                               300 * R16(65) + R16(1) + 2 * R16(sizeof(mw_family)));
+    mw_snapshot_free(s);
+}
+
+/* Samples with the same labels (names and values, in the same order) share
+ * one label set, whichever family they belong to; any difference, order
+ * included, makes another. */
+static void label_sets_shared(void **state)
+{
+    (void)state;
+    mw_snapshot *s = mw_snapshot_new();
+    char v[16];
+    snprintf(v, sizeof(v), "user");
+    mw_emit(s, &CPU, 1, "cpu", "0", "mode", v, MW_END);
+    mw_emit(s, &MEM, 2, "cpu", "0", "mode", "user", MW_END);
+    mw_emit(s, &CPU, 3, "cpu", "0", "mode", "system", MW_END);
+    mw_emit(s, &CPU, 4, "mode", "user", "cpu", "0", MW_END);
+    mw_emit(s, &CPU, 5, "cpu", "0", MW_END);
+    mw_emit(s, &OTHER, 6, MW_END);
+    mw_emit(s, &OTHER, 7, MW_END);
+    const mw_sample *c1 = mw_snapshot_find(s, "mlwatch_cpu_seconds_total")->first;
+    const mw_sample *c3 = c1->next, *c4 = c3->next, *c5 = c4->next;
+    const mw_sample *m2 = mw_snapshot_find(s, "mlwatch_memory_bytes")->first;
+    const mw_sample *o6 = mw_snapshot_find(s, "mlwatch_other")->first;
+    assert_ptr_equal(c1->labels, m2->labels);
+    assert_ptr_not_equal(c1->labels, c3->labels);
+    assert_ptr_not_equal(c1->labels, c4->labels);
+    assert_ptr_not_equal(c1->labels, c5->labels);
+    assert_int_equal(s->nsets, 4);
+    assert_string_equal(c4->labels[0].name, "mode");
+    assert_string_equal(c4->labels[1].value, "0");
+    assert_int_equal(c5->nlabels, 1);
+    assert_int_equal(o6->nlabels, 0);
+    assert_int_equal(o6->next->nlabels, 0);
+    /* A shared set is read-only: the sample's values stay its own. */
+    snprintf(v, sizeof(v), "changed");
+    assert_string_equal(c1->labels[1].value, "user");
+    assert_true(c1->value == 1 && m2->value == 2);
+    mw_snapshot_seal(s);
+    assert_null(s->sets);
+    mw_emit(s, &CPU, 8, "cpu", "0", "mode", "user", MW_END);
+    double got;
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_cpu_seconds_total", &got, "mode", "user", MW_END),
+                     0);
+    assert_true(got == 1);
+    assert_string_equal(c5->next->labels[1].value, "user");
     mw_snapshot_free(s);
 }
 
@@ -231,6 +280,7 @@ int main(void)
         cmocka_unit_test(label_limit),
         cmocka_unit_test(many_families),
         cmocka_unit_test(large_label_values),
+        cmocka_unit_test(label_sets_shared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
