@@ -1,6 +1,7 @@
 /* energy_state.c - the energy state file: JSON (jansson), atomic writes; see
  * energy_state.h. */
 #include "energy_state.h"
+#include "../core/buf.h"
 #include "../core/util.h"
 
 #include <errno.h>
@@ -18,17 +19,39 @@
 
 /* --- dump ------------------------------------------------------------------ */
 
+/* The file is written one entry at a time: jansson builds and prints each
+ * container's object, and the text is appended. A tree of every container at
+ * once (a few hundred KB of small objects, every minute) would raise the
+ * heap's high-water mark, and with it the agent's resident memory, for
+ * good. */
 typedef struct dump_ctx {
-    json_t *containers, *node;
+    mw_buf out;
+    int ncontainers, nnode;
+    mw_buf node; /* the node array, appended after the containers */
 } dump_ctx;
+
+/* Append j's compact text (then drop j), after a comma when *count entries
+ * are there already. */
+static void append_json(mw_buf *b, json_t *j, int *count)
+{
+    if (!j) return; /* a string that is not UTF-8: the entry is left out */
+    char *text = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_decref(j);
+    if (!text) return;
+    if ((*count)++) mw_buf_putc(b, ',');
+    mw_buf_puts(b, text);
+    free(text);
+}
 
 static void dump_one(void *arg, char kind, const char *a, const char *b, const char *c,
                      const double *v, size_t n)
 {
     dump_ctx *d = arg;
     if (kind == 'n') {
-        json_array_append_new(d->node, json_pack("{s:s,s:s,s:s,s:f}", "source", a, "zone", b,
-                                                 "method", c, "joules", v[0]));
+        append_json(
+            &d->node,
+            json_pack("{s:s,s:s,s:s,s:f}", "source", a, "zone", b, "method", c, "joules", v[0]),
+            &d->nnode);
         return;
     }
     if (n != MW_EC_N * MW_EK_N + 1) return;
@@ -37,21 +60,29 @@ static void dump_one(void *arg, char kind, const char *a, const char *b, const c
         json_object_set_new(j, mw_energy_component_names[k],
                             json_pack("{s:f,s:f}", "dynamic", v[k * MW_EK_N + MW_EK_DYNAMIC],
                                       "idle", v[k * MW_EK_N + MW_EK_IDLE]));
-    json_array_append_new(d->containers,
-                          json_pack("{s:s,s:s,s:s,s:o,s:f}", "namespace", a, "pod", b, "container",
-                                    c, "joules", j, "co2_grams", v[MW_EC_N * MW_EK_N]));
+    append_json(&d->out,
+                json_pack("{s:s,s:s,s:s,s:o,s:f}", "namespace", a, "pod", b, "container", c,
+                          "joules", j, "co2_grams", v[MW_EC_N * MW_EK_N]),
+                &d->ncontainers);
 }
 
 char *mw_energy_state_dump(const mw_energy *e, const char *identity, int64_t now_ms)
 {
-    dump_ctx d = {json_array(), json_array()};
+    json_t *id = json_string(identity ? identity : "");
+    if (!id) return NULL; /* not UTF-8 */
+    dump_ctx d = {.ncontainers = 0};
+    mw_buf_init(&d.out, 0);
+    mw_buf_init(&d.node, 0);
+    mw_buf_printf(&d.out, "{\"format\":\"%s\",\"version\":%d,\"identity\":", FORMAT, VERSION);
+    int one = 0;
+    append_json(&d.out, id, &one);
+    mw_buf_printf(&d.out, ",\"saved_ms\":%lld,\"containers\":[", (long long)now_ms);
     mw_energy_visit(e, dump_one, &d);
-    json_t *root = json_pack("{s:s,s:i,s:s,s:I,s:o,s:o}", "format", FORMAT, "version", VERSION,
-                             "identity", identity, "saved_ms", (json_int_t)now_ms, "containers",
-                             d.containers, "node", d.node);
-    char *text = json_dumps(root, JSON_COMPACT);
-    json_decref(root);
-    return text;
+    mw_buf_puts(&d.out, "],\"node\":[");
+    if (d.node.len) mw_buf_append(&d.out, d.node.data, d.node.len);
+    mw_buf_puts(&d.out, "]}");
+    mw_buf_free(&d.node);
+    return mw_buf_steal(&d.out, NULL);
 }
 
 /* --- parse ------------------------------------------------------------------ */

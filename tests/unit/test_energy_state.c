@@ -129,6 +129,71 @@ static void untrusted_files(void **state)
     mw_energy_free(e);
 }
 
+/* The file's exact text: written one entry at a time, it is what one
+ * jansson tree of the whole state printed (the same keys, order and
+ * numbers; the remainder is the entry with empty names). An identity that
+ * needs escaping is escaped. */
+static void dump_text(void **state)
+{
+    (void)state;
+    mw_energy *e = model();
+    mw_snapshot *s = mw_snapshot_new();
+    s->timestamp_ms = 1000;
+    mw_emit(s, &GPU_E, 0, "gpu", "0", "uuid", "GPU-0", MW_END);
+    mw_emit(s, &CUTIL, 1, "namespace", "ml", "pod", "a", "container", "main", "gpu", "0", MW_END);
+    mw_energy_step(e, s, 100);
+    mw_snapshot_free(s);
+    s = mw_snapshot_new();
+    s->timestamp_ms = 2000;
+    mw_emit(s, &GPU_E, 2.5, "gpu", "0", "uuid", "GPU-0", MW_END);
+    mw_emit(s, &CUTIL, 1, "namespace", "ml", "pod", "a", "container", "main", "gpu", "0", MW_END);
+    mw_energy_step(e, s, 100);
+    mw_snapshot_free(s);
+    char *text = mw_energy_state_dump(e, "node \"7\"", 2000);
+    assert_non_null(text);
+    assert_string_equal(
+        text,
+        "{\"format\":\"mlwatch-energy-state\",\"version\":1,\"identity\":\"node \\\"7\\\"\","
+        "\"saved_ms\":2000,\"containers\":[{\"namespace\":\"ml\",\"pod\":\"a\",\"container\":"
+        "\"main\",\"joules\":{\"cpu\":{\"dynamic\":0.0,\"idle\":0.0},\"dram\":{\"dynamic\":0.0,"
+        "\"idle\":0.0},\"gpu\":{\"dynamic\":0.0,\"idle\":2.5},\"other\":{\"dynamic\":0.0,"
+        "\"idle\":0.0}},\"co2_grams\":6.9444444444444444e-5},{\"namespace\":\"\",\"pod\":\"\","
+        "\"container\":\"\",\"joules\":{\"cpu\":{\"dynamic\":0.0,\"idle\":0.0},\"dram\":"
+        "{\"dynamic\":0.0,\"idle\":0.0},\"gpu\":{\"dynamic\":0.0,\"idle\":0.0},\"other\":"
+        "{\"dynamic\":0.0,\"idle\":0.0}},\"co2_grams\":0.0}],\"node\":[{\"source\":\"gpu\","
+        "\"zone\":\"0\",\"method\":\"measured\",\"joules\":2.5}]}");
+    free(text);
+    mw_energy_free(e);
+
+    /* A container whose name is not UTF-8 is left out, and only it: the
+     * text is still JSON and the others read back. */
+    e = model();
+    for (int i = 0; i < 2; i++) {
+        s = mw_snapshot_new();
+        s->timestamp_ms = 1000 + 1000 * i;
+        mw_emit(s, &GPU_E, 4.0 * i, "gpu", "0", "uuid", "GPU-0", MW_END);
+        mw_emit(s, &CUTIL, 1, "namespace", "ml", "pod", "\xff\xfe", "container", "main", "gpu", "0",
+                MW_END);
+        mw_emit(s, &CUTIL, 1, "namespace", "ml", "pod", "a", "container", "main", "gpu", "0",
+                MW_END);
+        mw_energy_step(e, s, 100);
+        mw_snapshot_free(s);
+    }
+    text = mw_energy_state_dump(e, "m", 2000);
+    assert_non_null(text);
+    assert_null(strstr(text, "\xff"));
+    mw_energy *back = model();
+    char err[256];
+    assert_int_equal(mw_energy_state_parse(back, text, strlen(text), "m", err, sizeof(err)), 0);
+    double co2;
+    assert_true(gpu_total(back, &co2) == 2);
+    assert_true(gpu_total(e, &co2) == 2);
+    free(text);
+    mw_energy_free(back);
+    mw_energy_free(e);
+    assert_null(mw_energy_state_dump(NULL, "\xff", 1)); /* an identity must be UTF-8 */
+}
+
 static void unwritable_dir(void **state)
 {
     (void)state;
@@ -158,6 +223,7 @@ int main(void)
         cmocka_unit_test(survives_restart),
         cmocka_unit_test(untrusted_files),
         cmocka_unit_test(unwritable_dir),
+        cmocka_unit_test(dump_text),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
