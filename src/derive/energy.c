@@ -56,6 +56,11 @@ typedef struct ent {
     /* scratch of the current interval */
     uint64_t cycle;
     double cpu_d, weight, gpu[MW_EK_N];
+    /* CPU seconds its cgroup counted before the node's /proc/stat did (the
+     * files are read moments apart), not paid in interval owed_cycle: the
+     * node counts them, and their energy, in the next interval. */
+    double owed;
+    uint64_t owed_cycle;
 } ent;
 
 typedef struct node {
@@ -654,15 +659,31 @@ void mw_energy_step(mw_energy *e, mw_snapshot *snap, double intensity)
         }
     }
 
-    /* CPU-time shares; requests weights. */
+    /* CPU-time shares; requests weights. A container's CPU time is its
+     * cgroup's difference plus what it was owed from the previous interval;
+     * when the containers together ran ahead of the node's busy time, each
+     * is paid the node's part and owed the rest. */
     double sum_cpu = 0, sum_w = 0;
     for (size_t i = 0; i < NBUCKETS; i++)
-        for (const node *n = e->ents.b[i]; n; n = n->next)
-            if (n->ent->cycle == e->cycle && n->ent != e->unattr) {
-                sum_cpu += n->ent->cpu_d;
-                sum_w += n->ent->weight;
-            }
+        for (const node *n = e->ents.b[i]; n; n = n->next) {
+            ent *x = n->ent;
+            if (x->cycle != e->cycle || x == e->unattr) continue;
+            double raw = x->cpu_d;
+            if (x->owed_cycle + 1 == e->cycle) x->cpu_d += x->owed;
+            x->owed = raw; /* the most it can be owed next: a read skew is less than an interval */
+            sum_cpu += x->cpu_d;
+            sum_w += x->weight;
+        }
     double denom = iv.busy > sum_cpu ? iv.busy : sum_cpu;
+    for (size_t i = 0; i < NBUCKETS; i++)
+        for (const node *n = e->ents.b[i]; n; n = n->next) {
+            ent *x = n->ent;
+            if (x->cycle != e->cycle || x == e->unattr) continue;
+            double unpaid =
+                sum_cpu > iv.busy ? x->cpu_d * (1 - (iv.busy > 0 ? iv.busy : 0) / sum_cpu) : 0;
+            x->owed = unpaid < x->owed ? unpaid : x->owed;
+            x->owed_cycle = e->cycle;
+        }
     attribute_gpus(e, snap);
 
     double attributed[MW_EC_N][MW_EK_N] = {{0}};

@@ -357,6 +357,51 @@ static void estimated_model(void **state)
     mw_energy_free(e);
 }
 
+/* The cgroup files are read moments after /proc/stat: a container's CPU
+ * time can run ahead of the node's busy time in one interval and fall
+ * behind in the next. It is paid the node's part, owed the rest and paid
+ * that in the next interval, so a container that alone kept the node busy
+ * gets all the dynamic energy (before: 0.2 s of it went to the remainder). */
+static void cpu_ahead_of_node(void **state)
+{
+    (void)state;
+    const double w = 3.5 - 0.74; /* dynamic watts per busy CPU, estimated model */
+    mw_energy *e = model(MW_IDLE_NONE);
+    const double ctr[] = {0, 1.2, 2.0, 3.0};
+    double total = 0;
+    for (int i = 0; i < 4; i++) {
+        mw_snapshot *s = at(1000 + i * 1000);
+        node_cpu(s, 2, 1.0 * i, 1.0 * i); /* one of two CPUs busy */
+        pod_cpu(s, "ml", "a", "main", ctr[i]);
+        mw_energy_step(e, s, -1);
+        if (i) total += 2 * 0.74 + w;
+        assert_conserved(e, s, total);
+        assert_near(cj(s, "a", "cpu", "dynamic"), w * i);
+        assert_near(cj(s, "", "cpu", "dynamic"), 0);
+        mw_snapshot_free(s);
+    }
+    mw_energy_free(e);
+
+    /* Containers that claim more than the node every interval (0.75 + 0.5
+     * of 1 busy second) keep their 3:2 split of all of it; what each is
+     * owed stays bounded by one interval of its own CPU time. */
+    e = model(MW_IDLE_NONE);
+    total = 0;
+    for (int i = 0; i < 10; i++) {
+        mw_snapshot *s = at(1000 + i * 1000);
+        node_cpu(s, 2, 1.0 * i, 1.0 * i);
+        pod_cpu(s, "ml", "a", "main", 0.75 * i);
+        pod_cpu(s, "ml", "b", "main", 0.5 * i);
+        mw_energy_step(e, s, -1);
+        if (i) total += 2 * 0.74 + w;
+        assert_conserved(e, s, total);
+        assert_near(cj(s, "a", "cpu", "dynamic"), 0.6 * w * i);
+        assert_near(cj(s, "b", "cpu", "dynamic"), 0.4 * w * i);
+        mw_snapshot_free(s);
+    }
+    mw_energy_free(e);
+}
+
 /* IPMI node power: the platform beyond RAPL and GPUs is "other"; a meter
  * below the parts keeps the parts and is counted. */
 static void ipmi_other(void **state)
@@ -476,6 +521,7 @@ int main(void)
         cmocka_unit_test(gpu_mig),
         cmocka_unit_test(gpu_counter_reset),
         cmocka_unit_test(estimated_model),
+        cmocka_unit_test(cpu_ahead_of_node),
         cmocka_unit_test(ipmi_other),
         cmocka_unit_test(co2_per_interval),
         cmocka_unit_test(rapl_wrap_through_collector),
