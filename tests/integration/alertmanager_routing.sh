@@ -34,11 +34,7 @@ printf 'am-Sm7p-pw' >"$WORK/smtp-password" # Alertmanager 0.25 keeps a trailing 
     --user mlwatch-alerts --password-file "$WORK/smtp-password" 2>"$WORK/smtp.log" &
 PIDS+=($!)
 for f in rx.port smtp.port; do
-    deadline=$((SECONDS + 10))
-    until [ -s "$WORK/$f" ]; do
-        [ $SECONDS -lt $deadline ] || fail "$f: peer did not start"
-        sleep 0.1
-    done
+    wait_for 10 test -s "$WORK/$f" || fail "$f: peer did not start"
 done
 printf 'http://127.0.0.1:%s/hooks/mm-secret\n' "$(cat "$WORK/rx.port")" >"$WORK/mm-url"
 
@@ -80,12 +76,12 @@ curl -sf -XPOST -H 'Content-Type: application/json' "http://127.0.0.1:$port/api/
   "startsAt": "'"$now"'"}]' >/dev/null || fail "posting alerts"
 ok
 
-deadline=$((SECONDS + 20))
-until [ -s "$WORK/mail.jsonl" ] && [ -s "$WORK/hooks.jsonl" ] &&
-    [ "$(wc -l <"$WORK/hooks.jsonl")" -ge 2 ]; do
-    [ $SECONDS -lt $deadline ] || fail "no delivery: hooks $(cat "$WORK/hooks.jsonl" 2>/dev/null); mail $(cat "$WORK/mail.jsonl" 2>/dev/null); $(tail -5 "$WORK/am.log")"
-    sleep 0.2
-done
+delivered() { # a mail and both messages in the channel
+    [ -s "$WORK/mail.jsonl" ] && [ -s "$WORK/hooks.jsonl" ] &&
+        [ "$(wc -l <"$WORK/hooks.jsonl")" -ge 2 ]
+}
+WAIT_EVERY=0.2 wait_for 20 delivered ||
+    fail "no delivery: hooks $(cat "$WORK/hooks.jsonl" 2>/dev/null); mail $(cat "$WORK/mail.jsonl" 2>/dev/null); $(tail -5 "$WORK/am.log")"
 sleep 1
 expect_eq "mattermost messages" 2 "$(wc -l <"$WORK/hooks.jsonl")"
 expect_eq "mattermost path" '"/hooks/mm-secret"' "$(head -1 "$WORK/hooks.jsonl" | jq -c .path)"

@@ -156,11 +156,8 @@ mkdir -p "$sockdir" "$root/var/lib/kubelet/pod-resources"
 $PY "$MLWATCH_SRC/tests/fakeapi/fake_podresources.py" --socket "$sockdir/kubelet.sock" \
     --alloc "shared/notebook-z/main=nvidia.com/gpu:GPU-00000000-0000-4000-8000-000000000000" &
 PIDS+=($!)
-deadline=$((SECONDS + 10))
-until [ -s "$WORK/api.port" ] && [ -S "$sockdir/kubelet.sock" ]; do
-    [ $SECONDS -lt $deadline ] || fail "fake API server or pod-resources server did not start"
-    sleep 0.1
-done
+peers_up() { [ -s "$WORK/api.port" ] && [ -S "$sockdir/kubelet.sock" ]; }
+wait_for 10 peers_up || fail "fake API server or pod-resources server did not start"
 ro_mount=0
 if mount --bind "$sockdir" "$root/var/lib/kubelet/pod-resources" 2>/dev/null; then
     umount_ro() { umount "$root/var/lib/kubelet/pod-resources" 2>/dev/null || true; }
@@ -193,15 +190,14 @@ EOF
 NODE_NAME=gpu-node-1 start_agent "${args[@]:1}" --root "$root" --kubeconfig "$WORK/kubeconfig" \
     --nvml-library "$fake" --rocm-library none --interval 200ms --gpu-process-interval 200ms \
     --idle-window 1s --data-dir "$WORK/data" --state-dir "$WORK/state"
-deadline=$((SECONDS + 15))
-until curl -sf "$AGENT_URL/metrics" >"$WORK/m.txt" &&
-    grep -q '^mlwatch_idle_gpu_sessions{namespace="shared"} 1$' "$WORK/m.txt"; do
-    [ $SECONDS -lt $deadline ] || {
-        tail -20 "$WORK/agent.log" >&2
-        fail "no idle session of shared/notebook-z (allocated through the pod-resources socket)"
-    }
-    sleep 0.2
-done
+idle_session() {
+    curl -sf "$AGENT_URL/metrics" >"$WORK/m.txt" &&
+        grep -q '^mlwatch_idle_gpu_sessions{namespace="shared"} 1$' "$WORK/m.txt"
+}
+if ! WAIT_EVERY=0.2 wait_for 15 idle_session; then
+    tail -20 "$WORK/agent.log" >&2
+    fail "no idle session of shared/notebook-z (allocated through the pod-resources socket)"
+fi
 ok
 grep -q 'kube: watching the pods of node gpu-node-1' "$WORK/agent.log" ||
     fail "the agent does not watch NODE_NAME's pods: $(grep kube "$WORK/agent.log")"

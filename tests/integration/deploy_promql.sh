@@ -160,17 +160,16 @@ q() { # EXPR: the instant query's result as JSON
 }
 # Until every agent has been scraped a few times and the idle session,
 # the XID and the rules are in (rate() needs two samples).
-deadline=$((SECONDS + 25))
-until [ "$(q 'count(count_over_time(up[1m]) >= 4)' | jq -r '.[0].value[1] // 0')" = 3 ] &&
-    [ "$(q 'count(mlwatch_gpu_idle_seconds > 0)' | jq -r '.[0].value[1] // 0')" -ge 1 ] &&
-    [ "$(q 'count(mlwatch_gpu_xid_errors_total)' | jq -r '.[0].value[1] // 0')" -ge 1 ] &&
-    [ "$(q 'count(namespace:mlwatch_idle_gpus:rate1h)' | jq -r '.[0].value[1] // 0')" -ge 1 ]; do
-    [ $SECONDS -lt $deadline ] || {
-        tail -5 "$WORK"/agent-*.log "$WORK/prometheus.log" >&2
-        fail "no data in Prometheus after 25 s: up=$(q up)"
-    }
-    sleep 0.5
-done
+all_in() {
+    [ "$(q 'count(count_over_time(up[1m]) >= 4)' | jq -r '.[0].value[1] // 0')" = 3 ] &&
+        [ "$(q 'count(mlwatch_gpu_idle_seconds > 0)' | jq -r '.[0].value[1] // 0')" -ge 1 ] &&
+        [ "$(q 'count(mlwatch_gpu_xid_errors_total)' | jq -r '.[0].value[1] // 0')" -ge 1 ] &&
+        [ "$(q 'count(namespace:mlwatch_idle_gpus:rate1h)' | jq -r '.[0].value[1] // 0')" -ge 1 ]
+}
+if ! WAIT_EVERY=0.5 wait_for 25 all_in; then
+    tail -5 "$WORK"/agent-*.log "$WORK/prometheus.log" >&2
+    fail "no data in Prometheus after 25 s: up=$(q up)"
+fi
 ok
 
 # The relabelling: instance and node are the node names, the Pending pod

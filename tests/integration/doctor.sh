@@ -80,14 +80,10 @@ ok
 
 # The agent: its history answers, no sampling.
 start_agent "${common[@]}" --interval 200ms --gpu-process-interval 200ms
-deadline=$((SECONDS + 10))
-n=0
-while [ $SECONDS -lt $deadline ]; do
-    n=$(curl -sf "$AGENT_URL/api/v1/findings" | jq '.findings | length' 2>/dev/null || echo 0)
-    [ "$n" = 3 ] && break
-    sleep 0.2
-done
-expect_eq "agent: findings" 3 "$n"
+findings() { curl -sf "$AGENT_URL/api/v1/findings" | jq '.findings | length' 2>/dev/null || echo 0; }
+findings_are() { [ "$(findings)" = "$1" ]; }
+WAIT_EVERY=0.2 wait_for 10 findings_are 3 || true
+expect_eq "agent: findings" 3 "$(findings)"
 expect_eq "agent: ?pod=notebook-a" "notebook-a" \
     "$(curl -sf "$AGENT_URL/api/v1/findings?pod=notebook-a" | jq -r '.findings[].pod')"
 expect_eq "agent: ?namespace=ml-team" 0 \

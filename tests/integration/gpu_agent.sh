@@ -31,15 +31,12 @@ value() {
         "$WORK/value.txt"
 }
 
+value_is() { [ "$(value "$1" "$2")" = "$3" ]; } # NAME LABELS EXPECTED
+
 # await NAME LABELS EXPECTED: until the scrape shows it (5 s at most)
 await() {
-    local deadline=$((SECONDS + 5)) v
-    while [ $SECONDS -lt $deadline ]; do
-        v=$(value "$1" "$2")
-        [ "$v" = "$3" ] && { ok; return 0; }
-        sleep 0.1
-    done
-    fail "$1{$2}: expected $3, got '$v'"
+    wait_for 5 value_is "$1" "$2" "$3" || fail "$1{$2}: expected $3, got '$(value "$1" "$2")'"
+    ok
 }
 
 scenario

@@ -33,11 +33,7 @@ start_fake() {
     /usr/bin/python3 "$MLWATCH_SRC/tests/fakeapi/fake_podresources.py" --socket "$sock" "$@" &
     FAKE_PID=$!
     PIDS+=("$FAKE_PID")
-    local deadline=$((SECONDS + 10))
-    until [ -S "$sock" ]; do
-        [ $SECONDS -lt $deadline ] || fail "fake pod-resources server did not start"
-        sleep 0.1
-    done
+    wait_for 10 test -S "$sock" || fail "fake pod-resources server did not start"
 }
 stop_fake() {
     kill "$FAKE_PID"
@@ -58,15 +54,13 @@ start_fake --alloc "shared/notebook-z/main=nvidia.com/gpu:GPU-00000000-0000-4000
     --alloc "ml-team/train-1/main=nvidia.com/gpu:GPU-11111111-0000-4000-8000-000000000001" \
     --alloc "shared/notebook-z/main=cpu:0,1"
 start_agent "${agent_args[@]}"
-deadline=$((SECONDS + 10))
-while :; do
+shared_sessions() { awk '/^mlwatch_idle_gpu_sessions\{namespace="shared"\}/ { print $2 }' "$WORK/m1.txt"; }
+one_shared_session() { # in a fresh scrape, kept in $WORK/m1.txt
     curl -sf "$AGENT_URL/metrics" >"$WORK/m1.txt" || true
-    n=$(awk '/^mlwatch_idle_gpu_sessions\{namespace="shared"\}/ { print $2 }' "$WORK/m1.txt")
-    [ "$n" = 1 ] && break
-    [ $SECONDS -lt $deadline ] || fail "no idle session for notebook-z: $(grep idle "$WORK/m1.txt")"
-    sleep 0.2
-done
-expect_eq "idle sessions in shared" 1 "$n"
+    [ "$(shared_sessions)" = 1 ]
+}
+WAIT_EVERY=0.2 wait_for 10 one_shared_session || fail "no idle session for notebook-z: $(grep idle "$WORK/m1.txt")"
+expect_eq "idle sessions in shared" 1 "$(shared_sessions)"
 z=$(grep -F "$Z " "$WORK/m1.txt" | awk '{ print $2 }')
 awk -v z="$z" 'BEGIN { exit !(z > 0) }' || fail "notebook-z idle seconds: '$z'"
 ok

@@ -32,11 +32,7 @@ printf '%s\n' "$PASSWORD" >"$WORK/password"
     --key "$WORK/key.pem" --out "$WORK/mail.jsonl" --port-file "$WORK/smtp.port" \
     --user mlwatch --password-file "$WORK/password" 2>"$WORK/smtp.log" &
 PIDS+=($!)
-deadline=$((SECONDS + 10))
-until [ -s "$WORK/smtp.port" ]; do
-    [ $SECONDS -lt $deadline ] || fail "SMTP sink did not start: $(cat "$WORK/smtp.log")"
-    sleep 0.1
-done
+wait_for 10 test -s "$WORK/smtp.port" || fail "SMTP sink did not start: $(cat "$WORK/smtp.log")"
 
 scenario 0
 export MLWATCH_TEST_SMTP_PASSWORD=$PASSWORD
@@ -48,12 +44,9 @@ start_agent --root "$MLWATCH_FIXTURES/gpu-node" --collectors cgroup,gpu --nvml-l
     --notify-smtp-to "ml-admins@example.org, alice@example.org" --notify-smtp-username mlwatch \
     --notify-smtp-password env:MLWATCH_TEST_SMTP_PASSWORD
 
+mails_at_least() { [ -s "$WORK/mail.jsonl" ] && [ "$(wc -l <"$WORK/mail.jsonl")" -ge "$1" ]; }
 await_mail() { # N
-    local deadline=$((SECONDS + 10))
-    until [ -s "$WORK/mail.jsonl" ] && [ "$(wc -l <"$WORK/mail.jsonl")" -ge "$1" ]; do
-        [ $SECONDS -lt $deadline ] || fail "expected $1 mails; log: $(cat "$WORK/agent.log")"
-        sleep 0.1
-    done
+    wait_for 10 mails_at_least "$1" || fail "expected $1 mails; log: $(cat "$WORK/agent.log")"
     expect_eq "mails" "$1" "$(wc -l <"$WORK/mail.jsonl")"
 }
 await_mail 1
@@ -82,8 +75,8 @@ delivered() {
     curl -sf "$AGENT_URL/metrics" >"$WORK/m.txt"
     awk '/^mlwatch_notifications_total\{receiver="email",result="delivered"\}/ { print $2 }' "$WORK/m.txt"
 }
-deadline=$((SECONDS + 3))
-while [ "$(delivered)" != 2 ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+delivered_are() { [ "$(delivered)" = "$1" ]; }
+wait_for 3 delivered_are 2 || true
 expect_eq "delivered mails counted" 2 "$(delivered)"
 for f in "$WORK/agent.log" "$WORK/m.txt"; do
     if grep -q "$PASSWORD" "$f"; then fail "the SMTP password is in $f"; fi

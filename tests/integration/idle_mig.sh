@@ -38,37 +38,27 @@ mkdir -p "$(dirname "$sock")"
     --alloc "ml-team/train-1/main=nvidia.com/gpu:MIG-10000003-aaaa-5bbb-8ccc-000000000003" \
     --alloc "inference/infer-0/main=nvidia.com/gpu:MIG-10000000-aaaa-5bbb-8ccc-000000000000" &
 PIDS+=($!)
-deadline=$((SECONDS + 10))
-until [ -S "$sock" ]; do
-    [ $SECONDS -lt $deadline ] || fail "fake pod-resources server did not start"
-    sleep 0.1
-done
+wait_for 10 test -S "$sock" || fail "fake pod-resources server did not start"
 
 RPORT=$(free_port)
 python3 "$MLWATCH_SRC/tests/receivers/webhook_receiver.py" --port "$RPORT" --out "$WORK/got.jsonl" &
 PIDS+=($!)
-deadline=$((SECONDS + 10))
-until curl -s -o /dev/null "http://127.0.0.1:$RPORT/"; do
-    [ $SECONDS -lt $deadline ] || fail "receiver did not start"
-    sleep 0.1
-done
+wait_for 10 curl -s -o /dev/null "http://127.0.0.1:$RPORT/" || fail "receiver did not start"
 count() { # FILTER: messages matching a jq filter
     [ -f "$WORK/got.jsonl" ] || { echo 0; return; }
     jq -c "select($1)" "$WORK/got.jsonl" | wc -l
 }
+count_at_least() { [ "$(count "$1")" -ge "$2" ]; } # FILTER N
 start_agent --root "$root" --collectors cgroup,gpu --nvml-library "$fake" --rocm-library none \
     --interval 200ms --gpu-process-interval 200ms --idle-window 2s --idle-busy-period 1s \
     --node-name gpu-node-1 --notify-webhook "http://127.0.0.1:$RPORT/hooks/x" \
     --notify-repeat-interval 1h --state-dir "$WORK/state"
-deadline=$((SECONDS + 15))
-while :; do
+idle_slices() { # in a fresh scrape, kept in $WORK/m.txt: infer-0's and notebook-z's
     curl -sf "$AGENT_URL/metrics" >"$WORK/m.txt" || true
-    a=$(awk '/^mlwatch_idle_gpu_sessions\{namespace="inference"\}/ { print $2 }' "$WORK/m.txt")
-    b=$(awk '/^mlwatch_idle_gpu_sessions\{namespace="shared"\}/ { print $2 }' "$WORK/m.txt")
-    [ "$a" = 1 ] && [ "$b" = 1 ] && break
-    [ $SECONDS -lt $deadline ] || fail "no idle MIG sessions: $(grep idle "$WORK/m.txt")"
-    sleep 0.2
-done
+    [ "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="inference"\}/ { print $2 }' "$WORK/m.txt")" = 1 ] &&
+        [ "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="shared"\}/ { print $2 }' "$WORK/m.txt")" = 1 ]
+}
+WAIT_EVERY=0.2 wait_for 15 idle_slices || fail "no idle MIG sessions: $(grep idle "$WORK/m.txt")"
 expect_eq "idle sessions in ml-team (busy allocated slice)" 0 \
     "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="ml-team"\}/ { print $2 }' "$WORK/m.txt")"
 expect_eq "activity of GI 9" 0 "$(awk '/^mlwatch_mig_utilization_ratio\{.*gpu_instance="9"/ { print $2 }' "$WORK/m.txt")"
@@ -95,11 +85,8 @@ ok
 # One message per idle slice, naming it; none about the busy ones.
 Z='(.body.text // "" | contains("pod shared/notebook-z"))'
 I0='(.body.text // "" | contains("pod inference/infer-0"))'
-deadline=$((SECONDS + 8))
-until [ "$(count "$Z")" -ge 1 ] && [ "$(count "$I0")" -ge 1 ]; do
-    [ $SECONDS -lt $deadline ] || fail "no messages: $(cat "$WORK/got.jsonl" 2>&1)"
-    sleep 0.1
-done
+messages_sent() { count_at_least "$Z" 1 && count_at_least "$I0" 1; }
+wait_for 8 messages_sent || fail "no messages: $(cat "$WORK/got.jsonl" 2>&1)"
 t=$(jq -r "select($Z) | .body.text" "$WORK/got.jsonl")
 for want in "Idle GPU: GPU 0 (NVIDIA H100 80GB HBM3 MIG 1g.10gb, GI 9 CI 0) on gpu-node-1 held by pod shared/notebook-z" \
     "MIG-10000002-aaaa-5bbb-8ccc-000000000002"; do
@@ -112,23 +99,16 @@ expect_eq "messages about busy slices" 0 "$(count '(.body | tostring | test("inf
 
 # GI 7 gets busy: its episode ends after the busy period, GI 9's stays.
 sed -i 's/gi=7 memused=550502400 graphics=0/gi=7 memused=550502400 graphics=50/' "$WORK/scenario.txt"
-deadline=$((SECONDS + 10))
-while :; do
+gi7_ended() { # in a fresh scrape, kept in $WORK/m2.txt
     curl -sf "$AGENT_URL/metrics" >"$WORK/m2.txt" || true
-    a=$(awk '/^mlwatch_idle_gpu_sessions\{namespace="inference"\}/ { print $2 }' "$WORK/m2.txt")
-    [ "$a" = 0 ] && break
-    [ $SECONDS -lt $deadline ] || fail "GI 7 episode did not end: $(grep idle "$WORK/m2.txt")"
-    sleep 0.2
-done
+    [ "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="inference"\}/ { print $2 }' "$WORK/m2.txt")" = 0 ]
+}
+WAIT_EVERY=0.2 wait_for 10 gi7_ended || fail "GI 7 episode did not end: $(grep idle "$WORK/m2.txt")"
 expect_eq "idle sessions in shared after GI 7 got busy" 1 \
     "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="shared"\}/ { print $2 }' "$WORK/m2.txt")"
 grep -q "idle session ended (busy): inference/infer-0 container main GPU 0 MIG 1g.10gb GI 7 CI 0" "$WORK/agent.log" ||
     fail "no log of the end: $(grep idle "$WORK/agent.log" | tail -5)"
 ok
-deadline=$((SECONDS + 8))
-until [ "$(count "$I0")" -ge 2 ]; do
-    [ $SECONDS -lt $deadline ] || fail "no resolved message for infer-0: $(cat "$WORK/got.jsonl")"
-    sleep 0.1
-done
+wait_for 8 count_at_least "$I0" 2 || fail "no resolved message for infer-0: $(cat "$WORK/got.jsonl")"
 expect_eq "messages about notebook-z (still open)" 1 "$(count "$Z")"
 done_ok

@@ -39,11 +39,7 @@ start_receiver() {
     python3 "$MLWATCH_SRC/tests/receivers/webhook_receiver.py" --port "$RPORT" --out "$WORK/got.jsonl" &
     RECEIVER_PID=$!
     PIDS+=("$RECEIVER_PID")
-    local deadline=$((SECONDS + 10))
-    until curl -s -o /dev/null "http://127.0.0.1:$RPORT/"; do
-        [ $SECONDS -lt $deadline ] || fail "receiver did not start"
-        sleep 0.1
-    done
+    wait_for 10 curl -s -o /dev/null "http://127.0.0.1:$RPORT/" || fail "receiver did not start"
 }
 stop_receiver() {
     kill "$RECEIVER_PID"
@@ -55,14 +51,10 @@ count() {
     [ -f "$WORK/got.jsonl" ] || { echo 0; return; }
     jq -c "select($1)" "$WORK/got.jsonl" | wc -l
 }
+count_at_least() { [ "$(count "$1")" -ge "$2" ]; } # FILTER N
 # await_count WHAT FILTER N [SECONDS]
 await_count() {
-    local deadline=$((SECONDS + ${4:-8})) c
-    while [ $SECONDS -lt $deadline ]; do
-        c=$(count "$2")
-        [ "$c" -ge "$3" ] && break
-        sleep 0.1
-    done
+    wait_for "${4:-8}" count_at_least "$2" "$3" || true
     expect_eq "$1" "$3" "$(count "$2")"
 }
 

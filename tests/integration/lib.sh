@@ -39,15 +39,17 @@ free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
-# wait_for SECONDS CMD [ARGS...]: until CMD succeeds, trying every 0.1 s;
-# status 1 when SECONDS pass first, so that the caller says what did not
-# happen, with what it sees then: wait_for 10 test -s "$f" || fail "...".
+# wait_for SECONDS CMD [ARGS...]: until CMD succeeds, trying every 0.1 s
+# (WAIT_EVERY=0.5 wait_for ...: less often, for checks that run a query or
+# start a process); status 1 when SECONDS pass first, so that the caller
+# says what did not happen, with what it sees then:
+# wait_for 10 test -s "$f" || fail "...".
 wait_for() {
     local deadline=$((SECONDS + $1))
     shift
     until "$@"; do
         [ $SECONDS -lt $deadline ] || return 1
-        sleep 0.1
+        sleep "${WAIT_EVERY:-0.1}"
     done
 }
 

@@ -17,14 +17,11 @@ query() {
         python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'
 }
 
-deadline=$((SECONDS + 30))
-while [ "$(query 'up{job="mlwatch"}')" != 1 ]; do
-    [ $SECONDS -lt $deadline ] || {
-        curl -s "$PROM/api/v1/targets" >&2
-        fail "Prometheus never scraped the agent successfully"
-    }
-    sleep 0.5
-done
+target_up() { [ "$(query 'up{job="mlwatch"}')" = 1 ]; }
+if ! WAIT_EVERY=0.5 wait_for 30 target_up; then
+    curl -s "$PROM/api/v1/targets" >&2
+    fail "Prometheus never scraped the agent successfully"
+fi
 ok
 
 # Prometheus must have used OpenMetrics (the format it prefers).

@@ -9,12 +9,11 @@ root=$(fixture_copy rapl-cpufreq)
 start_agent --root "$root" --interval 200ms
 
 # Wait until the store has a few cycles of samples.
-deadline=$((SECONDS + 20))
-until [ "$(curl -s --get --data-urlencode 'query=count_over_time(mlwatch_load1[1m])' \
-    "$AGENT_URL/api/v1/query" | jq -r '.data.result[0].value[1] // 0')" -ge 3 ]; do
-    [ $SECONDS -lt $deadline ] || fail "the agent's store never had 3 samples of mlwatch_load1"
-    sleep 0.2
-done
+stored() {
+    [ "$(curl -s --get --data-urlencode 'query=count_over_time(mlwatch_load1[1m])' \
+        "$AGENT_URL/api/v1/query" | jq -r '.data.result[0].value[1] // 0')" -ge 3 ]
+}
+WAIT_EVERY=0.2 wait_for 20 stored || fail "the agent's store never had 3 samples of mlwatch_load1"
 
 # Instant query at a fixed time so the table and curl see the same sample;
 # a second ahead, so the samples of this second are within the lookback.
@@ -85,12 +84,11 @@ check_exit "--end before --start" 2 --url "$AGENT_URL" --start 2 --end 1 --step 
 # Debian's Prometheus scraping the agent: the same command reads it.
 if command -v prometheus >/dev/null; then
     start_scraper "${AGENT_URL#http://}" 1s
-    deadline=$((SECONDS + 30))
-    until [ "$("$MLWATCH_BIN" query --url "$PROM" 'up{job="mlwatch"}' 2>/dev/null || true)" = \
-        "up{instance=\"${AGENT_URL#http://}\", job=\"mlwatch\"} 1" ]; do
-        [ $SECONDS -lt $deadline ] || fail "Prometheus: $("$MLWATCH_BIN" query --url "$PROM" up 2>&1)"
-        sleep 0.5
-    done
+    target_up() {
+        [ "$("$MLWATCH_BIN" query --url "$PROM" 'up{job="mlwatch"}' 2>/dev/null || true)" = \
+            "up{instance=\"${AGENT_URL#http://}\", job=\"mlwatch\"} 1" ]
+    }
+    WAIT_EVERY=0.5 wait_for 30 target_up || fail "Prometheus: $("$MLWATCH_BIN" query --url "$PROM" up 2>&1)"
     ok
     # A whole second ahead: the scraped sample is within the lookback,
     # whatever the scrape's millisecond timestamp.

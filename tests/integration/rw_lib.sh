@@ -41,12 +41,9 @@ agent_metric() {
         $1 ~ "^"n"({|$)" && index($0, f) { s += $NF } END { printf "%d\n", s }'
 }
 
+drained() { [ "$(agent_metric mlwatch_remote_write_samples_pending)" = 0 ]; }
 # wait_drained [SECONDS]: until the agent's queues hold no sample.
 wait_drained() {
-    local deadline=$((SECONDS + ${1:-60}))
-    while [ $SECONDS -lt $deadline ]; do
-        [ "$(agent_metric mlwatch_remote_write_samples_pending)" = 0 ] && return 0
-        sleep 0.2
-    done
-    fail "remote-write queue not drained: $(curl -s "$AGENT_URL/metrics" | grep remote_write_samples_pending)"
+    WAIT_EVERY=0.2 wait_for "${1:-60}" drained ||
+        fail "remote-write queue not drained: $(curl -s "$AGENT_URL/metrics" | grep remote_write_samples_pending)"
 }

@@ -37,11 +37,7 @@ for f in pressure stat meminfo loadavg vmstat; do cp -a "$cpu/proc/$f" "$root/pr
 export FAKE_NVML_SCENARIO=$WORK/scenario.txt
 python3 "$MLWATCH_SRC/tests/integration/ui/world.py" "$root" "$FAKE_NVML_SCENARIO" 0.25 &
 PIDS+=($!)
-deadline=$((SECONDS + 10))
-until [ -f "$FAKE_NVML_SCENARIO" ]; do
-    [ $SECONDS -lt $deadline ] || fail "world.py wrote no scenario"
-    sleep 0.1
-done
+wait_for 10 test -f "$FAKE_NVML_SCENARIO" || fail "world.py wrote no scenario"
 start_agent --root "$root" --nvml-library "$fake" --rocm-library none --interval 250ms \
     --gpu-process-interval 250ms --idle-window 2s --idle-busy-period 1s --carbon-intensity 400 \
     --collectors cpu,cpufreq,numa,pressure,memory,rapl,cgroup,gpu,osinfo,self
@@ -80,11 +76,8 @@ expect_eq "no proxy without --query-url" 404 "$(curl -s -o /dev/null -w '%{http_
 # Wait for both idle sessions and a few seconds of rates.
 q() { curl -s --get --data-urlencode "query=$2" "$1/api/v1/query" |
     python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'; }
-deadline=$((SECONDS + 20))
-until [ "$(q "$A" 'count(mlwatch_gpu_idle_seconds > 0)')" = 2 ]; do
-    [ $SECONDS -lt $deadline ] || fail "the idle sessions never opened"
-    sleep 0.2
-done
+q_is() { [ "$(q "$1" "$2")" = "$3" ]; } # URL EXPR VALUE
+WAIT_EVERY=0.2 wait_for 20 q_is "$A" 'count(mlwatch_gpu_idle_seconds > 0)' 2 || fail "the idle sessions never opened"
 sleep 2
 # Long queries go as a POST form (app.js): the store takes them too.
 expect_eq "POST to the store" 3 "$(curl -s --data-urlencode 'query=count(mlwatch_gpu_info)' "$A/api/v1/query" |
@@ -122,11 +115,8 @@ ok
 # 4. --query-url: Prometheus scrapes agent A; agent B has no store and
 # shows A's data from Prometheus.
 start_scraper "${A#http://}" 500ms 400ms
-deadline=$((SECONDS + 30))
-until [ "$(q "$PROM" 'count(count_over_time(mlwatch_gpu_idle_seconds[1m]) > 4) or vector(0)')" = 3 ]; do
-    [ $SECONDS -lt $deadline ] || fail "Prometheus did not scrape the agent: $(tail -3 "$WORK/prometheus.log")"
-    sleep 0.3
-done
+WAIT_EVERY=0.3 wait_for 30 q_is "$PROM" 'count(count_over_time(mlwatch_gpu_idle_seconds[1m]) > 4) or vector(0)' 3 ||
+    fail "Prometheus did not scrape the agent: $(tail -3 "$WORK/prometheus.log")"
 start_agent --root "$root" --collectors self --store=false --query-url "$PROM/" --query-timeout 5s
 B=$AGENT_URL
 expect_eq "config with --query-url" '"query-url" "api/v1" "'"$PROM"'"' \
