@@ -51,58 +51,34 @@ static const char *intern(mw_snapshot *s, const char *v)
     return s->interned[i].value;
 }
 
+/* The label set last copied from a caller's array, by that array's address.
+ * Collectors that keep one array per container (the cgroup collector) emit
+ * it once per family: each sample after the first finds its set here. A
+ * full index of every distinct set shares more, but hashing into a table
+ * of thousands made the 8-GPU collector's cycle 190 us (80 %) slower on a
+ * 100-pod node, for 100 KB less per snapshot. */
 struct mw_labelset {
-    const mw_label *labels; /* in the arena; NULL = free slot */
-    uint64_t hash;
+    const mw_label *from;   /* the caller's array */
+    const mw_label *labels; /* the snapshot's copy, values interned */
     uint32_t n;
 };
+#define SET_BITS 11 /* 2048 slots: a few times the containers of a large node */
 
-/* Label names are literals and values are interned: a set is its pointers. */
-static uint64_t hash_set(const mw_label *l, size_t n)
-{
-    uint64_t h = 1469598103934665603ULL ^ n;
-    for (size_t i = 0; i < n; i++) {
-        h = (h ^ (uint64_t)(uintptr_t)l[i].name) * 1099511628211ULL;
-        h = (h ^ (uint64_t)(uintptr_t)l[i].value) * 1099511628211ULL;
-    }
-    return h ^ (h >> 29);
-}
-
-static void sets_grow(mw_snapshot *s)
-{
-    size_t n = s->nsets_slots ? s->nsets_slots * 2 : 1024;
-    struct mw_labelset *t = mw_xcalloc(n, sizeof(*t));
-    for (size_t i = 0; i < s->nsets_slots; i++) {
-        const struct mw_labelset *e = &s->sets[i];
-        if (!e->labels) continue;
-        size_t j = e->hash & (n - 1);
-        while (t[j].labels)
-            j = (j + 1) & (n - 1);
-        t[j] = *e;
-    }
-    free(s->sets);
-    s->sets = t;
-    s->nsets_slots = n;
-}
-
-/* The snapshot's copy of the label set l (values already interned), shared
- * by every sample of the same set. */
-static const mw_label *share_set(mw_snapshot *s, const mw_label *l, size_t n)
+/* The snapshot's copy of l (from the caller's array `from`, values already
+ * interned), shared with the previous sample from that array when it has
+ * the same labels. */
+static const mw_label *share_set(mw_snapshot *s, const mw_label *from, const mw_label *l, size_t n)
 {
     static const mw_label none[1];
     if (n == 0) return none;
-    if ((s->nsets + 1) * 2 > s->nsets_slots) sets_grow(s);
-    uint64_t h = hash_set(l, n);
-    size_t mask = s->nsets_slots - 1, i = h & mask;
-    for (; s->sets[i].labels; i = (i + 1) & mask)
-        if (s->sets[i].hash == h && s->sets[i].n == n &&
-            memcmp(s->sets[i].labels, l, n * sizeof(*l)) == 0)
-            return s->sets[i].labels;
+    if (!s->sets) s->sets = mw_xcalloc((size_t)1 << SET_BITS, sizeof(*s->sets));
+    struct mw_labelset *e = &s->sets[((uintptr_t)from * 0x9e3779b97f4a7c15ULL) >> (64 - SET_BITS)];
+    if (e->from == from && e->n == n && memcmp(e->labels, l, n * sizeof(*l)) == 0) return e->labels;
     mw_label *copy = mw_arena_alloc(&s->arena, n * sizeof(*l));
     memcpy(copy, l, n * sizeof(*l));
-    s->sets[i].labels = copy;
-    s->sets[i].hash = h;
-    s->sets[i].n = (uint32_t)n;
+    e->from = from;
+    e->labels = copy;
+    e->n = (uint32_t)n;
     s->nsets++;
     return copy;
 }
@@ -114,7 +90,6 @@ void mw_snapshot_seal(mw_snapshot *s)
     s->ninterned = s->ninterned_slots = 0;
     free(s->sets);
     s->sets = NULL;
-    s->nsets = s->nsets_slots = 0;
 }
 
 mw_snapshot *mw_snapshot_new(void)
@@ -202,7 +177,7 @@ void mw_emitv(mw_snapshot *s, const mw_metric_desc *d, double value, size_t nlab
     mw_sample *smp = mw_arena_alloc(&s->arena, sizeof(*smp));
     smp->next = NULL;
     smp->value = value;
-    smp->labels = share_set(s, set, nlabels);
+    smp->labels = share_set(s, labels, set, nlabels);
     smp->nlabels = (uint32_t)nlabels;
     if (f->last)
         f->last->next = smp;

@@ -33,9 +33,9 @@ typedef struct mw_label {
     const char *value;
 } mw_label;
 
-/* labels is shared by the samples of one snapshot that have the same label
- * set (a container's families all carry its namespace, pod, container and
- * ID): read-only. */
+/* labels may be shared with other samples of the snapshot that have the
+ * same labels (a container's families all carry its namespace, pod,
+ * container and ID): read-only. */
 typedef struct mw_sample {
     struct mw_sample *next;
     double value;
@@ -58,13 +58,14 @@ typedef struct mw_snapshot {
     mw_family *last_used; /* family of the last emitted sample (fast path) */
     int64_t timestamp_ms; /* when collection of this cycle began */
     /* Label values are stored once per snapshot: a container's ID, pod and
-     * namespace recur on every family of that container; so are whole label
-     * sets. Indexes of the stored values and sets while the snapshot is
-     * built, freed by mw_snapshot_seal. */
+     * namespace recur on every family of that container. Index of the
+     * stored values while the snapshot is built, freed by mw_snapshot_seal;
+     * likewise the label sets recently copied, which samples of the same
+     * labels share (nsets: copies made). */
     struct mw_interned *interned;
     size_t ninterned, ninterned_slots;
     struct mw_labelset *sets;
-    size_t nsets, nsets_slots;
+    size_t nsets;
 } mw_snapshot;
 
 #define MW_MAX_LABELS 16

@@ -204,9 +204,6 @@ static void label_values_stored_once(void **state)
                         "0000000000000000000000000000000000000000000000000000000000000001");
     assert_ptr_equal(m1->labels[0].value, m301->labels[0].value);
     assert_string_equal(m1->labels[1].value, "");
-    /* ... and so is the whole label set */
-    assert_ptr_equal(m1->labels, m301->labels);
-    assert_ptr_not_equal(m1->labels, m1->next->labels);
     /* Sealed: the index is gone, emitting still works and still copies. */
     size_t used = s->arena.used_bytes;
     mw_snapshot_seal(s);
@@ -217,57 +214,81 @@ static void label_values_stored_once(void **state)
     assert_int_equal(mw_snapshot_get(s, "mlwatch_memory_bytes", &v, "container_id", "late", MW_END),
                      0);
     assert_true(v == 7);
-    /* The arena holds the samples, 300 label sets, 2 families, and 301 values
-     * (300 IDs of 64 characters and ""), each rounded up to 16 bytes: no
-     * copy of a value or a set per sample. */
+    /* The arena holds the samples and their label sets (each sample's labels
+     * differ from the previous one's: no set is shared), 2 families, and 301
+     * values (300 IDs of 64 characters and ""), each rounded up to 16 bytes:
+     * no copy of a value per sample. */
 #define R16(n) (((n) + 15) / 16 * 16)
-    assert_int_equal(used, 3000 * R16(sizeof(mw_sample)) + 300 * R16(2 * sizeof(mw_label)) +
+    assert_int_equal(used, 3000 * (R16(sizeof(mw_sample)) + R16(2 * sizeof(mw_label))) +
                                300 * R16(65) + R16(1) + 2 * R16(sizeof(mw_family)));
     mw_snapshot_free(s);
 }
 
-/* Samples with the same labels (names and values, in the same order) share
- * one label set, whichever family they belong to; any difference, order
- * included, makes another. */
+/* A collector that keeps one label array per container and emits it once
+ * per family (the cgroup collector) gets one label set per container: each
+ * sample shares the set of the previous sample from the same array when the
+ * labels (names and values, in order) are the same. Anything else gets its
+ * own copy; a copy never changes. */
 static void label_sets_shared(void **state)
 {
     (void)state;
     mw_snapshot *s = mw_snapshot_new();
-    char v[16];
-    snprintf(v, sizeof(v), "user");
-    mw_emit(s, &CPU, 1, "cpu", "0", "mode", v, MW_END);
-    mw_emit(s, &MEM, 2, "cpu", "0", "mode", "user", MW_END);
-    mw_emit(s, &CPU, 3, "cpu", "0", "mode", "system", MW_END);
-    mw_emit(s, &CPU, 4, "mode", "user", "cpu", "0", MW_END);
-    mw_emit(s, &CPU, 5, "cpu", "0", MW_END);
-    mw_emit(s, &OTHER, 6, MW_END);
-    mw_emit(s, &OTHER, 7, MW_END);
-    const mw_sample *c1 = mw_snapshot_find(s, "mlwatch_cpu_seconds_total")->first;
-    const mw_sample *c3 = c1->next, *c4 = c3->next, *c5 = c4->next;
-    const mw_sample *m2 = mw_snapshot_find(s, "mlwatch_memory_bytes")->first;
-    const mw_sample *o6 = mw_snapshot_find(s, "mlwatch_other")->first;
-    assert_ptr_equal(c1->labels, m2->labels);
-    assert_ptr_not_equal(c1->labels, c3->labels);
-    assert_ptr_not_equal(c1->labels, c4->labels);
-    assert_ptr_not_equal(c1->labels, c5->labels);
-    assert_int_equal(s->nsets, 4);
-    assert_string_equal(c4->labels[0].name, "mode");
-    assert_string_equal(c4->labels[1].value, "0");
-    assert_int_equal(c5->nlabels, 1);
-    assert_int_equal(o6->nlabels, 0);
-    assert_int_equal(o6->next->nlabels, 0);
-    /* A shared set is read-only: the sample's values stay its own. */
-    snprintf(v, sizeof(v), "changed");
-    assert_string_equal(c1->labels[1].value, "user");
-    assert_true(c1->value == 1 && m2->value == 2);
+    char pods[3][8] = {"a", "b", "c"};
+    mw_label ctr[3][2];
+    for (int c = 0; c < 3; c++) {
+        ctr[c][0] = (mw_label){"namespace", "ml"};
+        ctr[c][1] = (mw_label){"pod", pods[c]};
+    }
+    const mw_metric_desc *fams[3] = {&CPU, &MEM, &OTHER};
+    for (int f = 0; f < 3; f++)
+        for (int c = 0; c < 3; c++)
+            mw_emitv(s, fams[f], 10 * f + c, 2, ctr[c]);
+    assert_int_equal(s->nsamples, 9);
+    assert_int_equal(s->nsets, 3);
+    for (int f = 0; f < 3; f++) {
+        const mw_sample *x = mw_snapshot_find(s, fams[f]->name)->first;
+        for (int c = 0; c < 3; c++, x = x->next)
+            assert_true(x->value == 10 * f + c);
+    }
+    const mw_sample *a = mw_snapshot_find(s, "mlwatch_cpu_seconds_total")->first;
+    const mw_sample *b = a->next, *c3 = b->next;
+    const mw_sample *ma = mw_snapshot_find(s, "mlwatch_memory_bytes")->first;
+    const mw_sample *oa = mw_snapshot_find(s, "mlwatch_other")->first;
+    assert_ptr_equal(ma->labels, a->labels);
+    assert_ptr_equal(oa->labels, a->labels);
+    assert_ptr_equal(ma->next->labels, b->labels);
+    assert_ptr_equal(oa->next->next->labels, c3->labels);
+    assert_ptr_not_equal(a->labels, b->labels);
+    assert_string_equal(b->labels[1].value, "b");
+
+    /* The caller's array changed: a new set; the old samples keep theirs. */
+    snprintf(pods[0], sizeof(pods[0]), "z");
+    mw_emitv(s, &CPU, 100, 2, ctr[0]);
+    const mw_sample *z = c3->next;
+    assert_ptr_not_equal(z->labels, a->labels);
+    assert_string_equal(z->labels[1].value, "z");
+    assert_string_equal(a->labels[1].value, "a");
+    /* The same labels in another order, or from another array: copies. */
+    mw_label swapped[2] = {ctr[1][1], ctr[1][0]};
+    mw_label same_b[2] = {ctr[1][0], ctr[1][1]};
+    mw_emitv(s, &CPU, 101, 2, swapped);
+    mw_emitv(s, &CPU, 102, 2, same_b);
+    assert_ptr_not_equal(z->next->labels, b->labels);
+    assert_string_equal(z->next->labels[0].name, "pod");
+    assert_ptr_not_equal(z->next->next->labels, b->labels);
+    assert_string_equal(z->next->next->labels[1].value, "b");
+    assert_int_equal(s->nsets, 6);
+    mw_emitv(s, &OTHER, 7, 0, NULL);
+    assert_int_equal(oa->next->next->next->nlabels, 0);
+    /* Sealed: the index is gone; emitting still works. */
     mw_snapshot_seal(s);
     assert_null(s->sets);
-    mw_emit(s, &CPU, 8, "cpu", "0", "mode", "user", MW_END);
+    mw_emitv(s, &CPU, 103, 2, ctr[2]);
     double got;
-    assert_int_equal(mw_snapshot_get(s, "mlwatch_cpu_seconds_total", &got, "mode", "user", MW_END),
-                     0);
-    assert_true(got == 1);
-    assert_string_equal(c5->next->labels[1].value, "user");
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_cpu_seconds_total", &got, "pod", "z", MW_END), 0);
+    assert_true(got == 100);
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_memory_bytes", &got, "pod", "c", MW_END), 0);
+    assert_true(got == 12);
     mw_snapshot_free(s);
 }
 
