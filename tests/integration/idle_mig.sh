@@ -44,11 +44,6 @@ RPORT=$(free_port)
 python3 "$MLWATCH_SRC/tests/receivers/webhook_receiver.py" --port "$RPORT" --out "$WORK/got.jsonl" &
 PIDS+=($!)
 wait_for 10 curl -s -o /dev/null "http://127.0.0.1:$RPORT/" || fail "receiver did not start"
-count() { # FILTER: messages matching a jq filter
-    [ -f "$WORK/got.jsonl" ] || { echo 0; return; }
-    jq -c "select($1)" "$WORK/got.jsonl" | wc -l
-}
-count_at_least() { [ "$(count "$1")" -ge "$2" ]; } # FILTER N
 start_agent --root "$root" --collectors cgroup,gpu --nvml-library "$fake" --rocm-library none \
     --interval 200ms --gpu-process-interval 200ms --idle-window 2s --idle-busy-period 1s \
     --node-name gpu-node-1 --notify-webhook "http://127.0.0.1:$RPORT/hooks/x" \
@@ -85,7 +80,7 @@ ok
 # One message per idle slice, naming it; none about the busy ones.
 Z='(.body.text // "" | contains("pod shared/notebook-z"))'
 I0='(.body.text // "" | contains("pod inference/infer-0"))'
-messages_sent() { count_at_least "$Z" 1 && count_at_least "$I0" 1; }
+messages_sent() { got_at_least "$Z" 1 && got_at_least "$I0" 1; }
 wait_for 8 messages_sent || fail "no messages: $(cat "$WORK/got.jsonl" 2>&1)"
 t=$(jq -r "select($Z) | .body.text" "$WORK/got.jsonl")
 for want in "Idle GPU: GPU 0 (NVIDIA H100 80GB HBM3 MIG 1g.10gb, GI 9 CI 0) on gpu-node-1 held by pod shared/notebook-z" \
@@ -93,9 +88,9 @@ for want in "Idle GPU: GPU 0 (NVIDIA H100 80GB HBM3 MIG 1g.10gb, GI 9 CI 0) on g
     grep -qF "$want" <<<"$t" || fail "message lacks '$want': $t"
     ok
 done
-expect_eq "messages about notebook-z" 1 "$(count "$Z")"
-expect_eq "messages about infer-0" 1 "$(count "$I0")"
-expect_eq "messages about busy slices" 0 "$(count '(.body | tostring | test("infer-1|train-1"))')"
+expect_eq "messages about notebook-z" 1 "$(got_count "$Z")"
+expect_eq "messages about infer-0" 1 "$(got_count "$I0")"
+expect_eq "messages about busy slices" 0 "$(got_count '(.body | tostring | test("infer-1|train-1"))')"
 
 # GI 7 gets busy: its episode ends after the busy period, GI 9's stays.
 sed -i 's/gi=7 memused=550502400 graphics=0/gi=7 memused=550502400 graphics=50/' "$WORK/scenario.txt"
@@ -109,6 +104,6 @@ expect_eq "idle sessions in shared after GI 7 got busy" 1 \
 grep -q "idle session ended (busy): inference/infer-0 container main GPU 0 MIG 1g.10gb GI 7 CI 0" "$WORK/agent.log" ||
     fail "no log of the end: $(grep idle "$WORK/agent.log" | tail -5)"
 ok
-wait_for 8 count_at_least "$I0" 2 || fail "no resolved message for infer-0: $(cat "$WORK/got.jsonl")"
-expect_eq "messages about notebook-z (still open)" 1 "$(count "$Z")"
+wait_for 8 got_at_least "$I0" 2 || fail "no resolved message for infer-0: $(cat "$WORK/got.jsonl")"
+expect_eq "messages about notebook-z (still open)" 1 "$(got_count "$Z")"
 done_ok

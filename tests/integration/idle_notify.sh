@@ -46,16 +46,10 @@ stop_receiver() {
     wait "$RECEIVER_PID" 2>/dev/null || true
 }
 
-# count FILTER: messages in got.jsonl matching a jq filter
-count() {
-    [ -f "$WORK/got.jsonl" ] || { echo 0; return; }
-    jq -c "select($1)" "$WORK/got.jsonl" | wc -l
-}
-count_at_least() { [ "$(count "$1")" -ge "$2" ]; } # FILTER N
 # await_count WHAT FILTER N [SECONDS]
 await_count() {
-    wait_for "${4:-8}" count_at_least "$2" "$3" || true
-    expect_eq "$1" "$3" "$(count "$2")"
+    wait_for "${4:-8}" got_at_least "$2" "$3" || true
+    expect_eq "$1" "$3" "$(got_count "$2")"
 }
 
 SECRET1=hooks-T0KEN-4f9a2c7e
@@ -98,7 +92,7 @@ expect_eq "alertmanager labels" \
 expect_eq "alertmanager endsAt" '"0001-01-01T00:00:00Z"' "$(jq -c '.alerts[0].endsAt' <<<"$am")"
 
 # The busy pod: no session, no message; its idle seconds are 0.
-expect_eq "messages about train-1" 0 "$(count '(.body | tostring | contains("train-1"))')"
+expect_eq "messages about train-1" 0 "$(got_count '(.body | tostring | contains("train-1"))')"
 curl -sf "$AGENT_URL/metrics" >"$WORK/m1.txt"
 grep -q '^mlwatch_gpu_idle_seconds{namespace="ml-team",pod="train-1",container="main",gpu="1",workload_kind="",workload="",owner="ml-team"} 0$' "$WORK/m1.txt" ||
     fail "train-1 idle seconds: $(grep train-1 "$WORK/m1.txt" | grep idle)"
@@ -117,22 +111,22 @@ for i in $(seq 1 6); do
     sleep 0.4
 done
 sleep 1
-expect_eq "chat messages for flapping notebook-b" 1 "$(count "$CHAT and $B")"
+expect_eq "chat messages for flapping notebook-b" 1 "$(got_count "$CHAT and $B")"
 
 # notebook-a gets busy: one resolved message per receiver.
 scenario 90 80 0
 await_count "resolved chat message for notebook-a" "$CHAT and $A and (.body.text | startswith(\"Resolved\"))" 1
 await_count "resolved alertmanager payload" "$AM and .body.status == \"resolved\"" 1
-expect_eq "chat messages for notebook-a" 2 "$(count "$CHAT and $A")"
+expect_eq "chat messages for notebook-a" 2 "$(got_count "$CHAT and $A")"
 expect_eq "resolved payload endsAt is set" 1 \
-    "$(count "$AM and .body.status == \"resolved\" and .body.alerts[0].endsAt != \"0001-01-01T00:00:00Z\"")"
+    "$(got_count "$AM and .body.status == \"resolved\" and .body.alerts[0].endsAt != \"0001-01-01T00:00:00Z\"")"
 
 # The receiver goes down; notebook-a goes idle again (a new episode): the
 # message arrives once the receiver is back.
 stop_receiver
 scenario 0 80 0
 sleep 4
-expect_eq "nothing delivered while down" 2 "$(count "$CHAT and $A")"
+expect_eq "nothing delivered while down" 2 "$(got_count "$CHAT and $A")"
 start_receiver
 await_count "new episode delivered after the receiver came back" "$CHAT and $A" 3 12
 curl -sf "$AGENT_URL/metrics" >"$WORK/m2.txt"
@@ -142,7 +136,7 @@ ok
 
 # A restart: the open episodes (notebook-a, notebook-b) continue; nothing
 # is sent again.
-before=$(count 'true')
+before=$(got_count 'true')
 kill -TERM "$AGENT_PID"
 wait "$AGENT_PID" || { tail -40 "$WORK/agent.log" >&2; fail "agent exit status"; }
 cp "$WORK/agent.log" "$WORK/agent1.log"
@@ -151,7 +145,7 @@ PIDS=("$RECEIVER_PID")
 ok
 start_agent "${agent_args[@]}"
 sleep 3
-expect_eq "messages after a restart" "$before" "$(count 'true')"
+expect_eq "messages after a restart" "$before" "$(got_count 'true')"
 curl -sf "$AGENT_URL/metrics" >"$WORK/m3.txt"
 a=$(awk '/^mlwatch_gpu_idle_seconds\{namespace="shared",pod="notebook-a"/ { print $2 }' "$WORK/m3.txt")
 awk -v a="$a" 'BEGIN { exit !(a >= 5) }' || fail "notebook-a's episode did not continue: idle $a s"

@@ -53,6 +53,15 @@ wait_for() {
     done
 }
 
+# got_count FILTER: the messages in $WORK/got.jsonl (what
+# tests/receivers/webhook_receiver.py --out wrote) that match a jq filter;
+# got_at_least FILTER N: at least N of them (for wait_for).
+got_count() {
+    [ -f "$WORK/got.jsonl" ] || { echo 0; return; }
+    jq -c "select($1)" "$WORK/got.jsonl" | wc -l
+}
+got_at_least() { [ "$(got_count "$1")" -ge "$2" ]; }
+
 http_ok() { [ "$(curl -s -o /dev/null -w '%{http_code}' "$1" 2>/dev/null)" = 200 ]; }
 
 # wait_http URL [SECONDS]: until URL answers 200.
