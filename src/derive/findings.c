@@ -237,9 +237,11 @@ static double rate(double a, double b, double dt_s)
 typedef struct window {
     const dr_frame *const *frames; /* oldest first */
     size_t n;
-    const dr_frame *first, *last;
+    const dr_frame *first, *last; /* first: its containers whole */
     double dt_s;
     const struct mw_doctor_thresholds *t;
+    const dr_history *h;
+    size_t i0; /* index of frames[0] in h */
 } window;
 
 /* Rate of a cumulative container value that its collector refreshes only
@@ -250,9 +252,10 @@ static double psi_rate(const window *w, const char *key, size_t offset)
     double v_prev = -1, v_first = -1, v_last = -1, v0 = -1;
     int64_t t_first = 0, t_last = 0, t0 = 0;
     size_t changes = 0;
+    double vals[DR_MAX_FRAMES];
+    dr_history_series(w->h, w->i0, key, offset, vals);
     for (size_t j = 0; j < w->n; j++) {
-        const dr_container *c = dr_frame_container(w->frames[j], key);
-        double v = c ? *(const double *)(const void *)((const char *)c + offset) : -1;
+        double v = vals[j];
         if (v < 0) continue;
         if (v0 < 0) {
             v0 = v;
@@ -641,7 +644,7 @@ static const dr_frame *first_use(const window *w, const char *key, const char *i
     for (size_t j = 0; j < w->n; j++) {
         const dr_frame *fr = w->frames[j];
         for (size_t u = 0; u < fr->nuses; u++)
-            if (strcmp(fr->ctrs[fr->uses[u].container].id->key, key) == 0 &&
+            if (strcmp(dr_frame_ident(fr, fr->uses[u].container)->key, key) == 0 &&
                 strcmp(fr->gpus[fr->uses[u].gpu].id, id) == 0)
                 return fr;
     }
@@ -754,16 +757,29 @@ void dr_evaluate(const dr_history *h, int64_t window_ms, const struct mw_doctor_
     if (!n) return;
     const dr_frame *frames[DR_MAX_FRAMES];
     const dr_frame *last = dr_history_at(h, n - 1);
-    size_t k = 0;
+    size_t k = 0, i0 = 0;
     for (size_t i = 0; i < n; i++) {
         const dr_frame *f = dr_history_at(h, i);
         /* a tenth of slack for the scheduling jitter of the cycles */
         if (window_ms > 0 && last->t_ms - f->t_ms > window_ms + window_ms / 10) continue;
+        if (!k) i0 = i;
         frames[k++] = f;
     }
     /* The newest frame of a history keeps its newest-frame parts. */
     if (!last->now || !last->governors) return;
-    window w = {frames, k, frames[0], last, (double)(last->t_ms - frames[0]->t_ms) / 1000, t};
+    window w = {frames, k, frames[0], last, (double)(last->t_ms - frames[0]->t_ms) / 1000,
+                t,      h, i0};
+    /* A window that starts between the oldest and the newest frame starts
+     * at a packed one: its values whole for the rules. */
+    dr_frame first;
+    dr_container *first_values = NULL;
+    if (frames[0]->packed) {
+        first = *frames[0];
+        first_values = dr_history_values(h, i0);
+        first.ctrs = first_values;
+        first.packed = NULL;
+        w.first = &first;
+    }
     rule_cpu_governor(&w, out);
     rule_cpu_throttling(&w, out);
     rule_numa_mismatch(&w, out);
@@ -774,4 +790,5 @@ void dr_evaluate(const dr_history *h, int64_t window_ms, const struct mw_doctor_
     rule_memory_pressure(&w, out);
     rule_gpu_errors(&w, out);
     rule_gpu_shared(&w, out);
+    free(first_values);
 }

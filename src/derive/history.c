@@ -1,9 +1,9 @@
 /* history.c - the doctor's memory: one compact frame per cycle, extracted
- * from the snapshot, kept in a bounded ring.
+ * from the snapshot (the ring that keeps them: history_ring.c).
  *
  * A frame holds only what the rules in findings.c need (a few numbers per
- * CPU, container and GPU), so a 5-minute history of a 200-container node
- * costs a few MB, not 300 snapshots. Counters are kept cumulative: a rule
+ * CPU, container and GPU), so a 5-minute history of a 300-container node
+ * costs under 1 MB, not 300 snapshots. Counters are kept cumulative: a rule
  * takes the difference between the oldest and the newest frame of its window.
  * The cpuset files of containers that use a GPU are read here (the cgroup
  * collector does not report them): numa_mismatch compares their NUMA nodes
@@ -135,19 +135,30 @@ static const char *container_key(const mw_sample *s)
     return cg && *cg ? cg : NULL;
 }
 
-const dr_container *dr_frame_container(const dr_frame *f, const char *key)
+const dr_ident *dr_frame_ident(const dr_frame *f, size_t i)
+{
+    return f->packed ? f->packed[i].id : f->ctrs[i].id;
+}
+
+long dr_frame_find(const dr_frame *f, const char *key)
 {
     size_t lo = 0, hi = f->nctrs;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        int c = strcmp(f->ctrs[mid].id->key, key);
-        if (c == 0) return &f->ctrs[mid];
+        int c = strcmp(dr_frame_ident(f, mid)->key, key);
+        if (c == 0) return (long)mid;
         if (c < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return NULL;
+    return -1;
+}
+
+const dr_container *dr_frame_container(const dr_frame *f, const char *key)
+{
+    long i = f->ctrs ? dr_frame_find(f, key) : -1;
+    return i >= 0 ? &f->ctrs[i] : NULL;
 }
 
 static int cmp_xctr(const void *a, const void *b)
@@ -295,7 +306,7 @@ static void ident_put(dr_strpool *p, const dr_ident *id)
     }
 }
 
-static void pool_free(dr_strpool *p)
+void dr_strpool_free(dr_strpool *p)
 {
     for (size_t i = 0; i < p->nibuckets; i++)
         for (dr_ident *e = p->ibuckets[i], *next; e; e = next) {
@@ -572,27 +583,42 @@ static void extract_cpusets(builder *fr, const mw_snapshot *snap, const mw_hostf
     mw_buf_free(&b);
 }
 
-/* One allocation for the frame and its arrays, of exactly their sizes; one
- * for the parts only the newest frame needs. */
-static dr_frame *finish(builder *b, dr_strpool *pool, dr_strpool *own)
+/* One allocation for the frame and its arrays, of exactly their sizes: the
+ * containers whole or packed (then their anchors after them). */
+dr_frame *dr_frame_alloc(size_t ncpus, size_t nctrs, int packed, size_t nanchors, size_t ngpus,
+                         size_t nuses)
 {
     size_t off_cpus = (sizeof(dr_frame) + 15) & ~(size_t)15;
-    size_t off_ctrs = off_cpus + b->ncpus * sizeof(dr_cpu);
-    size_t off_gpus = off_ctrs + b->nctrs * sizeof(dr_container);
-    size_t off_uses = off_gpus + b->ngpus * sizeof(dr_gpu);
-    size_t size = off_uses + b->nuses * sizeof(dr_use);
+    size_t off_ctrs = off_cpus + ncpus * sizeof(dr_cpu);
+    size_t off_anchors = off_ctrs + nctrs * (packed ? sizeof(dr_packed) : sizeof(dr_container));
+    size_t off_gpus = off_anchors + nanchors * sizeof(dr_anchor);
+    size_t off_uses = off_gpus + ngpus * sizeof(dr_gpu);
+    size_t size = off_uses + nuses * sizeof(dr_use);
     char *mem = mw_xcalloc(1, size);
     dr_frame *fr = (dr_frame *)(void *)mem;
-    fr->pool = own ? own : pool;
-    fr->own = own;
     fr->cpus = (dr_cpu *)(void *)(mem + off_cpus);
-    fr->ctrs = (dr_container *)(void *)(mem + off_ctrs);
+    if (packed)
+        fr->packed = (dr_packed *)(void *)(mem + off_ctrs);
+    else
+        fr->ctrs = (dr_container *)(void *)(mem + off_ctrs);
+    fr->anchors = (dr_anchor *)(void *)(mem + off_anchors);
     fr->gpus = (dr_gpu *)(void *)(mem + off_gpus);
     fr->uses = (dr_use *)(void *)(mem + off_uses);
-    fr->ncpus = b->ncpus;
-    fr->nctrs = b->nctrs;
-    fr->ngpus = b->ngpus;
-    fr->nuses = b->nuses;
+    fr->ncpus = ncpus;
+    fr->nctrs = nctrs;
+    fr->nanchors = nanchors;
+    fr->ngpus = ngpus;
+    fr->nuses = nuses;
+    return fr;
+}
+
+/* The frame of a builder, with the parts only the newest frame needs in a
+ * second allocation. */
+static dr_frame *finish(builder *b, dr_strpool *pool, dr_strpool *own)
+{
+    dr_frame *fr = dr_frame_alloc(b->ncpus, b->nctrs, 0, 0, b->ngpus, b->nuses);
+    fr->pool = own ? own : pool;
+    fr->own = own;
     if (b->ncpus) memcpy(fr->cpus, b->cpus, b->ncpus * sizeof(dr_cpu));
     if (b->ngpus) memcpy(fr->gpus, b->gpus, b->ngpus * sizeof(dr_gpu));
     if (b->nuses) memcpy(fr->uses, b->uses, b->nuses * sizeof(dr_use));
@@ -637,69 +663,11 @@ void dr_frame_free(dr_frame *f)
 {
     if (!f) return;
     for (size_t i = 0; i < f->nctrs; i++)
-        ident_put(f->pool, f->ctrs[i].id);
+        ident_put(f->pool, dr_frame_ident(f, i));
     if (f->own) {
-        pool_free(f->own);
+        dr_strpool_free(f->own);
         free(f->own);
     }
     dr_frame_drop_now(f);
     free(f);
-}
-
-/* ---- the ring ---- */
-
-void dr_history_init(dr_history *h, int64_t history_ms, int64_t interval_ms)
-{
-    memset(h, 0, sizeof(*h));
-    h->history_ms = history_ms > 0 ? history_ms : 1;
-    int64_t cycles = interval_ms > 0 ? h->history_ms / interval_ms + 1 : 1;
-    h->stride = (unsigned)((cycles + DR_MAX_FRAMES - 2) / (DR_MAX_FRAMES - 1));
-    if (h->stride < 1) h->stride = 1;
-}
-
-size_t dr_history_len(const dr_history *h)
-{
-    return h->n;
-}
-
-const dr_frame *dr_history_at(const dr_history *h, size_t i)
-{
-    return i < h->n ? h->frames[(h->start + i) % DR_MAX_FRAMES] : NULL;
-}
-
-static void drop_oldest(dr_history *h)
-{
-    dr_frame_free(h->frames[h->start]);
-    h->frames[h->start] = NULL;
-    h->start = (h->start + 1) % DR_MAX_FRAMES;
-    h->n--;
-}
-
-void dr_history_push(dr_history *h, dr_frame *f)
-{
-    if (h->n >= 2 && h->skipped + 1 < h->stride) {
-        /* Between two kept frames the newest slot slides forward. */
-        size_t last = (h->start + h->n - 1) % DR_MAX_FRAMES;
-        dr_frame_free(h->frames[last]);
-        h->frames[last] = f;
-        h->skipped++;
-    } else {
-        /* The rules read these parts of the newest frame only. */
-        if (h->n) dr_frame_drop_now(h->frames[(h->start + h->n - 1) % DR_MAX_FRAMES]);
-        if (h->n == DR_MAX_FRAMES) drop_oldest(h);
-        h->frames[(h->start + h->n) % DR_MAX_FRAMES] = f;
-        h->n++;
-        h->skipped = 0;
-    }
-    /* Keep the history covered: drop the oldest while the next one is old
-     * enough on its own. */
-    while (h->n >= 2 && f->t_ms - dr_history_at(h, 1)->t_ms >= h->history_ms)
-        drop_oldest(h);
-}
-
-void dr_history_free(dr_history *h)
-{
-    while (h->n)
-        drop_oldest(h);
-    pool_free(&h->pool);
 }

@@ -417,6 +417,15 @@ static void cpu_throttling(void **state)
                          "gpu", "", MW_END) == 1);
     assert_int_equal(tu_count(w->last, "mlwatch_finding"), 1);
     dr_list_free(&l);
+    /* A window of 2 s starts at the second frame, a packed one. */
+    dr_list_init(&l);
+    mw_doctor_findings(w->doctor, 2000, &l);
+    assert_int_equal(l.n, 1);
+    assert_true(ev(&l.items[0], "periods") == 20);
+    assert_true(ev(&l.items[0], "throttled_periods") == 10);
+    /* the packed frame's CPU time is within 2^-24 of its 0.95-s step */
+    assert_true(fabs(ev(&l.items[0], "cpu_usage_cpus") - 0.95) <= 0.95 / (1 << 24) / 2);
+    dr_list_free(&l);
     world_close(w);
 }
 
@@ -852,6 +861,106 @@ static void history_keeps_newest_parts(void **state)
     }
 }
 
+/* Container values of history_packs_between at cycle i: -1 = absent. */
+static double packed_value(const char *key, size_t k, int i)
+{
+    if (strcmp(key, "aaaa") == 0) {
+        const double v[DR_CTR_VALUES] = {1e9 + 0.25 * i, 3e7 + 7.0 * i, i >= 50 ? 1000.0 * i : -1,
+                                         12.5,           0.1 * i,       -1,
+                                         5e8 + 3.0 * i};
+        return v[k];
+    }
+    if (strcmp(key, "bbbb") == 0) return k == 0 && i % 10 != 5 ? 7.0 * i + 0.5 : -1;
+    return k == 0 && i >= 80 ? 1e12 + i : -1; /* cccc */
+}
+
+/* The frames between the oldest and the newest hold float differences:
+ * values far beyond a float's precision come back exact when their steps
+ * are exact, within 2^-24 of the step otherwise; a container that appears,
+ * returns, or gains a value is kept whole in that frame. */
+static void history_packs_between(void **state)
+{
+    (void)state;
+    static const mw_metric_desc INFO = {"mlwatch_container_info", "i", "", MW_GAUGE};
+    static const mw_metric_desc FAM[] = {
+        {"mlwatch_container_cpu_seconds_total", "c", "seconds", MW_COUNTER},
+        {"mlwatch_container_cpu_throttled_periods_total", "t", "", MW_COUNTER},
+        {"mlwatch_container_cpu_periods_total", "p", "", MW_COUNTER},
+        {"mlwatch_container_cpu_throttled_seconds_total", "s", "seconds", MW_COUNTER},
+        {"mlwatch_container_pressure_waiting_seconds_total", "w", "seconds", MW_COUNTER},
+        {"mlwatch_container_pressure_stalled_seconds_total", "f", "seconds", MW_COUNTER},
+        {"mlwatch_container_pressure_waiting_seconds_total", "w", "seconds", MW_COUNTER},
+    };
+    static const char *const resource[DR_CTR_VALUES] = {NULL,     NULL,     NULL, NULL,
+                                                        "memory", "memory", "io"};
+    static const char *const keys[] = {"aaaa", "bbbb", "cccc"};
+    assert_int_equal(sizeof(dr_packed), 40);
+    dr_history h;
+    dr_history_init(&h, 60 * 1000, 1000); /* a frame a cycle */
+    for (int i = 0; i < 100; i++) {
+        mw_snapshot *snap = mw_snapshot_new();
+        snap->timestamp_ms = 1000 * (int64_t)i;
+        for (size_t c = 0; c < MW_ARRAY_LEN(keys); c++) {
+            if (packed_value(keys[c], 0, i) < 0) continue;
+            mw_emit(snap, &INFO, 1, "namespace", "ml", "pod", "p", "container", keys[c],
+                    "container_id", keys[c], MW_END);
+            for (size_t k = 0; k < DR_CTR_VALUES; k++) {
+                double v = packed_value(keys[c], k, i);
+                if (v < 0) continue;
+                if (resource[k])
+                    mw_emit(snap, &FAM[k], v, "container_id", keys[c], "resource", resource[k],
+                            MW_END);
+                else
+                    mw_emit(snap, &FAM[k], v, "container_id", keys[c], MW_END);
+            }
+        }
+        dr_history_push(&h, dr_frame_from(snap, NULL, &h.pool));
+        mw_snapshot_free(snap);
+    }
+    size_t n = dr_history_len(&h), anchors = 0;
+    assert_int_equal(dr_history_at(&h, 0)->t_ms, 39000);
+    assert_int_equal(n, 61);
+    for (size_t j = 0; j < n; j++) {
+        const dr_frame *f = dr_history_at(&h, j);
+        int i = (int)(f->t_ms / 1000);
+        /* whole: the oldest and the newest */
+        assert_true((f->packed == NULL) == (j == 0 || j == n - 1));
+        assert_true((f->ctrs == NULL) == (f->packed != NULL));
+        anchors += f->nanchors;
+        dr_container *v = dr_history_values(&h, j);
+        size_t want = 1 + (i % 10 != 5) + (i >= 80);
+        assert_int_equal(f->nctrs, want);
+        for (size_t c = 0; c < f->nctrs; c++) {
+            assert_ptr_equal(v[c].id, dr_frame_ident(f, c));
+            for (size_t k = 0; k < DR_CTR_VALUES; k++) {
+                double got, exp = packed_value(v[c].id->key, k, i);
+                memcpy(&got, (const char *)&v[c] + offsetof(dr_container, cpu_s) + k * 8, 8);
+                if (k == 4) /* steps of 0.1: within 2^-24 of the step */
+                    assert_true(fabs(got - exp) <= 0.1 / (1 << 24));
+                else if (got != exp)
+                    fail_msg("frame %d %s value %zu: %.17g, not %.17g", i, v[c].id->key, k, got,
+                             exp);
+            }
+        }
+        free(v);
+    }
+    /* bbbb back at 46, 56, ... 96; aaaa's periods from 50; cccc from 80 */
+    assert_int_equal(anchors, 8);
+    double series[DR_MAX_FRAMES];
+    dr_history_series(&h, 0, "aaaa", offsetof(dr_container, cpu_s), series);
+    for (size_t j = 0; j < n; j++)
+        assert_true(series[j] == 1e9 + 0.25 * (double)(39 + j));
+    dr_history_series(&h, 50, "bbbb", offsetof(dr_container, cpu_s), series);
+    for (size_t j = 0; j + 50 < n; j++)
+        assert_true(series[j] == ((89 + j) % 10 == 5 ? -1 : 7.0 * (double)(89 + j) + 0.5));
+    dr_history_series(&h, 0, "cccc", offsetof(dr_container, mem_full_s), series);
+    for (size_t j = 0; j < n; j++)
+        assert_true(series[j] == -1);
+    dr_history_free(&h);
+    assert_int_equal(h.pool.nidents, 0);
+    assert_int_equal(h.pool.n, 0);
+}
+
 static void cpuset_parser(void **state)
 {
     (void)state;
@@ -885,6 +994,7 @@ int main(void)
         cmocka_unit_test_teardown(history_is_bounded, teardown),
         cmocka_unit_test_teardown(history_shares_strings, teardown),
         cmocka_unit_test_teardown(history_keeps_newest_parts, teardown),
+        cmocka_unit_test_teardown(history_packs_between, teardown),
         cmocka_unit_test_teardown(cpuset_parser, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,249 @@
+/* history_ring.c - the doctor's ring of frames, with the frames between the
+ * oldest and the newest packed.
+ *
+ * A frame keeps one stride of the history (a cycle, or one in every few);
+ * the rules compare the window's first frame with the newest and walk the
+ * frames between for the PSI totals. The newest frame keeps its containers'
+ * values whole (the rules read it most), and so does the oldest (the first
+ * frame of the default window, and where every reconstruction starts); a
+ * frame between holds float differences from the frame before (dr_packed in
+ * findings.h): most of a full history's memory is those frames.
+ *
+ * Packing happens when a frame stops being the newest (its predecessor's
+ * values are reconstructed first, so that the difference corrects the
+ * predecessor's rounding); unpacking when the frame before is dropped and it
+ * becomes the oldest. */
+#include "findings.h"
+#include "../core/util.h"
+
+#include <float.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const size_t value_at[DR_CTR_VALUES] = {
+    offsetof(dr_container, cpu_s),      offsetof(dr_container, throttled_periods),
+    offsetof(dr_container, periods),    offsetof(dr_container, throttled_s),
+    offsetof(dr_container, mem_some_s), offsetof(dr_container, mem_full_s),
+    offsetof(dr_container, io_some_s)};
+
+static double get_value(const dr_container *c, size_t k)
+{
+    double v;
+    memcpy(&v, (const char *)c + value_at[k], sizeof(v));
+    return v;
+}
+
+static void set_value(dr_container *c, size_t k, double v)
+{
+    memcpy((char *)c + value_at[k], &v, sizeof(v));
+}
+
+static dr_frame *slot(const dr_history *h, size_t i)
+{
+    return h->frames[(h->start + i) % DR_MAX_FRAMES];
+}
+
+/* Container j of packed frame f, given the frame before's values (prev). */
+static void unpack_one(const dr_frame *f, size_t j, const dr_container *prev, dr_container *out)
+{
+    const dr_packed *p = &f->packed[j];
+    out->id = p->id;
+    if (p->prev & DR_ANCHOR) {
+        const dr_anchor *a = &f->anchors[p->prev & ~DR_ANCHOR];
+        for (size_t k = 0; k < DR_CTR_VALUES; k++)
+            set_value(out, k, a->v[k]);
+        return;
+    }
+    for (size_t k = 0; k < DR_CTR_VALUES; k++) {
+        double base = get_value(&prev[p->prev], k);
+        set_value(out, k, isnan(p->d[k]) || base < 0 ? DR_NO_VALUE : base + (double)p->d[k]);
+    }
+}
+
+dr_container *dr_history_values(const dr_history *h, size_t i)
+{
+    const dr_frame *f = slot(h, i);
+    dr_container *out = mw_xcalloc(f->nctrs + 1, sizeof(*out));
+    if (f->ctrs) {
+        if (f->nctrs) memcpy(out, f->ctrs, f->nctrs * sizeof(*out));
+        return out;
+    }
+    /* From the nearest whole frame before i (the oldest at the latest),
+     * forward: two frames' values at a time. */
+    size_t from = i;
+    while (slot(h, from)->packed)
+        from--;
+    const dr_frame *w = slot(h, from);
+    size_t ncur = w->nctrs;
+    dr_container *cur = mw_xcalloc(ncur + 1, sizeof(*cur));
+    if (ncur) memcpy(cur, w->ctrs, ncur * sizeof(*cur));
+    for (size_t k = from + 1; k < i; k++) {
+        const dr_frame *p = slot(h, k);
+        dr_container *next = mw_xcalloc(p->nctrs + 1, sizeof(*next));
+        for (size_t j = 0; j < p->nctrs; j++)
+            unpack_one(p, j, cur, &next[j]);
+        free(cur);
+        cur = next;
+    }
+    for (size_t j = 0; j < f->nctrs; j++)
+        unpack_one(f, j, cur, &out[j]);
+    free(cur);
+    return out;
+}
+
+void dr_history_series(const dr_history *h, size_t i0, const char *key, size_t field, double *out)
+{
+    size_t k = 0;
+    while (k < DR_CTR_VALUES && value_at[k] != field)
+        k++;
+    double cur = DR_NO_VALUE;
+    for (size_t i = 0; i < h->n; i++) {
+        const dr_frame *f = slot(h, i);
+        long j = k < DR_CTR_VALUES ? dr_frame_find(f, key) : -1;
+        if (j < 0) {
+            cur = DR_NO_VALUE;
+        } else if (f->ctrs) {
+            cur = get_value(&f->ctrs[j], k);
+        } else {
+            const dr_packed *p = &f->packed[j];
+            if (p->prev & DR_ANCHOR)
+                cur = f->anchors[p->prev & ~DR_ANCHOR].v[k];
+            else /* the frame before has it (or the record would be an anchor) */
+                cur = isnan(p->d[k]) || cur < 0 ? DR_NO_VALUE : cur + (double)p->d[k];
+        }
+        if (i >= i0) out[i - i0] = cur < 0 ? DR_NO_VALUE : cur;
+    }
+}
+
+/* A copy of f in the other layout (its containers packed into `packed` and
+ * `anchors`, or whole from `ctrs`); f's allocation is freed, its identities
+ * and the rest are moved over. */
+static dr_frame *relayout(dr_frame *f, const dr_packed *packed, const dr_anchor *anchors,
+                          size_t nanchors, const dr_container *ctrs)
+{
+    dr_frame *n = dr_frame_alloc(f->ncpus, f->nctrs, packed != NULL, nanchors, f->ngpus, f->nuses);
+    n->t_ms = f->t_ms;
+    n->pool = f->pool;
+    n->own = f->own;
+    n->governors = f->governors;
+    n->now = f->now;
+    if (f->ncpus) memcpy(n->cpus, f->cpus, f->ncpus * sizeof(dr_cpu));
+    if (f->ngpus) memcpy(n->gpus, f->gpus, f->ngpus * sizeof(dr_gpu));
+    if (f->nuses) memcpy(n->uses, f->uses, f->nuses * sizeof(dr_use));
+    if (packed && f->nctrs) memcpy(n->packed, packed, f->nctrs * sizeof(dr_packed));
+    if (nanchors) memcpy(n->anchors, anchors, nanchors * sizeof(dr_anchor));
+    if (ctrs && f->nctrs) memcpy(n->ctrs, ctrs, f->nctrs * sizeof(dr_container));
+    free(f);
+    return n;
+}
+
+/* Pack frame i (whole, neither the oldest nor the newest) against frame
+ * i - 1's values. */
+static void pack(dr_history *h, size_t i)
+{
+    dr_frame *f = slot(h, i);
+    const dr_frame *before = slot(h, i - 1);
+    dr_container *prev = dr_history_values(h, i - 1);
+    dr_packed *p = mw_xcalloc(f->nctrs + 1, sizeof(*p));
+    dr_anchor *a = mw_xcalloc(f->nctrs + 1, sizeof(*a));
+    size_t na = 0, b = 0;
+    for (size_t j = 0; j < f->nctrs; j++) {
+        const dr_container *c = &f->ctrs[j];
+        /* Both frames are sorted by key: one walk finds each predecessor. */
+        int cmp = 1;
+        while (b < before->nctrs && (cmp = strcmp(prev[b].id->key, c->id->key)) < 0)
+            b++;
+        /* Whole when the frame before lacks the container or a value this
+         * one has, or when a difference does not fit a float. */
+        int anchor = b >= before->nctrs || cmp != 0;
+        double diff[DR_CTR_VALUES];
+        for (size_t k = 0; k < DR_CTR_VALUES && !anchor; k++) {
+            double v = get_value(c, k), base = get_value(&prev[b], k);
+            diff[k] = v >= 0 ? v - base : NAN;
+            anchor = v >= 0 && !(base >= 0 && fabs(diff[k]) <= FLT_MAX);
+        }
+        p[j].id = c->id;
+        if (anchor) {
+            for (size_t k = 0; k < DR_CTR_VALUES; k++)
+                a[na].v[k] = get_value(c, k);
+            p[j].prev = DR_ANCHOR | (uint32_t)na++;
+            continue;
+        }
+        p[j].prev = (uint32_t)b;
+        for (size_t k = 0; k < DR_CTR_VALUES; k++)
+            p[j].d[k] = isnan(diff[k]) ? NAN : (float)diff[k];
+    }
+    h->frames[(h->start + i) % DR_MAX_FRAMES] = relayout(f, p, a, na, NULL);
+    free(prev);
+    free(p);
+    free(a);
+}
+
+void dr_history_init(dr_history *h, int64_t history_ms, int64_t interval_ms)
+{
+    memset(h, 0, sizeof(*h));
+    h->history_ms = history_ms > 0 ? history_ms : 1;
+    int64_t cycles = interval_ms > 0 ? h->history_ms / interval_ms + 1 : 1;
+    h->stride = (unsigned)((cycles + DR_MAX_FRAMES - 2) / (DR_MAX_FRAMES - 1));
+    if (h->stride < 1) h->stride = 1;
+}
+
+size_t dr_history_len(const dr_history *h)
+{
+    return h->n;
+}
+
+const dr_frame *dr_history_at(const dr_history *h, size_t i)
+{
+    return i < h->n ? slot(h, i) : NULL;
+}
+
+static void drop_oldest(dr_history *h)
+{
+    /* The next frame becomes the oldest: whole again, from the values the
+     * dropped one gives it. */
+    dr_container *next = h->n >= 2 && slot(h, 1)->packed ? dr_history_values(h, 1) : NULL;
+    dr_frame_free(h->frames[h->start]);
+    h->frames[h->start] = NULL;
+    h->start = (h->start + 1) % DR_MAX_FRAMES;
+    h->n--;
+    if (next) {
+        h->frames[h->start] = relayout(slot(h, 0), NULL, NULL, 0, next);
+        free(next);
+    }
+}
+
+void dr_history_push(dr_history *h, dr_frame *f)
+{
+    if (h->n >= 2 && h->skipped + 1 < h->stride) {
+        /* Between two kept frames the newest slot slides forward. */
+        size_t last = (h->start + h->n - 1) % DR_MAX_FRAMES;
+        dr_frame_free(h->frames[last]);
+        h->frames[last] = f;
+        h->skipped++;
+    } else {
+        if (h->n) {
+            /* The rules read these parts of the newest frame only. */
+            dr_frame_drop_now(slot(h, h->n - 1));
+            if (h->n >= 2) pack(h, h->n - 1);
+        }
+        if (h->n == DR_MAX_FRAMES) drop_oldest(h);
+        h->frames[(h->start + h->n) % DR_MAX_FRAMES] = f;
+        h->n++;
+        h->skipped = 0;
+    }
+    /* Keep the history covered: drop the oldest while the next one is old
+     * enough on its own. */
+    while (h->n >= 2 && f->t_ms - dr_history_at(h, 1)->t_ms >= h->history_ms)
+        drop_oldest(h);
+}
+
+void dr_history_free(dr_history *h)
+{
+    for (size_t i = 0; i < h->n; i++)
+        dr_frame_free(slot(h, i));
+    h->n = 0;
+    dr_strpool_free(&h->pool);
+}
