@@ -5,9 +5,12 @@
  * (LSN) and chunk-file position it reflects. Restarting loads it with no
  * string hashing (each series' hash is stored) and replays only the WAL
  * after it. Written to a temporary file, fsynced, renamed; the WAL segments
- * it covers are deleted afterwards. The head is serialised into memory
- * under the store's read lock (writers wait a fraction of a second per
- * million series) and written out after the lock is released.
+ * it covers are deleted afterwards. The head is serialised under the
+ * store's read lock in pieces of 64 KiB, each written to the file as it
+ * fills (bounded memory: the whole head in one buffer was 150 MB at a
+ * million series; writers wait for the copies into the page cache too, a
+ * fraction of a second per million series); the fsyncs come after the lock
+ * is released.
  *
  * Layout (little-endian): "MWSNAP01", u64 lsn, u32 chunk seq, u64 chunk
  * size, u32 next id, u32 symbols {uvarint len, bytes}, u32 pairs {uvarint
@@ -58,63 +61,106 @@ static int write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
+/* The snapshot file as it is written: pieces of at most SNAP_PIECE bytes
+ * (and one record), so that memory stays bounded whatever the head's size;
+ * the first write error stops the writing. */
+#define SNAP_PIECE (64u << 10)
+typedef struct snap_out {
+    int fd, rc;
+    uLong crc;
+    mw_buf b;
+} snap_out;
+
+static void out_flush(snap_out *o)
+{
+    if (o->rc == 0 && o->b.len) {
+        o->crc = crc32(o->crc, (const Bytef *)o->b.data, (uInt)o->b.len);
+        o->rc = write_all(o->fd, o->b.data, o->b.len);
+    }
+    mw_buf_clear(&o->b);
+}
+
+static int out_piece_done(snap_out *o)
+{
+    if (o->b.len >= SNAP_PIECE) out_flush(o);
+    return o->rc;
+}
+
 int mw_snapshot_write(mw_store *s)
 {
-    mw_buf b;
-    mw_buf_init(&b, 0);
+    char tmp[PATH_MAX + 32], final[PATH_MAX + 32];
+    mw_store_path(s, "head.snapshot.tmp", tmp, sizeof(tmp));
+    mw_store_path(s, "head.snapshot", final, sizeof(final));
+    snap_out o = {.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+    o.rc = o.fd < 0 ? -errno : 0;
+    o.crc = crc32(0, NULL, 0);
+    mw_buf_init(&o.b, 0);
+    mw_buf *b = &o.b;
+    /* Written under the read lock, piece by piece: writers wait for the
+     * copy into the page cache as well (the fsyncs come after the lock). */
     pthread_rwlock_rdlock(&s->lock);
     mw_head *h = &s->head;
     uint64_t lsn = mw_wal_appended(s->wal);
     uint32_t seq = h->seq;
     uint64_t csize = h->size;
-    mw_buf_append(&b, snap_magic, sizeof(snap_magic));
-    mw_buf_u64(&b, lsn);
-    mw_buf_u32(&b, seq);
-    mw_buf_u64(&b, csize);
-    mw_buf_u32(&b, h->next_id);
-    mw_buf_u32(&b, h->sym.n);
-    for (uint32_t i = 0; i < h->sym.n; i++) {
-        mw_buf_uvarint(&b, h->sym.lens[i]);
-        mw_buf_append(&b, h->sym.strs[i], h->sym.lens[i]);
+    /* The chunk file as it is now (a rotation may close h->fd meanwhile). */
+    int chunk_fd = h->fd >= 0 && !s->opt.no_sync ? dup(h->fd) : -1;
+    if (chunk_fd < 0 && h->fd >= 0 && !s->opt.no_sync) fdatasync(h->fd); /* no fd left to dup */
+    mw_buf_append(b, snap_magic, sizeof(snap_magic));
+    mw_buf_u64(b, lsn);
+    mw_buf_u32(b, seq);
+    mw_buf_u64(b, csize);
+    mw_buf_u32(b, h->next_id);
+    mw_buf_u32(b, h->sym.n);
+    for (uint32_t i = 0; i < h->sym.n && out_piece_done(&o) == 0; i++) {
+        mw_buf_uvarint(b, h->sym.lens[i]);
+        mw_buf_append(b, h->sym.strs[i], h->sym.lens[i]);
     }
-    mw_buf_u32(&b, h->sym.npairs);
-    for (uint32_t i = 0; i < h->sym.npairs; i++) {
-        mw_buf_uvarint(&b, h->sym.pairs[i][0]);
-        mw_buf_uvarint(&b, h->sym.pairs[i][1]);
+    mw_buf_u32(b, h->sym.npairs);
+    for (uint32_t i = 0; i < h->sym.npairs && out_piece_done(&o) == 0; i++) {
+        mw_buf_uvarint(b, h->sym.pairs[i][0]);
+        mw_buf_uvarint(b, h->sym.pairs[i][1]);
     }
-    mw_buf_u32(&b, h->nlive);
-    for (uint32_t id = 0; id < h->next_id; id++) {
+    mw_buf_u32(b, h->nlive);
+    for (uint32_t id = 0; id < h->next_id && out_piece_done(&o) == 0; id++) {
         const mw_series *se = mw_head_series(h, id);
         if (!(se->flags & MW_SERIES_LIVE)) continue;
-        mw_buf_uvarint(&b, id);
-        mw_buf_u64(&b, stored_hash(h, se));
+        mw_buf_uvarint(b, id);
+        mw_buf_u64(b, stored_hash(h, se));
         uint8_t nl = se->nlabels;
-        mw_buf_append(&b, &nl, 1);
+        mw_buf_append(b, &nl, 1);
         const uint32_t *pairs = mw_head_labels(h, se);
         for (size_t i = 0; i < nl; i++)
-            mw_buf_uvarint(&b, pairs[i]);
-        mw_buf_u64(&b, se->last_ref);
-        mw_buf_u64(&b, (uint64_t)se->enc.t);
-        mw_buf_u64(&b, se->enc.delta);
-        mw_buf_u64(&b, se->enc.vbits);
-        mw_buf_u32(&b, se->enc.nbits);
+            mw_buf_uvarint(b, pairs[i]);
+        mw_buf_u64(b, se->last_ref);
+        mw_buf_u64(b, (uint64_t)se->enc.t);
+        mw_buf_u64(b, se->enc.delta);
+        mw_buf_u64(b, se->enc.vbits);
+        mw_buf_u32(b, se->enc.nbits);
         uint8_t tail[5] = {(uint8_t)se->enc.n, (uint8_t)(se->enc.n >> 8), se->enc.leading,
                            se->enc.trailing, se->flags};
-        mw_buf_append(&b, tail, sizeof(tail));
-        if (se->enc.n) mw_buf_append(&b, se->chunk, mw_gorilla_bytes(&se->enc));
+        mw_buf_append(b, tail, sizeof(tail));
+        if (se->enc.n) mw_buf_append(b, se->chunk, mw_gorilla_bytes(&se->enc));
     }
+    out_flush(&o);
     pthread_rwlock_unlock(&s->lock);
-    mw_buf_u32(&b, (uint32_t)crc32(0, (const Bytef *)b.data, (uInt)b.len));
+    if (o.rc == 0) {
+        uint8_t crc[4];
+        uint32_t c = (uint32_t)o.crc;
+        for (int i = 0; i < 4; i++)
+            crc[i] = (uint8_t)(c >> (8 * i));
+        o.rc = write_all(o.fd, crc, sizeof(crc));
+    }
+    mw_buf_free(b);
 
     /* The chunks the snapshot points at must be durable before it is. */
-    if (h->fd >= 0 && !s->opt.no_sync) fdatasync(h->fd);
-    char tmp[PATH_MAX + 32], final[PATH_MAX + 32];
-    mw_store_path(s, "head.snapshot.tmp", tmp, sizeof(tmp));
-    mw_store_path(s, "head.snapshot", final, sizeof(final));
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int rc = fd < 0 ? -errno : write_all(fd, b.data, b.len);
-    if (rc == 0 && !s->opt.no_sync && fsync(fd) < 0) rc = -errno;
-    if (fd >= 0) close(fd);
+    if (chunk_fd >= 0) {
+        fdatasync(chunk_fd);
+        close(chunk_fd);
+    }
+    int rc = o.rc;
+    if (rc == 0 && !s->opt.no_sync && fsync(o.fd) < 0) rc = -errno;
+    if (o.fd >= 0) close(o.fd);
     if (rc == 0 && rename(tmp, final) < 0) rc = -errno;
     if (rc < 0) {
         unlink(tmp);
@@ -122,7 +168,6 @@ int mw_snapshot_write(mw_store *s)
                     "cannot write the head snapshot %s: %s "
                     "(the WAL is kept; restart takes longer)",
                     final, strerror(-rc));
-        mw_buf_free(&b);
         return rc;
     }
     if (!s->opt.no_sync) {
@@ -132,7 +177,6 @@ int mw_snapshot_write(mw_store *s)
             close(dfd);
         }
     }
-    mw_buf_free(&b);
     s->snap_lsn = lsn;
     s->snap_chunk_seq = seq;
     mw_wal_truncate_before(s->wal, lsn);

@@ -343,6 +343,53 @@ static void recovery_from_snapshot_and_wal(void **state)
     mw_store_close(s);
 }
 
+/* 4,000 series of long label values: a head snapshot of ~0.5 MB, written
+ * in pieces of 64 KiB. */
+static void write_snapshot_of_many(void)
+{
+    mw_store *s = open_store(NULL);
+    char msg[512], v[128];
+    for (int i = 0; i < 4000; i++) {
+        snprintf(v, sizeof(v), "pod-%05d-a-long-value-that-makes-the-symbol-table-big", i);
+        for (int j = 0; j < 3; j++)
+            if (put(s, "m", "pod", v, 1000 + j, i * 10 + j, msg) != 0) _exit(1);
+    }
+    if (mw_store_snapshot(s) != 0) _exit(2);
+}
+
+static void recovery_from_large_snapshot(void **state)
+{
+    (void)state;
+    in_crashing_child(write_snapshot_of_many);
+    char path[400];
+    snprintf(path, sizeof(path), "%s/head.snapshot", dir);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_true(sb.st_size > 8 * 65536); /* several pieces */
+    mw_store *s = open_store(NULL);
+    size_t nser;
+    assert_int_equal(count(s, "m", &nser), 12000);
+    assert_int_equal(nser, 4000);
+    mw_store_stats st;
+    mw_store_get_stats(s, &st);
+    assert_int_equal(st.wal_records_replayed, 0); /* all of it from the snapshot */
+    mw_matcher m;
+    char err[256];
+    mw_matcher_init(&m, MW_MATCH_EQ, "pod",
+                    "pod-03999-a-long-value-that-makes-the-symbol-table-big", err, sizeof(err));
+    mw_select_result r;
+    assert_int_equal(mw_store_select(s, &m, 1, INT64_MIN, INT64_MAX, 0, &r, err, sizeof(err)), 0);
+    assert_int_equal(r.nseries, 1);
+    assert_int_equal(r.series[0].n, 3);
+    for (size_t j = 0; j < 3; j++) {
+        assert_true(r.series[0].t[j] == 1000 + (int64_t)j);
+        assert_true(r.series[0].v[j] == 39990.0 + (double)j);
+    }
+    mw_select_result_free(&r);
+    mw_matcher_free(&m);
+    mw_store_close(s);
+}
+
 /* The newest WAL segment's path. */
 static void last_segment(char *out, size_t size)
 {
@@ -734,6 +781,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(limits, setup, teardown),
         cmocka_unit_test_setup_teardown(recovery_from_wal, setup, teardown),
         cmocka_unit_test_setup_teardown(recovery_from_snapshot_and_wal, setup, teardown),
+        cmocka_unit_test_setup_teardown(recovery_from_large_snapshot, setup, teardown),
         cmocka_unit_test_setup_teardown(torn_wal_tail, setup, teardown),
         cmocka_unit_test_setup_teardown(corrupt_wal_record, setup, teardown),
         cmocka_unit_test_setup_teardown(compaction_and_merge, setup, teardown),
