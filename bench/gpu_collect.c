@@ -17,7 +17,9 @@
  *    every collector on, store on and off, with the fake GPUs and with
  *    --nvml-library none: after MLWATCH_BENCH_RSS_SECONDS (default 30) of
  *    cycles at 100 ms and 5 scrapes, the largest of 50 samples over 5 s,
- *    broken down by mapping (libraries, executable, heap, stacks).
+ *    broken down by mapping (libraries, executable, heap, stacks), and the
+ *    peak since the start (VmHWM: the moments between the samples, such
+ *    as a head snapshot being written, included).
  *    MLWATCH_BENCH_RSS_DEFAULT_ONLY=1 runs only the default agent (8 GPUs,
  *    store on): a quarter of the time, for the 400-s steady state.
  * Run from the repository root (it calls tests/fixtures/generate-node.sh). */
@@ -225,7 +227,22 @@ static size_t scrape(int port)
 /* Resident memory of a process, by kind of mapping (kB). */
 typedef struct rss_parts {
     long total, libs, exe, anon, stacks;
+    long hwm; /* VmHWM: the largest RSS since the start, at the end */
 } rss_parts;
+
+/* The process's peak RSS so far (kB), or 0. */
+static long read_hwm(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long kb = 0;
+    if (!f) return 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmHWM: %ld kB", &kb) == 1) break;
+    fclose(f);
+    return kb;
+}
 
 /* Reads /proc/PID/smaps: file-backed mappings of shared libraries, of the
  * executable, thread stacks ([stack] and the 8 MiB anonymous mappings that
@@ -295,6 +312,7 @@ static void agent_rss(const char *bin, const char *lib, int store, int seconds, 
         if (now.total > r->total) *r = now;
         usleep(100000);
     }
+    r->hwm = read_hwm(pid);
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);
     char cmd[400];
@@ -306,9 +324,10 @@ static void print_rss(const char *what, const rss_parts *r, size_t bytes)
 {
     long other = r->total - r->libs - r->exe - r->anon - r->stacks;
     printf("  %-18s RSS %5.1f MiB: libraries %.1f, executable %.1f, heap and anonymous %.1f, "
-           "stacks %.2f, other %.2f (gzip'd scrape %zu bytes)\n",
+           "stacks %.2f, other %.2f; peak since start (VmHWM) %.1f MiB (gzip'd scrape %zu "
+           "bytes)\n",
            what, r->total / 1024.0, r->libs / 1024.0, r->exe / 1024.0, r->anon / 1024.0,
-           r->stacks / 1024.0, other / 1024.0, bytes);
+           r->stacks / 1024.0, other / 1024.0, r->hwm / 1024.0, bytes);
 }
 
 int main(int argc, char **argv)
