@@ -941,15 +941,20 @@ static int value_of(const cg_entry *e, cg_value v, double *out)
     }
 }
 
-static void emit_psi(mw_collect_ctx *ctx, const cg_entry *e, int full)
+/* A resource's waiting and stalled samples one after the other, from one
+ * label array: the snapshot gives both the same copy of the labels (each
+ * family's samples keep their order). */
+static void emit_psi(mw_collect_ctx *ctx, const cg_entry *e)
 {
     for (int i = 0; i < 3; i++) {
-        if (!(full ? e->psi_full[i] : e->psi_some[i])) continue;
+        if (!e->psi_some[i] && !e->psi_full[i]) continue;
         mw_label l[5];
         memcpy(l, e->labels, e->nlabels * sizeof(mw_label));
         l[e->nlabels] = (mw_label){"resource", PSI_RESOURCES[i]};
-        mw_emitv(ctx->snap, full ? &PSI_STALLED : &PSI_WAITING,
-                 (double)(full ? e->psi_full_us[i] : e->psi_some_us[i]) / 1e6, e->nlabels + 1, l);
+        if (e->psi_some[i])
+            mw_emitv(ctx->snap, &PSI_WAITING, (double)e->psi_some_us[i] / 1e6, e->nlabels + 1, l);
+        if (e->psi_full[i])
+            mw_emitv(ctx->snap, &PSI_STALLED, (double)e->psi_full_us[i] / 1e6, e->nlabels + 1, l);
     }
 }
 
@@ -991,9 +996,8 @@ static void emit_all(cg_state *st, mw_collect_ctx *ctx)
             if (e->ok && value_of(e, (cg_value)v, &x))
                 mw_emitv(ctx->snap, VALUE_DESC[v], x, e->nlabels, e->labels);
         }
-    for (int full = 0; full < 2; full++)
-        for (size_t i = 0; i < st->nentries; i++)
-            if (st->entries[i]->ok) emit_psi(ctx, st->entries[i], full);
+    for (size_t i = 0; i < st->nentries; i++)
+        if (st->entries[i]->ok) emit_psi(ctx, st->entries[i]);
     for (size_t i = 0; i < st->nentries; i++)
         if (st->entries[i]->ok) emit_info(ctx, st->entries[i]);
 }
