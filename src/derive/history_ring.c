@@ -45,52 +45,49 @@ static dr_frame *slot(const dr_history *h, size_t i)
     return h->frames[(h->start + i) % DR_MAX_FRAMES];
 }
 
+/* Value k of packed container p of frame f, given its value in the frame
+ * before (base, -1 when absent there). */
+static double unpack_value(const dr_frame *f, const dr_packed *p, size_t k, double base)
+{
+    if (p->prev & DR_ANCHOR) return f->anchors[p->prev & ~DR_ANCHOR].v[k];
+    return isnan(p->d[k]) || base < 0 ? DR_NO_VALUE : base + (double)p->d[k];
+}
+
 /* Container j of packed frame f, given the frame before's values (prev). */
 static void unpack_one(const dr_frame *f, size_t j, const dr_container *prev, dr_container *out)
 {
     const dr_packed *p = &f->packed[j];
     out->id = p->id;
-    if (p->prev & DR_ANCHOR) {
-        const dr_anchor *a = &f->anchors[p->prev & ~DR_ANCHOR];
-        for (size_t k = 0; k < DR_CTR_VALUES; k++)
-            set_value(out, k, a->v[k]);
-        return;
-    }
-    for (size_t k = 0; k < DR_CTR_VALUES; k++) {
-        double base = get_value(&prev[p->prev], k);
-        set_value(out, k, isnan(p->d[k]) || base < 0 ? DR_NO_VALUE : base + (double)p->d[k]);
-    }
+    for (size_t k = 0; k < DR_CTR_VALUES; k++)
+        set_value(out, k,
+                  unpack_value(f, p, k,
+                               p->prev & DR_ANCHOR ? DR_NO_VALUE : get_value(&prev[p->prev], k)));
 }
 
 dr_container *dr_history_values(const dr_history *h, size_t i)
 {
-    const dr_frame *f = slot(h, i);
-    dr_container *out = mw_xcalloc(f->nctrs + 1, sizeof(*out));
-    if (f->ctrs) {
-        if (f->nctrs) memcpy(out, f->ctrs, f->nctrs * sizeof(*out));
-        return out;
-    }
-    /* From the nearest whole frame before i (the oldest at the latest),
-     * forward: two frames' values at a time. */
-    size_t from = i;
+    /* From the nearest whole frame at or before i (the oldest at the
+     * latest), forward, in two buffers of the largest frame's size. */
+    size_t from = i, cap = 0;
     while (slot(h, from)->packed)
         from--;
+    for (size_t k = from; k <= i; k++)
+        if (slot(h, k)->nctrs > cap) cap = slot(h, k)->nctrs;
+    dr_container *cur = mw_xcalloc(cap + 1, sizeof(*cur));
     const dr_frame *w = slot(h, from);
-    size_t ncur = w->nctrs;
-    dr_container *cur = mw_xcalloc(ncur + 1, sizeof(*cur));
-    if (ncur) memcpy(cur, w->ctrs, ncur * sizeof(*cur));
-    for (size_t k = from + 1; k < i; k++) {
+    if (w->nctrs) memcpy(cur, w->ctrs, w->nctrs * sizeof(*cur));
+    if (from == i) return cur;
+    dr_container *next = mw_xcalloc(cap + 1, sizeof(*next));
+    for (size_t k = from + 1; k <= i; k++) {
         const dr_frame *p = slot(h, k);
-        dr_container *next = mw_xcalloc(p->nctrs + 1, sizeof(*next));
         for (size_t j = 0; j < p->nctrs; j++)
             unpack_one(p, j, cur, &next[j]);
-        free(cur);
+        dr_container *t = cur;
         cur = next;
+        next = t;
     }
-    for (size_t j = 0; j < f->nctrs; j++)
-        unpack_one(f, j, cur, &out[j]);
-    free(cur);
-    return out;
+    free(next);
+    return cur;
 }
 
 void dr_history_series(const dr_history *h, size_t i0, const char *key, size_t field, double *out)
@@ -106,12 +103,8 @@ void dr_history_series(const dr_history *h, size_t i0, const char *key, size_t f
             cur = DR_NO_VALUE;
         } else if (f->ctrs) {
             cur = get_value(&f->ctrs[j], k);
-        } else {
-            const dr_packed *p = &f->packed[j];
-            if (p->prev & DR_ANCHOR)
-                cur = f->anchors[p->prev & ~DR_ANCHOR].v[k];
-            else /* the frame before has it (or the record would be an anchor) */
-                cur = isnan(p->d[k]) || cur < 0 ? DR_NO_VALUE : cur + (double)p->d[k];
+        } else { /* the frame before has it (or the record is an anchor) */
+            cur = unpack_value(f, &f->packed[j], k, cur);
         }
         if (i >= i0) out[i - i0] = cur < 0 ? DR_NO_VALUE : cur;
     }

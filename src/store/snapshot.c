@@ -144,13 +144,8 @@ int mw_snapshot_write(mw_store *s)
     }
     out_flush(&o);
     pthread_rwlock_unlock(&s->lock);
-    if (o.rc == 0) {
-        uint8_t crc[4];
-        uint32_t c = (uint32_t)o.crc;
-        for (int i = 0; i < 4; i++)
-            crc[i] = (uint8_t)(c >> (8 * i));
-        o.rc = write_all(o.fd, crc, sizeof(crc));
-    }
+    mw_buf_u32(b, (uint32_t)o.crc); /* of everything before it */
+    if (o.rc == 0) o.rc = write_all(o.fd, b->data, b->len);
     mw_buf_free(b);
 
     /* The chunks the snapshot points at must be durable before it is. */
