@@ -12,6 +12,14 @@
  * fraction of a second per million series); the fsyncs come after the lock
  * is released.
  *
+ * Two generations are kept: the snapshot being replaced becomes
+ * head.snapshot.prev, and the WAL is deleted only up to the previous
+ * snapshot's LSN. A latest snapshot that cannot be read (a bad sector, a
+ * torn copy of the data folder) is then set aside and the previous one plus
+ * the WAL after it restore everything: with one generation, the WAL before
+ * the unreadable snapshot was gone and every sample of a series defined
+ * there was lost (12 million of 12 million in a test of 1,000 series).
+ *
  * Layout (little-endian): "MWSNAP01", u64 lsn, u32 chunk seq, u64 chunk
  * size, u32 next id, u32 symbols {uvarint len, bytes}, u32 pairs {uvarint
  * name, uvarint value}, u32 series {uvarint id, u64 hash, u8 nlabels,
@@ -88,9 +96,10 @@ static int out_piece_done(snap_out *o)
 
 int mw_snapshot_write(mw_store *s)
 {
-    char tmp[PATH_MAX + 32], final[PATH_MAX + 32];
+    char tmp[PATH_MAX + 32], final[PATH_MAX + 32], prev[PATH_MAX + 32];
     mw_store_path(s, "head.snapshot.tmp", tmp, sizeof(tmp));
-    mw_store_path(s, "head.snapshot", final, sizeof(final));
+    mw_store_path(s, MW_SNAPSHOT_FILE, final, sizeof(final));
+    mw_store_path(s, MW_SNAPSHOT_PREV_FILE, prev, sizeof(prev));
     snap_out o = {.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
     o.rc = o.fd < 0 ? -errno : 0;
     o.crc = crc32(0, NULL, 0);
@@ -156,6 +165,15 @@ int mw_snapshot_write(mw_store *s)
     int rc = o.rc;
     if (rc == 0 && !s->opt.no_sync && fsync(o.fd) < 0) rc = -errno;
     if (o.fd >= 0) close(o.fd);
+    /* Between the two renames there is no head.snapshot: recovery then uses
+     * the previous one, which the WAL still covers. */
+    int had_latest = 0;
+    if (rc == 0) {
+        if (rename(final, prev) == 0)
+            had_latest = 1;
+        else if (errno != ENOENT)
+            rc = -errno;
+    }
     if (rc == 0 && rename(tmp, final) < 0) rc = -errno;
     if (rc < 0) {
         unlink(tmp);
@@ -172,16 +190,40 @@ int mw_snapshot_write(mw_store *s)
             close(dfd);
         }
     }
+    if (had_latest) {
+        /* The replaced snapshot is the fallback now. Without one (the first
+         * snapshot, or the latest set aside at open), the fallback stays
+         * what it was: the previous file, or the WAL from its start. */
+        s->prev_lsn = s->snap_lsn;
+        s->prev_chunk_seq = s->snap_chunk_seq;
+    }
     s->snap_lsn = lsn;
     s->snap_chunk_seq = seq;
-    mw_wal_truncate_before(s->wal, lsn);
+    mw_wal_truncate_before(s->wal, s->prev_lsn);
     return 0;
 }
 
-int mw_snapshot_load(mw_store *s, uint64_t *lsn, uint32_t *chunk_seq, uint64_t *chunk_size)
+int mw_snapshot_peek(mw_store *s, const char *name, uint64_t *lsn, uint32_t *chunk_seq)
 {
     char path[PATH_MAX + 32];
-    mw_store_path(s, "head.snapshot", path, sizeof(path));
+    mw_store_path(s, name, path, sizeof(path));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    uint8_t hdr[sizeof(snap_magic) + 12];
+    ssize_t n = pread(fd, hdr, sizeof(hdr), 0);
+    close(fd);
+    if (n != (ssize_t)sizeof(hdr) || memcmp(hdr, snap_magic, sizeof(snap_magic)) != 0) return -1;
+    mw_rd r = {hdr, sizeof(hdr), sizeof(snap_magic), 0};
+    *lsn = mw_rd_u64(&r);
+    *chunk_seq = mw_rd_u32(&r);
+    return r.bad ? -1 : 0;
+}
+
+int mw_snapshot_load(mw_store *s, const char *name, uint64_t *lsn, uint32_t *chunk_seq,
+                     uint64_t *chunk_size)
+{
+    char path[PATH_MAX + 32];
+    mw_store_path(s, name, path, sizeof(path));
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 1;
     struct stat st;
@@ -202,9 +244,7 @@ int mw_snapshot_load(mw_store *s, uint64_t *lsn, uint32_t *chunk_seq, uint64_t *
     if (memcmp(map, snap_magic, sizeof(snap_magic)) != 0 ||
         crc != (uint32_t)crc32(0, map, (uInt)(size - 4))) {
         mw_log(MW_LOG_ERROR, "store",
-               "head snapshot %s is corrupt (bad magic or checksum); "
-               "ignored: recovery uses the WAL alone",
-               path);
+               "head snapshot %s is corrupt (bad magic or checksum); ignored", path);
         munmap(map, size);
         return -1;
     }

@@ -120,6 +120,55 @@ static uint32_t drop_compacted_chunk_files(mw_store *s)
 
 /* ---- open / close ---- */
 
+static void reset_head(mw_store *s, const char *chunk_dir)
+{
+    mw_head_free(&s->head);
+    mw_head_init(&s->head, chunk_dir, s->opt.limits.tenant_label);
+}
+
+/* The head from the latest snapshot, else from the previous one (the WAL is
+ * kept back to it), else empty with the whole WAL to replay. An unusable
+ * latest snapshot is renamed head.snapshot.corrupt: it must not become the
+ * "previous" one at the next snapshot. Returns 0 when the latest snapshot
+ * was used (or there is none), 1 when the previous one was. */
+static int restore_head(mw_store *s, const char *chunk_dir, uint64_t *lsn, uint32_t *cseq,
+                        uint64_t *csize)
+{
+    int rc = mw_snapshot_load(s, MW_SNAPSHOT_FILE, lsn, cseq, csize);
+    if (rc == 0) return 0;
+    char path[PATH_MAX + 32], aside[PATH_MAX + 32];
+    if (rc < 0) {
+        reset_head(s, chunk_dir);
+        mw_store_path(s, MW_SNAPSHOT_FILE, path, sizeof(path));
+        mw_store_path(s, "head.snapshot.corrupt", aside, sizeof(aside));
+        if (rename(path, aside) < 0)
+            mw_log(MW_LOG_ERROR, "store", "cannot set %s aside as %s: %s", path, aside,
+                   strerror(errno));
+        else
+            mw_log(MW_LOG_ERROR, "store", "unusable head snapshot kept as %s for inspection",
+                   aside);
+    }
+    /* Also when there is no latest snapshot: a crash between the renames of
+     * mw_snapshot_write leaves only the previous one. */
+    int prc = mw_snapshot_load(s, MW_SNAPSHOT_PREV_FILE, lsn, cseq, csize);
+    mw_store_path(s, MW_SNAPSHOT_PREV_FILE, path, sizeof(path));
+    if (prc == 0) {
+        s->restored_from_previous = rc < 0;
+        mw_log(rc < 0 ? MW_LOG_WARN : MW_LOG_INFO, "store",
+               "head restored from the previous snapshot %s and the WAL after it", path);
+        return 1;
+    }
+    if (prc < 0) reset_head(s, chunk_dir);
+    *lsn = 0;
+    *cseq = 0;
+    *csize = 0;
+    if (rc < 0 || prc < 0)
+        mw_log(MW_LOG_ERROR, "store",
+               "no usable head snapshot: recovery uses the WAL alone (samples of series "
+               "defined only in WAL segments already deleted cannot be restored)");
+    return 0;
+}
+
 static void *maintenance(void *arg);
 
 mw_store *mw_store_open(const mw_store_options *o, char *err, size_t errsize)
@@ -168,15 +217,7 @@ mw_store *mw_store_open(const mw_store_options *o, char *err, size_t errsize)
     uint32_t first_live = drop_compacted_chunk_files(s);
     uint64_t lsn = 0, csize = 0;
     uint32_t cseq = 0;
-    rc = mw_snapshot_load(s, &lsn, &cseq, &csize);
-    if (rc < 0) {
-        /* Unusable: start from an empty head and the whole WAL. */
-        mw_head_free(&s->head);
-        mw_head_init(&s->head, path, s->opt.limits.tenant_label);
-        lsn = 0;
-        cseq = 0;
-        csize = 0;
-    }
+    int used_prev = restore_head(s, path, &lsn, &cseq, &csize);
     uint64_t nsnap = s->head.nlive;
     rc = mw_head_chunks_open(&s->head, cseq, csize);
     if (rc < 0) {
@@ -186,6 +227,15 @@ mw_store *mw_store_open(const mw_store_options *o, char *err, size_t errsize)
     mw_head_forget_files_before(&s->head, first_live);
     s->snap_lsn = lsn;
     s->snap_chunk_seq = cseq;
+    s->prev_lsn = lsn;
+    s->prev_chunk_seq = cseq;
+    uint64_t plsn;
+    uint32_t pseq;
+    if (!used_prev && mw_snapshot_peek(s, MW_SNAPSHOT_PREV_FILE, &plsn, &pseq) == 0 &&
+        plsn <= lsn && pseq <= cseq) {
+        s->prev_lsn = plsn;
+        s->prev_chunk_seq = pseq;
+    }
     int64_t t1 = mw_mono_ns();
     mw_store_path(s, "wal", path, sizeof(path));
     mw_wal_replay_report rep;
@@ -196,7 +246,7 @@ mw_store *mw_store_open(const mw_store_options *o, char *err, size_t errsize)
         goto fail;
     }
     s->wal_bytes_cut = rep.cut_bytes;
-    s->wal = mw_wal_open(path, end, !s->opt.no_sync, &rc);
+    s->wal = mw_wal_open(path, end, !s->opt.no_sync, s->opt.wal_segment_bytes, &rc);
     if (!s->wal) {
         snprintf(err, errsize, "cannot write the WAL in %s: %s", path, strerror(-rc));
         goto fail;
@@ -661,5 +711,7 @@ void mw_store_get_stats(mw_store *s, mw_store_stats *o)
     pthread_mutex_unlock(&s->blocks_mu);
     o->wal_records_replayed = s->replayed_records;
     o->wal_bytes_cut = s->wal_bytes_cut;
+    o->unknown_series_samples = s->unknown_series_samples;
+    o->restored_from_previous = s->restored_from_previous;
     o->disk_full = mw_wal_error(s->wal) != 0;
 }

@@ -39,6 +39,8 @@ typedef struct mw_store_options {
     int no_sync; /* tests and benchmarks only: never fsync */
     /* Snapshot the head once the WAL has grown this much (0 = default). */
     uint64_t snapshot_wal_bytes;
+    /* WAL segment size (0 = 64 MiB); tests make it small to rotate often. */
+    uint64_t wal_segment_bytes;
     int64_t background_ms; /* period of the maintenance thread; 0 = 1 s, -1 = none */
 } mw_store_options;
 
@@ -115,6 +117,8 @@ typedef struct mw_store_stats {
     uint64_t head_memory_bytes;
     uint64_t refused[8]; /* by mw_store_refusal */
     uint64_t wal_records_replayed, wal_bytes_cut;
+    uint64_t unknown_series_samples; /* replay: samples of series never defined */
+    int restored_from_previous;      /* the latest head snapshot was unusable */
     int disk_full;
 } mw_store_stats;
 typedef enum {

@@ -23,9 +23,15 @@ struct mw_store {
     pthread_rwlock_t lock; /* head: appends write, reads read */
     mw_head head;
     mw_wal *wal;
-    /* What the latest snapshot covers. */
-    uint64_t snap_lsn;
+    /* What the latest snapshot covers, and the one before it: recovery
+     * falls back to the previous one when the latest is unusable, so the
+     * WAL is kept from prev_lsn and only chunk files before prev_chunk_seq
+     * are compacted (snapshot.c). Without a previous snapshot, prev_lsn is
+     * where the kept WAL begins. */
+    uint64_t snap_lsn, prev_lsn;
     uint32_t snap_chunk_seq; /* chunk files before it are sealed and covered */
+    uint32_t prev_chunk_seq;
+    int restored_from_previous; /* at open: the latest snapshot was unusable */
     /* Blocks, oldest first; readers hold a reference while they read. */
     pthread_mutex_t blocks_mu;
     mw_block **blocks;
@@ -50,9 +56,17 @@ struct mw_store {
 void mw_store_path(const mw_store *s, const char *name, char *out, size_t size);
 
 /* snapshot.c */
+#define MW_SNAPSHOT_FILE "head.snapshot"
+#define MW_SNAPSHOT_PREV_FILE "head.snapshot.prev"
 int mw_snapshot_write(mw_store *s);
-/* 0 restored, 1 no snapshot, -1 unusable (reported, ignored). */
-int mw_snapshot_load(mw_store *s, uint64_t *lsn, uint32_t *chunk_seq, uint64_t *chunk_size);
+/* Restore the head from snapshot file `name` of the data folder: 0
+ * restored, 1 no such file, -1 unusable (reported; the head may then hold
+ * part of it and must be reset). */
+int mw_snapshot_load(mw_store *s, const char *name, uint64_t *lsn, uint32_t *chunk_seq,
+                     uint64_t *chunk_size);
+/* The WAL position and chunk file of snapshot `name` from its header alone
+ * (not verified): 0, or -1 when there is no readable header. */
+int mw_snapshot_peek(mw_store *s, const char *name, uint64_t *lsn, uint32_t *chunk_seq);
 
 /* store_append.c: apply one WAL record during replay. */
 int mw_store_replay_record(void *arg, uint8_t type, const uint8_t *p, size_t n);

@@ -32,6 +32,7 @@ struct mw_wal {
     int fd;
     uint64_t seg_start;
     uint64_t seg_size;
+    uint64_t segment_max; /* rotate at this size */
     mw_wal_stats stats;
 };
 
@@ -75,9 +76,10 @@ static int open_segment(mw_wal *w, uint64_t start)
     return 0;
 }
 
-mw_wal *mw_wal_open(const char *dir, uint64_t start_lsn, int sync, int *err)
+mw_wal *mw_wal_open(const char *dir, uint64_t start_lsn, int sync, uint64_t segment_bytes, int *err)
 {
     mw_wal *w = mw_xcalloc(1, sizeof(*w));
+    w->segment_max = segment_bytes ? segment_bytes : MW_WAL_SEGMENT_MAX;
     mw_strlcpy(w->dir, dir, sizeof(w->dir));
     w->sync = sync;
     w->fd = -1;
@@ -139,7 +141,7 @@ uint64_t mw_wal_append(mw_wal *w, uint8_t type, const void *payload, size_t len)
  * make it durable. On failure the segment is cut back to where it was. */
 static int write_batch(mw_wal *w, const uint8_t *p, size_t n, uint64_t first_lsn)
 {
-    if (w->seg_size >= MW_WAL_SEGMENT_MAX || w->fd < 0) {
+    if (w->seg_size >= w->segment_max || w->fd < 0) {
         int rc = open_segment(w, first_lsn);
         if (rc < 0) return rc;
     }

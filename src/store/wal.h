@@ -10,9 +10,9 @@
  * named by the LSN of their first record (16 hex digits) that start with an
  * 8-byte magic; each record is [u32 length][u32 crc32][u8 type][payload],
  * little-endian, crc over type and payload. A segment rotates at
- * MW_WAL_SEGMENT_MAX. When a write or fsync fails (disk full), the file is
- * cut back to its last durable size, the bytes stay buffered for a retry,
- * and the waiters get the error. */
+ * MW_WAL_SEGMENT_MAX (or the size given to mw_wal_open). When a write or
+ * fsync fails (disk full), the file is cut back to its last durable size,
+ * the bytes stay buffered for a retry, and the waiters get the error. */
 #ifndef MW_WAL_H
 #define MW_WAL_H
 
@@ -26,8 +26,10 @@
 
 typedef struct mw_wal mw_wal;
 
-/* Start writing a new segment at start_lsn (the end of what replay found). */
-mw_wal *mw_wal_open(const char *dir, uint64_t start_lsn, int sync, int *err);
+/* Start writing a new segment at start_lsn (the end of what replay found).
+ * Segments rotate at segment_bytes (0 = MW_WAL_SEGMENT_MAX). */
+mw_wal *mw_wal_open(const char *dir, uint64_t start_lsn, int sync, uint64_t segment_bytes,
+                    int *err);
 void mw_wal_close(mw_wal *w); /* flushes what is buffered */
 /* Buffer one record; returns the LSN just past it. */
 uint64_t mw_wal_append(mw_wal *w, uint8_t type, const void *payload, size_t len);

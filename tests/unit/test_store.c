@@ -411,6 +411,107 @@ static long file_size(const char *p)
     return stat(p, &st) == 0 ? (long)st.st_size : -1;
 }
 
+/* Three rounds of 20 samples for each of 200 series, a head snapshot after
+ * the first two, WAL segments of 4 KiB (so that the second snapshot deletes
+ * the segments before the first, where the series were defined), then a
+ * crash. */
+static void write_two_snapshots(void)
+{
+    mw_store_options o = {.dir = dir, .background_ms = -1, .no_sync = 1, .wal_segment_bytes = 4096};
+    mw_store_default_limits(&o.limits);
+    char err[256], msg[512], v[32];
+    mw_store *s = mw_store_open(&o, err, sizeof(err));
+    if (!s) _exit(1);
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 200; i++) {
+            snprintf(v, sizeof(v), "s%03d", i);
+            for (int j = 0; j < 20; j++)
+                if (put(s, "p", "k", v, 1000 + round * 20 + j, i + j, msg) != 0) _exit(1);
+        }
+        if (round < 2 && mw_store_snapshot(s) != 0) _exit(2);
+    }
+}
+
+static void flip_byte(const char *path, long at)
+{
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    unsigned char c;
+    assert_int_equal(pread(fd, &c, 1, at), 1);
+    c ^= 0x55;
+    assert_int_equal(pwrite(fd, &c, 1, at), 1);
+    close(fd);
+}
+
+static size_t wal_segments(void)
+{
+    char wal[300];
+    snprintf(wal, sizeof(wal), "%s/wal", dir);
+    DIR *d = opendir(wal);
+    assert_non_null(d);
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += strlen(e->d_name) == 16;
+    closedir(d);
+    return n;
+}
+
+/* An unreadable latest snapshot: the previous one and the WAL after it
+ * restore every sample (with one generation kept, the WAL before the
+ * latest snapshot was deleted and all 12,000 samples were lost). */
+static void recovery_from_previous_snapshot(void **state)
+{
+    (void)state;
+    in_crashing_child(write_two_snapshots);
+    char snap[400], prev[400], aside[400];
+    snprintf(snap, sizeof(snap), "%s/head.snapshot", dir);
+    snprintf(prev, sizeof(prev), "%s/head.snapshot.prev", dir);
+    snprintf(aside, sizeof(aside), "%s/head.snapshot.corrupt", dir);
+    assert_true(file_size(prev) > 0);
+    assert_true(wal_segments() > 10); /* rounds 2 and 3: the first was deleted */
+    flip_byte(snap, file_size(snap) / 2);
+    mw_store *s = open_store(NULL);
+    size_t nser;
+    assert_int_equal(count(s, "p", &nser), 12000);
+    assert_int_equal(nser, 200);
+    mw_store_stats st;
+    mw_store_get_stats(s, &st);
+    assert_int_equal(st.restored_from_previous, 1);
+    assert_int_equal(st.unknown_series_samples, 0);
+    assert_int_equal(file_size(snap), -1); /* set aside, never to become "previous" */
+    assert_true(file_size(aside) > 0);
+    mw_store_close(s);
+    /* the close wrote a new latest snapshot; the good previous one stays */
+    assert_true(file_size(snap) > 0 && file_size(prev) > 0);
+    s = open_store(NULL);
+    assert_int_equal(count(s, "p", NULL), 12000);
+    mw_store_get_stats(s, &st);
+    assert_int_equal(st.restored_from_previous, 0);
+    assert_int_equal(st.wal_records_replayed, 0);
+    mw_store_close(s);
+}
+
+/* A crash between the two renames of a snapshot leaves the previous one
+ * only: it and the WAL restore everything, without an error. */
+static void recovery_without_latest_snapshot(void **state)
+{
+    (void)state;
+    in_crashing_child(write_two_snapshots);
+    char snap[400];
+    snprintf(snap, sizeof(snap), "%s/head.snapshot", dir);
+    assert_int_equal(unlink(snap), 0);
+    mw_store *s = open_store(NULL);
+    size_t nser;
+    assert_int_equal(count(s, "p", &nser), 12000);
+    assert_int_equal(nser, 200);
+    mw_store_stats st;
+    mw_store_get_stats(s, &st);
+    assert_int_equal(st.restored_from_previous, 0);
+    assert_int_equal(st.unknown_series_samples, 0);
+    mw_store_close(s);
+}
+
 static void torn_wal_tail(void **state)
 {
     (void)state;
@@ -782,6 +883,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(recovery_from_wal, setup, teardown),
         cmocka_unit_test_setup_teardown(recovery_from_snapshot_and_wal, setup, teardown),
         cmocka_unit_test_setup_teardown(recovery_from_large_snapshot, setup, teardown),
+        cmocka_unit_test_setup_teardown(recovery_from_previous_snapshot, setup, teardown),
+        cmocka_unit_test_setup_teardown(recovery_without_latest_snapshot, setup, teardown),
         cmocka_unit_test_setup_teardown(torn_wal_tail, setup, teardown),
         cmocka_unit_test_setup_teardown(corrupt_wal_record, setup, teardown),
         cmocka_unit_test_setup_teardown(compaction_and_merge, setup, teardown),
