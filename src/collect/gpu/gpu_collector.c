@@ -19,6 +19,7 @@
 #include "../../core/util.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,6 +197,19 @@ static void fix_energy(gpu_state *st, unsigned i)
     d->energy_j = (double)(st->energy_base[i] + d->energy_mj) / 1000.0;
 }
 
+/* Copy a device's readings without the unused tails of its fixed arrays:
+ * a device is 10 KB, 6 KB of it 256 process slots that are mostly empty;
+ * copied whole, 8 GPUs moved 80 KB under the lock at every poll. */
+static void copy_dev(mw_gpu_dev *dst, const mw_gpu_dev *src)
+{
+    memcpy(dst, src, offsetof(mw_gpu_dev, links));
+    memcpy(dst->links, src->links, src->nlinks * sizeof(src->links[0]));
+    memcpy(dst->mig, src->mig, src->nmig * sizeof(src->mig[0]));
+    memcpy(dst->procs, src->procs, src->nprocs * sizeof(src->procs[0]));
+    memcpy(dst->xids, src->xids, src->nxids * sizeof(src->xids[0]));
+    memcpy(dst->gpm, src->gpm, sizeof(*dst) - offsetof(mw_gpu_dev, gpm));
+}
+
 static void *poll_thread(void *arg)
 {
     gpu_state *st = arg;
@@ -240,7 +254,8 @@ static void *poll_thread(void *arg)
         next_fast += st->interval_ns;
         if (next_fast < mw_mono_ns()) next_fast = mw_mono_ns() + st->interval_ns;
         pthread_mutex_lock(&st->lock);
-        memcpy(st->latest, st->work, st->n * sizeof(mw_gpu_dev));
+        for (size_t i = 0; i < st->n; i++)
+            copy_dev(&st->latest[i], &st->work[i]);
         st->published++;
         st->published_ns = mw_mono_ns();
         if (req > st->sync_done) st->sync_done = req;
