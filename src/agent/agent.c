@@ -171,6 +171,7 @@ int mw_agent_run(const mw_config *cfg)
         mw_snapshot *snap = collect_once(&rt);
         mw_module_set_consume(rt.modules, snap);
         mw_published_update(pub, snap);
+        mw_release_free_memory();
         atomic_store(&ready, 1);
         add_ns(&next, cfg->interval_ms * 1000000);
         struct timespec now;

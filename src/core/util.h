@@ -20,12 +20,12 @@ int64_t mw_mono_ns(void);
 /* CPU time consumed by the calling thread, nanoseconds. */
 int64_t mw_thread_cpu_ns(void);
 
-/* Keep freed heap memory for reuse instead of returning it to the kernel
- * after every snapshot (each cycle frees and re-allocates about the same few
- * hundred KiB; trimming and re-faulting it cost ~0.3 ms a cycle), one malloc
- * arena for all threads, and blocks of 128 KiB and more in their own
- * mappings (see util.c). */
+/* One malloc arena for all threads, blocks of 128 KiB and more in their own
+ * mappings, and the heap's top trimmed only past 2 MiB (see util.c). */
 void mw_tune_allocator(void);
+/* Return the heap's free pages to the kernel: the agent calls it once a
+ * collection cycle, after the previous cycle's snapshot is released. */
+void mw_release_free_memory(void);
 
 /* strlcpy semantics: always terminates, returns strlen(src). */
 size_t mw_strlcpy(char *dst, const char *src, size_t size);
