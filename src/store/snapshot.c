@@ -168,7 +168,7 @@ int mw_snapshot_write(mw_store *s)
     /* Between the two renames there is no head.snapshot: recovery then uses
      * the previous one, which the WAL still covers. */
     int had_latest = 0;
-    if (rc == 0) {
+    if (rc == 0 && !s->latest_unusable) {
         if (rename(final, prev) == 0)
             had_latest = 1;
         else if (errno != ENOENT)
@@ -197,6 +197,7 @@ int mw_snapshot_write(mw_store *s)
         s->prev_lsn = s->snap_lsn;
         s->prev_chunk_seq = s->snap_chunk_seq;
     }
+    s->latest_unusable = 0;
     s->snap_lsn = lsn;
     s->snap_chunk_seq = seq;
     mw_wal_truncate_before(s->wal, s->prev_lsn);

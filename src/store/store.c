@@ -141,10 +141,13 @@ static int restore_head(mw_store *s, const char *chunk_dir, uint64_t *lsn, uint3
         reset_head(s, chunk_dir);
         mw_store_path(s, MW_SNAPSHOT_FILE, path, sizeof(path));
         mw_store_path(s, "head.snapshot.corrupt", aside, sizeof(aside));
-        if (rename(path, aside) < 0)
+        if (rename(path, aside) < 0) {
+            /* Then the next snapshot replaces it without making it the
+             * previous one (snapshot.c). */
+            s->latest_unusable = 1;
             mw_log(MW_LOG_ERROR, "store", "cannot set %s aside as %s: %s", path, aside,
                    strerror(errno));
-        else
+        } else
             mw_log(MW_LOG_ERROR, "store", "unusable head snapshot kept as %s for inspection",
                    aside);
     }

@@ -32,6 +32,7 @@ struct mw_store {
     uint32_t snap_chunk_seq; /* chunk files before it are sealed and covered */
     uint32_t prev_chunk_seq;
     int restored_from_previous; /* at open: the latest snapshot was unusable */
+    int latest_unusable;        /* ... and could not be renamed aside */
     /* Blocks, oldest first; readers hold a reference while they read. */
     pthread_mutex_t blocks_mu;
     mw_block **blocks;

@@ -457,6 +457,21 @@ static size_t wal_segments(void)
     return n;
 }
 
+/* Open the store and check that all 12,000 samples of write_two_snapshots
+ * are back, and how: restored_from_previous as expected, nothing skipped. */
+static mw_store *open_all_back(int restored_from_previous)
+{
+    mw_store *s = open_store(NULL);
+    size_t nser;
+    assert_int_equal(count(s, "p", &nser), 12000);
+    assert_int_equal(nser, 200);
+    mw_store_stats st;
+    mw_store_get_stats(s, &st);
+    assert_int_equal(st.restored_from_previous, restored_from_previous);
+    assert_int_equal(st.unknown_series_samples, 0);
+    return s;
+}
+
 /* An unreadable latest snapshot: the previous one and the WAL after it
  * restore every sample (with one generation kept, the WAL before the
  * latest snapshot was deleted and all 12,000 samples were lost). */
@@ -471,25 +486,37 @@ static void recovery_from_previous_snapshot(void **state)
     assert_true(file_size(prev) > 0);
     assert_true(wal_segments() > 10); /* rounds 2 and 3: the first was deleted */
     flip_byte(snap, file_size(snap) / 2);
-    mw_store *s = open_store(NULL);
-    size_t nser;
-    assert_int_equal(count(s, "p", &nser), 12000);
-    assert_int_equal(nser, 200);
-    mw_store_stats st;
-    mw_store_get_stats(s, &st);
-    assert_int_equal(st.restored_from_previous, 1);
-    assert_int_equal(st.unknown_series_samples, 0);
+    mw_store *s = open_all_back(1);
     assert_int_equal(file_size(snap), -1); /* set aside, never to become "previous" */
     assert_true(file_size(aside) > 0);
     mw_store_close(s);
     /* the close wrote a new latest snapshot; the good previous one stays */
     assert_true(file_size(snap) > 0 && file_size(prev) > 0);
-    s = open_store(NULL);
-    assert_int_equal(count(s, "p", NULL), 12000);
+    s = open_all_back(0);
+    mw_store_stats st;
     mw_store_get_stats(s, &st);
-    assert_int_equal(st.restored_from_previous, 0);
     assert_int_equal(st.wal_records_replayed, 0);
     mw_store_close(s);
+}
+
+/* The unusable latest snapshot cannot be renamed aside (a folder is in the
+ * way): the next snapshot replaces it, and the good previous one is kept. */
+static void recovery_when_set_aside_fails(void **state)
+{
+    (void)state;
+    in_crashing_child(write_two_snapshots);
+    char snap[400], prev[400], aside[400], cmd[1400];
+    snprintf(snap, sizeof(snap), "%s/head.snapshot", dir);
+    snprintf(prev, sizeof(prev), "%s/head.snapshot.prev", dir);
+    snprintf(aside, sizeof(aside), "%s/head.snapshot.corrupt/x", dir);
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && cp '%s' '%s/prev.copy'", aside, prev, dir);
+    assert_int_equal(system(cmd), 0);
+    flip_byte(snap, file_size(snap) / 2);
+    mw_store *s = open_all_back(1);
+    mw_store_close(s); /* writes a snapshot */
+    snprintf(cmd, sizeof(cmd), "cmp -s '%s' '%s/prev.copy'", prev, dir);
+    assert_int_equal(system(cmd), 0); /* not replaced by the corrupt one */
+    mw_store_close(open_all_back(0)); /* the new latest one is good */
 }
 
 /* A crash between the two renames of a snapshot leaves the previous one
@@ -501,15 +528,7 @@ static void recovery_without_latest_snapshot(void **state)
     char snap[400];
     snprintf(snap, sizeof(snap), "%s/head.snapshot", dir);
     assert_int_equal(unlink(snap), 0);
-    mw_store *s = open_store(NULL);
-    size_t nser;
-    assert_int_equal(count(s, "p", &nser), 12000);
-    assert_int_equal(nser, 200);
-    mw_store_stats st;
-    mw_store_get_stats(s, &st);
-    assert_int_equal(st.restored_from_previous, 0);
-    assert_int_equal(st.unknown_series_samples, 0);
-    mw_store_close(s);
+    mw_store_close(open_all_back(0));
 }
 
 static void torn_wal_tail(void **state)
@@ -885,6 +904,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(recovery_from_large_snapshot, setup, teardown),
         cmocka_unit_test_setup_teardown(recovery_from_previous_snapshot, setup, teardown),
         cmocka_unit_test_setup_teardown(recovery_without_latest_snapshot, setup, teardown),
+        cmocka_unit_test_setup_teardown(recovery_when_set_aside_fails, setup, teardown),
         cmocka_unit_test_setup_teardown(torn_wal_tail, setup, teardown),
         cmocka_unit_test_setup_teardown(corrupt_wal_record, setup, teardown),
         cmocka_unit_test_setup_teardown(compaction_and_merge, setup, teardown),
