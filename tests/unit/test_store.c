@@ -148,6 +148,29 @@ static void append_and_select(void **state)
     mw_store_close(s);
 }
 
+/* The head's memory gauge counts what the head uses: the series slabs and
+ * the label pool are large allocations touched only as far as they are
+ * filled (it said 4.2 MB for an empty store, 5.9 MB for 5,986 series). */
+static void head_memory_counts_what_is_used(void **state)
+{
+    (void)state;
+    mw_store *s = open_store(NULL);
+    mw_store_stats st;
+    mw_store_get_stats(s, &st);
+    uint64_t empty = st.head_memory_bytes;
+    char msg[512], v[32];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(v, sizeof(v), "%d", i);
+        assert_int_equal(put(s, "m", "k", v, 1000, i, msg), 0);
+    }
+    mw_store_get_stats(s, &st);
+    assert_true(empty < 64 * 1024);
+    /* each series: its 56-byte entry and two label-pair ids at least */
+    assert_true(st.head_memory_bytes - empty >= 1000 * (56 + 2 * 4));
+    assert_true(st.head_memory_bytes < 256 * 1024);
+    mw_store_close(s);
+}
+
 static void out_of_order_policy(void **state)
 {
     (void)state;
@@ -898,6 +921,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(append_and_select, setup, teardown),
         cmocka_unit_test_setup_teardown(out_of_order_policy, setup, teardown),
+        cmocka_unit_test_setup_teardown(head_memory_counts_what_is_used, setup, teardown),
         cmocka_unit_test_setup_teardown(limits, setup, teardown),
         cmocka_unit_test_setup_teardown(recovery_from_wal, setup, teardown),
         cmocka_unit_test_setup_teardown(recovery_from_snapshot_and_wal, setup, teardown),
