@@ -5,12 +5,12 @@
  * (LSN) and chunk-file position it reflects. Restarting loads it with no
  * string hashing (each series' hash is stored) and replays only the WAL
  * after it. Written to a temporary file, fsynced, renamed; the WAL segments
- * it covers are deleted afterwards. The head is serialised under the
- * store's read lock in pieces of 64 KiB, each written to the file as it
- * fills (bounded memory: the whole head in one buffer was 150 MB at a
- * million series; writers wait for the copies into the page cache too, a
- * fraction of a second per million series); the fsyncs come after the lock
- * is released.
+ * that the previous snapshot covers are deleted afterwards (see below). The
+ * head is serialised under the store's read lock in pieces of 64 KiB, each
+ * written to the file as it fills (bounded memory: the whole head in one
+ * buffer was 150 MB at a million series; writers wait for the copies into
+ * the page cache too, a fraction of a second per million series); the
+ * fsyncs come after the lock is released.
  *
  * Two generations are kept: the snapshot being replaced becomes
  * head.snapshot.prev, and the WAL is deleted only up to the previous
