@@ -12,8 +12,9 @@ build_pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libyaml-dev zlib1
             libprotobuf-c-dev protobuf-c-compiler libsnappy-dev libcurl4-openssl-dev
             libjansson-dev libssl-dev libfreeipmi17 libisal-dev)
 # The test suite: unit tests, fuzzers, lint, and the real peers it runs
-# against (Prometheus, promtool, Alertmanager, VictoriaMetrics, an SMTP sink).
-test_pkgs=(libcmocka-dev clang libclang-rt-14-dev clang-format cppcheck prometheus
+# against (Prometheus, promtool, Alertmanager, VictoriaMetrics, an SMTP sink),
+# and libcurl's GnuTLS flavour (remote_write_tls_gnutls.sh).
+test_pkgs=(libcmocka-dev libcurl3-gnutls clang libclang-rt-14-dev clang-format cppcheck prometheus
            prometheus-alertmanager victoria-metrics curl python3 python3-aiosmtpd procps
            openssl jq python3-grpcio chromium python3-yaml python3-kubernetes)
 # Benchmarks: the tools mlwatch is compared with.

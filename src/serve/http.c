@@ -6,6 +6,8 @@
 #include "../core/util.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <stdarg.h>
@@ -286,4 +288,42 @@ void mw_http_free(mw_http_server *s)
     if (!s) return;
     if (s->d) MHD_stop_daemon(s->d);
     free(s);
+}
+
+/* ---- GnuTLS: loaded with libmicrohttpd, not started ----
+ *
+ * Debian builds libmicrohttpd with HTTPS support, so it brings GnuTLS and
+ * what GnuTLS needs (p11-kit, nettle, hogweed, gmp, tasn1, ...), and two
+ * library constructors start GnuTLS before main(): GnuTLS's own and
+ * libmicrohttpd's (MHD_init calls gnutls_global_init()). The agent serves
+ * plain HTTP and never uses it; starting it parses its ASN.1 tables, probes
+ * the CPU, seeds its random generator and touches its code and data: about
+ * 0.8 MiB of resident memory in every agent (docs/benchmarks.md).
+ *
+ * GNUTLS_SKIP_GLOBAL_INIT is GnuTLS's own way (gnutls.h) for a program to
+ * skip the start in GnuTLS's constructor. libmicrohttpd's call lands on the
+ * gnutls_global_init() below, since the executable comes first in symbol
+ * lookup: before main() it does nothing; from then on it is GnuTLS's own,
+ * so that libcurl-gnutls (src/core/lazylib.c, https:// URLs) starts GnuTLS
+ * as usual when it is the libcurl found. Ending GnuTLS that was never
+ * started is a no-op in GnuTLS (its counter is zero). */
+GNUTLS_SKIP_GLOBAL_INIT
+
+/* Set by this executable's constructor, which runs after those of every
+ * library it links. */
+static int libraries_started;
+
+__attribute__((constructor)) static void after_library_constructors(void)
+{
+    libraries_started = 1;
+}
+
+int gnutls_global_init(void)
+{
+    if (!__atomic_load_n(&libraries_started, __ATOMIC_ACQUIRE)) return 0;
+    int (*real)(void);
+    void *sym = dlsym(RTLD_NEXT, "gnutls_global_init");
+    if (!sym) return GNUTLS_E_INTERNAL_ERROR;
+    memcpy(&real, &sym, sizeof(real));
+    return real();
 }

@@ -19,6 +19,10 @@ expect_usage_error() {
 "$MLWATCH_BIN" --version | grep -Eq '^mlwatch [0-9]+\.[0-9]+\.[0-9]+ \(revision [0-9a-f]+|unknown\)$' ||
     fail "--version output: $("$MLWATCH_BIN" --version)"
 ok
+# GnuTLS, loaded with libmicrohttpd, is not started (src/serve/http.c): with
+# its debug log on, starting it would print "gnutls[2]: Enabled GnuTLS ...".
+expect_eq "GnuTLS log lines of a plain run" "mlwatch" \
+    "$(GNUTLS_DEBUG_LEVEL=2 "$MLWATCH_BIN" --version 2>&1 | cut -d' ' -f1 | sort -u)"
 "$MLWATCH_BIN" help >"$WORK/help"
 for word in "mlwatch agent" "mlwatch metrics" "--root" "--listen" "--interval" "--config" ":10230" "loadavg"; do
     grep -q -- "$word" "$WORK/help" || fail "help does not mention $word"

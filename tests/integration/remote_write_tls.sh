@@ -10,6 +10,22 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/rw_lib.sh"
 
+# MLWATCH_LIBCURL=gnutls (remote_write_tls_gnutls.sh): the agent finds
+# libcurl-gnutls as its libcurl.so.4, so that GnuTLS, which the agent does
+# not start before main() (src/serve/http.c), is started by libcurl.
+if [ "${MLWATCH_LIBCURL:-}" = gnutls ]; then
+    gnutls_curl=$(ldconfig -p | awk '$1 == "libcurl-gnutls.so.4" && /x86-64|AArch64/ {print $NF; exit}')
+    [ -n "$gnutls_curl" ] || fail "libcurl-gnutls.so.4 is not installed (apt-get install libcurl3-gnutls)"
+    mkdir -p "$WORK/libcurl"
+    ln -s "$gnutls_curl" "$WORK/libcurl/libcurl.so.4"
+    printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$WORK/libcurl" "$MLWATCH_BIN" >"$WORK/mlwatch"
+    chmod +x "$WORK/mlwatch"
+    MLWATCH_BIN=$WORK/mlwatch
+    tls_problem='server certificate verification failed\. CAfile: [^ ]+ CRLfile: none'
+else
+    tls_problem='SSL certificate problem: (unable to get local issuer certificate|self.signed certificate in certificate chain)'
+fi
+
 # The CAs and the server certificate (EC keys: fast to make).
 ec='-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes'
 for ca in ca other-ca; do
@@ -144,7 +160,7 @@ for ep in other nothing; do
     [ "$(agent_metric mlwatch_remote_write_samples_pending "endpoint=\"$ep\"")" -gt 0 ] ||
         fail "the samples of $ep are not kept queued"
     ok
-    grep -Eq "remote-write.*$ep: shard 0: SSL certificate problem: (unable to get local issuer certificate|self.signed certificate in certificate chain); retrying with backoff" \
+    grep -Eq "remote-write.*$ep: shard 0: $tls_problem; retrying with backoff" \
         "$WORK/agent.log" || fail "no log line naming the TLS problem of $ep: $(grep remote-write "$WORK/agent.log")"
     ok
 done

@@ -9,7 +9,10 @@
 #include "serve/http.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -399,6 +402,41 @@ static void ipv6_and_all_interfaces(void **state)
 
 static int client_port;
 
+/* GnuTLS comes with libmicrohttpd but is not started before main() (http.c):
+ * its digests refuse to work until someone starts it, and a start asked for
+ * after main() (as libcurl-gnutls does) is GnuTLS's own and works. GnuTLS
+ * is found through the process, the way libcurl-gnutls finds it. */
+static void gnutls_started_only_when_asked(void **state)
+{
+    (void)state;
+    typedef int (*hash_fast_fn)(gnutls_digest_algorithm_t, const void *, size_t, void *);
+    void *sym = dlsym(RTLD_DEFAULT, "gnutls_hash_fast");
+    assert_non_null(sym);
+    hash_fast_fn hash_fast;
+    memcpy(&hash_fast, &sym, sizeof(hash_fast));
+    unsigned char digest[32] = {0};
+    assert_int_equal(hash_fast(GNUTLS_DIG_SHA256, "abc", 3, digest), GNUTLS_E_LIB_IN_ERROR_STATE);
+
+    /* Looked up as libcurl-gnutls's call is bound: the executable's first. */
+    int (*init)(void);
+    sym = dlsym(RTLD_DEFAULT, "gnutls_global_init");
+    assert_non_null(sym);
+    memcpy(&init, &sym, sizeof(init));
+    assert_int_equal(init(), 0);
+    assert_int_equal(hash_fast(GNUTLS_DIG_SHA256, "abc", 3, digest), 0);
+    /* SHA-256("abc"), FIPS 180-2 appendix B.1 */
+    static const unsigned char want[32] = {0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea,
+                                           0x41, 0x41, 0x40, 0xde, 0x5d, 0xae, 0x22, 0x23,
+                                           0xb0, 0x03, 0x61, 0xa3, 0x96, 0x17, 0x7a, 0x9c,
+                                           0xb4, 0x10, 0xff, 0x61, 0xf2, 0x00, 0x15, 0xad};
+    assert_memory_equal(digest, want, sizeof(want));
+    void (*deinit)(void);
+    sym = dlsym(RTLD_DEFAULT, "gnutls_global_deinit");
+    assert_non_null(sym);
+    memcpy(&deinit, &sym, sizeof(deinit));
+    deinit();
+}
+
 static void *client(void *arg)
 {
     long failures = 0;
@@ -437,7 +475,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(routes),       cmocka_unit_test(errors),
         cmocka_unit_test(start_errors), cmocka_unit_test(ipv6_and_all_interfaces),
-        cmocka_unit_test(concurrent),
+        cmocka_unit_test(concurrent),   cmocka_unit_test(gnutls_started_only_when_asked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
