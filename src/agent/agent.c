@@ -168,6 +168,7 @@ int mw_agent_run(const mw_config *cfg)
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     while (!stop_requested) {
+        mw_published_retire(pub);
         mw_snapshot *snap = collect_once(&rt);
         mw_module_set_consume(rt.modules, snap);
         mw_published_update(pub, snap);

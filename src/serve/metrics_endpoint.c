@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zlib.h>
 
 typedef struct rendered {
@@ -28,8 +29,13 @@ typedef struct entry {
 
 struct mw_published {
     pthread_mutex_t lock;
+    pthread_cond_t published; /* signalled when a cycle is published */
     entry *current;
+    int collecting; /* retired: the next cycle is being collected */
 };
+
+/* How long a scrape waits for the cycle being collected. */
+#define MW_PUBLISH_WAIT_MS 5000
 
 /* Sizes of the last renderings, to allocate the next one at once. */
 static atomic_size_t last_plain[2], last_gz[2];
@@ -48,7 +54,22 @@ mw_published *mw_published_new(void)
 {
     mw_published *p = mw_xcalloc(1, sizeof(*p));
     pthread_mutex_init(&p->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->published, &ca);
+    pthread_condattr_destroy(&ca);
     return p;
+}
+
+void mw_published_retire(mw_published *p)
+{
+    pthread_mutex_lock(&p->lock);
+    entry *old = p->current;
+    p->current = NULL;
+    p->collecting = 1;
+    pthread_mutex_unlock(&p->lock);
+    entry_release(old);
 }
 
 void mw_published_update(mw_published *p, mw_snapshot *snap)
@@ -61,6 +82,8 @@ void mw_published_update(mw_published *p, mw_snapshot *snap)
     pthread_mutex_lock(&p->lock);
     entry *old = p->current;
     p->current = e;
+    p->collecting = 0;
+    pthread_cond_broadcast(&p->published);
     pthread_mutex_unlock(&p->lock);
     entry_release(old);
 }
@@ -69,6 +92,7 @@ void mw_published_free(mw_published *p)
 {
     if (!p) return;
     entry_release(p->current);
+    pthread_cond_destroy(&p->published);
     pthread_mutex_destroy(&p->lock);
     free(p);
 }
@@ -186,11 +210,23 @@ void mw_metrics_handler(void *cls, const mw_http_request *req, mw_http_response 
 {
     mw_published *p = cls;
     pthread_mutex_lock(&p->lock);
+    if (!p->current && p->collecting) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += MW_PUBLISH_WAIT_MS / 1000;
+        while (!p->current && p->collecting &&
+               pthread_cond_timedwait(&p->published, &p->lock, &until) == 0) {
+        }
+    }
     entry *e = p->current;
     if (e) atomic_fetch_add(&e->refs, 1);
+    int collecting = p->collecting;
     pthread_mutex_unlock(&p->lock);
     if (!e) {
-        mw_http_text(resp, 503, "no collection has completed yet; retry in a moment\n");
+        mw_http_text(resp, 503,
+                     collecting ? "the collection cycle under way has not finished in 5 s; retry "
+                                  "in a moment\n"
+                                : "no collection has completed yet; retry in a moment\n");
         mw_http_add_header(resp, "Retry-After", "1");
         return;
     }

@@ -406,6 +406,9 @@ static void concurrent_scrapes(void **state)
     for (long i = 0; i < CLIENTS; i++)
         pthread_create(&t[i], NULL, scraper, (void *)i);
     while (atomic_load(&clients_done) < CLIENTS) {
+        /* As the agent does: nothing published while a cycle is collected. */
+        mw_published_retire(pub);
+        usleep(200);
         mw_published_update(pub, make_snapshot(++seq));
         atomic_store(&published_seq, seq);
         usleep(500);
@@ -420,6 +423,75 @@ static void concurrent_scrapes(void **state)
     mw_published_free(pub); /* ASan's leak check: every publication freed */
     assert_int_equal(failures, 0);
     assert_true(seq > 10); /* publications really interleaved with scrapes */
+}
+
+/* ---- a scrape while the next cycle is collected ---- */
+
+typedef struct waiting_scrape {
+    int port;
+    const char *extra;
+    reply r;
+    int rc;
+    atomic_int done;
+} waiting_scrape;
+
+static void *scrape_in_thread(void *arg)
+{
+    waiting_scrape *w = arg;
+    w->rc = get(w->port, "/metrics", w->extra, &w->r);
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+static void scrape_waits_for_collection(void **state)
+{
+    (void)state;
+    mw_published *pub = mw_published_new();
+    int port;
+    mw_http_server *s = server(pub, &port);
+    mw_published_update(pub, make_snapshot(41));
+    const char *variants[] = {NULL, "Accept-Encoding: gzip\r\n"};
+    for (int i = 0; i < 2; i++) {
+        /* A gzip'd rendering of the cycle before exists: it is not served
+         * either once that cycle is retired. */
+        reply r;
+        assert_int_equal(get(port, "/metrics", variants[i], &r), 0);
+        reply_free(&r);
+        mw_published_retire(pub);
+        waiting_scrape w = {.port = port, .extra = variants[i]};
+        pthread_t t;
+        pthread_create(&t, NULL, scrape_in_thread, &w);
+        usleep(200 * 1000);
+        assert_int_equal(atomic_load(&w.done), 0); /* waiting: 5 s before it gives up */
+        mw_published_update(pub, make_snapshot(42 + i));
+        pthread_join(t, NULL);
+        assert_int_equal(w.rc, 0);
+        assert_int_equal(w.r.status, 200);
+        size_t blen = w.r.len;
+        char *body = i == 1 ? gunzip(w.r.body, w.r.len, &blen) : w.r.body;
+        assert_non_null(body);
+        assert_int_equal(seq_of(body, MW_FMT_TEXT), 42 + i);
+        if (i == 1) free(body);
+        reply_free(&w.r);
+    }
+
+    /* A cycle that does not finish: 503 after 5 s, then served again once
+     * it is published. */
+    mw_published_retire(pub);
+    reply r;
+    char v[64];
+    assert_int_equal(get(port, "/metrics", NULL, &r), 0);
+    assert_int_equal(r.status, 503);
+    assert_string_equal(
+        r.body, "the collection cycle under way has not finished in 5 s; retry in a moment\n");
+    assert_string_equal(header(&r, "Retry-After", v, sizeof(v)), "1");
+    reply_free(&r);
+    mw_published_update(pub, make_snapshot(50));
+    assert_int_equal(get(port, "/metrics", NULL, &r), 0);
+    assert_int_equal(seq_of(r.body, MW_FMT_TEXT), 50);
+    reply_free(&r);
+    mw_http_free(s);
+    mw_published_free(pub);
 }
 
 static void gzip_round_trip(void **state)
@@ -455,9 +527,9 @@ static void gzip_round_trip(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(before_first_publish),   cmocka_unit_test(formats_and_gzip),
-        cmocka_unit_test(publish_during_request), cmocka_unit_test(concurrent_scrapes),
-        cmocka_unit_test(gzip_round_trip),
+        cmocka_unit_test(before_first_publish),        cmocka_unit_test(formats_and_gzip),
+        cmocka_unit_test(publish_during_request),      cmocka_unit_test(concurrent_scrapes),
+        cmocka_unit_test(scrape_waits_for_collection), cmocka_unit_test(gzip_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
