@@ -450,6 +450,19 @@ void mw_head_chunk_resize(mw_head *h, mw_series *s, size_t cap)
     s->chunk_cap = (uint16_t)cap;
 }
 
+/* The size at which the open chunk of series id is cut. A series' first
+ * chunk is cut early, at between 1/8 and all of MW_HEAD_CHUNK_BYTES (spread
+ * by id): a node's series are created together at start and most fill at
+ * the same pace (a value that does not change costs two bits a sample), so
+ * without the spread they would all be nearly full at the same moment,
+ * every few minutes, and the heap keeps that peak (twice the mean). */
+uint32_t mw_head_cut_size(const mw_series *s, uint32_t id)
+{
+    if (s->last_ref) return MW_HEAD_CHUNK_BYTES;
+    uint32_t spread = (id * 2654435761u) >> 25; /* Fibonacci hashing: 0..127 */
+    return MW_HEAD_CHUNK_BYTES / 8 + spread * (MW_HEAD_CHUNK_BYTES - MW_HEAD_CHUNK_BYTES / 8) / 128;
+}
+
 void mw_head_append(mw_head *h, uint32_t id, int64_t t, double v)
 {
     mw_series *s = mw_head_series(h, id);
@@ -462,7 +475,7 @@ void mw_head_append(mw_head *h, uint32_t id, int64_t t, double v)
     h->samples++;
     /* Cut when full; when the chunk file cannot be written (disk full) the
      * chunk grows on, up to the most a chunk can hold. */
-    if ((mw_gorilla_bytes(&s->enc) >= MW_HEAD_CHUNK_BYTES &&
+    if ((mw_gorilla_bytes(&s->enc) >= mw_head_cut_size(s, id) &&
          (h->chunk_errno == 0 || mw_gorilla_bytes(&s->enc) >= 4096)) ||
         s->enc.n == 65535 || mw_gorilla_bytes(&s->enc) + MW_GORILLA_MAX_SAMPLE_BYTES > 65535 - 32)
         cut_chunk(h, id, s);

@@ -146,6 +146,8 @@ int mw_head_chunk_read(mw_head *h, uint64_t ref, mw_chunk_hdr *hdr, uint8_t *buf
 int mw_head_read_fd(mw_head *h, uint32_t seq);
 /* Parse a chunk record at p (n bytes available): 0 and the header, or -1. */
 int mw_chunk_parse(const uint8_t *p, size_t n, mw_chunk_hdr *hdr);
+/* Size in bytes at which the open chunk of series id is cut. */
+uint32_t mw_head_cut_size(const mw_series *s, uint32_t id);
 /* Resize the open-chunk buffer of s to cap bytes (0 frees it). */
 void mw_head_chunk_resize(mw_head *h, mw_series *s, size_t cap);
 /* Memory held by the head, bytes (self-metrics). */

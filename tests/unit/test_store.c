@@ -1,13 +1,14 @@
 /* test_store.c - the embedded store (src/store/): writes and reads,
  * matchers, the out-of-order policy, limits with their exact statuses and
  * messages, recovery from the WAL and snapshots after a crash, torn WAL
- * tails, compaction and retention. */
+ * tails, compaction and retention, and the spread of first chunk cuts. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
 #include "store/block.h"
+#include "store/head.h"
 #include "store/index.h"
 #include "store/store.h"
 #include "store/wal.h"
@@ -874,7 +875,7 @@ static void own_snapshot_in_batches(void **state)
     (void)state;
     mw_store *s = open_store(NULL);
     static const mw_metric_desc D = {"mlwatch_test_value", "t", "", MW_GAUGE};
-    /* 2,500 samples are appended in three calls; a bad series (the same
+    /* 2,500 samples are appended in several calls; a bad series (the same
      * series twice) in the last one loses only itself. */
     mw_snapshot *snap = mw_snapshot_new();
     snap->timestamp_ms = 123456;
@@ -891,6 +892,67 @@ static void own_snapshot_in_batches(void **state)
     assert_int_equal(count(s, "mlwatch_test_value", &nser), 2500);
     assert_int_equal(nser, 2500);
     mw_store_close(s);
+}
+
+/* Series created together and filling at the same pace (a constant value,
+ * two bits a sample) have their first chunks cut at sizes spread over 1/8 to
+ * all of MW_HEAD_CHUNK_BYTES, so that they are never all nearly full at once;
+ * every later chunk is cut at the full size. */
+static void first_chunks_cut_at_spread_sizes(void **state)
+{
+    (void)state;
+    enum { N = 1024, ROUNDS = 1500 };
+    mw_head h;
+    assert_int_equal(mw_head_init(&h, dir, NULL), 0);
+    assert_int_equal(mw_head_chunks_open(&h, 0, 0), 0);
+    static uint32_t ids[N], first_cut[N];
+    for (uint32_t i = 0; i < N; i++) {
+        char v[16];
+        snprintf(v, sizeof(v), "%u", i);
+        mw_label l[2] = {{"__name__", "m"}, {"i", v}};
+        ids[i] = mw_head_create(&h, l, 2, mw_labels_hash(l, 2), UINT32_MAX);
+        first_cut[i] = mw_head_cut_size(mw_head_series(&h, ids[i]), ids[i]);
+    }
+    assert_int_equal(first_cut[0], MW_HEAD_CHUNK_BYTES / 8); /* id 0: the smallest */
+    uint32_t lo = UINT32_MAX, hi = 0;
+    for (uint32_t i = 0; i < N; i++) {
+        lo = first_cut[i] < lo ? first_cut[i] : lo;
+        hi = first_cut[i] > hi ? first_cut[i] : hi;
+    }
+    assert_int_equal(lo, MW_HEAD_CHUNK_BYTES / 8);
+    assert_true(hi >= MW_HEAD_CHUNK_BYTES - 2 && hi < MW_HEAD_CHUNK_BYTES);
+    uint64_t most = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+        for (uint32_t i = 0; i < N; i++)
+            mw_head_append(&h, ids[i], 1000000 + (int64_t)r * 1000, 1.0);
+        most = h.chunk_bytes > most ? h.chunk_bytes : most;
+    }
+    for (uint32_t i = 0; i < N; i++) {
+        /* Walk the series' chunks back to its first. */
+        mw_chunk_hdr hdr;
+        static uint8_t buf[MW_CHUNK_HDR_SIZE + 4 + 65536];
+        uint64_t ref = mw_head_series(&h, ids[i])->last_ref;
+        uint32_t later = 0;
+        assert_true(ref != 0);
+        for (;;) {
+            assert_int_equal(mw_head_chunk_read(&h, ref, &hdr, buf, sizeof(buf)), 0);
+            assert_int_equal(hdr.series, ids[i]);
+            if (!hdr.prev_ref) break;
+            assert_true(hdr.nbytes >= MW_HEAD_CHUNK_BYTES); /* a later chunk: full size */
+            assert_true(hdr.nbytes < MW_HEAD_CHUNK_BYTES + MW_GORILLA_MAX_SAMPLE_BYTES);
+            later++;
+            ref = hdr.prev_ref;
+        }
+        assert_true(hdr.nbytes >= first_cut[i]);
+        assert_true(hdr.nbytes < first_cut[i] + MW_GORILLA_MAX_SAMPLE_BYTES);
+        assert_true(later >= 1);
+    }
+    /* Cut all at the full size, the N open chunks would all reach their
+     * largest allocation (see mw_head_append) at once; spread, they never
+     * held more than two thirds of that. */
+    uint64_t full = (uint64_t)N * (((MW_HEAD_CHUNK_BYTES + 8 + 15) & ~15u) - 8);
+    assert_true(most * 3 < full * 2);
+    mw_head_free(&h);
 }
 
 static void second_process_is_refused(void **state)
@@ -937,6 +999,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(retention_by_time_and_size, setup, teardown),
         cmocka_unit_test_setup_teardown(own_snapshot_samples, setup, teardown),
         cmocka_unit_test_setup_teardown(own_snapshot_in_batches, setup, teardown),
+        cmocka_unit_test_setup_teardown(first_chunks_cut_at_spread_sizes, setup, teardown),
         cmocka_unit_test_setup_teardown(second_process_is_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
