@@ -1,8 +1,9 @@
-/* lazylib.c - libcurl, snappy and libcrypto, loaded on first use.
+/* lazylib.c - libcurl, snappy, libcrypto and ISA-L, loaded on first use.
  *
  * Only optional features need them: carbon-intensity URLs, notifications,
  * the Kubernetes watch and remote write (libcurl), the remote-write wire
- * format (snappy), hashmod relabelling (libcrypto's MD5). Linked normally,
+ * format (snappy), hashmod relabelling (libcrypto's MD5), fast checksums
+ * for store queries (ISA-L, src/store/crc.c). Linked normally,
  * they and what they pull in (OpenSSL, Kerberos, libstdc++, ...) add ~4 MiB
  * of resident pages to every agent, including the many that use none of it.
  * So the agent links none of them: this file defines the few functions we
@@ -18,11 +19,13 @@
 #define CURL_DISABLE_TYPECHECK 1
 #include <curl/curl.h>
 #include <dlfcn.h>
+#include <isa-l/crc.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <snappy-c.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <zlib.h>
 
 typedef struct lazy {
     const char *what;           /* for the log line */
@@ -54,6 +57,7 @@ LIB(curl_lib, "HTTP features (carbon URL, notifications, Kubernetes, remote writ
     "libcurl.so.4", "libcurl-gnutls.so.4")
 LIB(snappy_lib, "remote write (send and receive) is off", "libsnappy.so.1")
 LIB(crypto_lib, "hashmod relabelling is off", "libcrypto.so.3", "libcrypto.so.1.1")
+LIB(isal_lib, "store queries check chunks with zlib's crc32 instead (slower)", "libisal.so.2")
 
 /* Resolve SYM of library L into a static function pointer of type T. */
 #define RESOLVE(L, T, sym)                                                                         \
@@ -198,4 +202,20 @@ int EVP_Digest(const void *data, size_t count, unsigned char *md, unsigned int *
         int (*)(const void *, size_t, unsigned char *, unsigned int *, const EVP_MD *, ENGINE *),
         EVP_Digest)
     return fn_ && type ? fn_(data, count, md, size, type, impl) : 0;
+}
+
+/* ---- ISA-L (CRC-32 of store chunks in queries) ---- */
+
+uint32_t crc32_gzip_refl(uint32_t init_crc, const unsigned char *buf, uint64_t len)
+{
+    RESOLVE(isal_lib, uint32_t(*)(uint32_t, const unsigned char *, uint64_t), crc32_gzip_refl)
+    if (fn_) return fn_(init_crc, buf, len);
+    uLong crc = init_crc; /* the same CRC, as zlib computes it */
+    while (len > 0) {
+        uInt piece = len > (1u << 30) ? (1u << 30) : (uInt)len;
+        crc = crc32(crc, buf, piece);
+        buf += piece;
+        len -= piece;
+    }
+    return (uint32_t)crc;
 }

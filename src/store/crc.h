@@ -1,10 +1,7 @@
-/* crc.h - the chunk records' checksum: zlib's crc32 value, through ISA-L.
+/* crc.h - the chunk records' checksum: zlib's crc32 value.
  *
- * Every head chunk read by a query is checked (a range query checks
- * hundreds of thousands of ~170-byte records), and zlib's table-driven
- * crc32 was a tenth of the query's time. mw_crc32 returns exactly
- * crc32(0, p, n) (the CRC-32 of gzip), so files written before and after
- * stay compatible. */
+ * mw_crc32 returns exactly crc32(0, p, n) (the CRC-32 of gzip), computed by
+ * zlib until the first query and by ISA-L after it (crc.c says why). */
 #ifndef MW_CRC_H
 #define MW_CRC_H
 
@@ -12,5 +9,8 @@
 #include <stdint.h>
 
 uint32_t mw_crc32(const uint8_t *p, size_t n);
+/* Called by each query: from now on ISA-L computes the checksums (loaded
+ * now; zlib still does when libisal.so.2 cannot be loaded). */
+void mw_crc32_for_queries(void);
 
 #endif

@@ -2,6 +2,7 @@
  * reads across head and blocks, and its statistics. */
 #include "../core/log.h"
 #include "../core/util.h"
+#include "crc.h"
 #include "store_internal.h"
 
 #include <dirent.h>
@@ -534,6 +535,7 @@ int mw_store_select(mw_store *s, const mw_matcher *ms, size_t nm, int64_t mint, 
                     size_t max_samples, mw_select_result *out, char *err, size_t errsize)
 {
     memset(out, 0, sizeof(*out));
+    mw_crc32_for_queries(); /* queries check many chunks: the fast CRC from now on */
     sel_priv *p = mw_xcalloc(1, sizeof(*p));
     mw_arena_init(&p->arena, 64 * 1024);
     size_t total = 0;
