@@ -2,6 +2,7 @@
 #include "exposition.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,49 +82,75 @@ static void put_sample(mw_buf *b, const char *name, const mw_sample *smp)
 
 /* Hands the rendered text to sink whenever out holds at least chunk bytes
  * (chunk 0: never, everything stays in out). */
-static int flush_if(mw_buf *out, size_t chunk, mw_render_sink sink, void *ctx)
+void mw_render_begin(mw_render_cursor *c, const mw_snapshot *s, mw_format fmt)
 {
-    if (!chunk || out->len < chunk) return 0;
-    int rc = sink(ctx, out->data, out->len);
-    mw_buf_clear(out);
-    return rc;
+    c->fmt = fmt;
+    c->family = s->first;
+    c->sample = NULL;
+    c->done = 0;
+}
+
+static void put_family_header(mw_buf *out, const mw_metric_desc *d, mw_format fmt)
+{
+    static const char *text_types[] = {"gauge", "counter", "gauge"};
+    static const char *om_types[] = {"gauge", "counter", "info"};
+    if (fmt == MW_FMT_TEXT) {
+        mw_buf_printf(out, "# HELP %s ", d->name);
+        put_escaped(out, d->help, 0);
+        mw_buf_printf(out, "\n# TYPE %s %s\n", d->name, text_types[d->type]);
+    } else {
+        int n = (int)om_family_len(d);
+        mw_buf_printf(out, "# HELP %.*s ", n, d->name);
+        put_escaped(out, d->help, 1);
+        mw_buf_printf(out, "\n# TYPE %.*s %s\n", n, d->name, om_types[d->type]);
+        if (d->unit[0]) mw_buf_printf(out, "# UNIT %.*s %s\n", n, d->name, d->unit);
+    }
+}
+
+int mw_render_next(mw_render_cursor *c, mw_buf *out, size_t chunk)
+{
+    size_t goal = out->len + (chunk ? chunk : 1);
+    while (!c->done && out->len < goal) {
+        const mw_family *f = c->family;
+        if (!f) {
+            if (c->fmt == MW_FMT_OPENMETRICS) mw_buf_puts(out, "# EOF\n");
+            c->done = 1;
+            break;
+        }
+        if (!c->sample) {
+            put_family_header(out, f->desc, c->fmt);
+            c->sample = f->first;
+        }
+        while (c->sample && out->len < goal) {
+            put_sample(out, f->desc->name, c->sample);
+            c->sample = c->sample->next;
+        }
+        if (!c->sample) c->family = f->next; /* the next family, from its header */
+    }
+    return !c->done;
 }
 
 int mw_render_stream(const mw_snapshot *s, mw_format fmt, mw_buf *out, size_t chunk,
                      mw_render_sink sink, void *ctx)
 {
-    static const char *text_types[] = {"gauge", "counter", "gauge"};
-    static const char *om_types[] = {"gauge", "counter", "info"};
-    for (const mw_family *f = s->first; f; f = f->next) {
-        const mw_metric_desc *d = f->desc;
-        if (fmt == MW_FMT_TEXT) {
-            mw_buf_printf(out, "# HELP %s ", d->name);
-            put_escaped(out, d->help, 0);
-            mw_buf_printf(out, "\n# TYPE %s %s\n", d->name, text_types[d->type]);
-        } else {
-            int n = (int)om_family_len(d);
-            mw_buf_printf(out, "# HELP %.*s ", n, d->name);
-            put_escaped(out, d->help, 1);
-            mw_buf_printf(out, "\n# TYPE %.*s %s\n", n, d->name, om_types[d->type]);
-            if (d->unit[0]) mw_buf_printf(out, "# UNIT %.*s %s\n", n, d->name, d->unit);
-        }
-        for (const mw_sample *smp = f->first; smp; smp = smp->next) {
-            put_sample(out, d->name, smp);
-            if (flush_if(out, chunk, sink, ctx) < 0) return -1;
-        }
-    }
-    if (fmt == MW_FMT_OPENMETRICS) mw_buf_puts(out, "# EOF\n");
-    if (chunk && out->len) {
-        int rc = sink(ctx, out->data, out->len);
+    mw_render_cursor c;
+    mw_render_begin(&c, s, fmt);
+    while (mw_render_next(&c, out, chunk)) {
+        if (sink(ctx, out->data, out->len) < 0) return -1;
         mw_buf_clear(out);
-        return rc;
     }
-    return 0;
+    if (!out->len) return 0;
+    int rc = sink(ctx, out->data, out->len);
+    mw_buf_clear(out);
+    return rc;
 }
 
 void mw_render(const mw_snapshot *s, mw_format fmt, mw_buf *out)
 {
-    mw_render_stream(s, fmt, out, 0, NULL, NULL);
+    mw_render_cursor c;
+    mw_render_begin(&c, s, fmt);
+    while (mw_render_next(&c, out, SIZE_MAX - out->len)) {
+    }
 }
 
 /* Split the next comma-separated element of a header; returns its length. */

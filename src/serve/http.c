@@ -136,10 +136,39 @@ static void free_body_cb(void *cls)
     free(cls);
 }
 
+/* A streamed body (mw_http_response.stream) for libmicrohttpd. */
+typedef struct stream_body {
+    long (*next)(void *cls, char *buf, size_t max);
+    void (*free_fn)(void *cls);
+    void *cls;
+} stream_body;
+
+static ssize_t stream_read_cb(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    stream_body *sb = cls;
+    long n = sb->next(sb->cls, buf, max);
+    if (n == 0) return MHD_CONTENT_READER_END_OF_STREAM;
+    return n < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : (ssize_t)n;
+}
+
+static void stream_free_cb(void *cls)
+{
+    stream_body *sb = cls;
+    sb->free_fn(sb->cls);
+    free(sb);
+}
+
 static enum MHD_Result send_response(struct MHD_Connection *conn, mw_http_response *resp)
 {
     struct MHD_Response *r;
-    if (resp->body_static)
+    stream_body *sb = NULL;
+    if (resp->stream) {
+        sb = mw_xmalloc(sizeof(*sb));
+        *sb = (stream_body){resp->stream, resp->free_fn, resp->free_cls};
+        r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, stream_read_cb, sb,
+                                              stream_free_cb);
+    } else if (resp->body_static)
         r = MHD_create_response_from_buffer(resp->len, resp->body, MHD_RESPMEM_PERSISTENT);
     else if (resp->free_fn)
         r = MHD_create_response_from_buffer_with_free_callback_cls(resp->len, resp->body,
@@ -150,6 +179,7 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, mw_http_respon
     if (!r) {
         /* libmicrohttpd took nothing: release the body (and any reference
          * it holds) here, or it leaks. */
+        free(sb);
         if (!resp->body_static) {
             if (resp->free_fn)
                 resp->free_fn(resp->free_cls);

@@ -29,6 +29,11 @@ typedef struct mw_http_response {
     size_t len;
     void (*free_fn)(void *cls); /* called with free_cls after sending; NULL = free(body) */
     void *free_cls;
+    /* Instead of body: a body of unknown length, sent as it is produced
+     * (chunked in HTTP/1.1). stream(free_cls, buf, max) writes the next
+     * bytes into buf and returns their count (1 to max), 0 at the end or -1
+     * to abort the response; free_fn(free_cls) is called when done. */
+    long (*stream)(void *cls, char *buf, size_t max);
     int body_static; /* body is a string literal: never freed */
     const char *header_names[MW_HTTP_MAX_HEADERS];
     const char *header_values[MW_HTTP_MAX_HEADERS];

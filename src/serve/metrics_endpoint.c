@@ -18,8 +18,8 @@ typedef struct rendered {
 
 /* One published cycle. Only the gzip'd renderings are kept (Prometheus asks
  * for gzip; the text is ~17 times larger, 1.3 MB on a node of 100 pods with
- * 8 GPUs); an uncompressed scrape renders its own copy and frees it once
- * sent. */
+ * 8 GPUs); an uncompressed scrape is rendered piece by piece as it is sent
+ * (plain_next), so it never holds more than a piece. */
 typedef struct entry {
     atomic_int refs;
     mw_snapshot *snap;
@@ -37,8 +37,8 @@ struct mw_published {
 /* How long a scrape waits for the cycle being collected. */
 #define MW_PUBLISH_WAIT_MS 5000
 
-/* Sizes of the last renderings, to allocate the next one at once. */
-static atomic_size_t last_plain[2], last_gz[2];
+/* Sizes of the last gzip'd renderings, to allocate the next one at once. */
+static atomic_size_t last_gz[2];
 
 static void entry_release(entry *e)
 {
@@ -170,15 +170,36 @@ static int gz_sink(void *ctx, const char *data, size_t len)
     return gz_feed(ctx, data, len, Z_NO_FLUSH);
 }
 
-/* The text, rendered now for one response (NULL-terminated, caller frees). */
-static char *render_plain(const mw_snapshot *snap, mw_format fmt, size_t *len)
+/* An uncompressed response: the entry's text, rendered 16 KB at a time as
+ * libmicrohttpd sends it (a slow client holds a piece, not 1.3 MB). */
+typedef struct plain_stream {
+    entry *e; /* a reference: the snapshot outlives the response */
+    mw_render_cursor cur;
+    mw_buf piece;
+    size_t off; /* bytes of piece already sent */
+} plain_stream;
+
+static long plain_next(void *cls, char *buf, size_t max)
 {
-    mw_buf b;
-    mw_buf_init(&b, 0);
-    mw_buf_reserve(&b, atomic_load(&last_plain[fmt]) + 4096);
-    mw_render(snap, fmt, &b);
-    atomic_store(&last_plain[fmt], b.len);
-    return mw_buf_steal(&b, len);
+    plain_stream *ps = cls;
+    while (ps->off == ps->piece.len) {
+        if (ps->cur.done) return 0;
+        mw_buf_clear(&ps->piece);
+        ps->off = 0;
+        mw_render_next(&ps->cur, &ps->piece, 16 * 1024);
+    }
+    size_t n = ps->piece.len - ps->off < max ? ps->piece.len - ps->off : max;
+    memcpy(buf, ps->piece.data + ps->off, n);
+    ps->off += n;
+    return (long)n;
+}
+
+static void plain_free(void *cls)
+{
+    plain_stream *ps = cls;
+    mw_buf_free(&ps->piece);
+    entry_release(ps->e);
+    free(ps);
 }
 
 /* The gzip'd rendering of e in fmt, made on the first request: rendered in
@@ -243,8 +264,13 @@ void mw_metrics_handler(void *cls, const mw_http_request *req, mw_http_response 
         resp->free_cls = e;
         mw_http_add_header(resp, "Content-Encoding", "gzip");
     } else {
-        resp->body = render_plain(e->snap, fmt, &resp->len); /* freed once sent */
-        entry_release(e);
+        plain_stream *ps = mw_xcalloc(1, sizeof(*ps));
+        ps->e = e; /* our reference, dropped by plain_free */
+        mw_render_begin(&ps->cur, e->snap, fmt);
+        mw_buf_init(&ps->piece, 0);
+        resp->stream = plain_next;
+        resp->free_fn = plain_free;
+        resp->free_cls = ps;
     }
     mw_http_add_header(resp, "Vary", "Accept, Accept-Encoding");
 }

@@ -322,6 +322,25 @@ static void render_in_pieces(void **state)
             if (chunks[c] == 1 << 20) assert_int_equal(p.n, 1);
             mw_buf_free(&out);
             mw_buf_free(&p.all);
+            /* The cursor behind it (what an uncompressed /metrics streams):
+             * each step adds chunk bytes or more (the last: what is left),
+             * says whether more follows, and adds nothing once done. */
+            mw_render_cursor cur;
+            mw_render_begin(&cur, s, (mw_format)fmt);
+            mw_buf all;
+            mw_buf_init(&all, 0);
+            int more;
+            do {
+                size_t before = all.len;
+                more = mw_render_next(&cur, &all, chunks[c]);
+                assert_true(all.len - before < chunks[c] + 200);
+                if (more) assert_true(all.len - before >= chunks[c]);
+            } while (more);
+            assert_string_equal(all.data, whole);
+            size_t len = all.len;
+            assert_int_equal(mw_render_next(&cur, &all, chunks[c]), 0);
+            assert_int_equal(all.len, len);
+            mw_buf_free(&all);
         }
         free(whole);
     }
