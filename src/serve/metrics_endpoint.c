@@ -244,10 +244,13 @@ void mw_metrics_handler(void *cls, const mw_http_request *req, mw_http_response 
     int collecting = p->collecting;
     pthread_mutex_unlock(&p->lock);
     if (!e) {
-        mw_http_text(resp, 503,
-                     collecting ? "the collection cycle under way has not finished in 5 s; retry "
-                                  "in a moment\n"
-                                : "no collection has completed yet; retry in a moment\n");
+        if (collecting)
+            mw_http_text(resp, 503,
+                         "the collection cycle under way has not finished in %d s; retry in a "
+                         "moment\n",
+                         MW_PUBLISH_WAIT_MS / 1000);
+        else
+            mw_http_text(resp, 503, "no collection has completed yet; retry in a moment\n");
         mw_http_add_header(resp, "Retry-After", "1");
         return;
     }
