@@ -209,13 +209,6 @@ int EVP_Digest(const void *data, size_t count, unsigned char *md, unsigned int *
 uint32_t crc32_gzip_refl(uint32_t init_crc, const unsigned char *buf, uint64_t len)
 {
     RESOLVE(isal_lib, uint32_t(*)(uint32_t, const unsigned char *, uint64_t), crc32_gzip_refl)
-    if (fn_) return fn_(init_crc, buf, len);
-    uLong crc = init_crc; /* the same CRC, as zlib computes it */
-    while (len > 0) {
-        uInt piece = len > (1u << 30) ? (1u << 30) : (uInt)len;
-        crc = crc32(crc, buf, piece);
-        buf += piece;
-        len -= piece;
-    }
-    return (uint32_t)crc;
+    /* Without it, the same CRC as zlib computes it. */
+    return fn_ ? fn_(init_crc, buf, len) : (uint32_t)crc32_z(init_crc, buf, (z_size_t)len);
 }

@@ -26,12 +26,5 @@ uint32_t mw_crc32(const uint8_t *p, size_t n)
 {
     if (atomic_load_explicit(&use_isal, memory_order_relaxed))
         return crc32_gzip_refl(0, p, (uint64_t)n);
-    uLong crc = crc32(0L, Z_NULL, 0);
-    while (n > 0) { /* zlib takes an unsigned int length */
-        uInt piece = n > (1u << 30) ? (1u << 30) : (uInt)n;
-        crc = crc32(crc, p, piece);
-        p += piece;
-        n -= piece;
-    }
-    return (uint32_t)crc;
+    return (uint32_t)crc32_z(0L, p, n);
 }
