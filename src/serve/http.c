@@ -155,7 +155,7 @@ static ssize_t stream_read_cb(void *cls, uint64_t pos, char *buf, size_t max)
 static void stream_free_cb(void *cls)
 {
     stream_body *sb = cls;
-    sb->free_fn(sb->cls);
+    if (sb->free_fn) sb->free_fn(sb->cls);
     free(sb);
 }
 

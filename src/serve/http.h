@@ -32,7 +32,8 @@ typedef struct mw_http_response {
     /* Instead of body: a body of unknown length, sent as it is produced
      * (chunked in HTTP/1.1). stream(free_cls, buf, max) writes the next
      * bytes into buf and returns their count (1 to max), 0 at the end or -1
-     * to abort the response; free_fn(free_cls) is called when done. */
+     * to abort the response; free_fn(free_cls), when set, is called when
+     * done. */
     long (*stream)(void *cls, char *buf, size_t max);
     int body_static; /* body is a string literal: never freed */
     const char *header_names[MW_HTTP_MAX_HEADERS];

@@ -9,8 +9,9 @@
 #include <stdint.h>
 
 uint32_t mw_crc32(const uint8_t *p, size_t n);
-/* Called by each query: from now on ISA-L computes the checksums (loaded
- * now; zlib still does when libisal.so.2 cannot be loaded). */
+/* Called by each query: from now on ISA-L computes the checksums (loaded by
+ * the next one computed; zlib still does when libisal.so.2 cannot be
+ * loaded). */
 void mw_crc32_for_queries(void);
 
 #endif

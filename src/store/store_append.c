@@ -379,7 +379,7 @@ static int append_own(mw_store *s, mw_store_ts *ts, size_t n, char *msg, size_t 
 /* Samples of a snapshot appended per call: the label copies and the
  * append's own tables for a whole cycle of a large node would be megabytes
  * of transient heap (1.3 MB for 7,300 samples) every cycle; 1,024 a call
- * still faulted in ~120 KB at every cycle of a 100-pod node, 256 ~35 KB (29
+ * still faulted in ~116 KB at every cycle of a 100-pod node, 256 ~8 KB (29
  * calls instead of 8: microseconds). */
 #define OWN_BATCH 256
 
