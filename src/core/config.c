@@ -317,7 +317,9 @@ static const option options[] = {
 
 void mw_config_defaults(mw_config *c)
 {
-    memset(c, 0, sizeof(*c));
+    /* Not memset: main()'s configuration is a static whose untouched pages
+     * stay off the resident set (mw_assign_sparse). */
+    mw_assign_sparse(c, NULL, sizeof(*c));
     mw_strlcpy(c->root, "/", sizeof(c->root));
     snprintf(c->listen, sizeof(c->listen), ":%d", MW_DEFAULT_PORT);
     c->interval_ms = 1000;
@@ -650,7 +652,7 @@ int mw_config_load_string(mw_config *c, const char *name, const char *text, size
             yaml_document_delete(&doc);
         }
     }
-    if (rc == 0) *c = *tmp;
+    if (rc == 0) mw_assign_sparse(c, tmp, sizeof(*c));
     free(tmp);
     yaml_parser_delete(&parser);
     return rc == 0 ? 0 : one_line(err);

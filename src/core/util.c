@@ -63,6 +63,18 @@ int64_t mw_thread_cpu_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+void mw_assign_sparse(void *dst, const void *src, size_t n)
+{
+    static const unsigned char zero[8];
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+    for (size_t i = 0; i < n; i += 8) {
+        size_t k = n - i < 8 ? n - i : 8;
+        const unsigned char *from = s ? s + i : zero;
+        if (memcmp(d + i, from, k) != 0) memcpy(d + i, from, k);
+    }
+}
+
 size_t mw_strlcpy(char *dst, const char *src, size_t size)
 {
     size_t n = strlen(src);

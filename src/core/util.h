@@ -27,6 +27,14 @@ void mw_tune_allocator(void);
  * collection cycle, after the previous cycle's snapshot is released. */
 void mw_release_free_memory(void);
 
+/* memcpy(dst, src, n), or memset(dst, 0, n) when src is NULL, that writes
+ * only the 8-byte words that change: pages of dst that already hold the
+ * value are only read, and a page of zeros never written (a static's, or
+ * fresh memory from the kernel) stays off the resident set. For large
+ * structs that are mostly zero (mw_config, ~100 KB of mostly empty path
+ * and list buffers). */
+void mw_assign_sparse(void *dst, const void *src, size_t n);
+
 /* strlcpy semantics: always terminates, returns strlen(src). */
 size_t mw_strlcpy(char *dst, const char *src, size_t size);
 

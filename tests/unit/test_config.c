@@ -5,11 +5,13 @@
 #include <cmocka.h>
 
 #include "core/config.h"
+#include "core/util.h"
 #include "testutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static char dir[256];
@@ -63,6 +65,87 @@ static void defaults(void **state)
     assert_string_equal(c.format, "text");
     assert_int_equal(c.ncollectors, 0);
     assert_int_equal(c.ndisable_collectors, 0);
+}
+
+/* mw_config_defaults writes no page of the configuration that stays zero:
+ * main()'s is a ~100 KB static, mostly empty buffers, whose untouched pages
+ * are not resident. Pages that end up all zero are made read-only first, so
+ * a write to one of them fails the test with SIGSEGV. */
+static void defaults_write_only_nonzero_pages(void **state)
+{
+    (void)state;
+    long page = sysconf(_SC_PAGESIZE);
+    size_t len = (sizeof(mw_config) + (size_t)page - 1) / (size_t)page * (size_t)page;
+    mw_config *want = calloc(1, sizeof(*want));
+    assert_non_null(want);
+    mw_config_defaults(want);
+    unsigned char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(m != MAP_FAILED);
+    size_t zero_pages = 0, npages = len / (size_t)page;
+    for (size_t p = 0; p < npages; p++) {
+        size_t off = p * (size_t)page;
+        size_t end =
+            off + (size_t)page < sizeof(mw_config) ? off + (size_t)page : sizeof(mw_config);
+        int zero = 1;
+        for (size_t i = off; i < end && zero; i++)
+            zero = ((const unsigned char *)want)[i] == 0;
+        if (!zero) continue;
+        assert_int_equal(mprotect(m + off, (size_t)page, PROT_READ), 0);
+        zero_pages++;
+    }
+    mw_config_defaults((mw_config *)m);
+    assert_memory_equal(m, want, sizeof(mw_config));
+    /* Paths, lists and secrets are empty by default: 13 of its 26 pages
+     * today stay zero. */
+    assert_true(zero_pages * 3 >= npages);
+    /* From dirty memory, defaults are the same bytes (padding included). */
+    assert_int_equal(mprotect(m, len, PROT_READ | PROT_WRITE), 0);
+    memset(m, 0x5a, len);
+    mw_config_defaults((mw_config *)m);
+    assert_memory_equal(m, want, sizeof(mw_config));
+    munmap(m, len);
+    free(want);
+}
+
+/* mw_assign_sparse: memcpy/memset that leaves equal words unwritten (a
+ * read-only page holding the same bytes is not faulted), any length. */
+static void assign_sparse(void **state)
+{
+    (void)state;
+    long page = sysconf(_SC_PAGESIZE);
+    unsigned char *m =
+        mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(m != MAP_FAILED);
+    unsigned char src[2 * 4096 + 16];
+    assert_true((size_t)page <= 4096 + 8);
+    for (size_t i = 0; i < sizeof(src); i++)
+        src[i] = (unsigned char)(i * 7 + 1);
+    /* First page differs (copied), second equals (read-only: not written). */
+    memcpy(m + page, src + page, (size_t)page);
+    assert_int_equal(mprotect(m + page, (size_t)page, PROT_READ), 0);
+    mw_assign_sparse(m, src, 2 * (size_t)page);
+    assert_memory_equal(m, src, 2 * (size_t)page);
+    /* Zeroing: a read-only page of zeros is left alone. */
+    assert_int_equal(mprotect(m + page, (size_t)page, PROT_READ | PROT_WRITE), 0);
+    memset(m + page, 0, (size_t)page);
+    assert_int_equal(mprotect(m + page, (size_t)page, PROT_READ), 0);
+    mw_assign_sparse(m, NULL, 2 * (size_t)page);
+    for (long i = 0; i < 2 * page; i++)
+        assert_int_equal(m[i], 0);
+    munmap(m, 2 * (size_t)page);
+    /* Lengths that are not a multiple of 8, unaligned: exact bytes, none past n. */
+    for (size_t n = 0; n <= 19; n++) {
+        unsigned char dst[32];
+        memset(dst, 0xee, sizeof(dst));
+        mw_assign_sparse(dst + 1, src, n);
+        assert_memory_equal(dst + 1, src, n);
+        assert_int_equal(dst[0], 0xee);
+        assert_int_equal(dst[1 + n], 0xee);
+        mw_assign_sparse(dst + 1, NULL, n);
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(dst[1 + i], 0);
+        assert_int_equal(dst[1 + n], 0xee);
+    }
 }
 
 static void listen_addresses(void **state)
@@ -584,6 +667,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(defaults),
+        cmocka_unit_test(defaults_write_only_nonzero_pages),
+        cmocka_unit_test(assign_sparse),
         cmocka_unit_test(listen_addresses),
         cmocka_unit_test(yaml_valid),
         cmocka_unit_test(yaml_empty),
