@@ -1,11 +1,15 @@
-/* lazylib.c - libcurl, snappy, libcrypto and ISA-L, loaded on first use.
+/* lazylib.c - libcurl, snappy, libcrypto, ISA-L and libyaml, loaded on first
+ * use.
  *
  * Only optional features need them: carbon-intensity URLs, notifications,
  * the Kubernetes watch and remote write (libcurl), the remote-write wire
  * format (snappy), hashmod relabelling (libcrypto's MD5), fast checksums
- * for store queries (ISA-L, src/store/crc.c). Linked normally,
- * they and what they pull in (OpenSSL, Kerberos, libstdc++, ...) add ~4 MiB
- * of resident pages to every agent, including the many that use none of it.
+ * for store queries (ISA-L, src/store/crc.c), config files and kubeconfigs
+ * (libyaml). Linked normally, they and what they pull in (OpenSSL,
+ * Kerberos, libstdc++, ...) add ~4 MiB of resident pages to every agent,
+ * including the many that use none of it; even libyaml, read once at start
+ * if at all, costs 80 KB (a library's start-up code faults in 64 KB of its
+ * text).
  * So the agent links none of them: this file defines the few functions we
  * call, with the libraries' own prototypes (from their headers), and
  * forwards each call to the real library, dlopen'ed the first time one is
@@ -25,6 +29,8 @@
 #include <snappy-c.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <string.h>
+#include <yaml.h>
 #include <zlib.h>
 
 typedef struct lazy {
@@ -58,6 +64,7 @@ LIB(curl_lib, "HTTP features (carbon URL, notifications, Kubernetes, remote writ
 LIB(snappy_lib, "remote write (send and receive) is off", "libsnappy.so.1")
 LIB(crypto_lib, "hashmod relabelling is off", "libcrypto.so.3", "libcrypto.so.1.1")
 LIB(isal_lib, "store queries check chunks with zlib's crc32 instead (slower)", "libisal.so.2")
+LIB(yaml_lib, "config files, config sections and kubeconfigs cannot be read", "libyaml-0.so.2")
 
 /* Resolve SYM of library L into a static function pointer of type T. */
 #define RESOLVE(L, T, sym)                                                                         \
@@ -211,4 +218,52 @@ uint32_t crc32_gzip_refl(uint32_t init_crc, const unsigned char *buf, uint64_t l
     RESOLVE(isal_lib, uint32_t(*)(uint32_t, const unsigned char *, uint64_t), crc32_gzip_refl)
     /* Without it, the same CRC as zlib computes it. */
     return fn_ ? fn_(init_crc, buf, len) : (uint32_t)crc32_z(init_crc, buf, (z_size_t)len);
+}
+
+/* ---- libyaml (config files, kubeconfig) ---- */
+
+int yaml_parser_initialize(yaml_parser_t *parser)
+{
+    RESOLVE(yaml_lib, int (*)(yaml_parser_t *), yaml_parser_initialize)
+    if (fn_) return fn_(parser);
+    /* As libyaml fails: a zeroed parser, 0 (callers report it). */
+    memset(parser, 0, sizeof(*parser));
+    return 0;
+}
+
+void yaml_parser_set_input_string(yaml_parser_t *parser, const unsigned char *input, size_t size)
+{
+    RESOLVE(yaml_lib, void (*)(yaml_parser_t *, const unsigned char *, size_t),
+            yaml_parser_set_input_string)
+    if (fn_) fn_(parser, input, size);
+}
+
+int yaml_parser_load(yaml_parser_t *parser, yaml_document_t *document)
+{
+    RESOLVE(yaml_lib, int (*)(yaml_parser_t *, yaml_document_t *), yaml_parser_load)
+    return fn_ ? fn_(parser, document) : 0;
+}
+
+void yaml_parser_delete(yaml_parser_t *parser)
+{
+    RESOLVE(yaml_lib, void (*)(yaml_parser_t *), yaml_parser_delete)
+    if (fn_) fn_(parser);
+}
+
+void yaml_document_delete(yaml_document_t *document)
+{
+    RESOLVE(yaml_lib, void (*)(yaml_document_t *), yaml_document_delete)
+    if (fn_) fn_(document);
+}
+
+yaml_node_t *yaml_document_get_node(yaml_document_t *document, int index)
+{
+    RESOLVE(yaml_lib, yaml_node_t * (*)(yaml_document_t *, int), yaml_document_get_node)
+    return fn_ ? fn_(document, index) : NULL;
+}
+
+yaml_node_t *yaml_document_get_root_node(yaml_document_t *document)
+{
+    RESOLVE(yaml_lib, yaml_node_t * (*)(yaml_document_t *), yaml_document_get_root_node)
+    return fn_ ? fn_(document) : NULL;
 }
