@@ -4,10 +4,10 @@
  *   ui_embed OUT.c --missing TEXT    no UI: the agent answers 503 with TEXT
  *
  * Each file is stored as is and gzip-compressed (level 9, no timestamp, so
- * builds are reproducible), with its content type from the extension and an
- * ETag from a 64-bit FNV-1a hash of its bytes. The output defines the table
- * declared in src/serve/ui_assets.h. Runs on the build host only; zlib does
- * the compression (no xxd or gzip binary needed). */
+ * builds are reproducible), all in one array (put_blob), with its content
+ * type from the extension and an ETag from a 64-bit FNV-1a hash of its bytes. The output defines
+ * the table declared in src/serve/ui_assets.h. Runs on the build host only; zlib does the
+ * compression (no xxd or gzip binary needed). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,12 +79,43 @@ static const char *content_type(const char *path)
     return "application/octet-stream";
 }
 
-static void put_bytes(FILE *out, const char *name, const unsigned char *d, size_t n)
+/* All files' bytes, raw and gzip'd, go into one array (the blob). */
+static unsigned char *blob;
+static size_t blob_len, blob_cap;
+
+static size_t blob_add(const unsigned char *d, size_t n)
 {
-    fprintf(out, "static const unsigned char %s[%zu] = {", name, n ? n : 1);
-    for (size_t i = 0; i < n; i++)
-        fprintf(out, "%s%u,", i % 24 ? "" : "\n    ", d[i]);
-    fprintf(out, "%s};\n", n ? "\n" : "0");
+    if (blob_len + n > blob_cap) {
+        size_t cap = blob_cap ? blob_cap : 65536;
+        while (cap < blob_len + n)
+            cap *= 2;
+        unsigned char *b = realloc(blob, cap);
+        if (!b) {
+            fprintf(stderr, "ui_embed: out of memory\n");
+            exit(1);
+        }
+        blob = b;
+        blob_cap = cap;
+    }
+    memcpy(blob + blob_len, d, n);
+    blob_len += n;
+    return blob_len - n;
+}
+
+/* The blob sits in a section of its own, which the linker places after the
+ * other constants, aligned to 64 KB: the kernel maps a file's pages 64 KB
+ * at a time around each one touched (fault-around), so within the other
+ * constants the UI's 126 KB were resident in every agent; on a boundary of
+ * their own they are only once the UI is served. */
+static void put_blob(FILE *out)
+{
+    fprintf(out,
+            "static const unsigned char blob[%zu]\n"
+            "    __attribute__((section(\"mw_ui_files\"), aligned(65536))) = {",
+            blob_len);
+    for (size_t i = 0; i < blob_len; i++)
+        fprintf(out, "%s%u,", i % 24 ? "" : "\n    ", blob[i]);
+    fprintf(out, "\n};\n");
 }
 
 static void put_string(FILE *out, const char *s)
@@ -118,6 +149,16 @@ int main(int argc, char **argv)
                  "#include \"serve/ui_assets.h\"\n\n");
     int missing = strcmp(argv[2], "--missing") == 0;
     int n = missing ? 0 : argc - 2;
+    /* Where each file's bytes and its gzip lie in the blob. */
+    struct span {
+        size_t raw_off, raw_len, gz_off, gz_len;
+    } *sp = calloc((size_t)n + 1, sizeof(*sp));
+    if (!sp) {
+        fprintf(stderr, "ui_embed: out of memory\n");
+        fclose(out);
+        remove(tmp);
+        return 1;
+    }
     for (int i = 0; i < n; i++) {
         const char *eq = strchr(argv[i + 2], '=');
         unsigned char *data, *gz;
@@ -135,14 +176,14 @@ int main(int argc, char **argv)
             remove(tmp);
             return 1;
         }
-        char name[32];
-        snprintf(name, sizeof(name), "raw%d", i);
-        put_bytes(out, name, data, len);
-        snprintf(name, sizeof(name), "gz%d", i);
-        put_bytes(out, name, gz, gzlen);
+        sp[i].raw_off = blob_add(data, len);
+        sp[i].raw_len = len;
+        sp[i].gz_off = blob_add(gz, gzlen);
+        sp[i].gz_len = gzlen;
         free(data);
         free(gz);
     }
+    if (n) put_blob(out);
     fprintf(out, "\nconst mw_ui_asset mw_ui_assets[] = {\n");
     for (int i = 0; i < n; i++) {
         const char *arg = argv[i + 2], *eq = strchr(arg, '=');
@@ -161,9 +202,10 @@ int main(int argc, char **argv)
         put_string(out, content_type(path));
         /* Two representations, two ETags (RFC 9110 8.8.3). */
         fprintf(out,
-                ", raw%d, sizeof(raw%d), gz%d, sizeof(gz%d),\n     \"\\\"%016llx\\\"\", "
+                ", blob + %zu, %zu, blob + %zu, %zu,\n     \"\\\"%016llx\\\"\", "
                 "\"\\\"%016llx-gz\\\"\"},\n",
-                i, i, i, i, (unsigned long long)h, (unsigned long long)h);
+                sp[i].raw_off, sp[i].raw_len, sp[i].gz_off, sp[i].gz_len, (unsigned long long)h,
+                (unsigned long long)h);
     }
     if (!n) fprintf(out, "    {0},\n");
     fprintf(out, "};\nconst size_t mw_ui_nassets = %d;\nconst char *const mw_ui_missing = ", n);
@@ -172,6 +214,8 @@ int main(int argc, char **argv)
     else
         fprintf(out, "NULL");
     fprintf(out, ";\n");
+    free(sp);
+    free(blob);
     if (fclose(out) != 0 || rename(tmp, argv[1]) != 0) {
         perror(argv[1]);
         return 1;

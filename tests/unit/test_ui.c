@@ -12,6 +12,7 @@
 #include "serve/http.h"
 #include "serve/ui.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +132,74 @@ static void test_serve(void **st)
 /* The table this build embedded: the UI is there (CI runs `npm ci`), every
  * gzip copy inflates to its file, and the page has nothing inline that the
  * CSP would block. */
+/* Whether the page at p is mapped in this process (/proc/self/pagemap). */
+static int page_present(const void *p)
+{
+    FILE *f = fopen("/proc/self/pagemap", "rb");
+    assert_non_null(f);
+    uint64_t e = 0;
+    long page = sysconf(_SC_PAGESIZE);
+    assert_int_equal(fseek(f, (long)((uintptr_t)p / (uintptr_t)page * 8), SEEK_SET), 0);
+    assert_int_equal(fread(&e, sizeof(e), 1, f), 1);
+    fclose(f);
+    return (int)(e >> 63);
+}
+
+/* The start and end of the mapping of this process that holds p. */
+static void mapping_of(const void *p, uintptr_t *start, uintptr_t *end)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    assert_non_null(f);
+    char line[512];
+    *start = *end = 0;
+    while (fgets(line, sizeof(line), f)) {
+        unsigned long a, b;
+        if (sscanf(line, "%lx-%lx", &a, &b) == 2 && (uintptr_t)p >= a && (uintptr_t)p < b) {
+            *start = a;
+            *end = b;
+        }
+    }
+    fclose(f);
+    assert_true(*start != 0);
+}
+
+/* The embedded files are a mapping of their own (ui/embed.c puts them in a
+ * section aligned to 64 KB), not within the other constants: the kernel
+ * maps a file's pages 64 KB at a time around each one touched, and the
+ * agent should not hold the UI's pages until it serves them. Runs before
+ * anything reads the files. */
+static void test_embedded_apart(void **st)
+{
+    (void)st;
+    if (mw_ui_missing) fail_msg("this build has no web UI: %s", mw_ui_missing);
+    const unsigned char *lo = mw_ui_assets[0].data, *hi = lo;
+    for (size_t i = 0; i < mw_ui_nassets; i++) {
+        const mw_ui_asset *a = &mw_ui_assets[i];
+        if (a->data < lo) lo = a->data;
+        if (a->gz < lo) lo = a->gz;
+        if (a->data + a->len > hi) hi = a->data + a->len;
+        if (a->gz + a->gz_len > hi) hi = a->gz + a->gz_len;
+    }
+    uintptr_t start, end;
+    mapping_of(lo, &start, &end);
+    assert_true((uintptr_t)lo == start);
+    assert_true((uintptr_t)hi <= end);
+    assert_true(start % 65536 == 0);
+    /* The table, the content types and this file's constants are elsewhere. */
+    uintptr_t s2, e2;
+    mapping_of(mw_ui_assets[0].content_type, &s2, &e2);
+    assert_true(s2 != start);
+    mapping_of(INDEX, &s2, &e2);
+    assert_true(s2 != start);
+    long page = sysconf(_SC_PAGESIZE);
+    for (const unsigned char *p = lo; p < hi; p += page)
+        if (page_present(p))
+            fail_msg("an embedded file's page at +%zu is resident unread", (size_t)(p - lo));
+    volatile unsigned char c = lo[0];
+    (void)c;
+    assert_true(page_present(lo));
+}
+
 static void test_embedded(void **st)
 {
     (void)st;
@@ -367,10 +436,10 @@ static void test_proxy_forward(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_find),          cmocka_unit_test(test_etag),
-        cmocka_unit_test(test_serve),         cmocka_unit_test(test_embedded),
-        cmocka_unit_test(test_proxy_init),    cmocka_unit_test(test_proxy_allowed),
-        cmocka_unit_test(test_proxy_forward),
+        cmocka_unit_test(test_embedded_apart), cmocka_unit_test(test_find),
+        cmocka_unit_test(test_etag),           cmocka_unit_test(test_serve),
+        cmocka_unit_test(test_embedded),       cmocka_unit_test(test_proxy_init),
+        cmocka_unit_test(test_proxy_allowed),  cmocka_unit_test(test_proxy_forward),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
