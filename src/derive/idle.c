@@ -83,8 +83,20 @@ int mw_idle_step(mw_idle_track *t, int64_t now, double util, const mw_idle_rule 
     return MW_IDLE_NONE;
 }
 
+/* A session: its labels, each a string of its own, and the open episode's
+ * figures. The notifier's mw_notify_episode has a fixed-size field for each
+ * label (sized for the longest names Kubernetes allows, ~1.9 KB in all):
+ * one is filled from the session (episode_of) when the notifier needs it,
+ * and labels are cut to those sizes here too, so both say the same. */
 typedef struct session {
-    mw_notify_episode ep; /* labels and the open episode's figures */
+    char *key; /* namespace/pod/container/gpu[/gi/ci] */
+    char *ns, *pod, *container, *gpu, *model, *uuid, *workload_kind, *workload, *owner;
+    int64_t idle_since_ms;  /* the open episode's identity with key */
+    double memory_bytes;    /* GPU memory held */
+    double gpu_seconds;     /* idle GPU-seconds in the open episode */
+    double energy_joules;   /* GPU energy spent idle in it */
+    double co2_grams;       /* < 0: unknown (no carbon intensity) */
+    double threshold_ratio; /* the rule's threshold */
     mw_idle_track tr;
     int64_t last_seen_ms;
     int seen, judged;
@@ -96,6 +108,31 @@ typedef struct session {
     int mig;
     char gi[12], ci[12], profile[32];
 } session;
+
+/* The size of field f of mw_notify_episode: what a label is cut to. */
+#define EP_MAX(f) sizeof(((mw_notify_episode *)0)->f)
+
+/* Set *dst to v cut to max - 1 bytes, reallocating only when it changes
+ * (labels are set again every cycle). */
+static void set_label(char **dst, const char *v, size_t max)
+{
+    size_t n = strnlen(v, max - 1);
+    if (*dst && strlen(*dst) == n && memcmp(*dst, v, n) == 0) return;
+    free(*dst);
+    *dst = mw_xmalloc(n + 1);
+    memcpy(*dst, v, n);
+    (*dst)[n] = '\0';
+}
+
+static void session_free_labels(session *s)
+{
+    char **labels[] = {&s->key,   &s->ns,   &s->pod,           &s->container, &s->gpu,
+                       &s->model, &s->uuid, &s->workload_kind, &s->workload,  &s->owner};
+    for (size_t i = 0; i < MW_ARRAY_LEN(labels); i++) {
+        free(*labels[i]);
+        *labels[i] = NULL;
+    }
+}
 
 typedef struct ns_total {
     char ns[64];
@@ -180,7 +217,7 @@ static ns_total *ns_of(idle_state *st, const char *ns)
 static session *find_session(idle_state *st, const char *key)
 {
     for (size_t i = 0; i < st->n; i++)
-        if (strcmp(st->s[i].ep.key, key) == 0) return &st->s[i];
+        if (strcmp(st->s[i].key, key) == 0) return &st->s[i];
     return NULL;
 }
 
@@ -194,14 +231,18 @@ static session *add_session(idle_state *st, const char *ns, const char *pod, con
     }
     session *s = &st->s[st->n++];
     memset(s, 0, sizeof(*s));
-    mw_strlcpy(s->ep.key, key, sizeof(s->ep.key));
-    mw_strlcpy(s->ep.ns, ns, sizeof(s->ep.ns));
-    mw_strlcpy(s->ep.pod, pod, sizeof(s->ep.pod));
-    mw_strlcpy(s->ep.container, ctr, sizeof(s->ep.container));
-    mw_strlcpy(s->ep.gpu, gpu, sizeof(s->ep.gpu));
-    mw_strlcpy(s->ep.node, st->node, sizeof(s->ep.node));
+    set_label(&s->key, key, EP_MAX(key));
+    set_label(&s->ns, ns, EP_MAX(ns));
+    set_label(&s->pod, pod, EP_MAX(pod));
+    set_label(&s->container, ctr, EP_MAX(container));
+    set_label(&s->gpu, gpu, EP_MAX(gpu));
+    set_label(&s->model, "", 1);
+    set_label(&s->uuid, "", 1);
+    set_label(&s->workload_kind, "", 1);
+    set_label(&s->workload, "", 1);
+    set_label(&s->owner, "", 1);
     s->energy_prev = -1;
-    s->ep.co2_grams = -1;
+    s->co2_grams = -1;
     return s;
 }
 
@@ -231,8 +272,8 @@ static session *mig_session(idle_state *st, const char *ns, const char *pod, con
 /* "0", or "0 MIG 1g.10gb GI 7 CI 0": the session's device in log lines. */
 static const char *device_of(const session *s, char *buf, size_t n)
 {
-    if (!s->mig) return s->ep.gpu;
-    snprintf(buf, n, "%s MIG %s GI %s CI %s", s->ep.gpu, s->profile, s->gi, s->ci);
+    if (!s->mig) return s->gpu;
+    snprintf(buf, n, "%s MIG %s GI %s CI %s", s->gpu, s->profile, s->gi, s->ci);
     return buf;
 }
 
@@ -271,7 +312,17 @@ static int idle_init(const mw_env *env, void **out)
                 if (ep->ended_ms || find_session(st, ep->key)) continue;
                 session *s = add_session(st, ep->ns, ep->pod, ep->container, ep->gpu, ep->key);
                 if (!s) break;
-                s->ep = *ep;
+                set_label(&s->model, ep->model, EP_MAX(model));
+                set_label(&s->uuid, ep->uuid, EP_MAX(uuid));
+                set_label(&s->workload_kind, ep->workload_kind, EP_MAX(workload_kind));
+                set_label(&s->workload, ep->workload, EP_MAX(workload));
+                set_label(&s->owner, ep->owner, EP_MAX(owner));
+                s->idle_since_ms = ep->idle_since_ms;
+                s->memory_bytes = ep->memory_bytes;
+                s->gpu_seconds = ep->gpu_seconds;
+                s->energy_joules = ep->energy_joules;
+                s->co2_grams = ep->co2_grams;
+                s->threshold_ratio = ep->threshold_ratio;
                 s->tr.state = MW_IDLE_IDLE;
                 s->tr.below_since_ms = ep->idle_since_ms;
                 s->last_seen_ms = now;
@@ -289,25 +340,32 @@ static int idle_init(const mw_env *env, void **out)
  * names the slice. */
 static void gpu_identity(const mw_snapshot *snap, const char *gpu, session *s)
 {
+    const char *model = NULL, *uuid = NULL;
     const mw_family *f = mw_snapshot_find(snap, "mlwatch_gpu_info");
     for (const mw_sample *x = f ? f->first : NULL; x; x = x->next)
         if (strcmp(label(x, "gpu"), gpu) == 0) {
-            mw_strlcpy(s->ep.model, label(x, "model"), sizeof(s->ep.model));
-            mw_strlcpy(s->ep.uuid, label(x, "uuid"), sizeof(s->ep.uuid));
+            model = label(x, "model");
+            uuid = label(x, "uuid");
             break;
         }
-    if (!s->mig) return;
-    char model[96];
-    mw_strlcpy(model, s->ep.model, sizeof(model));
-    snprintf(s->ep.model, sizeof(s->ep.model), "%.48s MIG %.14s, GI %.8s CI %.8s", model,
-             s->profile, s->gi, s->ci);
-    f = mw_snapshot_find(snap, "mlwatch_mig_memory_total_bytes");
-    for (const mw_sample *x = f ? f->first : NULL; x; x = x->next)
-        if (!strcmp(label(x, "gpu"), gpu) && !strcmp(label(x, "gpu_instance"), s->gi) &&
-            !strcmp(label(x, "compute_instance"), s->ci)) {
-            mw_strlcpy(s->ep.uuid, label(x, "uuid"), sizeof(s->ep.uuid));
-            return;
+    if (s->mig) {
+        f = mw_snapshot_find(snap, "mlwatch_mig_memory_total_bytes");
+        for (const mw_sample *x = f ? f->first : NULL; x; x = x->next)
+            if (!strcmp(label(x, "gpu"), gpu) && !strcmp(label(x, "gpu_instance"), s->gi) &&
+                !strcmp(label(x, "compute_instance"), s->ci)) {
+                uuid = label(x, "uuid");
+                break;
+            }
+        if (model) {
+            char m[EP_MAX(model)];
+            snprintf(m, sizeof(m), "%.48s MIG %.14s, GI %.8s CI %.8s", model, s->profile, s->gi,
+                     s->ci);
+            set_label(&s->model, m, sizeof(m));
         }
+    } else if (model) {
+        set_label(&s->model, model, EP_MAX(model));
+    }
+    if (uuid) set_label(&s->uuid, uuid, EP_MAX(uuid));
 }
 
 /* The session's utilization, or -1 when nothing says (not judged). */
@@ -315,19 +373,18 @@ static double session_util(const mw_snapshot *snap, const session *s)
 {
     double v;
     if (s->mig)
-        return mw_snapshot_get(snap, "mlwatch_mig_utilization_ratio", &v, "gpu", s->ep.gpu,
+        return mw_snapshot_get(snap, "mlwatch_mig_utilization_ratio", &v, "gpu", s->gpu,
                                "gpu_instance", s->gi, "compute_instance", s->ci, MW_END) == 0
                    ? v
                    : -1;
-    if (gpu_in_mig_mode(snap, s->ep.gpu)) return -1; /* a whole GPU in MIG mode: no figure */
+    if (gpu_in_mig_mode(snap, s->gpu)) return -1; /* a whole GPU in MIG mode: no figure */
     if (s->alloc_only)
-        return mw_snapshot_get(snap, "mlwatch_gpu_utilization_ratio", &v, "gpu", s->ep.gpu,
-                               MW_END) == 0
+        return mw_snapshot_get(snap, "mlwatch_gpu_utilization_ratio", &v, "gpu", s->gpu, MW_END) ==
+                       0
                    ? v
                    : -1;
-    if (mw_snapshot_get(snap, "mlwatch_container_gpu_utilization_ratio", &v, "namespace", s->ep.ns,
-                        "pod", s->ep.pod, "container", s->ep.container, "gpu", s->ep.gpu,
-                        MW_END) == 0)
+    if (mw_snapshot_get(snap, "mlwatch_container_gpu_utilization_ratio", &v, "namespace", s->ns,
+                        "pod", s->pod, "container", s->container, "gpu", s->gpu, MW_END) == 0)
         return v;
     return -1;
 }
@@ -343,9 +400,8 @@ static double session_energy(idle_state *st, const mw_snapshot *snap, session *s
     int found = 0;
     const mw_family *cf = mw_snapshot_find(snap, "mlwatch_container_energy_joules_total");
     for (const mw_sample *x = cf ? cf->first : NULL; x; x = x->next)
-        if (!strcmp(label(x, "component"), "gpu") && !strcmp(label(x, "namespace"), s->ep.ns) &&
-            !strcmp(label(x, "pod"), s->ep.pod) &&
-            !strcmp(label(x, "container"), s->ep.container)) {
+        if (!strcmp(label(x, "component"), "gpu") && !strcmp(label(x, "namespace"), s->ns) &&
+            !strcmp(label(x, "pod"), s->pod) && !strcmp(label(x, "container"), s->container)) {
             e += x->value;
             found = 1;
         }
@@ -354,21 +410,18 @@ static double session_energy(idle_state *st, const mw_snapshot *snap, session *s
         s->energy_prev = e;
         size_t gpus = 0;
         for (size_t i = 0; i < st->n; i++)
-            if (st->s[i].seen && !strcmp(st->s[i].ep.ns, s->ep.ns) &&
-                !strcmp(st->s[i].ep.pod, s->ep.pod) &&
-                !strcmp(st->s[i].ep.container, s->ep.container))
+            if (st->s[i].seen && !strcmp(st->s[i].ns, s->ns) && !strcmp(st->s[i].pod, s->pod) &&
+                !strcmp(st->s[i].container, s->container))
                 gpus++;
         return gpus ? d / (double)gpus : d;
     }
     double w;
-    if (mw_snapshot_get(snap, "mlwatch_gpu_power_watts", &w, "gpu", s->ep.gpu, MW_END) < 0)
-        return 0;
+    if (mw_snapshot_get(snap, "mlwatch_gpu_power_watts", &w, "gpu", s->gpu, MW_END) < 0) return 0;
     double it = 0, gt = 0;
     if (s->mig &&
-        mw_snapshot_get(snap, "mlwatch_mig_memory_total_bytes", &it, "gpu", s->ep.gpu,
-                        "gpu_instance", s->gi, "compute_instance", s->ci, MW_END) == 0 &&
-        mw_snapshot_get(snap, "mlwatch_gpu_memory_total_bytes", &gt, "gpu", s->ep.gpu, MW_END) ==
-            0 &&
+        mw_snapshot_get(snap, "mlwatch_mig_memory_total_bytes", &it, "gpu", s->gpu, "gpu_instance",
+                        s->gi, "compute_instance", s->ci, MW_END) == 0 &&
+        mw_snapshot_get(snap, "mlwatch_gpu_memory_total_bytes", &gt, "gpu", s->gpu, MW_END) == 0 &&
         gt > 0) {
         /* A MIG instance owns its slice of the GPU (as the energy module
          * counts it), used or not; inside it, sessions by memory. */
@@ -376,33 +429,33 @@ static double session_energy(idle_state *st, const mw_snapshot *snap, session *s
         size_t n = 0;
         for (size_t i = 0; i < st->n; i++) {
             const session *o = &st->s[i];
-            if (o->seen && o->mig && !strcmp(o->ep.gpu, s->ep.gpu) && !strcmp(o->gi, s->gi) &&
+            if (o->seen && o->mig && !strcmp(o->gpu, s->gpu) && !strcmp(o->gi, s->gi) &&
                 !strcmp(o->ci, s->ci)) {
-                mem += o->ep.memory_bytes;
+                mem += o->memory_bytes;
                 n++;
             }
         }
-        double within = mem > 0 ? s->ep.memory_bytes / mem : 1.0 / (double)(n ? n : 1);
+        double within = mem > 0 ? s->memory_bytes / mem : 1.0 / (double)(n ? n : 1);
         return w * (it / gt) * within * (double)dt_ms / 1000.0;
     }
     double total = 0;
     for (size_t i = 0; i < st->n; i++)
-        if (st->s[i].seen && !strcmp(st->s[i].ep.gpu, s->ep.gpu)) total += st->s[i].ep.memory_bytes;
-    double share = total > 0 ? s->ep.memory_bytes / total : 1;
+        if (st->s[i].seen && !strcmp(st->s[i].gpu, s->gpu)) total += st->s[i].memory_bytes;
+    double share = total > 0 ? s->memory_bytes / total : 1;
     return w * share * (double)dt_ms / 1000.0;
 }
 
 static void account(idle_state *st, session *s, double secs, double joules, double intensity)
 {
-    s->ep.gpu_seconds += secs;
-    s->ep.energy_joules += joules;
+    s->gpu_seconds += secs;
+    s->energy_joules += joules;
     double g = intensity >= 0 ? joules / 3.6e6 * intensity : 0;
     if (intensity >= 0) {
-        if (!s->co2_known) s->ep.co2_grams = 0;
+        if (!s->co2_known) s->co2_grams = 0;
         s->co2_known = 1;
-        s->ep.co2_grams += g;
+        s->co2_grams += g;
     }
-    ns_total *t = ns_of(st, s->ep.ns);
+    ns_total *t = ns_of(st, s->ns);
     if (t) {
         t->gpu_seconds += secs;
         t->energy += joules;
@@ -410,40 +463,64 @@ static void account(idle_state *st, session *s, double secs, double joules, doub
     }
 }
 
+/* The notifier's copy of session s's episode. */
+static void episode_of(const idle_state *st, const session *s, mw_notify_episode *ep)
+{
+    memset(ep, 0, sizeof(*ep));
+    mw_strlcpy(ep->key, s->key, sizeof(ep->key));
+    mw_strlcpy(ep->ns, s->ns, sizeof(ep->ns));
+    mw_strlcpy(ep->pod, s->pod, sizeof(ep->pod));
+    mw_strlcpy(ep->container, s->container, sizeof(ep->container));
+    mw_strlcpy(ep->gpu, s->gpu, sizeof(ep->gpu));
+    mw_strlcpy(ep->model, s->model, sizeof(ep->model));
+    mw_strlcpy(ep->uuid, s->uuid, sizeof(ep->uuid));
+    mw_strlcpy(ep->node, st->node, sizeof(ep->node));
+    mw_strlcpy(ep->workload_kind, s->workload_kind, sizeof(ep->workload_kind));
+    mw_strlcpy(ep->workload, s->workload, sizeof(ep->workload));
+    mw_strlcpy(ep->owner, s->owner, sizeof(ep->owner));
+    ep->idle_since_ms = s->idle_since_ms;
+    ep->memory_bytes = s->memory_bytes;
+    ep->gpu_seconds = s->gpu_seconds;
+    ep->energy_joules = s->energy_joules;
+    ep->co2_grams = s->co2_grams;
+    ep->threshold_ratio = s->threshold_ratio;
+}
+
 static void end_episode(idle_state *st, session *s, int64_t now, const char *reason)
 {
-    s->ep.ended_ms = now;
-    mw_strlcpy(s->ep.end_reason, reason, sizeof(s->ep.end_reason));
-    if (st->nended < MAX_SESSIONS) st->ended[st->nended++] = s->ep;
+    if (st->nended < MAX_SESSIONS) {
+        mw_notify_episode *ep = &st->ended[st->nended++];
+        episode_of(st, s, ep);
+        ep->ended_ms = now;
+        mw_strlcpy(ep->end_reason, reason, sizeof(ep->end_reason));
+    }
     char dev[96];
     mw_log(MW_LOG_INFO, "idle", "idle session ended (%s): %s/%s container %s GPU %s, %.0f s idle",
-           reason, s->ep.ns, s->ep.pod, s->ep.container, device_of(s, dev, sizeof(dev)),
-           (double)(now - s->ep.idle_since_ms) / 1000.0);
+           reason, s->ns, s->pod, s->container, device_of(s, dev, sizeof(dev)),
+           (double)(now - s->idle_since_ms) / 1000.0);
     memset(&s->tr, 0, sizeof(s->tr));
-    s->ep.gpu_seconds = s->ep.energy_joules = 0;
-    s->ep.co2_grams = -1;
+    s->gpu_seconds = s->energy_joules = 0;
+    s->co2_grams = -1;
     s->co2_known = 0;
-    s->ep.ended_ms = 0;
-    s->ep.end_reason[0] = '\0';
 }
 
 static void identify(idle_state *st, const mw_snapshot *snap, session *s)
 {
-    mw_strlcpy(s->ep.owner, s->ep.ns, sizeof(s->ep.owner));
+    set_label(&s->owner, s->ns, EP_MAX(owner));
     if (!st->kube) return;
     const char *uid = "";
     const mw_family *f = mw_snapshot_find(snap, "mlwatch_container_info");
     for (const mw_sample *x = f ? f->first : NULL; x; x = x->next)
-        if (!strcmp(label(x, "namespace"), s->ep.ns) && !strcmp(label(x, "pod"), s->ep.pod) &&
+        if (!strcmp(label(x, "namespace"), s->ns) && !strcmp(label(x, "pod"), s->pod) &&
             *label(x, "pod_uid")) {
             uid = label(x, "pod_uid");
             break;
         }
     mw_kube_pod p;
-    if (mw_kube_lookup(st->kube, uid, s->ep.ns, s->ep.pod, &p)) {
-        mw_strlcpy(s->ep.workload_kind, p.workload_kind, sizeof(s->ep.workload_kind));
-        mw_strlcpy(s->ep.workload, p.workload, sizeof(s->ep.workload));
-        if (p.owner[0]) mw_strlcpy(s->ep.owner, p.owner, sizeof(s->ep.owner));
+    if (mw_kube_lookup(st->kube, uid, s->ns, s->pod, &p)) {
+        set_label(&s->workload_kind, p.workload_kind, EP_MAX(workload_kind));
+        set_label(&s->workload, p.workload, EP_MAX(workload));
+        if (p.owner[0]) set_label(&s->owner, p.owner, EP_MAX(owner));
     }
 }
 
@@ -487,7 +564,7 @@ static void held_by_allocation(idle_state *st, const mw_snapshot *snap, int64_t 
         s->seen = 1;
         s->alloc_only = 1;
         s->last_seen_ms = now;
-        s->ep.memory_bytes = 0;
+        s->memory_bytes = 0;
     }
 }
 
@@ -518,7 +595,7 @@ static void idle_derive(void *state, mw_snapshot *snap)
         s->seen = 1;
         s->alloc_only = 0;
         s->last_seen_ms = now;
-        s->ep.memory_bytes = x->value;
+        s->memory_bytes = x->value;
     }
     const mw_family *mm = mw_snapshot_find(snap, "mlwatch_container_mig_memory_used_bytes");
     for (const mw_sample *x = mm ? mm->first : NULL; x; x = x->next) {
@@ -530,7 +607,7 @@ static void idle_derive(void *state, mw_snapshot *snap)
         s->seen = 1;
         s->alloc_only = 0;
         s->last_seen_ms = now;
-        s->ep.memory_bytes = x->value;
+        s->memory_bytes = x->value;
     }
     held_by_allocation(st, snap, now);
 
@@ -540,9 +617,9 @@ static void idle_derive(void *state, mw_snapshot *snap)
         session *s = &st->s[i];
         if (!s->seen) continue;
         mw_idle_rule r;
-        rule_for(st->cfg, s->ep.ns, &r);
-        s->ep.threshold_ratio = r.threshold;
-        gpu_identity(snap, s->ep.gpu, s);
+        rule_for(st->cfg, s->ns, &r);
+        s->threshold_ratio = r.threshold;
+        gpu_identity(snap, s->gpu, s);
         identify(st, snap, s);
         double joules = session_energy(st, snap, s, dt);
         double u = session_util(snap, s);
@@ -550,34 +627,34 @@ static void idle_derive(void *state, mw_snapshot *snap)
         int was_idle = s->tr.state == MW_IDLE_IDLE;
         int ev = s->judged ? mw_idle_step(&s->tr, now, u, &r) : MW_IDLE_NONE;
         if (ev == MW_IDLE_OPENED) {
-            s->ep.idle_since_ms = s->tr.below_since_ms;
-            s->ep.gpu_seconds = s->ep.energy_joules = 0;
+            s->idle_since_ms = s->tr.below_since_ms;
+            s->gpu_seconds = s->energy_joules = 0;
             /* The window itself was idle: count it, at this cycle's power. */
             int64_t win = now - s->tr.below_since_ms;
             double est = dt > 0 ? joules * (double)win / (double)dt : 0;
             account(st, s, (double)win / 1000.0, est, intensity);
             char dev[96];
             mw_log(MW_LOG_INFO, "idle",
-                   "idle session: %s/%s container %s GPU %s below %g%% for %lld s", s->ep.ns,
-                   s->ep.pod, s->ep.container, device_of(s, dev, sizeof(dev)), r.threshold * 100,
+                   "idle session: %s/%s container %s GPU %s below %g%% for %lld s", s->ns, s->pod,
+                   s->container, device_of(s, dev, sizeof(dev)), r.threshold * 100,
                    (long long)(win / 1000));
         } else if (was_idle) {
             account(st, s, (double)dt / 1000.0, joules, intensity);
             if (ev == MW_IDLE_CLOSED) end_episode(st, s, now, "busy");
         }
-        ns_total *t = ns_of(st, s->ep.ns);
+        ns_total *t = ns_of(st, s->ns);
         if (t && s->tr.state == MW_IDLE_IDLE) t->sessions++;
         double secs =
             s->tr.state == MW_IDLE_IDLE ? (double)(now - s->tr.below_since_ms) / 1000.0 : 0;
         if (s->mig)
-            mw_emit(snap, &IDLE_SECONDS, secs, "namespace", s->ep.ns, "pod", s->ep.pod, "container",
-                    s->ep.container, "gpu", s->ep.gpu, "mig_profile", s->profile, "gpu_instance",
-                    s->gi, "compute_instance", s->ci, "workload_kind", s->ep.workload_kind,
-                    "workload", s->ep.workload, "owner", s->ep.owner, MW_END);
+            mw_emit(snap, &IDLE_SECONDS, secs, "namespace", s->ns, "pod", s->pod, "container",
+                    s->container, "gpu", s->gpu, "mig_profile", s->profile, "gpu_instance", s->gi,
+                    "compute_instance", s->ci, "workload_kind", s->workload_kind, "workload",
+                    s->workload, "owner", s->owner, MW_END);
         else
-            mw_emit(snap, &IDLE_SECONDS, secs, "namespace", s->ep.ns, "pod", s->ep.pod, "container",
-                    s->ep.container, "gpu", s->ep.gpu, "workload_kind", s->ep.workload_kind,
-                    "workload", s->ep.workload, "owner", s->ep.owner, MW_END);
+            mw_emit(snap, &IDLE_SECONDS, secs, "namespace", s->ns, "pod", s->pod, "container",
+                    s->container, "gpu", s->gpu, "workload_kind", s->workload_kind, "workload",
+                    s->workload, "owner", s->owner, MW_END);
     }
 
     /* Sessions gone for a busy period end; the table keeps the held ones. */
@@ -585,9 +662,10 @@ static void idle_derive(void *state, mw_snapshot *snap)
         session *s = &st->s[i];
         if (s->seen) continue;
         mw_idle_rule r;
-        rule_for(st->cfg, s->ep.ns, &r);
+        rule_for(st->cfg, s->ns, &r);
         if (now - s->last_seen_ms < r.busy_ms) continue;
         if (s->tr.state == MW_IDLE_IDLE) end_episode(st, s, now, "ended");
+        session_free_labels(s);
         st->s[i] = st->s[st->n - 1];
         st->n--;
     }
@@ -616,7 +694,11 @@ static void idle_consume(void *state, const mw_snapshot *snap)
     for (size_t i = 0; i < st->nended; i++)
         mw_notifier_resolve(st->notifier, &st->ended[i]);
     for (size_t i = 0; i < st->n; i++)
-        if (st->s[i].tr.state == MW_IDLE_IDLE) mw_notifier_upsert(st->notifier, &st->s[i].ep);
+        if (st->s[i].tr.state == MW_IDLE_IDLE) {
+            mw_notify_episode ep;
+            episode_of(st, &st->s[i], &ep);
+            mw_notifier_upsert(st->notifier, &ep);
+        }
 }
 
 static void idle_destroy(void *state)
@@ -626,6 +708,8 @@ static void idle_destroy(void *state)
     mw_kube_stop(st->kube);
     mw_podres_stop(st->podres);
     mw_podres_table_free(&st->alloc);
+    for (size_t i = 0; i < st->n; i++)
+        session_free_labels(&st->s[i]);
     free(st->s);
     free(st->ended);
     free(st);
