@@ -96,12 +96,20 @@ int dr_severity_parse(const char *s)
 void dr_list_init(dr_list *l)
 {
     memset(l, 0, sizeof(*l));
+    mw_arena_init(&l->strs, 4096);
 }
 
 void dr_list_free(dr_list *l)
 {
     free(l->items);
-    memset(l, 0, sizeof(*l));
+    mw_arena_free(&l->strs);
+    dr_list_init(l);
+}
+
+const char *dr_list_str(dr_list *l, const char *s, size_t max)
+{
+    if (!s || !*s) return "";
+    return mw_arena_strndup(&l->strs, s, strnlen(s, max - 1));
 }
 
 dr_finding *dr_list_add(dr_list *l)
@@ -116,6 +124,8 @@ dr_finding *dr_list_add(dr_list *l)
     }
     dr_finding *f = &l->items[l->n++];
     memset(f, 0, sizeof(*f));
+    f->namespace_ = f->pod = f->container = f->summary = "";
+    f->list = l;
     return f;
 }
 
@@ -157,24 +167,35 @@ void dr_list_filter(dr_list *l, const char *ns, const char *pod, const char *con
 static void evidence(dr_finding *f, const char *name, double v)
 {
     if (f->nev >= DR_MAX_EVIDENCE || !isfinite(v)) return;
-    mw_strlcpy(f->ev[f->nev].name, name, sizeof(f->ev[0].name));
+    f->ev[f->nev].name = dr_list_str(f->list, name, DR_EVIDENCE_NAME_MAX);
     f->ev[f->nev++].value = v;
 }
 
 static void summary(dr_finding *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void summary(dr_finding *f, const char *fmt, ...)
 {
+    char text[DR_SUMMARY_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(f->summary, sizeof(f->summary), fmt, ap);
+    vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
+    f->summary = dr_list_str(f->list, text, sizeof(text));
+}
+
+/* A finding to copy into the list once per workload (add_for_gpu): its
+ * strings are out's, like those of the findings made from it. */
+static dr_finding template_for(dr_list *out, dr_kind kind, dr_severity severity)
+{
+    dr_finding f = {.kind = kind, .severity = severity, .list = out};
+    f.namespace_ = f.pod = f.container = f.summary = "";
+    return f;
 }
 
 static void set_workload(dr_finding *f, const dr_container *c)
 {
-    mw_strlcpy(f->namespace_, c->id->ns, sizeof(f->namespace_));
-    mw_strlcpy(f->pod, c->id->pod, sizeof(f->pod));
-    mw_strlcpy(f->container, c->id->name, sizeof(f->container));
+    f->namespace_ = dr_list_str(f->list, c->id->ns, DR_NAMESPACE_MAX);
+    f->pod = dr_list_str(f->list, c->id->pod, DR_POD_MAX);
+    f->container = dr_list_str(f->list, c->id->name, DR_CONTAINER_MAX);
 }
 
 static const char *workload_name(const dr_container *ctr, char *buf, size_t n)
@@ -453,7 +474,7 @@ static void rule_gpu_clocks(const window *w, dr_list *out, dr_kind kind)
         if (!hits || (double)hits / (double)total < w->t->gpu_throttle_fraction) continue;
         double frac = (double)hits / (double)total;
         ratio /= (double)hits;
-        dr_finding tmpl = {.kind = kind, .severity = seen & hard ? DR_CRITICAL : DR_WARNING};
+        dr_finding tmpl = template_for(out, kind, seen & hard ? DR_CRITICAL : DR_WARNING);
         tmpl.magnitude = frac * (1 - ratio);
         mw_strlcpy(tmpl.gpu, id, sizeof(tmpl.gpu));
         evidence(&tmpl, "throttled_fraction", frac);
@@ -508,7 +529,7 @@ static void rule_pcie(const window *w, dr_list *out)
         double bw = pcie_lane_gts(gen) * width;
         double bw_max = pcie_lane_gts(g->pcie_gen_max > 0 ? g->pcie_gen_max : gen) *
                         (g->pcie_width_max > 0 ? g->pcie_width_max : width);
-        dr_finding tmpl = {.kind = DR_PCIE_DOWNGRADED, .severity = DR_WARNING};
+        dr_finding tmpl = template_for(out, DR_PCIE_DOWNGRADED, DR_WARNING);
         tmpl.magnitude = bw_max > 0 ? 1 - bw / bw_max : 0;
         mw_strlcpy(tmpl.gpu, g->id, sizeof(tmpl.gpu));
         evidence(&tmpl, "pcie_link_generation", gen);

@@ -11,6 +11,7 @@
 #ifndef MW_FINDINGS_H
 #define MW_FINDINGS_H
 
+#include "../core/arena.h"
 #include "../core/buf.h"
 #include "../core/config.h"
 #include "../core/hostfs.h"
@@ -42,33 +43,50 @@ int dr_severity_parse(const char *s);
 const char *dr_kind_advice(dr_kind k); /* what to do, in words */
 
 #define DR_MAX_EVIDENCE 8
+/* The most kept of a finding's strings, terminator included (a finding
+ * from a rule or from JSON alike). */
+#define DR_NAMESPACE_MAX 128
+#define DR_POD_MAX 256
+#define DR_CONTAINER_MAX 512
+#define DR_SUMMARY_MAX 512
+#define DR_EVIDENCE_NAME_MAX 40
 
 typedef struct dr_evidence {
-    char name[40]; /* "throttled_periods_ratio" */
+    const char *name; /* "throttled_periods_ratio" */
     double value;
 } dr_evidence;
 
+/* A finding's strings are its list's (dr_list_str), "" when not set: the
+ * agent evaluates its rules every cycle, and fixed-size fields made each
+ * finding 1.8 KB, 115 KB a cycle on a node of 100 pods where every pod
+ * shares a GPU. */
 typedef struct dr_finding {
     dr_kind kind;
     dr_severity severity;
     double magnitude; /* how bad, for ranking within a severity (kind-specific, >= 0) */
-    char namespace_[128], pod[256], container[512], gpu[16];
-    char summary[512]; /* one sentence with the numbers */
+    const char *namespace_, *pod, *container;
+    char gpu[16];
+    const char *summary; /* one sentence with the numbers */
     dr_evidence ev[DR_MAX_EVIDENCE];
     size_t nev;
+    struct dr_list *list; /* where its strings are kept */
 } dr_finding;
 
-/* A growable list of findings, bounded (DR_MAX_FINDINGS). */
+/* A growable list of findings, bounded (DR_MAX_FINDINGS), and their
+ * strings. Not to be copied by value (its findings point at it). */
 #define DR_MAX_FINDINGS 4096
 typedef struct dr_list {
     dr_finding *items;
     size_t n, cap;
     size_t dropped; /* findings left out at the bound */
+    mw_arena strs;
 } dr_list;
 
 void dr_list_init(dr_list *l);
 void dr_list_free(dr_list *l);
-dr_finding *dr_list_add(dr_list *l); /* zeroed; NULL at the bound */
+dr_finding *dr_list_add(dr_list *l); /* zeroed, strings ""; NULL at the bound */
+/* A copy of s, at most max - 1 bytes of it, kept as long as l. */
+const char *dr_list_str(dr_list *l, const char *s, size_t max);
 /* Severity first, then magnitude, then kind and workload (a stable order). */
 void dr_list_rank(dr_list *l);
 /* Keep the findings of namespace/pod (NULL or "" = any), plus the node's

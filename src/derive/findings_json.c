@@ -93,19 +93,19 @@ int dr_list_from_json(const char *text, size_t len, dr_list *out, char *err, siz
                      k < 0 ? "kind" : "severity", k < 0 ? kind : sev);
             goto done;
         }
-        dr_finding f = {.kind = (dr_kind)k, .severity = (dr_severity)s};
-        if (str_field(o, "namespace", f.namespace_, sizeof(f.namespace_), 0, i, err, errsize) < 0 ||
-            str_field(o, "pod", f.pod, sizeof(f.pod), 0, i, err, errsize) < 0 ||
-            str_field(o, "container", f.container, sizeof(f.container), 0, i, err, errsize) < 0 ||
-            str_field(o, "gpu", f.gpu, sizeof(f.gpu), 0, i, err, errsize) < 0 ||
-            str_field(o, "summary", f.summary, sizeof(f.summary), 0, i, err, errsize) < 0)
+        char ns[DR_NAMESPACE_MAX] = "", pod[DR_POD_MAX] = "", ctr[DR_CONTAINER_MAX] = "";
+        char gpu[16] = "", sum[DR_SUMMARY_MAX] = "";
+        if (str_field(o, "namespace", ns, sizeof(ns), 0, i, err, errsize) < 0 ||
+            str_field(o, "pod", pod, sizeof(pod), 0, i, err, errsize) < 0 ||
+            str_field(o, "container", ctr, sizeof(ctr), 0, i, err, errsize) < 0 ||
+            str_field(o, "gpu", gpu, sizeof(gpu), 0, i, err, errsize) < 0 ||
+            str_field(o, "summary", sum, sizeof(sum), 0, i, err, errsize) < 0)
             goto done;
         json_t *m = json_object_get(o, "magnitude");
         if (m && !json_is_number(m)) {
             snprintf(err, errsize, "findings[%zu].magnitude: not a number", i);
             goto done;
         }
-        f.magnitude = m ? json_number_value(m) : 0;
         json_t *ev = json_object_get(o, "evidence");
         if (ev && !json_is_object(ev)) {
             snprintf(err, errsize, "findings[%zu].evidence: not an object", i);
@@ -119,13 +119,23 @@ int dr_list_from_json(const char *text, size_t len, dr_list *out, char *err, siz
                 snprintf(err, errsize, "findings[%zu].evidence.%.40s: not a number", i, name);
                 goto done;
             }
-            if (f.nev < DR_MAX_EVIDENCE) {
-                mw_strlcpy(f.ev[f.nev].name, name, sizeof(f.ev[0].name));
-                f.ev[f.nev++].value = json_number_value(v);
-            }
         }
-        dr_finding *slot = dr_list_add(out);
-        if (slot) *slot = f;
+        dr_finding *f = dr_list_add(out);
+        if (!f) continue;
+        f->kind = (dr_kind)k;
+        f->severity = (dr_severity)s;
+        f->namespace_ = dr_list_str(out, ns, sizeof(ns));
+        f->pod = dr_list_str(out, pod, sizeof(pod));
+        f->container = dr_list_str(out, ctr, sizeof(ctr));
+        mw_strlcpy(f->gpu, gpu, sizeof(f->gpu));
+        f->summary = dr_list_str(out, sum, sizeof(sum));
+        f->magnitude = m ? json_number_value(m) : 0;
+        json_object_foreach(ev, name, v)
+        {
+            if (f->nev == DR_MAX_EVIDENCE) break;
+            f->ev[f->nev].name = dr_list_str(out, name, DR_EVIDENCE_NAME_MAX);
+            f->ev[f->nev++].value = json_number_value(v);
+        }
     }
     rc = 0;
 done:

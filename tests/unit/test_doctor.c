@@ -681,6 +681,32 @@ static void json_round_trip(void **state)
         assert_string_equal(err, bad[i].err);
         dr_list_free(&back);
     }
+    /* Long strings and many pieces of evidence are kept to the bounds a
+     * rule's finding has: 127 bytes of a namespace, 39 of an evidence
+     * name, 8 pieces of evidence. */
+    char text[2048], ns[301], ename[61];
+    memset(ns, 'n', 300);
+    ns[300] = '\0';
+    memset(ename, 'e', 60);
+    ename[60] = '\0';
+    int len = snprintf(text, sizeof(text),
+                       "{\"findings\":[{\"kind\":\"gpu_shared\",\"severity\":\"warning\","
+                       "\"namespace\":\"%s\",\"evidence\":{\"%s\":1",
+                       ns, ename);
+    for (int k = 0; k < 10; k++)
+        len += snprintf(text + len, sizeof(text) - (size_t)len, ",\"e%d\":%d", k, k);
+    snprintf(text + len, sizeof(text) - (size_t)len, "}}]}");
+    dr_list_init(&back);
+    assert_int_equal(dr_list_from_json(text, strlen(text), &back, err, sizeof(err)), 0);
+    assert_int_equal(back.n, 1);
+    assert_int_equal(strlen(back.items[0].namespace_), DR_NAMESPACE_MAX - 1);
+    assert_string_equal(back.items[0].pod, "");
+    assert_string_equal(back.items[0].summary, "");
+    assert_int_equal(back.items[0].nev, DR_MAX_EVIDENCE);
+    assert_int_equal(strlen(back.items[0].ev[0].name), DR_EVIDENCE_NAME_MAX - 1);
+    assert_string_equal(back.items[0].ev[7].name, "e6");
+    assert_true(back.items[0].ev[7].value == 6);
+    dr_list_free(&back);
     dr_list_free(&l);
     world_close(w);
 }
