@@ -1,12 +1,12 @@
-/* lazylib.c - libcurl, snappy, libcrypto, ISA-L and libyaml, loaded on first
- * use.
+/* lazylib.c - libcurl, snappy, protobuf-c, libcrypto, ISA-L and libyaml,
+ * loaded on first use.
  *
  * Only optional features need them: carbon-intensity URLs, notifications,
  * the Kubernetes watch and remote write (libcurl), the remote-write wire
- * format (snappy), hashmod relabelling (libcrypto's MD5), fast checksums
- * for store queries (ISA-L, src/store/crc.c), config files and kubeconfigs
- * (libyaml). Linked normally, they and what they pull in (OpenSSL,
- * Kerberos, libstdc++, ...) add ~4 MiB of resident pages to every agent,
+ * format (snappy, protobuf-c), the kubelet's pod resources (protobuf-c),
+ * hashmod relabelling (libcrypto's MD5), fast checksums for store queries
+ * (ISA-L, src/store/crc.c), config files and kubeconfigs (libyaml). Linked normally, they and what
+ * they pull in (OpenSSL, Kerberos, libstdc++, ...) add ~4 MiB of resident pages to every agent,
  * including the many that use none of it; even libyaml, read once at start
  * if at all, costs 80 KB (a library's start-up code faults in 64 KB of its
  * text).
@@ -25,6 +25,7 @@
 #include <dlfcn.h>
 #include <isa-l/crc.h>
 #include <openssl/evp.h>
+#include <protobuf-c/protobuf-c.h>
 #include <pthread.h>
 #include <snappy-c.h>
 #include <stdarg.h>
@@ -62,6 +63,8 @@ static void load(lazy *l)
 LIB(curl_lib, "HTTP features (carbon URL, notifications, Kubernetes, remote write) are off",
     "libcurl.so.4", "libcurl-gnutls.so.4")
 LIB(snappy_lib, "remote write (send and receive) is off", "libsnappy.so.1")
+LIB(protobuf_lib, "remote write (send and receive) and the kubelet's pod resources are off",
+    "libprotobuf-c.so.1")
 LIB(crypto_lib, "hashmod relabelling is off", "libcrypto.so.3", "libcrypto.so.1.1")
 LIB(isal_lib, "store queries check chunks with zlib's crc32 instead (slower)", "libisal.so.2")
 LIB(yaml_lib, "config files, config sections and kubeconfigs cannot be read", "libyaml-0.so.2")
@@ -191,6 +194,52 @@ snappy_status snappy_uncompressed_length(const char *compressed, size_t compress
     RESOLVE(snappy_lib, snappy_status(*)(const char *, size_t, size_t *),
             snappy_uncompressed_length)
     return fn_ ? fn_(compressed, compressed_length, result) : SNAPPY_INVALID_INPUT;
+}
+
+/* ---- protobuf-c (remote write, pod resources) ---- */
+
+/* The messages protoc-c generates (in the build folder) point their string
+ * fields at this one by default, and protobuf-c frees a string only when
+ * it is not its field's default: the library's own copy is never compared
+ * with ours. */
+const char protobuf_c_empty_string[] = "";
+
+size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *message)
+{
+    RESOLVE(protobuf_lib, size_t(*)(const ProtobufCMessage *), protobuf_c_message_get_packed_size)
+    return fn_ ? fn_(message) : 0;
+}
+
+size_t protobuf_c_message_pack(const ProtobufCMessage *message, uint8_t *out)
+{
+    RESOLVE(protobuf_lib, size_t(*)(const ProtobufCMessage *, uint8_t *), protobuf_c_message_pack)
+    return fn_ ? fn_(message, out) : 0;
+}
+
+size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *message, ProtobufCBuffer *buffer)
+{
+    RESOLVE(protobuf_lib, size_t(*)(const ProtobufCMessage *, ProtobufCBuffer *),
+            protobuf_c_message_pack_to_buffer)
+    return fn_ ? fn_(message, buffer) : 0;
+}
+
+ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDescriptor *descriptor,
+                                            ProtobufCAllocator *allocator, size_t len,
+                                            const uint8_t *data)
+{
+    RESOLVE(protobuf_lib,
+            ProtobufCMessage * (*)(const ProtobufCMessageDescriptor *, ProtobufCAllocator *, size_t,
+                                   const uint8_t *),
+            protobuf_c_message_unpack)
+    /* NULL is how protobuf-c reports a message it cannot decode. */
+    return fn_ ? fn_(descriptor, allocator, len, data) : NULL;
+}
+
+void protobuf_c_message_free_unpacked(ProtobufCMessage *message, ProtobufCAllocator *allocator)
+{
+    RESOLVE(protobuf_lib, void (*)(ProtobufCMessage *, ProtobufCAllocator *),
+            protobuf_c_message_free_unpacked)
+    if (fn_) fn_(message, allocator);
 }
 
 /* ---- libcrypto (MD5 for hashmod) ---- */
