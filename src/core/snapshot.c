@@ -3,6 +3,7 @@
 #include "util.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,19 +15,31 @@ static uint64_t hash_name(const char *s)
     return h;
 }
 
+/* The index lives while a snapshot is built, through the whole collection
+ * cycle (its peak memory): a slot is the value alone, 8 bytes (its hash is
+ * computed again when the index grows), and the first index is sized for
+ * as many values as the last sealed snapshot had, so that it need not grow
+ * (growing holds the old and the new index at once). On a node of 100 pods
+ * with 8 GPUs (953 values): 16 KB instead of 32 + 16. */
 struct mw_interned {
     const char *value; /* in the arena; NULL = free slot */
-    uint64_t hash;
 };
+
+static atomic_size_t last_ninterned;
 
 static void intern_grow(mw_snapshot *s)
 {
-    size_t n = s->ninterned_slots ? s->ninterned_slots * 2 : 1024;
+    size_t n = s->ninterned_slots * 2;
+    if (!n) {
+        n = 1024;
+        while (n < 2 * (atomic_load(&last_ninterned) + 1))
+            n *= 2;
+    }
     struct mw_interned *t = mw_xcalloc(n, sizeof(*t));
     for (size_t i = 0; i < s->ninterned_slots; i++) {
         const struct mw_interned *e = &s->interned[i];
         if (!e->value) continue;
-        size_t j = e->hash & (n - 1);
+        size_t j = hash_name(e->value) & (n - 1);
         while (t[j].value)
             j = (j + 1) & (n - 1);
         t[j] = *e;
@@ -43,10 +56,8 @@ static const char *intern(mw_snapshot *s, const char *v)
     uint64_t h = hash_name(v);
     size_t mask = s->ninterned_slots - 1, i = h & mask;
     for (; s->interned[i].value; i = (i + 1) & mask)
-        if (s->interned[i].hash == h && strcmp(s->interned[i].value, v) == 0)
-            return s->interned[i].value;
+        if (strcmp(s->interned[i].value, v) == 0) return s->interned[i].value;
     s->interned[i].value = mw_arena_strdup(&s->arena, v);
-    s->interned[i].hash = h;
     s->ninterned++;
     return s->interned[i].value;
 }
@@ -85,6 +96,7 @@ static const mw_label *share_set(mw_snapshot *s, const mw_label *from, const mw_
 
 void mw_snapshot_seal(mw_snapshot *s)
 {
+    if (s->ninterned) atomic_store(&last_ninterned, s->ninterned);
     free(s->interned);
     s->interned = NULL;
     s->ninterned = s->ninterned_slots = 0;

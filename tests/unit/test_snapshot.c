@@ -292,6 +292,51 @@ static void label_sets_shared(void **state)
     mw_snapshot_free(s);
 }
 
+/* The index of label values is sized from the last sealed snapshot: a
+ * cycle like the last one never grows it (growing holds two at once). */
+static void value_index_sized_from_last(void **state)
+{
+    (void)state;
+    char id[32];
+    mw_snapshot *a = mw_snapshot_new();
+    for (int i = 0; i < 3000; i++) {
+        snprintf(id, sizeof(id), "a-%d", i);
+        mw_emit(a, &MEM, i, "container_id", id, MW_END);
+    }
+    assert_int_equal(a->ninterned, 3000);
+    assert_int_equal(a->ninterned_slots, 8192); /* grown: 1024, 2048, 4096, 8192 */
+    mw_snapshot_seal(a);
+    mw_snapshot *b = mw_snapshot_new();
+    mw_emit(b, &MEM, 0, "container_id", "b-0", MW_END);
+    assert_int_equal(b->ninterned_slots, 8192); /* at once: 2 x 3001 rounded up */
+    for (int i = 1; i < 3000; i++) {
+        snprintf(id, sizeof(id), "b-%d", i);
+        mw_emit(b, &MEM, i, "container_id", id, MW_END);
+    }
+    assert_int_equal(b->ninterned_slots, 8192);
+    /* Values are still found, not stored twice. */
+    size_t used = b->arena.used_bytes;
+    mw_emit(b, &OTHER, 1, "container_id", "b-2999", MW_END);
+    const mw_family *o = mw_snapshot_find(b, "mlwatch_other");
+    const mw_family *m = mw_snapshot_find(b, "mlwatch_memory_bytes");
+    assert_ptr_equal(o->first->labels[0].value, m->last->labels[0].value);
+    /* the family and the sample: neither a copy of the value nor of the
+     * label set (the same as the previous sample's) */
+    assert_int_equal(b->arena.used_bytes - used, R16(sizeof(mw_family)) + R16(sizeof(mw_sample)));
+    mw_snapshot_seal(b);
+    /* A small cycle makes the next index small again. */
+    mw_snapshot *c = mw_snapshot_new();
+    mw_emit(c, &MEM, 0, "container_id", "c", MW_END);
+    mw_snapshot_seal(c);
+    mw_snapshot *d = mw_snapshot_new();
+    mw_emit(d, &MEM, 0, "container_id", "d", MW_END);
+    assert_int_equal(d->ninterned_slots, 1024);
+    mw_snapshot_free(a);
+    mw_snapshot_free(b);
+    mw_snapshot_free(c);
+    mw_snapshot_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -302,6 +347,7 @@ int main(void)
         cmocka_unit_test(many_families),
         cmocka_unit_test(large_label_values),
         cmocka_unit_test(label_sets_shared),
+        cmocka_unit_test(value_index_sized_from_last),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
