@@ -140,8 +140,10 @@ static void pack(dr_history *h, size_t i)
     const dr_frame *before = slot(h, i - 1);
     dr_container *prev = dr_history_values(h, i - 1);
     dr_packed *p = mw_xcalloc(f->nctrs + 1, sizeof(*p));
-    dr_anchor *a = mw_xcalloc(f->nctrs + 1, sizeof(*a));
-    size_t na = 0, b = 0;
+    /* Anchors are the exception (a container new since the frame before):
+     * grown as met, not sized for every container. */
+    dr_anchor *a = NULL;
+    size_t na = 0, acap = 0, b = 0;
     for (size_t j = 0; j < f->nctrs; j++) {
         const dr_container *c = &f->ctrs[j];
         /* Both frames are sorted by key: one walk finds each predecessor. */
@@ -159,6 +161,10 @@ static void pack(dr_history *h, size_t i)
         }
         p[j].id = c->id;
         if (anchor) {
+            if (na == acap) {
+                acap = acap ? acap * 2 : 16;
+                a = mw_xrealloc(a, acap * sizeof(*a));
+            }
             for (size_t k = 0; k < DR_CTR_VALUES; k++)
                 a[na].v[k] = get_value(c, k);
             p[j].prev = DR_ANCHOR | (uint32_t)na++;
