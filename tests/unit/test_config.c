@@ -212,19 +212,6 @@ static int load(mw_config *c, const char *yaml, char *err, size_t errsize)
     return mw_config_load_string(c, "t.yaml", yaml, strlen(yaml), err, errsize);
 }
 
-/* Whether this process has mapped libyaml. */
-static int libyaml_mapped(void)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    assert_non_null(f);
-    char line[512];
-    int found = 0;
-    while (fgets(line, sizeof(line), f))
-        if (strstr(line, "/libyaml")) found = 1;
-    fclose(f);
-    return found;
-}
-
 /* libyaml is loaded by the first YAML read (src/core/lazylib.c), not at
  * start: an agent without a config file does without it. Runs first. */
 static void libyaml_loaded_by_first_read(void **state)
@@ -232,11 +219,11 @@ static void libyaml_loaded_by_first_read(void **state)
     (void)state;
     mw_config c;
     mw_config_defaults(&c);
-    assert_false(libyaml_mapped());
+    assert_false(tu_library_mapped("libyaml"));
     char err[512];
     assert_int_equal(load(&c, "interval: 5s\n", err, sizeof(err)), 0);
     assert_true(c.interval_ms == 5000);
-    assert_true(libyaml_mapped());
+    assert_true(tu_library_mapped("libyaml"));
     /* And reports YAML errors as before. */
     assert_int_equal(load(&c, "interval: [\n", err, sizeof(err)), -1);
     assert_non_null(strstr(err, "YAML syntax error"));

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "testutil.h"
 #include "core/buf.h"
 #include "proto/rw_encode.h"
 #include "remote.pb-c.h"
@@ -15,30 +16,17 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Whether this process has mapped libprotobuf-c. */
-static int protobuf_mapped(void)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    assert_non_null(f);
-    char line[512];
-    int found = 0;
-    while (fgets(line, sizeof(line), f))
-        if (strstr(line, "/libprotobuf-c")) found = 1;
-    fclose(f);
-    return found;
-}
-
 /* Runs first: nothing before it has encoded or decoded a message. */
 static void loaded_by_first_message(void **state)
 {
     (void)state;
-    assert_false(protobuf_mapped());
+    assert_false(tu_library_mapped("libprotobuf-c"));
     mw_buf raw, body;
     mw_buf_init(&raw, 0);
     mw_buf_init(&body, 0);
     const mw_rw_label labels[] = {{"__name__", "up"}, {"empty", ""}, {"job", "node"}};
     assert_int_equal(mw_rw_append_series(&raw, labels, 3, 0.25, 1700000000123), 0);
-    assert_true(protobuf_mapped());
+    assert_true(tu_library_mapped("libprotobuf-c"));
     assert_int_equal(mw_rw_snappy(raw.data, raw.len, &body), 0);
     mw_rw_request r;
     char err[256];

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "testutil.h"
 #include "store/crc.h"
 #include "store/gorilla.h"
 #include "store/head.h"
@@ -28,19 +29,6 @@ static uint64_t next_rand(void)
     rng ^= rng >> 7;
     rng ^= rng << 17;
     return rng;
-}
-
-/* Whether this process has mapped libisal (ISA-L). */
-static int isal_mapped(void)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    assert_non_null(f);
-    char line[512];
-    int found = 0;
-    while (fgets(line, sizeof(line), f))
-        if (strstr(line, "/libisal.so")) found = 1;
-    fclose(f);
-    return found;
 }
 
 static void check_crc_values(void)
@@ -62,12 +50,12 @@ static void check_crc_values(void)
 static void crc_matches_zlib(void **state)
 {
     (void)state;
-    assert_false(isal_mapped());
+    assert_false(tu_library_mapped("libisal.so"));
     check_crc_values();
-    assert_false(isal_mapped());
+    assert_false(tu_library_mapped("libisal.so"));
     mw_crc32_for_queries();
     check_crc_values();
-    assert_true(isal_mapped());
+    assert_true(tu_library_mapped("libisal.so"));
 }
 
 /* Both decoders on the same bytes: the same count and the same samples. */

@@ -25,6 +25,23 @@ struct tu_session {
 static char tmpdirs[16][256];
 static int ntmp;
 
+int tu_library_mapped(const char *name)
+{
+    char want[128];
+    snprintf(want, sizeof(want), "/%s", name);
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) {
+        perror("tu_library_mapped: /proc/self/maps");
+        abort();
+    }
+    char line[512];
+    int found = 0;
+    while (fgets(line, sizeof(line), f))
+        if (strstr(line, want)) found = 1;
+    fclose(f);
+    return found;
+}
+
 const char *tu_fixture(const char *name)
 {
     static char path[4][1024];

@@ -9,6 +9,10 @@
 
 typedef struct tu_session tu_session;
 
+/* Whether this process has mapped a shared library whose path contains
+ * "/" NAME (e.g. "libyaml"): for libraries loaded on first use. */
+int tu_library_mapped(const char *name);
+
 /* Absolute path of tests/fixtures/NAME (from $MLWATCH_FIXTURES or the cwd). */
 const char *tu_fixture(const char *name);
 /* Copy tests/fixtures/NAME into a fresh temporary folder (for tests that
