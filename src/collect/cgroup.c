@@ -497,18 +497,8 @@ static void pods_scan(cg_state *st, mw_collect_ctx *ctx)
     st->pods_scan_cycle = st->cycle;
 }
 
-/* Replace *dst by src, cut as the process map's field of that size would. */
+/* Names are cut as the process map's fields of their size would be. */
 #define REF_SIZE(field) sizeof(((mw_container_ref *)0)->field)
-static void set_name(char **dst, const char *src, size_t size)
-{
-    size_t len = strnlen(src, size - 1);
-    if (strlen(*dst) == len && memcmp(*dst, src, len) == 0) return;
-    char *s = mw_xmalloc(len + 1);
-    memcpy(s, src, len);
-    s[len] = '\0';
-    free(*dst);
-    *dst = s;
-}
 
 /* Take names from the index. Never downgrades: a record keeps its names when
  * the pod's logs are removed before its cgroup. */
@@ -518,15 +508,15 @@ static void apply_names(cg_state *st, cg_entry *e)
     const mw_pod_info *p = mw_pods_find_pod(st->pods, e->node.pod_uid);
     e->names_gen = mw_pods_generation(st->pods);
     if (c) {
-        set_name(&e->namespace_, p ? p->namespace_ : c->namespace_, REF_SIZE(namespace_));
-        set_name(&e->pod, p ? p->name : c->pod, REF_SIZE(pod));
-        set_name(&e->container, c->name, REF_SIZE(container));
+        mw_set_string(&e->namespace_, p ? p->namespace_ : c->namespace_, REF_SIZE(namespace_));
+        mw_set_string(&e->pod, p ? p->name : c->pod, REF_SIZE(pod));
+        mw_set_string(&e->container, c->name, REF_SIZE(container));
         e->named = 1;
     } else if (p && !e->named) {
         /* In a known pod without a log: the sandbox (pause) container. */
-        set_name(&e->namespace_, p->namespace_, REF_SIZE(namespace_));
-        set_name(&e->pod, p->name, REF_SIZE(pod));
-        set_name(&e->container, "POD", REF_SIZE(container));
+        mw_set_string(&e->namespace_, p->namespace_, REF_SIZE(namespace_));
+        mw_set_string(&e->pod, p->name, REF_SIZE(pod));
+        mw_set_string(&e->container, "POD", REF_SIZE(container));
     }
     set_labels(e); /* the strings may have moved */
 }

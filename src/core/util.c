@@ -75,6 +75,17 @@ void mw_assign_sparse(void *dst, const void *src, size_t n)
     }
 }
 
+void mw_set_string(char **dst, const char *src, size_t size)
+{
+    size_t len = strnlen(src, size - 1);
+    if (*dst && strlen(*dst) == len && memcmp(*dst, src, len) == 0) return;
+    char *s = mw_xmalloc(len + 1);
+    memcpy(s, src, len);
+    s[len] = '\0';
+    free(*dst);
+    *dst = s;
+}
+
 size_t mw_strlcpy(char *dst, const char *src, size_t size)
 {
     size_t n = strlen(src);

@@ -35,6 +35,10 @@ void mw_release_free_memory(void);
  * and list buffers). */
 void mw_assign_sparse(void *dst, const void *src, size_t n);
 
+/* Make *dst (a heap string, or NULL) a copy of src cut to size - 1 bytes,
+ * reallocating only when it differs: for labels set again every cycle. */
+void mw_set_string(char **dst, const char *src, size_t size);
+
 /* strlcpy semantics: always terminates, returns strlen(src). */
 size_t mw_strlcpy(char *dst, const char *src, size_t size);
 

@@ -109,20 +109,9 @@ typedef struct session {
     char gi[12], ci[12], profile[32];
 } session;
 
-/* The size of field f of mw_notify_episode: what a label is cut to. */
+/* The size of field f of mw_notify_episode: what a label is cut to
+ * (mw_set_string). */
 #define EP_MAX(f) sizeof(((mw_notify_episode *)0)->f)
-
-/* Set *dst to v cut to max - 1 bytes, reallocating only when it changes
- * (labels are set again every cycle). */
-static void set_label(char **dst, const char *v, size_t max)
-{
-    size_t n = strnlen(v, max - 1);
-    if (*dst && strlen(*dst) == n && memcmp(*dst, v, n) == 0) return;
-    free(*dst);
-    *dst = mw_xmalloc(n + 1);
-    memcpy(*dst, v, n);
-    (*dst)[n] = '\0';
-}
 
 static void session_free_labels(session *s)
 {
@@ -231,16 +220,16 @@ static session *add_session(idle_state *st, const char *ns, const char *pod, con
     }
     session *s = &st->s[st->n++];
     memset(s, 0, sizeof(*s));
-    set_label(&s->key, key, EP_MAX(key));
-    set_label(&s->ns, ns, EP_MAX(ns));
-    set_label(&s->pod, pod, EP_MAX(pod));
-    set_label(&s->container, ctr, EP_MAX(container));
-    set_label(&s->gpu, gpu, EP_MAX(gpu));
-    set_label(&s->model, "", 1);
-    set_label(&s->uuid, "", 1);
-    set_label(&s->workload_kind, "", 1);
-    set_label(&s->workload, "", 1);
-    set_label(&s->owner, "", 1);
+    mw_set_string(&s->key, key, EP_MAX(key));
+    mw_set_string(&s->ns, ns, EP_MAX(ns));
+    mw_set_string(&s->pod, pod, EP_MAX(pod));
+    mw_set_string(&s->container, ctr, EP_MAX(container));
+    mw_set_string(&s->gpu, gpu, EP_MAX(gpu));
+    mw_set_string(&s->model, "", 1);
+    mw_set_string(&s->uuid, "", 1);
+    mw_set_string(&s->workload_kind, "", 1);
+    mw_set_string(&s->workload, "", 1);
+    mw_set_string(&s->owner, "", 1);
     s->energy_prev = -1;
     s->co2_grams = -1;
     return s;
@@ -312,11 +301,11 @@ static int idle_init(const mw_env *env, void **out)
                 if (ep->ended_ms || find_session(st, ep->key)) continue;
                 session *s = add_session(st, ep->ns, ep->pod, ep->container, ep->gpu, ep->key);
                 if (!s) break;
-                set_label(&s->model, ep->model, EP_MAX(model));
-                set_label(&s->uuid, ep->uuid, EP_MAX(uuid));
-                set_label(&s->workload_kind, ep->workload_kind, EP_MAX(workload_kind));
-                set_label(&s->workload, ep->workload, EP_MAX(workload));
-                set_label(&s->owner, ep->owner, EP_MAX(owner));
+                mw_set_string(&s->model, ep->model, EP_MAX(model));
+                mw_set_string(&s->uuid, ep->uuid, EP_MAX(uuid));
+                mw_set_string(&s->workload_kind, ep->workload_kind, EP_MAX(workload_kind));
+                mw_set_string(&s->workload, ep->workload, EP_MAX(workload));
+                mw_set_string(&s->owner, ep->owner, EP_MAX(owner));
                 s->idle_since_ms = ep->idle_since_ms;
                 s->memory_bytes = ep->memory_bytes;
                 s->gpu_seconds = ep->gpu_seconds;
@@ -360,12 +349,12 @@ static void gpu_identity(const mw_snapshot *snap, const char *gpu, session *s)
             char m[EP_MAX(model)];
             snprintf(m, sizeof(m), "%.48s MIG %.14s, GI %.8s CI %.8s", model, s->profile, s->gi,
                      s->ci);
-            set_label(&s->model, m, sizeof(m));
+            mw_set_string(&s->model, m, sizeof(m));
         }
     } else if (model) {
-        set_label(&s->model, model, EP_MAX(model));
+        mw_set_string(&s->model, model, EP_MAX(model));
     }
-    if (uuid) set_label(&s->uuid, uuid, EP_MAX(uuid));
+    if (uuid) mw_set_string(&s->uuid, uuid, EP_MAX(uuid));
 }
 
 /* The session's utilization, or -1 when nothing says (not judged). */
@@ -506,7 +495,7 @@ static void end_episode(idle_state *st, session *s, int64_t now, const char *rea
 
 static void identify(idle_state *st, const mw_snapshot *snap, session *s)
 {
-    set_label(&s->owner, s->ns, EP_MAX(owner));
+    mw_set_string(&s->owner, s->ns, EP_MAX(owner));
     if (!st->kube) return;
     const char *uid = "";
     const mw_family *f = mw_snapshot_find(snap, "mlwatch_container_info");
@@ -518,9 +507,9 @@ static void identify(idle_state *st, const mw_snapshot *snap, session *s)
         }
     mw_kube_pod p;
     if (mw_kube_lookup(st->kube, uid, s->ns, s->pod, &p)) {
-        set_label(&s->workload_kind, p.workload_kind, EP_MAX(workload_kind));
-        set_label(&s->workload, p.workload, EP_MAX(workload));
-        if (p.owner[0]) set_label(&s->owner, p.owner, EP_MAX(owner));
+        mw_set_string(&s->workload_kind, p.workload_kind, EP_MAX(workload_kind));
+        mw_set_string(&s->workload, p.workload, EP_MAX(workload));
+        if (p.owner[0]) mw_set_string(&s->owner, p.owner, EP_MAX(owner));
     }
 }
 

@@ -148,6 +148,23 @@ static void assign_sparse(void **state)
     }
 }
 
+/* mw_set_string: from NULL, cut to size - 1, the same pointer when equal. */
+static void set_string(void **state)
+{
+    (void)state;
+    char *s = NULL;
+    mw_set_string(&s, "namespace-a", 8);
+    assert_string_equal(s, "namespa");
+    char *same = s;
+    mw_set_string(&s, "namespace-b", 8); /* cut, it is the same */
+    assert_ptr_equal(s, same);
+    mw_set_string(&s, "", 8);
+    assert_string_equal(s, "");
+    mw_set_string(&s, "pod", 8);
+    assert_string_equal(s, "pod");
+    free(s);
+}
+
 static void listen_addresses(void **state)
 {
     (void)state;
@@ -687,6 +704,7 @@ int main(void)
         cmocka_unit_test(defaults),
         cmocka_unit_test(defaults_write_only_nonzero_pages),
         cmocka_unit_test(assign_sparse),
+        cmocka_unit_test(set_string),
         cmocka_unit_test(listen_addresses),
         cmocka_unit_test(yaml_valid),
         cmocka_unit_test(yaml_empty),
