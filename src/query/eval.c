@@ -637,7 +637,9 @@ val eval_node(qctx *c, const pq_node *n)
         return eval_matrix_instant(c, n);
     case PQ_UNARY:
         out = eval_node(c, n->args[0]);
-        if (n->op != '-') return out;
+        /* A failed operand comes back empty (a zeroed value reads as a
+         * scalar without steps): nothing to negate. */
+        if (c->code || n->op != '-') return out;
         if (out.type == PQ_T_SCALAR) {
             for (size_t k = 0; k < c->nsteps; k++)
                 out.scalar[k] = -out.scalar[k];

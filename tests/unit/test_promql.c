@@ -485,6 +485,25 @@ static void test_format(void **state)
 }
 
 /* The sample budget answers 422 and the deadline 503, as Prometheus. */
+/* An operand that fails (here label_replace's regular expression, after
+ * `up` selected nothing) leaves nothing to negate: the error comes back, no
+ * crash (found by fuzz_promql; fuzz/corpus/promql/neg-of-failed-operand). */
+static void test_negated_failure(void **state)
+{
+    (void)state;
+    char err[512];
+    pq_node *n =
+        pq_parse("-2 ^label_replace(up, \"host\",  \"$1\", \"instan\", \"(-4 ^ .a.*)*)0 :.*\")",
+                 err, sizeof(err));
+    if (!n) fail_msg("%s", err);
+    pq_limits lim;
+    pq_default_limits(&lim);
+    pq_result res;
+    assert_int_equal(pq_eval(NULL, n, 0, 0, 0, &lim, &res, err, sizeof(err)), 422);
+    assert_string_equal(err, "invalid regular expression in label_replace(): (-4 ^ .a.*)*)0 :.*");
+    pq_node_free(n);
+}
+
 static void test_limits(void **state)
 {
     (void)state;
@@ -609,7 +628,7 @@ int main(void)
     }
     static tfile files[64];
     static char names[64][300];
-    static struct CMUnitTest tests[68];
+    static struct CMUnitTest tests[69];
     size_t n = 0;
     struct dirent *e;
     while ((e = readdir(d)) && n < 64) {
@@ -624,6 +643,7 @@ int main(void)
     tests[n++] = (struct CMUnitTest){"parse_errors", test_parse_errors, NULL, NULL, NULL};
     tests[n++] = (struct CMUnitTest){"format", test_format, NULL, NULL, NULL};
     tests[n++] = (struct CMUnitTest){"limits", test_limits, NULL, NULL, NULL};
+    tests[n++] = (struct CMUnitTest){"negated_failure", test_negated_failure, NULL, NULL, NULL};
     tests[n++] = (struct CMUnitTest){"large_selection", test_large_selection, NULL, NULL, NULL};
     return _cmocka_run_group_tests("promql", tests, n, NULL, NULL);
 }
