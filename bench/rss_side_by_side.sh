@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# rss_side_by_side.sh - resident memory of several mlwatch builds, started
+# together on the node and fake GPUs of bench_gpu_collect, at the agent's
+# default 1-s interval.
+#
+#   bench/rss_side_by_side.sh [-s SECONDS] [-S SAMPLE_SECONDS] [-e 'ARGS'] BIN...
+#
+# The node is tests/fixtures/generate-node.sh's (100 pods, 299 containers);
+# 8 fake H100s (build/tests/fakenvml, or FAKE_LIBNVML) carry 13 processes
+# each, taken from the node's container PIDs as bench_gpu_collect does.
+# Every BIN runs `agent --root NODE --nvml-library FAKE --rocm-library none`
+# plus ARGS (-e, e.g. '--store=false'), with its own port and data folder.
+# After SECONDS (default 420) each gets 5 gzip'd scrapes of /metrics; then
+# VmRSS of each is read from /proc/PID/status every 10 ms for SAMPLE_SECONDS
+# (default 60). Prints max, mean and min per BIN. Running them together
+# makes them see the same machine: compare within a run, not across runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=420
+sample=60
+extra=""
+while getopts "s:S:e:" o; do
+    case $o in
+    s) seconds=$OPTARG ;;
+    S) sample=$OPTARG ;;
+    e) extra=$OPTARG ;;
+    *) exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+[ $# -ge 1 ] || { echo "usage: $0 [-s SECONDS] [-S SAMPLE_SECONDS] [-e ARGS] BIN..." >&2; exit 2; }
+lib=${FAKE_LIBNVML:-build/tests/fakenvml/libnvidia-ml.so.1}
+[ -f "$lib" ] || { echo "no fake NVML at $lib (make, or set FAKE_LIBNVML)" >&2; exit 1; }
+
+work=$(mktemp -d /tmp/mlwatch-rss-XXXXXX)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+tests/fixtures/generate-node.sh 299 "$work/node" >/dev/null
+
+# The scenario of bench_gpu_collect's write_scenario(8, 13, 1).
+mapfile -t node_pids < <(find "$work/node/sys/fs/cgroup/kubepods.slice" -name cgroup.procs \
+    -path '*cri-containerd*' -exec cat {} +)
+{
+    for g in 0 1 2 3 4 5 6 7; do
+        printf 'gpu %d name="NVIDIA H100 80GB HBM3" uuid=GPU-%08d bus=00000000:%02X:00.0 ' \
+            $g $g $((0x18 + g))
+        printf 'numa=%d cpus=0-47 util=%d memutil=30 memtotal=85520809984 memused=40000000000 ' \
+            $((g / 4)) $((50 + g))
+        printf 'power_mw=500000 limit_mw=700000 energy_mj=123456789 temp=50 sm_mhz=1980 '
+        printf 'sm_max_mhz=1980 mem_mhz=2619 mem_max_mhz=2619 reasons=1 ecc_corrected=1 '
+        printf 'remapped=0,0,0,0 pcie_gen=5 pcie_gen_max=5 pcie_width=16 pcie_width_max=16\n'
+        for l in $(seq 0 17); do echo "nvlink gpu=$g link=$l crc_flit=$l"; done
+        for p in $(seq 0 12); do
+            echo "proc gpu=$g pid=${node_pids[$(((g * 13 + p) % ${#node_pids[@]}))]} mem=$((1 << 28)) sm=$((p % 90 + 1))"
+        done
+    done
+} >"$work/scenario.txt"
+
+port=19430
+ports=()
+for bin in "$@"; do
+    mkdir -p "$work/data-$port"
+    # shellcheck disable=SC2086 # ARGS are words
+    FAKE_NVML_SCENARIO=$work/scenario.txt FAKE_NVML_RELOAD=0 \
+        "$bin" agent --root "$work/node" --listen "127.0.0.1:$port" --nvml-library "$lib" \
+        --rocm-library none --data-dir "$work/data-$port" --state-dir "$work/data-$port" \
+        --log-level error $extra &
+    pids+=($!)
+    ports+=("$port")
+    port=$((port + 1))
+done
+echo "$(date -u +%H:%M) UTC: ${#pids[@]} agents started, sampling after $seconds s" >&2
+sleep "$seconds"
+for p in "${ports[@]}"; do
+    for _ in 1 2 3 4 5; do curl -s --compressed -o /dev/null "http://127.0.0.1:$p/metrics"; done
+done
+
+declare -A max min sum
+n=0
+end=$((SECONDS + sample))
+while [ $SECONDS -lt $end ]; do
+    for i in "${!pids[@]}"; do
+        while read -r k v _; do
+            [ "$k" = VmRSS: ] || continue
+            [ "${max[$i]:-0}" -ge "$v" ] || max[$i]=$v
+            [ "${min[$i]:-999999999}" -le "$v" ] || min[$i]=$v
+            sum[$i]=$((${sum[$i]:-0} + v))
+            break
+        done <"/proc/${pids[$i]}/status"
+    done
+    n=$((n + 1))
+    sleep 0.01
+done
+printf '%-40s %10s %10s %10s  (MiB, %d samples)\n' agent max mean min "$n"
+args=("$@")
+for i in "${!pids[@]}"; do
+    awk -v b="${args[$i]}" -v mx="${max[$i]}" -v s="${sum[$i]}" -v n="$n" -v mn="${min[$i]}" \
+        'BEGIN { printf "%-40s %10.2f %10.2f %10.2f\n", b, mx / 1024, s / n / 1024, mn / 1024 }'
+done
