@@ -137,7 +137,7 @@ static const char *container_key(const mw_sample *s)
 
 const dr_ident *dr_frame_ident(const dr_frame *f, size_t i)
 {
-    return f->packed ? f->packed[i].id : f->ctrs[i].id;
+    return f->packed ? f->ids->id[i] : f->ctrs[i].id;
 }
 
 long dr_frame_find(const dr_frame *f, const char *key)
@@ -588,12 +588,16 @@ static void extract_cpusets(builder *fr, const mw_snapshot *snap, const mw_hostf
 dr_frame *dr_frame_alloc(size_t ncpus, size_t nctrs, int packed, size_t nanchors, size_t ngpus,
                          size_t nuses)
 {
-    size_t off_cpus = (sizeof(dr_frame) + 15) & ~(size_t)15;
+#define ALIGN8(x) (((x) + 7) & ~(size_t)7)
+    size_t off_cpus = ALIGN8(sizeof(dr_frame));
     size_t off_ctrs = off_cpus + ncpus * sizeof(dr_cpu);
-    size_t off_anchors = off_ctrs + nctrs * (packed ? sizeof(dr_packed) : sizeof(dr_container));
+    size_t off_prev =
+        ALIGN8(off_ctrs + nctrs * (packed ? sizeof(dr_packed) : sizeof(dr_container)));
+    size_t off_anchors = ALIGN8(off_prev + (packed == 2 ? nctrs * sizeof(uint32_t) : 0));
     size_t off_gpus = off_anchors + nanchors * sizeof(dr_anchor);
     size_t off_uses = off_gpus + ngpus * sizeof(dr_gpu);
     size_t size = off_uses + nuses * sizeof(dr_use);
+#undef ALIGN8
     char *mem = mw_xcalloc(1, size);
     dr_frame *fr = (dr_frame *)(void *)mem;
     fr->cpus = (dr_cpu *)(void *)(mem + off_cpus);
@@ -601,6 +605,7 @@ dr_frame *dr_frame_alloc(size_t ncpus, size_t nctrs, int packed, size_t nanchors
         fr->packed = (dr_packed *)(void *)(mem + off_ctrs);
     else
         fr->ctrs = (dr_container *)(void *)(mem + off_ctrs);
+    if (packed == 2) fr->prev = (uint32_t *)(void *)(mem + off_prev);
     fr->anchors = (dr_anchor *)(void *)(mem + off_anchors);
     fr->gpus = (dr_gpu *)(void *)(mem + off_gpus);
     fr->uses = (dr_use *)(void *)(mem + off_uses);
@@ -610,6 +615,41 @@ dr_frame *dr_frame_alloc(size_t ncpus, size_t nctrs, int packed, size_t nanchors
     fr->ngpus = ngpus;
     fr->nuses = nuses;
     return fr;
+}
+
+dr_idset *dr_idset_take(dr_strpool *p, const dr_container *ctrs, size_t n, dr_idset *share)
+{
+    int same = share && share->n == n;
+    for (size_t j = 0; j < n && same; j++)
+        same = share->id[j] == ctrs[j].id;
+    if (same) {
+        for (size_t j = 0; j < n; j++)
+            ident_put(p, ctrs[j].id);
+        share->refs++;
+        return share;
+    }
+    dr_idset *s = mw_xmalloc(sizeof(*s) + n * sizeof(s->id[0]));
+    s->refs = 1;
+    s->n = n;
+    for (size_t j = 0; j < n; j++)
+        s->id[j] = ctrs[j].id;
+    return s;
+}
+
+void dr_idset_release(dr_strpool *p, dr_idset *s)
+{
+    if (!s || --s->refs) return;
+    for (size_t j = 0; j < s->n; j++)
+        ident_put(p, s->id[j]);
+    free(s);
+}
+
+void dr_idset_give(dr_strpool *p, dr_idset *s)
+{
+    /* The identities are the pool's, counted by whoever holds them. */
+    for (size_t j = 0; j < s->n; j++)
+        ((dr_ident *)(uintptr_t)s->id[j])->refs++;
+    dr_idset_release(p, s);
 }
 
 /* The frame of a builder, with the parts only the newest frame needs in a
@@ -662,8 +702,11 @@ void dr_frame_drop_now(dr_frame *f)
 void dr_frame_free(dr_frame *f)
 {
     if (!f) return;
-    for (size_t i = 0; i < f->nctrs; i++)
-        ident_put(f->pool, dr_frame_ident(f, i));
+    if (f->packed)
+        dr_idset_release(f->pool, f->ids);
+    else
+        for (size_t i = 0; i < f->nctrs; i++)
+            ident_put(f->pool, f->ctrs[i].id);
     if (f->own) {
         dr_strpool_free(f->own);
         free(f->own);

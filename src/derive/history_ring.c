@@ -45,23 +45,31 @@ static dr_frame *slot(const dr_history *h, size_t i)
     return h->frames[(h->start + i) % DR_MAX_FRAMES];
 }
 
-/* Value k of packed container p of frame f, given its value in the frame
- * before (base, -1 when absent there). */
-static double unpack_value(const dr_frame *f, const dr_packed *p, size_t k, double base)
+/* The place of packed container j of frame f in the frame before (or
+ * DR_ANCHOR | its anchor). */
+static uint32_t place_before(const dr_frame *f, size_t j)
 {
-    if (p->prev & DR_ANCHOR) return f->anchors[p->prev & ~DR_ANCHOR].v[k];
-    return isnan(p->d[k]) || base < 0 ? DR_NO_VALUE : base + (double)p->d[k];
+    return f->prev ? f->prev[j] : (uint32_t)j;
+}
+
+/* Value k of packed container j of frame f, given its value in the frame
+ * before (base, -1 when absent there). */
+static double unpack_value(const dr_frame *f, size_t j, size_t k, double base)
+{
+    uint32_t b = place_before(f, j);
+    if (b & DR_ANCHOR) return f->anchors[b & ~DR_ANCHOR].v[k];
+    float d = f->packed[j].d[k];
+    return isnan(d) || base < 0 ? DR_NO_VALUE : base + (double)d;
 }
 
 /* Container j of packed frame f, given the frame before's values (prev). */
 static void unpack_one(const dr_frame *f, size_t j, const dr_container *prev, dr_container *out)
 {
-    const dr_packed *p = &f->packed[j];
-    out->id = p->id;
+    uint32_t b = place_before(f, j);
+    out->id = f->ids->id[j];
     for (size_t k = 0; k < DR_CTR_VALUES; k++)
         set_value(out, k,
-                  unpack_value(f, p, k,
-                               p->prev & DR_ANCHOR ? DR_NO_VALUE : get_value(&prev[p->prev], k)));
+                  unpack_value(f, j, k, b & DR_ANCHOR ? DR_NO_VALUE : get_value(&prev[b], k)));
 }
 
 dr_container *dr_history_values(const dr_history *h, size_t i)
@@ -104,28 +112,31 @@ void dr_history_series(const dr_history *h, size_t i0, const char *key, size_t f
         } else if (f->ctrs) {
             cur = get_value(&f->ctrs[j], k);
         } else { /* the frame before has it (or the record is an anchor) */
-            cur = unpack_value(f, &f->packed[j], k, cur);
+            cur = unpack_value(f, (size_t)j, k, cur);
         }
         if (i >= i0) out[i - i0] = cur < 0 ? DR_NO_VALUE : cur;
     }
 }
 
-/* A copy of f in the other layout (its containers packed into `packed` and
- * `anchors`, or whole from `ctrs`); f's allocation is freed, its identities
- * and the rest are moved over. */
-static dr_frame *relayout(dr_frame *f, const dr_packed *packed, const dr_anchor *anchors,
-                          size_t nanchors, const dr_container *ctrs)
+/* A copy of f in the other layout: its containers packed (packed, ids,
+ * prev when not NULL, anchors), or whole (ctrs). f's allocation is freed;
+ * its identities and the rest are moved over. */
+static dr_frame *relayout(dr_frame *f, const dr_packed *packed, dr_idset *ids, const uint32_t *prev,
+                          const dr_anchor *anchors, size_t nanchors, const dr_container *ctrs)
 {
-    dr_frame *n = dr_frame_alloc(f->ncpus, f->nctrs, packed != NULL, nanchors, f->ngpus, f->nuses);
+    dr_frame *n = dr_frame_alloc(f->ncpus, f->nctrs, packed ? (prev ? 2 : 1) : 0, nanchors,
+                                 f->ngpus, f->nuses);
     n->t_ms = f->t_ms;
     n->pool = f->pool;
     n->own = f->own;
     n->governors = f->governors;
     n->now = f->now;
+    n->ids = ids;
     if (f->ncpus) memcpy(n->cpus, f->cpus, f->ncpus * sizeof(dr_cpu));
     if (f->ngpus) memcpy(n->gpus, f->gpus, f->ngpus * sizeof(dr_gpu));
     if (f->nuses) memcpy(n->uses, f->uses, f->nuses * sizeof(dr_use));
     if (packed && f->nctrs) memcpy(n->packed, packed, f->nctrs * sizeof(dr_packed));
+    if (prev && f->nctrs) memcpy(n->prev, prev, f->nctrs * sizeof(uint32_t));
     if (nanchors) memcpy(n->anchors, anchors, nanchors * sizeof(dr_anchor));
     if (ctrs && f->nctrs) memcpy(n->ctrs, ctrs, f->nctrs * sizeof(dr_container));
     free(f);
@@ -140,10 +151,12 @@ static void pack(dr_history *h, size_t i)
     const dr_frame *before = slot(h, i - 1);
     dr_container *prev = dr_history_values(h, i - 1);
     dr_packed *p = mw_xcalloc(f->nctrs + 1, sizeof(*p));
+    uint32_t *places = mw_xcalloc(f->nctrs + 1, sizeof(*places));
     /* Anchors are the exception (a container new since the frame before):
      * grown as met, not sized for every container. */
     dr_anchor *a = NULL;
     size_t na = 0, acap = 0, b = 0;
+    int in_place = 1; /* every container at its own place in the frame before */
     for (size_t j = 0; j < f->nctrs; j++) {
         const dr_container *c = &f->ctrs[j];
         /* Both frames are sorted by key: one walk finds each predecessor. */
@@ -159,7 +172,6 @@ static void pack(dr_history *h, size_t i)
             diff[k] = v >= 0 ? v - base : NAN;
             anchor = v >= 0 && !(base >= 0 && fabs(diff[k]) <= FLT_MAX);
         }
-        p[j].id = c->id;
         if (anchor) {
             if (na == acap) {
                 acap = acap ? acap * 2 : 16;
@@ -167,16 +179,21 @@ static void pack(dr_history *h, size_t i)
             }
             for (size_t k = 0; k < DR_CTR_VALUES; k++)
                 a[na].v[k] = get_value(c, k);
-            p[j].prev = DR_ANCHOR | (uint32_t)na++;
+            places[j] = DR_ANCHOR | (uint32_t)na++;
+            in_place = 0;
             continue;
         }
-        p[j].prev = (uint32_t)b;
+        places[j] = (uint32_t)b;
+        in_place = in_place && b == j;
         for (size_t k = 0; k < DR_CTR_VALUES; k++)
             p[j].d[k] = isnan(diff[k]) ? NAN : (float)diff[k];
     }
-    h->frames[(h->start + i) % DR_MAX_FRAMES] = relayout(f, p, a, na, NULL);
+    dr_idset *ids = dr_idset_take(f->pool, f->ctrs, f->nctrs, before->packed ? before->ids : NULL);
+    h->frames[(h->start + i) % DR_MAX_FRAMES] =
+        relayout(f, p, ids, in_place ? NULL : places, a, na, NULL);
     free(prev);
     free(p);
+    free(places);
     free(a);
 }
 
@@ -209,7 +226,9 @@ static void drop_oldest(dr_history *h)
     h->start = (h->start + 1) % DR_MAX_FRAMES;
     h->n--;
     if (next) {
-        h->frames[h->start] = relayout(slot(h, 0), NULL, NULL, 0, next);
+        dr_frame *f = slot(h, 0);
+        dr_idset_give(f->pool, f->ids);
+        h->frames[h->start] = relayout(f, NULL, NULL, NULL, NULL, 0, next);
         free(next);
     }
 }

@@ -920,7 +920,7 @@ static void history_packs_between(void **state)
     static const char *const resource[DR_CTR_VALUES] = {NULL,     NULL,     NULL, NULL,
                                                         "memory", "memory", "io"};
     static const char *const keys[] = {"aaaa", "bbbb", "cccc"};
-    assert_int_equal(sizeof(dr_packed), 40);
+    assert_int_equal(sizeof(dr_packed), 28);
     dr_history h;
     dr_history_init(&h, 60 * 1000, 1000); /* a frame a cycle */
     for (int i = 0; i < 100; i++) {
@@ -943,7 +943,7 @@ static void history_packs_between(void **state)
         dr_history_push(&h, dr_frame_from(snap, NULL, &h.pool));
         mw_snapshot_free(snap);
     }
-    size_t n = dr_history_len(&h), anchors = 0;
+    size_t n = dr_history_len(&h), anchors = 0, sets = 0, with_prev = 0;
     assert_int_equal(dr_history_at(&h, 0)->t_ms, 39000);
     assert_int_equal(n, 61);
     for (size_t j = 0; j < n; j++) {
@@ -953,6 +953,19 @@ static void history_packs_between(void **state)
         assert_true((f->packed == NULL) == (j == 0 || j == n - 1));
         assert_true((f->ctrs == NULL) == (f->packed != NULL));
         anchors += f->nanchors;
+        if (f->packed) {
+            /* a packed frame shares the identities of the one before when
+             * they hold the same containers */
+            const dr_frame *b = dr_history_at(&h, j - 1);
+            int same = b->nctrs == f->nctrs;
+            for (size_t c = 0; c < f->nctrs && same; c++)
+                same = dr_frame_ident(b, c) == dr_frame_ident(f, c);
+            assert_int_equal(f->ids->n, f->nctrs);
+            if (b->packed) assert_true((b->ids == f->ids) == same);
+            sets += !b->packed || b->ids != f->ids;
+            with_prev += f->prev != NULL;
+            if (!f->prev) assert_int_equal(f->nanchors, 0);
+        }
         dr_container *v = dr_history_values(&h, j);
         size_t want = 1 + (i % 10 != 5) + (i >= 80);
         assert_int_equal(f->nctrs, want);
@@ -972,6 +985,11 @@ static void history_packs_between(void **state)
     }
     /* bbbb back at 46, 56, ... 96; aaaa's periods from 50; cccc from 80 */
     assert_int_equal(anchors, 8);
+    /* sets from 36 (frames 40-44), 45, 46, 55, 56, 65, 66, 75, 76, 80, 85,
+     * 86, 95, 96; places: anchors at 46, 50, 56, 66, 76, 80, 86, 96, and
+     * cccc moved by bbbb's absence at 85 and 95 */
+    assert_int_equal(sets, 14);
+    assert_int_equal(with_prev, 10);
     double series[DR_MAX_FRAMES];
     dr_history_series(&h, 0, "aaaa", offsetof(dr_container, cpu_s), series);
     for (size_t j = 0; j < n; j++)
