@@ -14,21 +14,29 @@
 # VmRSS of each is read from /proc/PID/status every 10 ms for SAMPLE_SECONDS
 # (default 60). Prints max, mean and min per BIN. Running them together
 # makes them see the same machine: compare within a run, not across runs.
+#
+# The node's counters move as on a busy node (python3 rewrites them every
+# second, each file replaced whole, as the kernel's are read whole): every
+# container's CPU time and periods, throttling in one container of 7, memory
+# pressure in one of 5, io pressure in one of 3. -f keeps them fixed (the
+# fixture as written, which compresses better than any real node).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=420
 sample=60
 extra=""
-while getopts "s:S:e:" o; do
+tick=1
+while getopts "s:S:e:f" o; do
     case $o in
     s) seconds=$OPTARG ;;
     S) sample=$OPTARG ;;
     e) extra=$OPTARG ;;
+    f) tick=0 ;;
     *) exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || { echo "usage: $0 [-s SECONDS] [-S SAMPLE_SECONDS] [-e ARGS] BIN..." >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 [-s SECONDS] [-S SAMPLE_SECONDS] [-e ARGS] [-f] BIN..." >&2; exit 2; }
 lib=${FAKE_LIBNVML:-build/tests/fakenvml/libnvidia-ml.so.1}
 [ -f "$lib" ] || { echo "no fake NVML at $lib (make, or set FAKE_LIBNVML)" >&2; exit 1; }
 
@@ -61,8 +69,39 @@ mapfile -t node_pids < <(find "$work/node/sys/fs/cgroup/kubepods.slice" -name cg
     done
 } >"$work/scenario.txt"
 
+if [ $tick = 1 ]; then
+    python3 - "$work/node/sys/fs/cgroup/kubepods.slice" <<'PY' &
+import os, sys, time
+dirs = sorted(d for d, _, files in os.walk(sys.argv[1])
+              if "cri-containerd" in d and "cgroup.procs" in files)
+def write(path, text):
+    with open(path + ".new", "w") as f:
+        f.write(text)
+    os.replace(path + ".new", path)
+def psi(some, full):
+    return ("some avg10=0.00 avg60=0.00 avg300=0.00 total=%d\n"
+            "full avg10=0.00 avg60=0.00 avg300=0.00 total=%d\n" % (some, full))
+t = 0
+while True:
+    t += 1
+    for i, d in enumerate(dirs):
+        usage = 1000000 * (i + 1) + t * (50000 + i * 7919 % 900000)
+        throttled = t * (i % 7 == 0)
+        write(d + "/cpu.stat",
+              "usage_usec %d\nuser_usec %d\nsystem_usec %d\ncore_sched.force_idle_usec 0\n"
+              "nr_periods %d\nnr_throttled %d\nthrottled_usec %d\nnr_bursts 0\nburst_usec 0\n"
+              % (usage, usage * 7 // 10, usage - usage * 7 // 10, 100 + i + 10 * t,
+                 i % 7 + throttled, 1000 * i + 20000 * throttled))
+        write(d + "/cpu.pressure", psi(1000 * t, 0))
+        write(d + "/memory.pressure", psi(150 * t * (i % 5 == 0), 50 * t * (i % 5 == 0)))
+        write(d + "/io.pressure", psi(3000 * t * (i % 3 == 0), 1000 * t * (i % 3 == 0)))
+    time.sleep(1)
+PY
+    pids+=($!)
+fi
 port=19430
 ports=()
+agents=()
 for bin in "$@"; do
     mkdir -p "$work/data-$port"
     # shellcheck disable=SC2086 # ARGS are words
@@ -71,10 +110,11 @@ for bin in "$@"; do
         --rocm-library none --data-dir "$work/data-$port" --state-dir "$work/data-$port" \
         --log-level error $extra &
     pids+=($!)
+    agents+=($!)
     ports+=("$port")
     port=$((port + 1))
 done
-echo "$(date -u +%H:%M) UTC: ${#pids[@]} agents started, sampling after $seconds s" >&2
+echo "$(date -u +%H:%M) UTC: ${#agents[@]} agents started, sampling after $seconds s" >&2
 sleep "$seconds"
 for p in "${ports[@]}"; do
     for _ in 1 2 3 4 5; do curl -s --compressed -o /dev/null "http://127.0.0.1:$p/metrics"; done
@@ -84,21 +124,21 @@ declare -A max min sum
 n=0
 end=$((SECONDS + sample))
 while [ $SECONDS -lt $end ]; do
-    for i in "${!pids[@]}"; do
+    for i in "${!agents[@]}"; do
         while read -r k v _; do
             [ "$k" = VmRSS: ] || continue
             [ "${max[$i]:-0}" -ge "$v" ] || max[$i]=$v
             [ "${min[$i]:-999999999}" -le "$v" ] || min[$i]=$v
             sum[$i]=$((${sum[$i]:-0} + v))
             break
-        done <"/proc/${pids[$i]}/status"
+        done <"/proc/${agents[$i]}/status"
     done
     n=$((n + 1))
     sleep 0.01
 done
 printf '%-40s %10s %10s %10s  (MiB, %d samples)\n' agent max mean min "$n"
 args=("$@")
-for i in "${!pids[@]}"; do
+for i in "${!agents[@]}"; do
     awk -v b="${args[$i]}" -v mx="${max[$i]}" -v s="${sum[$i]}" -v n="$n" -v mn="${min[$i]}" \
         'BEGIN { printf "%-40s %10.2f %10.2f %10.2f\n", b, mx / 1024, s / n / 1024, mn / 1024 }'
 done

@@ -126,17 +126,26 @@ typedef struct dr_container {
 #define DR_CTR_VALUES 7 /* the doubles of a dr_container, cpu_s first */
 
 /* A container in a frame between the oldest and the newest of a history:
- * each value as the float difference from the same container's value in the
- * frame before (NAN: absent here). A frame's difference is taken from the
- * previous frame's reconstructed value, so rounding does not add up along
- * the frames: a reconstructed value is within 2^-24 of its last step (of
- * 5 s of CPU time, 0.3 us), and equal values stay equal. The container's
- * identity is in the frame's dr_idset and its place in the frame before in
- * the frame's `prev` (or the same place): 28 bytes instead of 64, a full
- * history of 64 frames of 300 containers 0.5 MiB instead of 1.2. */
+ * for each value, two bits of `kinds` (value k at bits 2k): DR_SAME as in
+ * the frame before, DR_GONE (absent here), or DR_DIFF, the float difference
+ * from the frame before, the frame's next one in `diffs`. A frame's
+ * difference is taken from the previous frame's reconstructed value, so
+ * rounding does not add up along the frames: a reconstructed value is
+ * within 2^-24 of its last step (of 5 s of CPU time, 0.3 us), and equal
+ * values stay equal. Most values of most containers do not move within a
+ * stride (throttling, memory pressure; all of an idle container's): 2 bytes
+ * plus 4 per value that moved, instead of 64 whole. The container's identity
+ * is in the frame's dr_idset, its place in the frame before in `prev` (or
+ * the same place). */
 typedef struct dr_packed {
-    float d[DR_CTR_VALUES];
+    uint16_t kinds;
 } dr_packed;
+#define DR_SAME 0u
+#define DR_GONE 1u
+#define DR_DIFF 2u
+/* A packed frame counts its diffs before every 16th container (`marks`):
+ * a value is found without reading the frame from its start. */
+#define DR_MARK_EVERY 16
 /* The identities of a packed frame's containers, in its order, each counted
  * once: consecutive packed frames of the same containers (most of them: a
  * node's containers change far less often than every stride) share one. */
@@ -213,7 +222,10 @@ typedef struct dr_frame {
     size_t ncpus;
     dr_container *ctrs; /* sorted by key; NULL when packed */
     dr_packed *packed;  /* the same containers, packed (NULL when not) */
-    dr_idset *ids;      /* a packed frame's identities */
+    float *diffs;       /* a packed frame's differences, in container order */
+    uint32_t *marks;    /* diffs before container DR_MARK_EVERY * i */
+    size_t ndiffs;
+    dr_idset *ids; /* a packed frame's identities */
     /* A packed frame's containers' places in the frame before (DR_ANCHOR |
      * i: anchors[i]); NULL when every container is at its own place there
      * and none is an anchor. */
@@ -245,8 +257,8 @@ long dr_frame_find(const dr_frame *f, const char *key);
 const dr_ident *dr_frame_ident(const dr_frame *f, size_t i);
 /* The frame's one allocation, laid out for these counts (history.c):
  * packed 0: whole containers (ctrs), 1: packed, 2: packed with prev. */
-dr_frame *dr_frame_alloc(size_t ncpus, size_t nctrs, int packed, size_t nanchors, size_t ngpus,
-                         size_t nuses);
+dr_frame *dr_frame_alloc(size_t ncpus, size_t nctrs, int packed, size_t ndiffs, size_t nanchors,
+                         size_t ngpus, size_t nuses);
 /* The identities of n containers (whose counts it takes over): `share`,
  * counted once more, when it holds the same identities in the same order
  * (the containers' counts are then dropped), else a new set. */

@@ -585,15 +585,18 @@ static void extract_cpusets(builder *fr, const mw_snapshot *snap, const mw_hostf
 
 /* One allocation for the frame and its arrays, of exactly their sizes: the
  * containers whole or packed (then their anchors after them). */
-dr_frame *dr_frame_alloc(size_t ncpus, size_t nctrs, int packed, size_t nanchors, size_t ngpus,
-                         size_t nuses)
+dr_frame *dr_frame_alloc(size_t ncpus, size_t nctrs, int packed, size_t ndiffs, size_t nanchors,
+                         size_t ngpus, size_t nuses)
 {
 #define ALIGN8(x) (((x) + 7) & ~(size_t)7)
+    size_t nmarks = packed ? nctrs / DR_MARK_EVERY + 1 : 0;
     size_t off_cpus = ALIGN8(sizeof(dr_frame));
     size_t off_ctrs = off_cpus + ncpus * sizeof(dr_cpu);
-    size_t off_prev =
+    size_t off_marks =
         ALIGN8(off_ctrs + nctrs * (packed ? sizeof(dr_packed) : sizeof(dr_container)));
-    size_t off_anchors = ALIGN8(off_prev + (packed == 2 ? nctrs * sizeof(uint32_t) : 0));
+    size_t off_prev = off_marks + nmarks * sizeof(uint32_t);
+    size_t off_diffs = off_prev + (packed == 2 ? nctrs * sizeof(uint32_t) : 0);
+    size_t off_anchors = ALIGN8(off_diffs + (packed ? ndiffs * sizeof(float) : 0));
     size_t off_gpus = off_anchors + nanchors * sizeof(dr_anchor);
     size_t off_uses = off_gpus + ngpus * sizeof(dr_gpu);
     size_t size = off_uses + nuses * sizeof(dr_use);
@@ -605,6 +608,11 @@ dr_frame *dr_frame_alloc(size_t ncpus, size_t nctrs, int packed, size_t nanchors
         fr->packed = (dr_packed *)(void *)(mem + off_ctrs);
     else
         fr->ctrs = (dr_container *)(void *)(mem + off_ctrs);
+    if (packed) {
+        fr->marks = (uint32_t *)(void *)(mem + off_marks);
+        fr->diffs = (float *)(void *)(mem + off_diffs);
+        fr->ndiffs = ndiffs;
+    }
     if (packed == 2) fr->prev = (uint32_t *)(void *)(mem + off_prev);
     fr->anchors = (dr_anchor *)(void *)(mem + off_anchors);
     fr->gpus = (dr_gpu *)(void *)(mem + off_gpus);
@@ -656,7 +664,7 @@ void dr_idset_give(dr_strpool *p, dr_idset *s)
  * second allocation. */
 static dr_frame *finish(builder *b, dr_strpool *pool, dr_strpool *own)
 {
-    dr_frame *fr = dr_frame_alloc(b->ncpus, b->nctrs, 0, 0, b->ngpus, b->nuses);
+    dr_frame *fr = dr_frame_alloc(b->ncpus, b->nctrs, 0, 0, 0, b->ngpus, b->nuses);
     fr->pool = own ? own : pool;
     fr->own = own;
     if (b->ncpus) memcpy(fr->cpus, b->cpus, b->ncpus * sizeof(dr_cpu));

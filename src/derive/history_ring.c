@@ -6,8 +6,9 @@
  * frames between for the PSI totals. The newest frame keeps its containers'
  * values whole (the rules read it most), and so does the oldest (the first
  * frame of the default window, and where every reconstruction starts); a
- * frame between holds float differences from the frame before (dr_packed in
- * findings.h): most of a full history's memory is those frames.
+ * frame between holds the float differences from the frame before of the
+ * values that moved (dr_packed in findings.h): most of a full history's
+ * memory is those frames.
  *
  * Packing happens when a frame stops being the newest (its predecessor's
  * values are reconstructed first, so that the difference corrects the
@@ -52,24 +53,52 @@ static uint32_t place_before(const dr_frame *f, size_t j)
     return f->prev ? f->prev[j] : (uint32_t)j;
 }
 
+static unsigned kind_of(const dr_packed *p, size_t k)
+{
+    return (p->kinds >> (2 * k)) & 3u;
+}
+
+/* Differences of packed container p before value k. */
+static uint32_t diffs_below(const dr_packed *p, size_t k)
+{
+    unsigned below = p->kinds & ((1u << (2 * k)) - 1u);
+    return (uint32_t)__builtin_popcount(below & 0xAAAAu); /* DR_DIFF: the high bit */
+}
+
+/* Index in f->diffs of the first difference of packed container j. */
+static uint32_t first_diff(const dr_frame *f, size_t j)
+{
+    size_t from = j - j % DR_MARK_EVERY;
+    uint32_t d = f->marks[from / DR_MARK_EVERY];
+    for (size_t i = from; i < j; i++)
+        d += diffs_below(&f->packed[i], DR_CTR_VALUES);
+    return d;
+}
+
 /* Value k of packed container j of frame f, given its value in the frame
- * before (base, -1 when absent there). */
-static double unpack_value(const dr_frame *f, size_t j, size_t k, double base)
+ * before (base, -1 when absent there); d: the index of j's first
+ * difference (first_diff). */
+static double unpack_value(const dr_frame *f, size_t j, uint32_t d, size_t k, double base)
 {
     uint32_t b = place_before(f, j);
     if (b & DR_ANCHOR) return f->anchors[b & ~DR_ANCHOR].v[k];
-    float d = f->packed[j].d[k];
-    return isnan(d) || base < 0 ? DR_NO_VALUE : base + (double)d;
+    unsigned kind = kind_of(&f->packed[j], k);
+    if (kind == DR_GONE || base < 0) return DR_NO_VALUE;
+    if (kind == DR_SAME) return base;
+    return base + (double)f->diffs[d + diffs_below(&f->packed[j], k)];
 }
 
-/* Container j of packed frame f, given the frame before's values (prev). */
-static void unpack_one(const dr_frame *f, size_t j, const dr_container *prev, dr_container *out)
+/* Container j of packed frame f, given the frame before's values (prev);
+ * *d: the index of its first difference, moved past its last. */
+static void unpack_one(const dr_frame *f, size_t j, uint32_t *d, const dr_container *prev,
+                       dr_container *out)
 {
     uint32_t b = place_before(f, j);
     out->id = f->ids->id[j];
     for (size_t k = 0; k < DR_CTR_VALUES; k++)
         set_value(out, k,
-                  unpack_value(f, j, k, b & DR_ANCHOR ? DR_NO_VALUE : get_value(&prev[b], k)));
+                  unpack_value(f, j, *d, k, b & DR_ANCHOR ? DR_NO_VALUE : get_value(&prev[b], k)));
+    *d += diffs_below(&f->packed[j], DR_CTR_VALUES);
 }
 
 dr_container *dr_history_values(const dr_history *h, size_t i)
@@ -88,8 +117,9 @@ dr_container *dr_history_values(const dr_history *h, size_t i)
     dr_container *next = mw_xcalloc(cap + 1, sizeof(*next));
     for (size_t k = from + 1; k <= i; k++) {
         const dr_frame *p = slot(h, k);
+        uint32_t d = 0;
         for (size_t j = 0; j < p->nctrs; j++)
-            unpack_one(p, j, cur, &next[j]);
+            unpack_one(p, j, &d, cur, &next[j]);
         dr_container *t = cur;
         cur = next;
         next = t;
@@ -112,32 +142,50 @@ void dr_history_series(const dr_history *h, size_t i0, const char *key, size_t f
         } else if (f->ctrs) {
             cur = get_value(&f->ctrs[j], k);
         } else { /* the frame before has it (or the record is an anchor) */
-            cur = unpack_value(f, (size_t)j, k, cur);
+            cur = unpack_value(f, (size_t)j, first_diff(f, (size_t)j), k, cur);
         }
         if (i >= i0) out[i - i0] = cur < 0 ? DR_NO_VALUE : cur;
     }
 }
 
-/* A copy of f in the other layout: its containers packed (packed, ids,
- * prev when not NULL, anchors), or whole (ctrs). f's allocation is freed;
- * its identities and the rest are moved over. */
-static dr_frame *relayout(dr_frame *f, const dr_packed *packed, dr_idset *ids, const uint32_t *prev,
-                          const dr_anchor *anchors, size_t nanchors, const dr_container *ctrs)
+/* What pack() makes of a frame's containers. */
+typedef struct packing {
+    dr_packed *packed;
+    float *diffs;
+    size_t ndiffs;
+    uint32_t *prev; /* NULL: every container at its own place */
+    dr_anchor *anchors;
+    size_t nanchors;
+    dr_idset *ids;
+} packing;
+
+/* A copy of f in the other layout: its containers packed (pk), or whole
+ * (ctrs). f's allocation is freed; its identities and the rest are moved
+ * over. */
+static dr_frame *relayout(dr_frame *f, const packing *pk, const dr_container *ctrs)
 {
-    dr_frame *n = dr_frame_alloc(f->ncpus, f->nctrs, packed ? (prev ? 2 : 1) : 0, nanchors,
-                                 f->ngpus, f->nuses);
+    dr_frame *n = dr_frame_alloc(f->ncpus, f->nctrs, pk ? (pk->prev ? 2 : 1) : 0,
+                                 pk ? pk->ndiffs : 0, pk ? pk->nanchors : 0, f->ngpus, f->nuses);
     n->t_ms = f->t_ms;
     n->pool = f->pool;
     n->own = f->own;
     n->governors = f->governors;
     n->now = f->now;
-    n->ids = ids;
     if (f->ncpus) memcpy(n->cpus, f->cpus, f->ncpus * sizeof(dr_cpu));
     if (f->ngpus) memcpy(n->gpus, f->gpus, f->ngpus * sizeof(dr_gpu));
     if (f->nuses) memcpy(n->uses, f->uses, f->nuses * sizeof(dr_use));
-    if (packed && f->nctrs) memcpy(n->packed, packed, f->nctrs * sizeof(dr_packed));
-    if (prev && f->nctrs) memcpy(n->prev, prev, f->nctrs * sizeof(uint32_t));
-    if (nanchors) memcpy(n->anchors, anchors, nanchors * sizeof(dr_anchor));
+    if (pk) {
+        n->ids = pk->ids;
+        if (f->nctrs) memcpy(n->packed, pk->packed, f->nctrs * sizeof(dr_packed));
+        if (pk->ndiffs) memcpy(n->diffs, pk->diffs, pk->ndiffs * sizeof(float));
+        if (pk->prev && f->nctrs) memcpy(n->prev, pk->prev, f->nctrs * sizeof(uint32_t));
+        if (pk->nanchors) memcpy(n->anchors, pk->anchors, pk->nanchors * sizeof(dr_anchor));
+        uint32_t d = 0;
+        for (size_t j = 0; j < f->nctrs; j++) {
+            if (j % DR_MARK_EVERY == 0) n->marks[j / DR_MARK_EVERY] = d;
+            d += diffs_below(&n->packed[j], DR_CTR_VALUES);
+        }
+    }
     if (ctrs && f->nctrs) memcpy(n->ctrs, ctrs, f->nctrs * sizeof(dr_container));
     free(f);
     return n;
@@ -150,12 +198,12 @@ static void pack(dr_history *h, size_t i)
     dr_frame *f = slot(h, i);
     const dr_frame *before = slot(h, i - 1);
     dr_container *prev = dr_history_values(h, i - 1);
-    dr_packed *p = mw_xcalloc(f->nctrs + 1, sizeof(*p));
-    uint32_t *places = mw_xcalloc(f->nctrs + 1, sizeof(*places));
+    packing pk = {.packed = mw_xcalloc(f->nctrs + 1, sizeof(dr_packed)),
+                  .diffs = mw_xcalloc(f->nctrs * DR_CTR_VALUES + 1, sizeof(float)),
+                  .prev = mw_xcalloc(f->nctrs + 1, sizeof(uint32_t))};
     /* Anchors are the exception (a container new since the frame before):
      * grown as met, not sized for every container. */
-    dr_anchor *a = NULL;
-    size_t na = 0, acap = 0, b = 0;
+    size_t acap = 0, b = 0;
     int in_place = 1; /* every container at its own place in the frame before */
     for (size_t j = 0; j < f->nctrs; j++) {
         const dr_container *c = &f->ctrs[j];
@@ -173,28 +221,36 @@ static void pack(dr_history *h, size_t i)
             anchor = v >= 0 && !(base >= 0 && fabs(diff[k]) <= FLT_MAX);
         }
         if (anchor) {
-            if (na == acap) {
+            if (pk.nanchors == acap) {
                 acap = acap ? acap * 2 : 16;
-                a = mw_xrealloc(a, acap * sizeof(*a));
+                pk.anchors = mw_xrealloc(pk.anchors, acap * sizeof(dr_anchor));
             }
             for (size_t k = 0; k < DR_CTR_VALUES; k++)
-                a[na].v[k] = get_value(c, k);
-            places[j] = DR_ANCHOR | (uint32_t)na++;
+                pk.anchors[pk.nanchors].v[k] = get_value(c, k);
+            pk.prev[j] = DR_ANCHOR | (uint32_t)pk.nanchors++;
             in_place = 0;
             continue;
         }
-        places[j] = (uint32_t)b;
+        pk.prev[j] = (uint32_t)b;
         in_place = in_place && b == j;
-        for (size_t k = 0; k < DR_CTR_VALUES; k++)
-            p[j].d[k] = isnan(diff[k]) ? NAN : (float)diff[k];
+        unsigned kinds = 0;
+        for (size_t k = 0; k < DR_CTR_VALUES; k++) {
+            float d = (float)diff[k];
+            unsigned kind = isnan(diff[k]) ? DR_GONE : d == 0.0f ? DR_SAME : DR_DIFF;
+            if (kind == DR_DIFF) pk.diffs[pk.ndiffs++] = d;
+            kinds |= kind << (2 * k);
+        }
+        pk.packed[j].kinds = (uint16_t)kinds;
     }
-    dr_idset *ids = dr_idset_take(f->pool, f->ctrs, f->nctrs, before->packed ? before->ids : NULL);
-    h->frames[(h->start + i) % DR_MAX_FRAMES] =
-        relayout(f, p, ids, in_place ? NULL : places, a, na, NULL);
+    uint32_t *places = pk.prev;
+    if (in_place) pk.prev = NULL;
+    pk.ids = dr_idset_take(f->pool, f->ctrs, f->nctrs, before->packed ? before->ids : NULL);
+    h->frames[(h->start + i) % DR_MAX_FRAMES] = relayout(f, &pk, NULL);
     free(prev);
-    free(p);
+    free(pk.packed);
+    free(pk.diffs);
     free(places);
-    free(a);
+    free(pk.anchors);
 }
 
 void dr_history_init(dr_history *h, int64_t history_ms, int64_t interval_ms)
@@ -228,7 +284,7 @@ static void drop_oldest(dr_history *h)
     if (next) {
         dr_frame *f = slot(h, 0);
         dr_idset_give(f->pool, f->ids);
-        h->frames[h->start] = relayout(f, NULL, NULL, NULL, NULL, 0, next);
+        h->frames[h->start] = relayout(f, NULL, next);
         free(next);
     }
 }

@@ -887,6 +887,30 @@ static void history_keeps_newest_parts(void **state)
     }
 }
 
+/* The container families a history frame reads, value k of a dr_container
+ * from FAM[k] (with the resource label PSI_RESOURCE[k] when there is one). */
+static const mw_metric_desc INFO = {"mlwatch_container_info", "i", "", MW_GAUGE};
+static const mw_metric_desc FAM[] = {
+    {"mlwatch_container_cpu_seconds_total", "c", "seconds", MW_COUNTER},
+    {"mlwatch_container_cpu_throttled_periods_total", "t", "", MW_COUNTER},
+    {"mlwatch_container_cpu_periods_total", "p", "", MW_COUNTER},
+    {"mlwatch_container_cpu_throttled_seconds_total", "s", "seconds", MW_COUNTER},
+    {"mlwatch_container_pressure_waiting_seconds_total", "w", "seconds", MW_COUNTER},
+    {"mlwatch_container_pressure_stalled_seconds_total", "f", "seconds", MW_COUNTER},
+    {"mlwatch_container_pressure_waiting_seconds_total", "w", "seconds", MW_COUNTER},
+};
+static const char *const PSI_RESOURCE[DR_CTR_VALUES] = {NULL,     NULL,     NULL, NULL,
+                                                        "memory", "memory", "io"};
+
+/* Emit value k (v >= 0) of container key. */
+static void emit_ctr_value(mw_snapshot *snap, const char *key, size_t k, double v)
+{
+    if (PSI_RESOURCE[k])
+        mw_emit(snap, &FAM[k], v, "container_id", key, "resource", PSI_RESOURCE[k], MW_END);
+    else
+        mw_emit(snap, &FAM[k], v, "container_id", key, MW_END);
+}
+
 /* Container values of history_packs_between at cycle i: -1 = absent. */
 static double packed_value(const char *key, size_t k, int i)
 {
@@ -907,20 +931,8 @@ static double packed_value(const char *key, size_t k, int i)
 static void history_packs_between(void **state)
 {
     (void)state;
-    static const mw_metric_desc INFO = {"mlwatch_container_info", "i", "", MW_GAUGE};
-    static const mw_metric_desc FAM[] = {
-        {"mlwatch_container_cpu_seconds_total", "c", "seconds", MW_COUNTER},
-        {"mlwatch_container_cpu_throttled_periods_total", "t", "", MW_COUNTER},
-        {"mlwatch_container_cpu_periods_total", "p", "", MW_COUNTER},
-        {"mlwatch_container_cpu_throttled_seconds_total", "s", "seconds", MW_COUNTER},
-        {"mlwatch_container_pressure_waiting_seconds_total", "w", "seconds", MW_COUNTER},
-        {"mlwatch_container_pressure_stalled_seconds_total", "f", "seconds", MW_COUNTER},
-        {"mlwatch_container_pressure_waiting_seconds_total", "w", "seconds", MW_COUNTER},
-    };
-    static const char *const resource[DR_CTR_VALUES] = {NULL,     NULL,     NULL, NULL,
-                                                        "memory", "memory", "io"};
     static const char *const keys[] = {"aaaa", "bbbb", "cccc"};
-    assert_int_equal(sizeof(dr_packed), 28);
+    assert_int_equal(sizeof(dr_packed), 2);
     dr_history h;
     dr_history_init(&h, 60 * 1000, 1000); /* a frame a cycle */
     for (int i = 0; i < 100; i++) {
@@ -932,12 +944,7 @@ static void history_packs_between(void **state)
                     "container_id", keys[c], MW_END);
             for (size_t k = 0; k < DR_CTR_VALUES; k++) {
                 double v = packed_value(keys[c], k, i);
-                if (v < 0) continue;
-                if (resource[k])
-                    mw_emit(snap, &FAM[k], v, "container_id", keys[c], "resource", resource[k],
-                            MW_END);
-                else
-                    mw_emit(snap, &FAM[k], v, "container_id", keys[c], MW_END);
+                if (v >= 0) emit_ctr_value(snap, keys[c], k, v);
             }
         }
         dr_history_push(&h, dr_frame_from(snap, NULL, &h.pool));
@@ -964,6 +971,13 @@ static void history_packs_between(void **state)
             if (b->packed) assert_true((b->ids == f->ids) == same);
             sets += !b->packed || b->ids != f->ids;
             with_prev += f->prev != NULL;
+            /* a difference for each value that moved: aaaa's CPU time,
+             * throttled periods, memory and io pressure, and its periods
+             * once there (not its throttled time, which stays, nor its
+             * absent stall time); bbbb's and cccc's CPU time; none for a
+             * container kept whole */
+            size_t want = (i == 50 ? 0 : i < 50 ? 4 : 5) + (i % 10 != 5 && i % 10 != 6) + (i > 80);
+            assert_int_equal(f->ndiffs, want);
             if (!f->prev) assert_int_equal(f->nanchors, 0);
         }
         dr_container *v = dr_history_values(&h, j);
@@ -1005,6 +1019,71 @@ static void history_packs_between(void **state)
     assert_int_equal(h.pool.n, 0);
 }
 
+/* Value k of container c of history_finds_values_past_marks at cycle i:
+ * some values move every cycle, some never, some are absent. */
+static double marked_value(int c, size_t k, int i)
+{
+    switch (k) {
+    case 0:
+        return 100.0 * c + (c % 3 ? 0.5 * i : 0);
+    case 1:
+        return c % 2 ? (double)i : 5;
+    case 2:
+        return c + 2.0 * i;
+    case 3:
+        return c % 4 ? 1 : -1;
+    case 4:
+        return (double)((i * c) % 7);
+    case 5:
+        return -1;
+    default:
+        return c % 5 ? 0 : 3.0 * i;
+    }
+}
+
+/* In a packed frame of 40 containers, the values of the containers past
+ * the first 16 (found from the frame's marks) come back exact. */
+static void history_finds_values_past_marks(void **state)
+{
+    (void)state;
+    dr_history h;
+    dr_history_init(&h, 60 * 1000, 1000);
+    for (int i = 0; i < 12; i++) {
+        mw_snapshot *snap = mw_snapshot_new();
+        snap->timestamp_ms = 1000 * (int64_t)i;
+        for (int c = 0; c < 40; c++) {
+            char key[8];
+            snprintf(key, sizeof(key), "c%02d", c);
+            mw_emit(snap, &INFO, 1, "namespace", "ml", "pod", "p", "container", key, "container_id",
+                    key, MW_END);
+            for (size_t k = 0; k < DR_CTR_VALUES; k++)
+                if (marked_value(c, k, i) >= 0) emit_ctr_value(snap, key, k, marked_value(c, k, i));
+        }
+        dr_history_push(&h, dr_frame_from(snap, NULL, &h.pool));
+        mw_snapshot_free(snap);
+    }
+    assert_int_equal(dr_history_len(&h), 12);
+    assert_non_null(dr_history_at(&h, 5)->packed);
+    /* differences before c32 from cycle 4 to 5: CPU time of 21 (c % 3), throttled
+     * periods of 16 (odd), periods of 32, memory pressure of 27 (c % 7), io of 7
+     * (c % 5 == 0) */
+    assert_int_equal(dr_history_at(&h, 5)->marks[2], 21 + 16 + 32 + 27 + 7);
+    for (int c = 0; c < 40; c++) {
+        char key[8];
+        snprintf(key, sizeof(key), "c%02d", c);
+        for (size_t k = 0; k < DR_CTR_VALUES; k++) {
+            double series[DR_MAX_FRAMES];
+            dr_history_series(&h, 0, key, offsetof(dr_container, cpu_s) + k * sizeof(double),
+                              series);
+            for (int i = 0; i < 12; i++)
+                if (series[i] != marked_value(c, k, i))
+                    fail_msg("%s value %zu at %d: %.17g, not %.17g", key, k, i, series[i],
+                             marked_value(c, k, i));
+        }
+    }
+    dr_history_free(&h);
+}
+
 static void cpuset_parser(void **state)
 {
     (void)state;
@@ -1039,6 +1118,7 @@ int main(void)
         cmocka_unit_test_teardown(history_shares_strings, teardown),
         cmocka_unit_test_teardown(history_keeps_newest_parts, teardown),
         cmocka_unit_test_teardown(history_packs_between, teardown),
+        cmocka_unit_test_teardown(history_finds_values_past_marks, teardown),
         cmocka_unit_test_teardown(cpuset_parser, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
