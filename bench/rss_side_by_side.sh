@@ -3,7 +3,7 @@
 # together on the node and fake GPUs of bench_gpu_collect, at the agent's
 # default 1-s interval.
 #
-#   bench/rss_side_by_side.sh [-s SECONDS] [-S SAMPLE_SECONDS] [-e 'ARGS'] BIN...
+#   bench/rss_side_by_side.sh [-s SECONDS] [-S SAMPLE_SECONDS] [-e 'ARGS'] [-f] [-c CPUS] BIN...
 #
 # The node is tests/fixtures/generate-node.sh's (100 pods, 299 containers);
 # 8 fake H100s (build/tests/fakenvml, or FAKE_LIBNVML) carry 13 processes
@@ -20,23 +20,29 @@
 # container's CPU time and periods, throttling in one container of 7, memory
 # pressure in one of 5, io pressure in one of 3. -f keeps them fixed (the
 # fixture as written, which compresses better than any real node).
+#
+# -c CPUS gives the node that many CPUs (the fixture has 4; an 8-GPU
+# server has 100 to 224): /proc/stat, /proc/cpuinfo, softnet_stat, and each
+# CPU's topology and cpufreq folders, its times and frequency moving too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=420
 sample=60
 extra=""
 tick=1
-while getopts "s:S:e:f" o; do
+cpus=0
+while getopts "s:S:e:fc:" o; do
     case $o in
     s) seconds=$OPTARG ;;
     S) sample=$OPTARG ;;
     e) extra=$OPTARG ;;
     f) tick=0 ;;
+    c) cpus=$OPTARG ;;
     *) exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || { echo "usage: $0 [-s SECONDS] [-S SAMPLE_SECONDS] [-e ARGS] [-f] BIN..." >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 [-s SECONDS] [-S SAMPLE_SECONDS] [-e ARGS] [-f] [-c CPUS] BIN..." >&2; exit 2; }
 lib=${FAKE_LIBNVML:-build/tests/fakenvml/libnvidia-ml.so.1}
 [ -f "$lib" ] || { echo "no fake NVML at $lib (make, or set FAKE_LIBNVML)" >&2; exit 1; }
 
@@ -69,15 +75,63 @@ mapfile -t node_pids < <(find "$work/node/sys/fs/cgroup/kubepods.slice" -name cg
     done
 } >"$work/scenario.txt"
 
-if [ $tick = 1 ]; then
-    python3 - "$work/node/sys/fs/cgroup/kubepods.slice" <<'PY' &
+if [ "$cpus" -gt 0 ] || [ $tick = 1 ]; then
+    # Writes the CPUs once, then (unless -f) moves the counters every second.
+    python3 - "$work/node" "$cpus" "$tick" <<'PY' &
 import os, sys, time
-dirs = sorted(d for d, _, files in os.walk(sys.argv[1])
+node, ncpus, tick = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+dirs = sorted(d for d, _, files in os.walk(node + "/sys/fs/cgroup/kubepods.slice")
               if "cri-containerd" in d and "cgroup.procs" in files)
 def write(path, text):
     with open(path + ".new", "w") as f:
         f.write(text)
     os.replace(path + ".new", path)
+stat_rest = [l for l in open(node + "/proc/stat") if not l.startswith("cpu")]
+def write_stat(t):
+    lines = ["cpu%d %d 1000 %d %d 2000 0 3000 0 0 0\n"
+             % (c, 3000000 + 60 * t + c, 800000 + 20 * t, 9000000 + 20 * t)
+             for c in range(ncpus)]
+    total = [sum(int(l.split()[k]) for l in lines) for k in range(1, 11)]
+    write(node + "/proc/stat", "cpu  " + " ".join(map(str, total)) + "\n" + "".join(lines)
+          + "".join(stat_rest))
+if ncpus:
+    block = open(node + "/proc/cpuinfo").read().split("\n\n")[0]
+    info = []
+    for c in range(ncpus):
+        b = [("processor\t: %d" % c) if l.startswith("processor") else
+             ("core id\t\t: %d" % (c % (ncpus // 2) // 1)) if l.startswith("core id") else
+             ("physical id\t: %d" % (c * 2 // ncpus)) if l.startswith("physical id") else
+             ("siblings\t: %d" % (ncpus // 2)) if l.startswith("siblings") else l
+             for l in block.split("\n")]
+        info.append("\n".join(b))
+    write(node + "/proc/cpuinfo", "\n\n".join(info) + "\n\n")
+    write(node + "/proc/net/softnet_stat",
+          "".join("00a1b2c3 00000003 00000041 00000000 00000000 00000000 00000000 00000000 "
+                  "00000000 0000001f 00000000 00000000 %08x\n" % c for c in range(ncpus)))
+    sysc = node + "/sys/devices/system/cpu"
+    for f in ("online", "present", "possible"):
+        write(sysc + "/" + f, "0-%d\n" % (ncpus - 1))
+    half = ncpus // 2
+    for c in range(ncpus):
+        top = "%s/cpu%d/topology" % (sysc, c)
+        os.makedirs(top, exist_ok=True)
+        pkg = c * 2 // ncpus
+        for name, v in (("core_id", c % half), ("die_id", 0), ("physical_package_id", pkg),
+                        ("core_cpus_list", "%d,%d" % (c % half, c % half + half)),
+                        ("package_cpus_list", "%d-%d" % (pkg * half, pkg * half + half - 1))):
+            write("%s/%s" % (top, name), "%s\n" % v)
+        freq = "%s/cpu%d/cpufreq" % (sysc, c)
+        os.makedirs(freq, exist_ok=True)
+        for name, v in (("affected_cpus", c), ("related_cpus", c), ("base_frequency", 2100000),
+                        ("cpuinfo_max_freq", 3900000), ("cpuinfo_min_freq", 800000),
+                        ("scaling_cur_freq", 2400000), ("scaling_driver", "intel_pstate"),
+                        ("scaling_governor", "performance"), ("scaling_max_freq", 3900000),
+                        ("scaling_min_freq", 800000),
+                        ("scaling_available_governors", "performance powersave")):
+            write("%s/%s" % (freq, name), "%s\n" % v)
+    write_stat(0)
+if not tick:
+    sys.exit(0)
 def psi(some, full):
     return ("some avg10=0.00 avg60=0.00 avg300=0.00 total=%d\n"
             "full avg10=0.00 avg60=0.00 avg300=0.00 total=%d\n" % (some, full))
@@ -95,9 +149,15 @@ while True:
         write(d + "/cpu.pressure", psi(1000 * t, 0))
         write(d + "/memory.pressure", psi(150 * t * (i % 5 == 0), 50 * t * (i % 5 == 0)))
         write(d + "/io.pressure", psi(3000 * t * (i % 3 == 0), 1000 * t * (i % 3 == 0)))
+    if ncpus:
+        write_stat(t)
+        for c in range(ncpus):
+            write("%s/sys/devices/system/cpu/cpu%d/cpufreq/scaling_cur_freq" % (node, c),
+                  "%d\n" % (2400000 + (c * 7 + t) % 13 * 100000))
     time.sleep(1)
 PY
     pids+=($!)
+    sleep 2 # the CPUs written before the agents start
 fi
 port=19430
 ports=()

@@ -258,7 +258,7 @@ static double rate(double a, double b, double dt_s)
 typedef struct window {
     const dr_frame *const *frames; /* oldest first */
     size_t n;
-    const dr_frame *first, *last; /* first: its containers whole */
+    const dr_frame *first, *last; /* first: its containers and CPUs whole */
     double dt_s;
     const struct mw_doctor_thresholds *t;
     const dr_history *h;
@@ -297,6 +297,27 @@ static double psi_rate(const window *w, const char *key, size_t offset)
     return rate(v_first, v_last, (double)(t_last - t_first) / 1000);
 }
 
+/* The frequencies of CPU id in the window's frame j, packed or not; -1
+ * when the frame lacks the CPU. */
+static int cpu_freq_in(const window *w, size_t j, int32_t id, double *hz, double *max_hz)
+{
+    const dr_frame *f = w->frames[j];
+    if (f->cpus) {
+        const dr_cpu *x = cpu_in(f, id);
+        if (!x) return -1;
+        *hz = x->hz;
+        *max_hz = x->max_hz;
+        return 0;
+    }
+    const dr_frame *ids = dr_history_cpu_ids(w->h, w->i0 + j);
+    const dr_cpu *x = cpu_in(ids, id);
+    if (!x) return -1;
+    const dr_cpu_packed *p = &f->pcpus[x - ids->cpus];
+    *hz = (double)p->hz;
+    *max_hz = (double)p->max_hz;
+    return 0;
+}
+
 /* ---- the rules ---- */
 
 static void rule_cpu_governor(const window *w, dr_list *out)
@@ -324,13 +345,13 @@ static void rule_cpu_governor(const window *w, dr_list *out)
         double r = 0, hz = 0, mx = 0;
         size_t k = 0;
         for (size_t j = 0; j < w->n; j++) {
-            const dr_cpu *x = cpu_in(w->frames[j], c->cpu);
-            if (!x || x->hz <= 0 || x->max_hz <= 0) continue;
-            r += x->hz / x->max_hz;
-            hz += x->hz;
-            mx += x->max_hz;
+            double x_hz, x_max;
+            if (cpu_freq_in(w, j, c->cpu, &x_hz, &x_max) < 0 || x_hz <= 0 || x_max <= 0) continue;
+            r += x_hz / x_max;
+            hz += x_hz;
+            mx += x_max;
             k++;
-            if (x->hz / x->max_hz < min_ratio) min_ratio = x->hz / x->max_hz;
+            if (x_hz / x_max < min_ratio) min_ratio = x_hz / x_max;
         }
         if (!k) continue;
         ratio_sum += r / (double)k;
@@ -794,11 +815,17 @@ void dr_evaluate(const dr_history *h, int64_t window_ms, const struct mw_doctor_
      * at a packed one: its values whole for the rules. */
     dr_frame first;
     dr_container *first_values = NULL;
+    dr_cpu *first_cpus = NULL;
     if (frames[0]->packed) {
         first = *frames[0];
         first_values = dr_history_values(h, i0);
         first.ctrs = first_values;
         first.packed = NULL;
+        if (first.pcpus) {
+            first_cpus = dr_history_cpus(h, i0);
+            first.cpus = first_cpus;
+            first.pcpus = NULL;
+        }
         w.first = &first;
     }
     rule_cpu_governor(&w, out);
@@ -812,4 +839,5 @@ void dr_evaluate(const dr_history *h, int64_t window_ms, const struct mw_doctor_
     rule_gpu_errors(&w, out);
     rule_gpu_shared(&w, out);
     free(first_values);
+    free(first_cpus);
 }

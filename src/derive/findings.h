@@ -100,6 +100,15 @@ typedef struct dr_cpu {
     double busy_s, total_s; /* cumulative, from mlwatch_cpu_seconds_total */
     double hz, max_hz;      /* max: hardware (turbo included) else scaling max; 0 = unknown */
 } dr_cpu;
+/* A CPU in a packed frame whose CPUs are the frame before's (the same ids
+ * in the same order, those of the nearest frame with whole CPUs): its times
+ * as float differences from the frame before's reconstructed ones, its
+ * frequencies whole as floats (within 128 Hz at 4 GHz). 16 bytes instead
+ * of 40: a 224-CPU server's 64 frames keep 230 KiB instead of 570. */
+typedef struct dr_cpu_packed {
+    float busy_d, total_d;
+    float hz, max_hz;
+} dr_cpu_packed;
 
 #define DR_NO_VALUE (-1.0)
 
@@ -216,9 +225,10 @@ typedef struct dr_governor {
  * second one. */
 typedef struct dr_frame {
     int64_t t_ms;
-    dr_strpool *pool; /* where the container identities are counted */
-    dr_strpool *own;  /* the frame's own pool when built without one */
-    dr_cpu *cpus;
+    dr_strpool *pool;     /* where the container identities are counted */
+    dr_strpool *own;      /* the frame's own pool when built without one */
+    dr_cpu *cpus;         /* sorted by id; NULL when packed */
+    dr_cpu_packed *pcpus; /* the same CPUs, packed (NULL when not) */
     size_t ncpus;
     dr_container *ctrs; /* sorted by key; NULL when packed */
     dr_packed *packed;  /* the same containers, packed (NULL when not) */
@@ -255,10 +265,13 @@ const dr_container *dr_frame_container(const dr_frame *f, const char *key);
 /* Index of key among f's containers (packed or not); -1 when absent. */
 long dr_frame_find(const dr_frame *f, const char *key);
 const dr_ident *dr_frame_ident(const dr_frame *f, size_t i);
-/* The frame's one allocation, laid out for these counts (history.c):
- * packed 0: whole containers (ctrs), 1: packed, 2: packed with prev. */
-dr_frame *dr_frame_alloc(size_t ncpus, size_t nctrs, int packed, size_t ndiffs, size_t nanchors,
-                         size_t ngpus, size_t nuses);
+/* The frame's one allocation, laid out for these counts (history.c). */
+typedef struct dr_frame_shape {
+    size_t ncpus, nctrs, ndiffs, nanchors, ngpus, nuses;
+    int cpus_packed; /* CPUs as dr_cpu_packed */
+    int packed;      /* containers 0: whole (ctrs), 1: packed, 2: packed with prev */
+} dr_frame_shape;
+dr_frame *dr_frame_alloc(const dr_frame_shape *shape);
 /* The identities of n containers (whose counts it takes over): `share`,
  * counted once more, when it holds the same identities in the same order
  * (the containers' counts are then dropped), else a new set. */
@@ -297,6 +310,11 @@ const dr_frame *dr_history_at(const dr_history *h, size_t i); /* 0 = oldest */
 /* The containers of frame i with their values, packed or not, in the
  * frame's order (nctrs of them; the caller frees). */
 dr_container *dr_history_values(const dr_history *h, size_t i);
+/* The nearest frame at or before frame i with whole CPUs: frame i's CPUs
+ * are its CPUs, in the same order. */
+const dr_frame *dr_history_cpu_ids(const dr_history *h, size_t i);
+/* Frame i's CPUs whole (ncpus + 1 allocated; free it). */
+dr_cpu *dr_history_cpus(const dr_history *h, size_t i);
 /* One container's value at offset `field` of dr_container (cpu_s, ...) in
  * frames i0 to the newest: out[k] for frame i0 + k, -1 where that frame
  * lacks the container or the value. */

@@ -585,25 +585,30 @@ static void extract_cpusets(builder *fr, const mw_snapshot *snap, const mw_hostf
 
 /* One allocation for the frame and its arrays, of exactly their sizes: the
  * containers whole or packed (then their anchors after them). */
-dr_frame *dr_frame_alloc(size_t ncpus, size_t nctrs, int packed, size_t ndiffs, size_t nanchors,
-                         size_t ngpus, size_t nuses)
+dr_frame *dr_frame_alloc(const dr_frame_shape *sh)
 {
 #define ALIGN8(x) (((x) + 7) & ~(size_t)7)
+    int packed = sh->packed;
+    size_t ncpus = sh->ncpus, nctrs = sh->nctrs, ndiffs = sh->ndiffs;
     size_t nmarks = packed ? nctrs / DR_MARK_EVERY + 1 : 0;
     size_t off_cpus = ALIGN8(sizeof(dr_frame));
-    size_t off_ctrs = off_cpus + ncpus * sizeof(dr_cpu);
+    size_t off_ctrs =
+        ALIGN8(off_cpus + ncpus * (sh->cpus_packed ? sizeof(dr_cpu_packed) : sizeof(dr_cpu)));
     size_t off_marks =
         ALIGN8(off_ctrs + nctrs * (packed ? sizeof(dr_packed) : sizeof(dr_container)));
     size_t off_prev = off_marks + nmarks * sizeof(uint32_t);
     size_t off_diffs = off_prev + (packed == 2 ? nctrs * sizeof(uint32_t) : 0);
     size_t off_anchors = ALIGN8(off_diffs + (packed ? ndiffs * sizeof(float) : 0));
-    size_t off_gpus = off_anchors + nanchors * sizeof(dr_anchor);
-    size_t off_uses = off_gpus + ngpus * sizeof(dr_gpu);
-    size_t size = off_uses + nuses * sizeof(dr_use);
+    size_t off_gpus = off_anchors + sh->nanchors * sizeof(dr_anchor);
+    size_t off_uses = off_gpus + sh->ngpus * sizeof(dr_gpu);
+    size_t size = off_uses + sh->nuses * sizeof(dr_use);
 #undef ALIGN8
     char *mem = mw_xcalloc(1, size);
     dr_frame *fr = (dr_frame *)(void *)mem;
-    fr->cpus = (dr_cpu *)(void *)(mem + off_cpus);
+    if (sh->cpus_packed)
+        fr->pcpus = (dr_cpu_packed *)(void *)(mem + off_cpus);
+    else
+        fr->cpus = (dr_cpu *)(void *)(mem + off_cpus);
     if (packed)
         fr->packed = (dr_packed *)(void *)(mem + off_ctrs);
     else
@@ -619,9 +624,9 @@ dr_frame *dr_frame_alloc(size_t ncpus, size_t nctrs, int packed, size_t ndiffs, 
     fr->uses = (dr_use *)(void *)(mem + off_uses);
     fr->ncpus = ncpus;
     fr->nctrs = nctrs;
-    fr->nanchors = nanchors;
-    fr->ngpus = ngpus;
-    fr->nuses = nuses;
+    fr->nanchors = sh->nanchors;
+    fr->ngpus = sh->ngpus;
+    fr->nuses = sh->nuses;
     return fr;
 }
 
@@ -664,7 +669,9 @@ void dr_idset_give(dr_strpool *p, dr_idset *s)
  * second allocation. */
 static dr_frame *finish(builder *b, dr_strpool *pool, dr_strpool *own)
 {
-    dr_frame *fr = dr_frame_alloc(b->ncpus, b->nctrs, 0, 0, 0, b->ngpus, b->nuses);
+    dr_frame_shape shape = {
+        .ncpus = b->ncpus, .nctrs = b->nctrs, .ngpus = b->ngpus, .nuses = b->nuses};
+    dr_frame *fr = dr_frame_alloc(&shape);
     fr->pool = own ? own : pool;
     fr->own = own;
     if (b->ncpus) memcpy(fr->cpus, b->cpus, b->ncpus * sizeof(dr_cpu));

@@ -128,6 +128,49 @@ dr_container *dr_history_values(const dr_history *h, size_t i)
     return cur;
 }
 
+const dr_frame *dr_history_cpu_ids(const dr_history *h, size_t i)
+{
+    while (slot(h, i)->pcpus) /* the oldest frame's CPUs are whole */
+        i--;
+    return slot(h, i);
+}
+
+dr_cpu *dr_history_cpus(const dr_history *h, size_t i)
+{
+    size_t from = i;
+    while (slot(h, from)->pcpus)
+        from--;
+    const dr_frame *w = slot(h, from);
+    dr_cpu *c = mw_xcalloc(w->ncpus + 1, sizeof(*c));
+    if (w->ncpus) memcpy(c, w->cpus, w->ncpus * sizeof(*c));
+    for (size_t k = from + 1; k <= i; k++) {
+        const dr_cpu_packed *p = slot(h, k)->pcpus;
+        for (size_t j = 0; j < w->ncpus; j++) {
+            c[j].busy_s += (double)p[j].busy_d;
+            c[j].total_s += (double)p[j].total_d;
+            c[j].hz = (double)p[j].hz;
+            c[j].max_hz = (double)p[j].max_hz;
+        }
+    }
+    return c;
+}
+
+/* Frame f's CPUs packed against the frame before's (prev, n of them), into
+ * out; 0 when they are not the same CPUs (or a difference is no float). */
+static int pack_cpus(const dr_frame *f, const dr_cpu *prev, size_t n, dr_cpu_packed *out)
+{
+    if (f->ncpus != n) return 0;
+    for (size_t j = 0; j < n; j++) {
+        const dr_cpu *c = &f->cpus[j];
+        double busy = c->busy_s - prev[j].busy_s, total = c->total_s - prev[j].total_s;
+        if (c->cpu != prev[j].cpu || !(fabs(busy) <= FLT_MAX && fabs(total) <= FLT_MAX) ||
+            !(fabs(c->hz) <= FLT_MAX && fabs(c->max_hz) <= FLT_MAX))
+            return 0;
+        out[j] = (dr_cpu_packed){(float)busy, (float)total, (float)c->hz, (float)c->max_hz};
+    }
+    return 1;
+}
+
 void dr_history_series(const dr_history *h, size_t i0, const char *key, size_t field, double *out)
 {
     size_t k = 0;
@@ -150,6 +193,7 @@ void dr_history_series(const dr_history *h, size_t i0, const char *key, size_t f
 
 /* What pack() makes of a frame's containers. */
 typedef struct packing {
+    dr_cpu_packed *cpus; /* NULL: the CPUs stay whole */
     dr_packed *packed;
     float *diffs;
     size_t ndiffs;
@@ -159,19 +203,28 @@ typedef struct packing {
     dr_idset *ids;
 } packing;
 
-/* A copy of f in the other layout: its containers packed (pk), or whole
- * (ctrs). f's allocation is freed; its identities and the rest are moved
- * over. */
-static dr_frame *relayout(dr_frame *f, const packing *pk, const dr_container *ctrs)
+/* A copy of f in the other layout: its containers (and CPUs, with
+ * pk->cpus) packed (pk), or whole (ctrs, and cpus unless NULL). f's
+ * allocation is freed; its identities and the rest are moved over. */
+static dr_frame *relayout(dr_frame *f, const packing *pk, const dr_container *ctrs,
+                          const dr_cpu *cpus)
 {
-    dr_frame *n = dr_frame_alloc(f->ncpus, f->nctrs, pk ? (pk->prev ? 2 : 1) : 0,
-                                 pk ? pk->ndiffs : 0, pk ? pk->nanchors : 0, f->ngpus, f->nuses);
+    dr_frame_shape shape = {.ncpus = f->ncpus,
+                            .nctrs = f->nctrs,
+                            .ndiffs = pk ? pk->ndiffs : 0,
+                            .nanchors = pk ? pk->nanchors : 0,
+                            .ngpus = f->ngpus,
+                            .nuses = f->nuses,
+                            .cpus_packed = pk && pk->cpus,
+                            .packed = pk ? (pk->prev ? 2 : 1) : 0};
+    dr_frame *n = dr_frame_alloc(&shape);
     n->t_ms = f->t_ms;
     n->pool = f->pool;
     n->own = f->own;
     n->governors = f->governors;
     n->now = f->now;
-    if (f->ncpus) memcpy(n->cpus, f->cpus, f->ncpus * sizeof(dr_cpu));
+    if (n->pcpus && f->ncpus) memcpy(n->pcpus, pk->cpus, f->ncpus * sizeof(dr_cpu_packed));
+    if (n->cpus && f->ncpus) memcpy(n->cpus, cpus ? cpus : f->cpus, f->ncpus * sizeof(dr_cpu));
     if (f->ngpus) memcpy(n->gpus, f->gpus, f->ngpus * sizeof(dr_gpu));
     if (f->nuses) memcpy(n->uses, f->uses, f->nuses * sizeof(dr_use));
     if (pk) {
@@ -245,7 +298,15 @@ static void pack(dr_history *h, size_t i)
     uint32_t *places = pk.prev;
     if (in_place) pk.prev = NULL;
     pk.ids = dr_idset_take(f->pool, f->ctrs, f->nctrs, before->packed ? before->ids : NULL);
-    h->frames[(h->start + i) % DR_MAX_FRAMES] = relayout(f, &pk, NULL);
+    dr_cpu *prev_cpus = dr_history_cpus(h, i - 1);
+    pk.cpus = mw_xcalloc(f->ncpus + 1, sizeof(dr_cpu_packed));
+    if (!pack_cpus(f, prev_cpus, before->ncpus, pk.cpus)) {
+        free(pk.cpus);
+        pk.cpus = NULL;
+    }
+    h->frames[(h->start + i) % DR_MAX_FRAMES] = relayout(f, &pk, NULL, NULL);
+    free(prev_cpus);
+    free(pk.cpus);
     free(prev);
     free(pk.packed);
     free(pk.diffs);
@@ -277,6 +338,7 @@ static void drop_oldest(dr_history *h)
     /* The next frame becomes the oldest: whole again, from the values the
      * dropped one gives it. */
     dr_container *next = h->n >= 2 && slot(h, 1)->packed ? dr_history_values(h, 1) : NULL;
+    dr_cpu *next_cpus = h->n >= 2 && slot(h, 1)->pcpus ? dr_history_cpus(h, 1) : NULL;
     dr_frame_free(h->frames[h->start]);
     h->frames[h->start] = NULL;
     h->start = (h->start + 1) % DR_MAX_FRAMES;
@@ -284,9 +346,10 @@ static void drop_oldest(dr_history *h)
     if (next) {
         dr_frame *f = slot(h, 0);
         dr_idset_give(f->pool, f->ids);
-        h->frames[h->start] = relayout(f, NULL, next);
+        h->frames[h->start] = relayout(f, NULL, next, next_cpus);
         free(next);
     }
+    free(next_cpus);
 }
 
 void dr_history_push(dr_history *h, dr_frame *f)

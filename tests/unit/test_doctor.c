@@ -259,9 +259,10 @@ static void world_open(world *w)
 }
 
 /* Cycles 0..n-1, one fake second apart; the last snapshot is kept. */
-static void world_run(world *w, int n)
+/* Cycles from..from + n - 1 (the files of cycle 0 are the world's own). */
+static void world_run_from(world *w, int from, int n)
 {
-    for (int i = 0; i < n; i++) {
+    for (int i = from; i < from + n; i++) {
         if (i) write_cycle(w, i);
         assert_int_equal(mw_gpu_collector_sync(), 0);
         mw_snapshot *snap = mw_snapshot_new();
@@ -276,6 +277,11 @@ static void world_run(world *w, int n)
     assert_int_equal(mw_collector_set_errors(w->set, "cpu"), 0);
     assert_int_equal(mw_collector_set_errors(w->set, "cpufreq"), 0);
     assert_int_equal(mw_collector_set_errors(w->set, "numa"), 0);
+}
+
+static void world_run(world *w, int n)
+{
+    world_run_from(w, 0, n);
 }
 
 static void world_close(world *w)
@@ -389,6 +395,32 @@ static void cpu_governor(void **state)
     assert_true(fabs(l.items[0].magnitude - 0.6) < 1e-12);
     assert_true(tu_value(w->last, "mlwatch_finding", "kind", "cpu_governor", "severity", "warning",
                          "namespace", "", "pod", "", "container", "", "gpu", "", MW_END) == 1);
+    dr_list_free(&l);
+    world_close(w);
+}
+
+/* A window that starts at a packed frame reads its CPUs' times (busy) and
+ * every frame's frequencies from packed CPUs. */
+static void cpu_frequency_over_packed_frames(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    mw_strlcpy(w->governor, "powersave", sizeof(w->governor));
+    w->cur_khz = 1200000;
+    world_open(w);
+    world_run(w, 3);
+    w->cur_khz = 3000000; /* the maximum, at the newest frame only */
+    world_run_from(w, 3, 1);
+    dr_list l;
+    dr_list_init(&l);
+    /* frames 1 and 2 (packed) at 0.4 of the maximum, 3 at 1: 0.6 */
+    mw_doctor_findings(w->doctor, 2000, &l);
+    if (l.n != 1) dump(&l);
+    assert_int_equal(l.n, 1);
+    expect(&l.items[0], DR_CPU_GOVERNOR, DR_WARNING, "", "");
+    assert_true(ev(&l.items[0], "busy_cpus") == 4);
+    assert_true(fabs(ev(&l.items[0], "busy_frequency_ratio") - 0.6) < 1e-12);
+    assert_true(ev(&l.items[0], "busy_frequency_hertz") == 1.8e9);
     dr_list_free(&l);
     world_close(w);
 }
@@ -1084,6 +1116,72 @@ static void history_finds_values_past_marks(void **state)
     dr_history_free(&h);
 }
 
+/* Busy and total seconds of CPU c at cycle i of history_packs_cpus, and
+ * its frequency (CPU 3 is offline from 10 to 12). */
+static double cpu_busy(int c, int i)
+{
+    return 100.0 * c + 0.75 * i;
+}
+static double cpu_total(int c, int i)
+{
+    return cpu_busy(c, i) + 1000 + 0.25 * i;
+}
+static double cpu_hz(int c, int i)
+{
+    return 2.4e9 + 1e8 * ((c + i) % 5);
+}
+
+/* The CPUs of the frames between the oldest and the newest are packed when
+ * they are the frame before's, and come back exact; a frame whose CPUs
+ * changed keeps them whole. */
+static void history_packs_cpus(void **state)
+{
+    (void)state;
+    static const mw_metric_desc SECS = {"mlwatch_cpu_seconds_total", "s", "seconds", MW_COUNTER};
+    static const mw_metric_desc HZ = {"mlwatch_cpu_frequency_hertz", "f", "hertz", MW_GAUGE};
+    static const mw_metric_desc MAX = {"mlwatch_cpu_frequency_max_hertz", "m", "hertz", MW_GAUGE};
+    dr_history h;
+    dr_history_init(&h, 60 * 1000, 1000);
+    for (int i = 0; i < 20; i++) {
+        mw_snapshot *snap = mw_snapshot_new();
+        snap->timestamp_ms = 1000 * (int64_t)i;
+        for (int c = 0; c < 4; c++) {
+            if (c == 3 && i >= 10 && i <= 12) continue;
+            char id[4];
+            snprintf(id, sizeof(id), "%d", c);
+            mw_emit(snap, &SECS, cpu_busy(c, i), "cpu", id, "mode", "user", MW_END);
+            mw_emit(snap, &SECS, cpu_total(c, i) - cpu_busy(c, i), "cpu", id, "mode", "idle",
+                    MW_END);
+            mw_emit(snap, &HZ, cpu_hz(c, i), "cpu", id, MW_END);
+            mw_emit(snap, &MAX, 3.9e9, "cpu", id, MW_END);
+        }
+        dr_history_push(&h, dr_frame_from(snap, NULL, &h.pool));
+        mw_snapshot_free(snap);
+    }
+    assert_int_equal(dr_history_len(&h), 20);
+    for (size_t j = 0; j < 20; j++) {
+        const dr_frame *f = dr_history_at(&h, j);
+        int i = (int)j, n = i >= 10 && i <= 12 ? 3 : 4;
+        /* whole: the oldest, the newest, and where CPU 3 left (10) or came
+         * back (13) */
+        int whole = j == 0 || j == 19 || i == 10 || i == 13;
+        assert_true((f->pcpus == NULL) == whole);
+        assert_true((f->cpus == NULL) == !whole);
+        assert_int_equal(f->ncpus, n);
+        assert_int_equal(dr_history_cpu_ids(&h, j)->ncpus, n);
+        dr_cpu *c = dr_history_cpus(&h, j);
+        for (int k = 0; k < n; k++) {
+            assert_int_equal(c[k].cpu, k);
+            if (c[k].busy_s != cpu_busy(k, i) || c[k].total_s != cpu_total(k, i) ||
+                c[k].hz != cpu_hz(k, i) || c[k].max_hz != 3.9e9)
+                fail_msg("cycle %d CPU %d: %.17g %.17g %.17g %.17g", i, k, c[k].busy_s,
+                         c[k].total_s, c[k].hz, c[k].max_hz);
+        }
+        free(c);
+    }
+    dr_history_free(&h);
+}
+
 static void cpuset_parser(void **state)
 {
     (void)state;
@@ -1119,6 +1217,8 @@ int main(void)
         cmocka_unit_test_teardown(history_keeps_newest_parts, teardown),
         cmocka_unit_test_teardown(history_packs_between, teardown),
         cmocka_unit_test_teardown(history_finds_values_past_marks, teardown),
+        cmocka_unit_test_teardown(history_packs_cpus, teardown),
+        cmocka_unit_test_teardown(cpu_frequency_over_packed_frames, teardown),
         cmocka_unit_test_teardown(cpuset_parser, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
