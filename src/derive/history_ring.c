@@ -201,6 +201,7 @@ typedef struct packing {
     dr_anchor *anchors;
     size_t nanchors;
     dr_idset *ids;
+    const dr_use *uses; /* the frame before's, the same: shared (NULL: not) */
 } packing;
 
 /* A copy of f in the other layout: its containers (and CPUs, with
@@ -214,7 +215,7 @@ static dr_frame *relayout(dr_frame *f, const packing *pk, const dr_container *ct
                             .ndiffs = pk ? pk->ndiffs : 0,
                             .nanchors = pk ? pk->nanchors : 0,
                             .ngpus = f->ngpus,
-                            .nuses = f->nuses,
+                            .nuses = pk && pk->uses ? 0 : f->nuses,
                             .cpus_packed = pk && pk->cpus,
                             .packed = pk ? (pk->prev ? 2 : 1) : 0};
     dr_frame *n = dr_frame_alloc(&shape);
@@ -226,7 +227,12 @@ static dr_frame *relayout(dr_frame *f, const packing *pk, const dr_container *ct
     if (n->pcpus && f->ncpus) memcpy(n->pcpus, pk->cpus, f->ncpus * sizeof(dr_cpu_packed));
     if (n->cpus && f->ncpus) memcpy(n->cpus, cpus ? cpus : f->cpus, f->ncpus * sizeof(dr_cpu));
     if (f->ngpus) memcpy(n->gpus, f->gpus, f->ngpus * sizeof(dr_gpu));
-    if (f->nuses) memcpy(n->uses, f->uses, f->nuses * sizeof(dr_use));
+    if (pk && pk->uses) {
+        n->uses = (dr_use *)(uintptr_t)pk->uses;
+        n->nuses = f->nuses;
+    } else if (f->nuses) {
+        memcpy(n->uses, f->uses, f->nuses * sizeof(dr_use));
+    }
     if (pk) {
         n->ids = pk->ids;
         if (f->nctrs) memcpy(n->packed, pk->packed, f->nctrs * sizeof(dr_packed));
@@ -298,6 +304,12 @@ static void pack(dr_history *h, size_t i)
     uint32_t *places = pk.prev;
     if (in_place) pk.prev = NULL;
     pk.ids = dr_idset_take(f->pool, f->ctrs, f->nctrs, before->packed ? before->ids : NULL);
+    /* Which containers use which GPUs changes seldom: the same uses of the
+     * same containers are the frame before's (drop_oldest gives the frames
+     * that share them a copy when their owner goes). */
+    if (pk.ids == before->ids && f->nuses == before->nuses &&
+        (!f->nuses || memcmp(f->uses, before->uses, f->nuses * sizeof(dr_use)) == 0))
+        pk.uses = before->uses;
     dr_cpu *prev_cpus = dr_history_cpus(h, i - 1);
     pk.cpus = mw_xcalloc(f->ncpus + 1, sizeof(dr_cpu_packed));
     if (!pack_cpus(f, prev_cpus, before->ncpus, pk.cpus)) {
@@ -336,20 +348,26 @@ const dr_frame *dr_history_at(const dr_history *h, size_t i)
 static void drop_oldest(dr_history *h)
 {
     /* The next frame becomes the oldest: whole again, from the values the
-     * dropped one gives it. */
-    dr_container *next = h->n >= 2 && slot(h, 1)->packed ? dr_history_values(h, 1) : NULL;
-    dr_cpu *next_cpus = h->n >= 2 && slot(h, 1)->pcpus ? dr_history_cpus(h, 1) : NULL;
+     * dropped one gives it (and its own copy of the uses it shares). */
+    if (h->n >= 2 && slot(h, 1)->packed) {
+        dr_container *next = dr_history_values(h, 1);
+        dr_cpu *next_cpus = slot(h, 1)->pcpus ? dr_history_cpus(h, 1) : NULL;
+        dr_frame *f = slot(h, 1);
+        size_t sharing = 2; /* the frames after it that share its uses: 2..sharing-1 */
+        while (sharing < h->n && slot(h, sharing)->uses == f->uses)
+            sharing++;
+        dr_idset_give(f->pool, f->ids);
+        dr_frame *n = relayout(f, NULL, next, next_cpus);
+        h->frames[(h->start + 1) % DR_MAX_FRAMES] = n;
+        for (size_t k = 2; k < sharing; k++)
+            slot(h, k)->uses = n->uses;
+        free(next);
+        free(next_cpus);
+    }
     dr_frame_free(h->frames[h->start]);
     h->frames[h->start] = NULL;
     h->start = (h->start + 1) % DR_MAX_FRAMES;
     h->n--;
-    if (next) {
-        dr_frame *f = slot(h, 0);
-        dr_idset_give(f->pool, f->ids);
-        h->frames[h->start] = relayout(f, NULL, next, next_cpus);
-        free(next);
-    }
-    free(next_cpus);
 }
 
 void dr_history_push(dr_history *h, dr_frame *f)

@@ -1182,6 +1182,75 @@ static void history_packs_cpus(void **state)
     dr_history_free(&h);
 }
 
+/* GPU memory of container c (of 4) at cycle i of history_shares_uses: -1 =
+ * none. c0 on GPU 0 throughout (its memory grows at 70), c1 on GPU 1 from
+ * 30, c2 on GPU 1 throughout; c3 (no GPU) is absent from 85 to 89. */
+static double use_bytes(int c, int i)
+{
+    switch (c) {
+    case 0:
+        return i < 70 ? 1e9 : 2e9;
+    case 1:
+        return i >= 30 ? 3e9 : -1;
+    case 2:
+        return 4e9;
+    default:
+        return -1;
+    }
+}
+
+/* A packed frame whose containers use the same GPUs, with the same memory,
+ * as the frame before shares the frame before's uses; when the frame they
+ * belong to goes, the oldest remaining sharer gets its own copy (ASan: no
+ * frame reads a dropped one's). */
+static void history_shares_uses(void **state)
+{
+    (void)state;
+    static const mw_metric_desc GPU = {"mlwatch_gpu_info", "g", "", MW_GAUGE};
+    static const mw_metric_desc MEM = {"mlwatch_container_gpu_memory_used_bytes", "m", "bytes",
+                                       MW_GAUGE};
+    dr_history h;
+    dr_history_init(&h, 60 * 1000, 1000);
+    for (int i = 0; i < 100; i++) {
+        mw_snapshot *snap = mw_snapshot_new();
+        snap->timestamp_ms = 1000 * (int64_t)i;
+        mw_emit(snap, &GPU, 1, "gpu", "0", MW_END);
+        mw_emit(snap, &GPU, 1, "gpu", "1", MW_END);
+        for (int c = 0; c < 4; c++) {
+            if (c == 3 && i >= 85 && i < 90) continue;
+            char key[4];
+            snprintf(key, sizeof(key), "c%d", c);
+            mw_emit(snap, &INFO, 1, "namespace", "ml", "pod", key, "container", "main",
+                    "container_id", key, MW_END);
+            emit_ctr_value(snap, key, 0, 10.0 * i);
+            if (use_bytes(c, i) > 0)
+                mw_emit(snap, &MEM, use_bytes(c, i), "namespace", "ml", "pod", key, "container",
+                        "main", "gpu", c == 0 ? "0" : "1", MW_END);
+        }
+        dr_history_push(&h, dr_frame_from(snap, NULL, &h.pool));
+        mw_snapshot_free(snap);
+    }
+    size_t n = dr_history_len(&h), shared = 0;
+    assert_int_equal(n, 61);
+    for (size_t j = 0; j < n; j++) {
+        const dr_frame *f = dr_history_at(&h, j);
+        int i = (int)(f->t_ms / 1000);
+        assert_int_equal(f->nuses, 3);
+        for (size_t u = 0; u < f->nuses; u++) {
+            const char *key = dr_frame_ident(f, f->uses[u].container)->key;
+            int c = key[1] - '0';
+            assert_string_equal(f->gpus[f->uses[u].gpu].id, c == 0 ? "0" : "1");
+            assert_true(f->uses[u].mem_bytes == use_bytes(c, i));
+        }
+        if (j && f->uses == dr_history_at(&h, j - 1)->uses) shared++;
+    }
+    /* packed frames 40-98 share the frame before's but at 70 (memory), 85
+     * and 90 (containers): 59 - 3; 40 shares the copy that 39 got when it
+     * became the oldest */
+    assert_int_equal(shared, 56);
+    dr_history_free(&h);
+}
+
 static void cpuset_parser(void **state)
 {
     (void)state;
@@ -1218,6 +1287,7 @@ int main(void)
         cmocka_unit_test_teardown(history_packs_between, teardown),
         cmocka_unit_test_teardown(history_finds_values_past_marks, teardown),
         cmocka_unit_test_teardown(history_packs_cpus, teardown),
+        cmocka_unit_test_teardown(history_shares_uses, teardown),
         cmocka_unit_test_teardown(cpu_frequency_over_packed_frames, teardown),
         cmocka_unit_test_teardown(cpuset_parser, teardown),
     };
