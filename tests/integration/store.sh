@@ -40,18 +40,21 @@ expect_eq "gzip status" 415 "$code"
 code=$(curl -s -o /dev/null -w "%{http_code}" -X PUT "$AGENT_URL/api/v1/write")
 expect_eq "PUT on the write path" 405 "$code"
 expect_eq "nothing more stored" 1 "$(count_of up)"
-# the agent's own samples go in every interval (polled: a loaded machine,
-# or ASan, can take longer than a few intervals to reach the next cycle)
+# the agent's own samples go in every interval, and /metrics shows the
+# refusals from the cycle after them (polled: a loaded machine, or ASan,
+# can take longer than a few intervals to reach the next cycle)
 for _ in $(seq 1 100); do
     own=$(count_of mlwatch_store_active_series)
-    [ "${own:-0}" -ge 2 ] && break
+    metrics=$(curl -s "$AGENT_URL/metrics")
+    refused_ooo=$(echo "$metrics" | awk '/^mlwatch_store_refused_requests_total\{reason="out_of_order"\}/{print $2}')
+    refused_bad=$(echo "$metrics" | awk '/^mlwatch_store_refused_requests_total\{reason="malformed"\}/{print $2}')
+    [ "${own:-0}" -ge 2 ] && [ "$refused_ooo" = 1 ] && [ "$refused_bad" = 2 ] && break
     sleep 0.1
 done
 [ "${own:-0}" -ge 2 ] || fail "the agent's own samples are not in the store ($own)"
 ok
-metrics=$(curl -s "$AGENT_URL/metrics")
-expect_eq "refused: out of order" 1 "$(echo "$metrics" | awk '/^mlwatch_store_refused_requests_total\{reason="out_of_order"\}/{print $2}')"
-expect_eq "refused: malformed" 2 "$(echo "$metrics" | awk '/^mlwatch_store_refused_requests_total\{reason="malformed"\}/{print $2}')"
+expect_eq "refused: out of order" 1 "$refused_ooo"
+expect_eq "refused: malformed" 2 "$refused_bad"
 kill "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null || true
 
 # --- limits ---
