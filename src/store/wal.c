@@ -219,7 +219,9 @@ static int lead_flush(mw_wal *w)
             data = mw_xrealloc(data, need);
             cap = need;
         }
-        memcpy(data + n, w->buf, w->len);
+        /* Nothing may have been buffered meanwhile: no buffer at all then
+         * (memcpy's source must not be NULL even for 0 bytes). */
+        if (w->len) memcpy(data + n, w->buf, w->len);
         free(w->buf);
         w->buf = data;
         w->cap = cap;

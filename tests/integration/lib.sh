@@ -21,6 +21,11 @@ trap cleanup EXIT
 
 fail() {
     echo "FAIL [$TEST_NAME]: $*" >&2
+    # what the agent said last: the failure's cause is often there
+    if [ -s "$WORK/agent.log" ]; then
+        echo "--- the last lines of $WORK/agent.log:" >&2
+        tail -n 20 "$WORK/agent.log" >&2
+    fi
     exit 1
 }
 

@@ -14,11 +14,14 @@
 #include "store/wal.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -978,10 +981,54 @@ static void second_process_is_refused(void **state)
     mw_store_close(s);
 }
 
+static int count_hello(void *arg, uint8_t type, const uint8_t *p, size_t n)
+{
+    if (type == 7 && n == 5 && memcmp(p, "hello", 5) == 0) ++*(size_t *)arg;
+    return 0;
+}
+
+/* A WAL write that fails with nothing buffered after it (no buffer at all
+ * then: UBSan checked the copy of it, which crashed the agent when the
+ * disk was full) keeps the batch, and the next flush writes it. The write
+ * fails at the file size limit (EFBIG, SIGXFSZ ignored). */
+static void wal_failed_flush_keeps_the_batch(void **state)
+{
+    (void)state;
+    int err = 0;
+    char wdir[300];
+    snprintf(wdir, sizeof(wdir), "%s/wal", dir);
+    mw_wal *w = mw_wal_open(wdir, 0, 0, 0, &err);
+    assert_non_null(w);
+    struct rlimit old, none;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    none = (struct rlimit){0, old.rlim_max};
+    void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &none), 0);
+    uint64_t lsn = mw_wal_append(w, 7, "hello", 5);
+    int rc = mw_wal_flush(w);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, was);
+    assert_int_equal(rc, -EFBIG);
+    assert_int_equal(mw_wal_error(w), -EFBIG);
+    assert_int_equal(mw_wal_buffered(w), 9 + 5); /* the record, kept */
+    assert_int_equal(mw_wal_flush(w), 0);
+    assert_int_equal(mw_wal_wait(w, lsn), 0);
+    assert_int_equal(mw_wal_error(w), 0);
+    mw_wal_close(w);
+    size_t found = 0;
+    uint64_t end = 0;
+    mw_wal_replay_report rep;
+    memset(&rep, 0, sizeof(rep));
+    assert_int_equal(mw_wal_replay(wdir, 0, count_hello, &found, &end, &rep), 0);
+    assert_int_equal(found, 1);
+    assert_int_equal(end, lsn);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(append_and_select, setup, teardown),
+        cmocka_unit_test_setup_teardown(wal_failed_flush_keeps_the_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(out_of_order_policy, setup, teardown),
         cmocka_unit_test_setup_teardown(head_memory_counts_what_is_used, setup, teardown),
         cmocka_unit_test_setup_teardown(limits, setup, teardown),
