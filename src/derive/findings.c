@@ -263,6 +263,9 @@ typedef struct window {
     const struct mw_doctor_thresholds *t;
     const dr_history *h;
     size_t i0; /* index of frames[0] in h */
+    /* Per frame, the nearest frame at or before it with whole CPUs: whose
+     * CPU ids a packed frame's CPUs have, in order. */
+    const dr_frame *cpu_ids[DR_MAX_FRAMES];
 } window;
 
 /* Rate of a cumulative container value that its collector refreshes only
@@ -309,7 +312,7 @@ static int cpu_freq_in(const window *w, size_t j, int32_t id, double *hz, double
         *max_hz = x->max_hz;
         return 0;
     }
-    const dr_frame *ids = dr_history_cpu_ids(w->h, w->i0 + j);
+    const dr_frame *ids = w->cpu_ids[j];
     const dr_cpu *x = cpu_in(ids, id);
     if (!x) return -1;
     const dr_cpu_packed *p = &f->pcpus[x - ids->cpus];
@@ -809,8 +812,19 @@ void dr_evaluate(const dr_history *h, int64_t window_ms, const struct mw_doctor_
     }
     /* The newest frame of a history keeps its newest-frame parts. */
     if (!last->now || !last->governors) return;
-    window w = {frames, k, frames[0], last, (double)(last->t_ms - frames[0]->t_ms) / 1000,
-                t,      h, i0};
+    window w = {.frames = frames,
+                .n = k,
+                .first = frames[0],
+                .last = last,
+                .dt_s = (double)(last->t_ms - frames[0]->t_ms) / 1000,
+                .t = t,
+                .h = h,
+                .i0 = i0};
+    /* Once per window, not per CPU and frame: a walk back through the ring. */
+    for (size_t j = 0; j < k; j++)
+        w.cpu_ids[j] = frames[j]->cpus ? frames[j]
+                       : j             ? w.cpu_ids[j - 1]
+                                       : dr_history_cpu_ids(h, i0);
     /* A window that starts between the oldest and the newest frame starts
      * at a packed one: its values whole for the rules. */
     dr_frame first;

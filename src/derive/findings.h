@@ -244,7 +244,7 @@ typedef struct dr_frame {
     size_t nctrs, nanchors;
     dr_gpu *gpus;
     size_t ngpus;
-    dr_use *uses;
+    dr_use *uses; /* a packed frame's may be the frame before's (shared) */
     size_t nuses;
     /* Parallel to cpus and ctrs; NULL once the frame is not the newest of
      * its history (dr_frame_drop_now). */

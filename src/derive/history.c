@@ -584,7 +584,8 @@ static void extract_cpusets(builder *fr, const mw_snapshot *snap, const mw_hostf
 }
 
 /* One allocation for the frame and its arrays, of exactly their sizes: the
- * containers whole or packed (then their anchors after them). */
+ * CPUs and containers whole or packed (packed: then their marks, places,
+ * differences and anchors). */
 dr_frame *dr_frame_alloc(const dr_frame_shape *sh)
 {
 #define ALIGN8(x) (((x) + 7) & ~(size_t)7)
@@ -609,11 +610,10 @@ dr_frame *dr_frame_alloc(const dr_frame_shape *sh)
         fr->pcpus = (dr_cpu_packed *)(void *)(mem + off_cpus);
     else
         fr->cpus = (dr_cpu *)(void *)(mem + off_cpus);
-    if (packed)
-        fr->packed = (dr_packed *)(void *)(mem + off_ctrs);
-    else
+    if (!packed) {
         fr->ctrs = (dr_container *)(void *)(mem + off_ctrs);
-    if (packed) {
+    } else {
+        fr->packed = (dr_packed *)(void *)(mem + off_ctrs);
         fr->marks = (uint32_t *)(void *)(mem + off_marks);
         fr->diffs = (float *)(void *)(mem + off_diffs);
         fr->ndiffs = ndiffs;

@@ -128,18 +128,22 @@ dr_container *dr_history_values(const dr_history *h, size_t i)
     return cur;
 }
 
-const dr_frame *dr_history_cpu_ids(const dr_history *h, size_t i)
+/* The index of the nearest frame at or before i with whole CPUs. */
+static size_t whole_cpus_at(const dr_history *h, size_t i)
 {
     while (slot(h, i)->pcpus) /* the oldest frame's CPUs are whole */
         i--;
-    return slot(h, i);
+    return i;
+}
+
+const dr_frame *dr_history_cpu_ids(const dr_history *h, size_t i)
+{
+    return slot(h, whole_cpus_at(h, i));
 }
 
 dr_cpu *dr_history_cpus(const dr_history *h, size_t i)
 {
-    size_t from = i;
-    while (slot(h, from)->pcpus)
-        from--;
+    size_t from = whole_cpus_at(h, i);
     const dr_frame *w = slot(h, from);
     dr_cpu *c = mw_xcalloc(w->ncpus + 1, sizeof(*c));
     if (w->ncpus) memcpy(c, w->cpus, w->ncpus * sizeof(*c));
