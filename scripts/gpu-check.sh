@@ -45,32 +45,37 @@ trap 'kill $pid 2>/dev/null || true' EXIT
 sleep "$run_s"
 worst=0
 for i in $(seq 1 10); do
-    t=$(curl -sf -o "$out/scrape.prom" -w '%{time_total}' "http://127.0.0.1:$port/metrics")
+    t=$(curl -sf -o "$out/scrape.prom" -w '%{time_total}' "http://127.0.0.1:$port/metrics") ||
+        { echo "scrape $i failed (curl exit $?): is the agent still running? see agent.log" >&2; t=0; }
     worst=$(awk -v a="$worst" -v b="$t" 'BEGIN { print (b > a ? b : a) }')
 done
-rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
-hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
+rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
+hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
 kill "$pid"
 wait "$pid" 2>/dev/null || true
 trap - EXIT
 
-gpus=$(grep -c '^mlwatch_gpu_info{' "$out/exposition.prom")
+# The summary uses awk, never a grep that finds nothing (exit 1) nor a head that
+# ends its writer early (SIGPIPE): under set -e -o pipefail either would stop
+# the script before it writes what the one run on a lent GPU showed.
+touch "$out/scrape.prom"
+gpus=$(awk '/^mlwatch_gpu_info\{/ {n++} END {print n + 0}' "$out/exposition.prom")
 procs=$(awk '/^mlwatch_gpu_processes\{/ {s += $NF} END {print s + 0}' "$out/scrape.prom")
 {
     echo "host: $(hostname), $(uname -r), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "mlwatch: $("$bin" --version)"
-    grep '^mlwatch_gpu_info{' "$out/exposition.prom" | sed 's/^/gpu: /'
-    grep ' gpu: ' "$out/agent.log" | head -3 | sed 's/^/log: /'
+    awk '/^mlwatch_gpu_info\{/ {print "gpu: " $0}' "$out/exposition.prom"
+    awk '/ gpu: / && n++ < 3 {print "log: " $0}' "$out/agent.log"
     echo "$lint"
     echo "GPUs: $gpus, compute processes: $procs"
     echo "poll time per GPU on the GPU thread (seconds, last poll; fast readings, plus process"
     echo "lists/MIG/ECC/NVLink when that poll included them):"
-    grep '^mlwatch_collector_duration_seconds{collector="gpu",gpu=' "$out/scrape.prom" | sed 's/^/  /'
+    awk 'index($0, "mlwatch_collector_duration_seconds{collector=\"gpu\",gpu=") == 1 {print "  " $0}' "$out/scrape.prom"
     echo "collection cycle, main thread:"
-    grep -E '^mlwatch_collector_duration_seconds\{collector="(gpu|cgroup)"\}' "$out/scrape.prom" | sed 's/^/  /'
+    awk '/^mlwatch_collector_duration_seconds\{collector="(gpu|cgroup)"\}/ {print "  " $0}' "$out/scrape.prom"
     echo "slowest of 10 scrapes: ${worst} s"
     echo "agent RSS after ${run_s} s: $((rss / 1024)) MiB (peak $((hwm / 1024)) MiB), all collectors"
-    echo "samples: $(grep -vc '^#' "$out/scrape.prom"), GPU samples: $(grep -Ec '^mlwatch_(gpu|mig|container_gpu|container_mig)_' "$out/scrape.prom")"
+    echo "samples: $(awk '!/^#/ {n++} END {print n + 0}' "$out/scrape.prom"), GPU samples: $(awk '/^mlwatch_(gpu|mig|container_gpu|container_mig)_/ {n++} END {print n + 0}' "$out/scrape.prom")"
 } >"$out/summary.txt"
 cat "$out/summary.txt"
 echo "files in $out/: exposition.prom (paste into docs/benchmarks.md), summary.txt"

@@ -77,7 +77,12 @@ wl() { # POD: "kind workload" of the pod's idle-seconds sample
     curl -sf "$AGENT_URL/metrics" |
         sed -n 's/^mlwatch_gpu_idle_seconds{namespace="[^"]*",pod="'"$1"'",container="main",gpu="[0-9]*",workload_kind="\([^"]*\)",workload="\([^"]*\)",owner="[^"]*"} .*/\1 \2/p'
 }
-has_idle_samples() { curl -sf "$AGENT_URL/metrics" | grep -q '^mlwatch_gpu_idle_seconds{'; }
+# The whole page first: grep -q stops at the match, and curl, still writing,
+# would fail the pipeline with SIGPIPE (pipefail).
+has_idle_samples() {
+    local page
+    page=$(curl -sf "$AGENT_URL/metrics") && grep -q '^mlwatch_gpu_idle_seconds{' <<<"$page"
+}
 await_idle_samples() { # WHAT: until the agent reports idle sessions (within 15 s);
     # the first cycles with an idle GPU may be late on a loaded machine.
     wait_for 15 has_idle_samples || fail "no idle samples $1"

@@ -14,7 +14,9 @@ source "$(dirname "$0")/rw_lib.sh"
 # libcurl-gnutls as its libcurl.so.4, so that GnuTLS, which the agent does
 # not start before main() (src/serve/http.c), is started by libcurl.
 if [ "${MLWATCH_LIBCURL:-}" = gnutls ]; then
-    gnutls_curl=$(ldconfig -p | awk '$1 == "libcurl-gnutls.so.4" && /x86-64|AArch64/ {print $NF; exit}')
+    # awk reads to the end: exiting at the match would end ldconfig's output
+    # early with SIGPIPE, which pipefail and set -e turn into a silent exit.
+    gnutls_curl=$(ldconfig -p | awk '$1 == "libcurl-gnutls.so.4" && /x86-64|AArch64/ && !found {found = $NF} END {print found}')
     [ -n "$gnutls_curl" ] || fail "libcurl-gnutls.so.4 is not installed (apt-get install libcurl3-gnutls)"
     mkdir -p "$WORK/libcurl"
     ln -s "$gnutls_curl" "$WORK/libcurl/libcurl.so.4"
