@@ -11,8 +11,9 @@
 # hostPID-like visibility of /proc the per-pod attribution shows processes as
 # unattributed. Environment: MLWATCH_BIN (default build/mlwatch),
 # NVML_LIBRARY (default libnvidia-ml.so.1), SECONDS_TO_RUN (default 30).
-# Writes OUTDIR/{exposition.prom,promtool.txt,agent.log,summary.txt} and
-# prints the summary.
+# Writes OUTDIR/{exposition.prom,promtool.txt,agent.log,scrape.prom,summary.txt},
+# with nvidia-smi's view when it is installed (nvidia-smi-q.txt,
+# nvidia-smi.csv, nvidia-smi-L.txt), and prints the summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${MLWATCH_BIN:-build/mlwatch}
@@ -37,11 +38,24 @@ else
     lint="promtool not installed: not checked"
 fi
 
+# The driver's own view, to compare values with by eye (power, clocks,
+# memory, PCI bus ids, MIG profiles): nvidia-smi reads the same NVML.
+if command -v nvidia-smi >/dev/null; then
+    nvidia-smi -q >"$out/nvidia-smi-q.txt" 2>&1 || true
+    nvidia-smi --query-gpu=index,uuid,name,pci.bus_id,utilization.gpu,memory.used,memory.total,power.draw,power.limit,temperature.gpu,clocks.sm,clocks.max.sm,clocks.mem,pstate \
+        --format=csv >"$out/nvidia-smi.csv" 2>&1 || true
+    nvidia-smi -L >"$out/nvidia-smi-L.txt" 2>&1 || true
+fi
+
 # 2. The agent for a while, every collector on; scrape, time the scrapes.
+# The store and state in a folder of their own, removed at the end: not the
+# host's /var/lib/mlwatch (another agent's, or not writable for this user).
+data=$(mktemp -d /tmp/mlwatch-gpu-check-XXXXXX)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$bin" agent --listen "127.0.0.1:$port" --nvml-library "$nvml" --interval 1s >"$out/agent.log" 2>&1 &
+"$bin" agent --listen "127.0.0.1:$port" --nvml-library "$nvml" --interval 1s \
+    --data-dir "$data" --state-dir "$data" >"$out/agent.log" 2>&1 &
 pid=$!
-trap 'kill $pid 2>/dev/null || true' EXIT
+trap 'kill $pid 2>/dev/null || true; rm -rf "$data"' EXIT
 sleep "$run_s"
 worst=0
 for i in $(seq 1 10); do
@@ -51,8 +65,10 @@ for i in $(seq 1 10); do
 done
 rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
 hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
-kill "$pid"
+agent_state="ran ${run_s} s and was stopped"
+kill "$pid" 2>/dev/null || agent_state="STOPPED BY ITSELF before ${run_s} s (see agent.log): figures below are missing"
 wait "$pid" 2>/dev/null || true
+rm -rf "$data"
 trap - EXIT
 
 # The summary uses awk, never a grep that finds nothing (exit 1) nor a head that
@@ -64,6 +80,7 @@ procs=$(awk '/^mlwatch_gpu_processes\{/ {s += $NF} END {print s + 0}' "$out/scra
 {
     echo "host: $(hostname), $(uname -r), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "mlwatch: $("$bin" --version)"
+    echo "agent: $agent_state"
     awk '/^mlwatch_gpu_info\{/ {print "gpu: " $0}' "$out/exposition.prom"
     awk '/ gpu: / && n++ < 3 {print "log: " $0}' "$out/agent.log"
     echo "$lint"
@@ -78,4 +95,5 @@ procs=$(awk '/^mlwatch_gpu_processes\{/ {s += $NF} END {print s + 0}' "$out/scra
     echo "samples: $(awk '!/^#/ {n++} END {print n + 0}' "$out/scrape.prom"), GPU samples: $(awk '/^mlwatch_(gpu|mig|container_gpu|container_mig)_/ {n++} END {print n + 0}' "$out/scrape.prom")"
 } >"$out/summary.txt"
 cat "$out/summary.txt"
+[ ! -s "$out/nvidia-smi.csv" ] || { echo "nvidia-smi:"; cat "$out/nvidia-smi.csv"; }
 echo "files in $out/: exposition.prom (paste into docs/benchmarks.md), summary.txt"

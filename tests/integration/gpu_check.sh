@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# gpu_check.sh - scripts/gpu-check.sh, the script for the one run a lent GPU
+# machine gets (issue 3, item 8), run here against the fake NVML library and
+# a stand-in nvidia-smi: its summary must have every figure, it must write
+# the summary even when the agent stops on its own, and with no GPU it must
+# say so and fail. A mistake in it would otherwise show only on that run.
+source "$(dirname "$0")/lib.sh"
+
+: "${MLWATCH_BUILD:=$MLWATCH_SRC/build}"
+fake=$MLWATCH_BUILD/tests/fakenvml/libnvidia-ml.so.1
+[ -f "$fake" ] || fail "fake NVML library not built: $fake"
+export FAKE_NVML_SCENARIO=$WORK/scenario.txt NVML_LIBRARY=$fake SECONDS_TO_RUN=2
+printf '%s\n' 'gpu 0 util=10 memtotal=1000 memused=100 energy_mj=5000000 temp=40' \
+    'gpu 1 util=20 memtotal=1000 memused=200 energy_mj=1000 temp=41' \
+    'proc gpu=1 pid=1 mem=100' >"$FAKE_NVML_SCENARIO"
+
+# nvidia-smi as the script calls it: -q, -L, and the CSV query.
+mkdir -p "$WORK/bin"
+cat >"$WORK/bin/nvidia-smi" <<'SH'
+#!/bin/sh
+case "$1" in
+-L) echo "GPU 0: Fake GPU (UUID: GPU-fake-0)" ;;
+-q) echo "==============NVSMI LOG==============" ;;
+*) printf 'index, uuid\n0, GPU-fake-0\n1, GPU-fake-1\n' ;;
+esac
+SH
+chmod +x "$WORK/bin/nvidia-smi"
+
+# 1. The run as on a GPU machine.
+PATH=$WORK/bin:$PATH MLWATCH_BIN=$MLWATCH_BIN "$MLWATCH_SRC/scripts/gpu-check.sh" "$WORK/out" \
+    >"$WORK/stdout.txt" 2>"$WORK/stderr.txt" || fail "gpu-check.sh failed: $(cat "$WORK/stderr.txt")"
+sum=$WORK/out/summary.txt
+line() { grep -x "$1" "$sum" >/dev/null || fail "summary lacks '$1': $(cat "$sum")"; ok; }
+line 'agent: ran 2 s and was stopped'
+line 'GPUs: 2, compute processes: 1'
+line 'gpu: mlwatch_gpu_info{gpu="1",uuid="GPU-fake-1",model="Fake GPU",pci_bus_id="0000:02:00.0",driver_version="550.54.15",cpu_affinity=""} 1'
+line 'log: .* info gpu: GPU telemetry: NVML, driver 550.54.15: 2 GPUs'
+if command -v promtool >/dev/null; then
+    line 'promtool check metrics: clean'
+else
+    line 'promtool not installed: not checked'
+fi
+expect_eq "per-GPU poll times" 2 "$(grep -c '^  mlwatch_collector_duration_seconds{collector="gpu",gpu="[01]"} [0-9.e-]*$' "$sum")"
+line '  mlwatch_collector_duration_seconds{collector="gpu"} [0-9.e-]*'
+line 'slowest of 10 scrapes: [0-9.]* s'
+line 'agent RSS after 2 s: [1-9][0-9]* MiB (peak [1-9][0-9]* MiB), all collectors'
+line 'samples: [1-9][0-9]*, GPU samples: [1-9][0-9]*'
+for f in exposition.prom scrape.prom agent.log nvidia-smi-q.txt nvidia-smi-L.txt; do
+    [ -s "$WORK/out/$f" ] || fail "no $f in the output folder"
+    ok
+done
+expect_eq "nvidia-smi's CSV" "$(printf 'index, uuid\n0, GPU-fake-0\n1, GPU-fake-1')" \
+    "$(cat "$WORK/out/nvidia-smi.csv")"
+expect_eq "the summary printed" "$(cat "$sum")" "$(head -n "$(wc -l <"$sum")" "$WORK/stdout.txt")"
+expect_eq "the agent's data folder removed" "" \
+    "$(find /tmp -maxdepth 1 -name 'mlwatch-gpu-check-*' -newer "$FAKE_NVML_SCENARIO" 2>/dev/null)"
+
+# 2. An agent that stops on its own: the summary is still written, and says so.
+cat >"$WORK/bin/mlwatch-stops" <<SH
+#!/bin/sh
+[ "\$1" = agent ] && { echo "mlwatch: cannot start (test)" >&2; exit 3; }
+exec "$MLWATCH_BIN" "\$@"
+SH
+chmod +x "$WORK/bin/mlwatch-stops"
+SECONDS_TO_RUN=1 MLWATCH_BIN=$WORK/bin/mlwatch-stops "$MLWATCH_SRC/scripts/gpu-check.sh" "$WORK/out2" \
+    >"$WORK/stdout2.txt" 2>"$WORK/stderr2.txt" || fail "gpu-check.sh failed when the agent stopped: $(cat "$WORK/stderr2.txt")"
+sum=$WORK/out2/summary.txt
+line 'agent: STOPPED BY ITSELF before 1 s (see agent.log): figures below are missing'
+line 'GPUs: 2, compute processes: 0'
+expect_eq "the agent's log kept" "mlwatch: cannot start (test)" "$(cat "$WORK/out2/agent.log")"
+grep -q '^scrape 10 failed (curl exit 7)' "$WORK/stderr2.txt" || fail "failed scrapes not reported: $(cat "$WORK/stderr2.txt")"
+ok
+
+# 3. No GPU: it says so, with the agent's reason, and fails.
+printf '' >"$FAKE_NVML_SCENARIO"
+if MLWATCH_BIN=$MLWATCH_BIN "$MLWATCH_SRC/scripts/gpu-check.sh" "$WORK/out3" >/dev/null 2>"$WORK/stderr3.txt"; then
+    fail "gpu-check.sh succeeded without a GPU"
+fi
+expect_eq "no GPU" "no GPU found by mlwatch:" "$(head -1 "$WORK/stderr3.txt")"
+grep -q 'gpu: no GPU telemetry (NVML: driver 550.54.15 reports no GPUs' "$WORK/stderr3.txt" ||
+    fail "the agent's reason is missing: $(cat "$WORK/stderr3.txt")"
+ok
+
+done_ok
