@@ -6,7 +6,10 @@
 #
 #   scripts/gpu-check.sh [OUTDIR]          (default: gpu-check-<host>-<date>)
 #
-# Needs an NVIDIA (or AMD) GPU, its driver, and a built mlwatch (make). Runs
+# Needs an NVIDIA (or AMD) GPU, its driver, and a built mlwatch (make; on a
+# machine without its libraries, MLWATCH_BIN=.device/mlwatch from
+# scripts/device-bundle.sh), bash, awk, python3 (curl and promtool when
+# there; nvidia-smi's view is kept when it is installed). Runs
 # as the user you are: root is not needed for NVML's readings, but without
 # hostPID-like visibility of /proc the per-pod attribution shows processes as
 # unattributed. Environment: MLWATCH_BIN (default build/mlwatch),
@@ -19,7 +22,7 @@ cd "$(dirname "$0")/.."
 bin=${MLWATCH_BIN:-build/mlwatch}
 nvml=${NVML_LIBRARY:-libnvidia-ml.so.1}
 run_s=${SECONDS_TO_RUN:-30}
-out=${1:-gpu-check-$(hostname)-$(date +%Y%m%d-%H%M%S)}
+out=${1:-gpu-check-$(uname -n)-$(date +%Y%m%d-%H%M%S)}
 [ -x "$bin" ] || make
 mkdir -p "$out"
 
@@ -57,10 +60,29 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 pid=$!
 trap 'kill $pid 2>/dev/null || true; rm -rf "$data"' EXIT
 sleep "$run_s"
+# scrape FILE: GET /metrics into FILE, print the seconds it took. curl when
+# there is one; else Python's urllib (a GPU machine's image may lack curl).
+scrape() {
+    if command -v curl >/dev/null; then
+        curl -sf -o "$1" -w '%{time_total}' "http://127.0.0.1:$port/metrics"
+    else
+        python3 - "$1" "$port" <<'PY'
+import sys, time, urllib.request
+t = time.monotonic()
+try:
+    body = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[2], timeout=10).read()
+except OSError as e:
+    sys.stderr.write("python3: %s\n" % e)
+    sys.exit(7)
+open(sys.argv[1], "wb").write(body)
+print("%.6f" % (time.monotonic() - t))
+PY
+    fi
+}
 worst=0
 for i in $(seq 1 10); do
-    t=$(curl -sf -o "$out/scrape.prom" -w '%{time_total}' "http://127.0.0.1:$port/metrics") ||
-        { echo "scrape $i failed (curl exit $?): is the agent still running? see agent.log" >&2; t=0; }
+    t=$(scrape "$out/scrape.prom") ||
+        { echo "scrape $i failed (exit $?): is the agent still running? see agent.log" >&2; t=0; }
     worst=$(awk -v a="$worst" -v b="$t" 'BEGIN { print (b > a ? b : a) }')
 done
 rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
@@ -78,7 +100,7 @@ touch "$out/scrape.prom"
 gpus=$(awk '/^mlwatch_gpu_info\{/ {n++} END {print n + 0}' "$out/exposition.prom")
 procs=$(awk '/^mlwatch_gpu_processes\{/ {s += $NF} END {print s + 0}' "$out/scrape.prom")
 {
-    echo "host: $(hostname), $(uname -r), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "host: $(uname -n), $(uname -r), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "mlwatch: $("$bin" --version)"
     echo "agent: $agent_state"
     awk '/^mlwatch_gpu_info\{/ {print "gpu: " $0}' "$out/exposition.prom"

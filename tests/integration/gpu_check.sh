@@ -68,10 +68,41 @@ sum=$WORK/out2/summary.txt
 line 'agent: STOPPED BY ITSELF before 1 s (see agent.log): figures below are missing'
 line 'GPUs: 2, compute processes: 0'
 expect_eq "the agent's log kept" "mlwatch: cannot start (test)" "$(cat "$WORK/out2/agent.log")"
-grep -q '^scrape 10 failed (curl exit 7)' "$WORK/stderr2.txt" || fail "failed scrapes not reported: $(cat "$WORK/stderr2.txt")"
+grep -q '^scrape 10 failed (exit 7)' "$WORK/stderr2.txt" || fail "failed scrapes not reported: $(cat "$WORK/stderr2.txt")"
 ok
 
-# 3. No GPU: it says so, with the agent's reason, and fails.
+# 3. As on the lent machine: mlwatch from scripts/device-bundle.sh, and only
+# the commands a bare image has (no curl, no promtool, no nvidia-smi here).
+"$MLWATCH_SRC/scripts/device-bundle.sh" "$WORK/bundle" >"$WORK/bundle.txt" 2>&1 ||
+    fail "device-bundle.sh: $(cat "$WORK/bundle.txt")"
+# Every library but glibc's and GCC's resolves inside the bundle.
+outside=$(LD_LIBRARY_PATH=$WORK/bundle/lib ldd "$WORK/bundle/bin/mlwatch" |
+    awk -v d="$WORK/bundle/lib/" '$2 == "=>" && index($3, d) != 1 && $1 !~ /^(libc|libm|libstdc\+\+|libgcc_s)\.so/ {print $1}')
+expect_eq "libraries found outside the bundle" "" "$outside"
+for lib in libmicrohttpd.so.12 libjansson.so.4 libgnutls.so.30 libyaml-0.so.2 libsnappy.so.1; do
+    [ -f "$WORK/bundle/lib/$lib" ] || fail "$lib not in the bundle: $(ls "$WORK/bundle/lib")"
+    ok
+done
+mkdir -p "$WORK/tools"
+for t in bash sh env dirname cat mkdir mktemp grep awk sleep seq rm date uname touch kill; do
+    p=$(type -P "$t") || continue
+    ln -s "$p" "$WORK/tools/$t"
+done
+# python3 itself, not a version manager's shim (a script that needs more tools)
+ln -s "$(python3 -c 'import sys; print(sys.executable)')" "$WORK/tools/python3"
+PATH=$WORK/tools MLWATCH_BIN=$WORK/bundle/mlwatch "$MLWATCH_SRC/scripts/gpu-check.sh" "$WORK/out4" \
+    >"$WORK/stdout4.txt" 2>"$WORK/stderr4.txt" || fail "gpu-check.sh with bare tools: $(cat "$WORK/stderr4.txt")"
+expect_eq "stderr with bare tools" "" "$(cat "$WORK/stderr4.txt")"
+sum=$WORK/out4/summary.txt
+line 'agent: ran 2 s and was stopped'
+line 'GPUs: 2, compute processes: 1'
+line 'promtool not installed: not checked'
+line 'slowest of 10 scrapes: 0\.[0-9]* s'
+line 'samples: [1-9][0-9]*, GPU samples: [1-9][0-9]*'
+[ ! -e "$WORK/out4/nvidia-smi.csv" ] || fail "nvidia-smi.csv without nvidia-smi"
+ok
+
+# 4. No GPU: it says so, with the agent's reason, and fails.
 printf '' >"$FAKE_NVML_SCENARIO"
 if MLWATCH_BIN=$MLWATCH_BIN "$MLWATCH_SRC/scripts/gpu-check.sh" "$WORK/out3" >/dev/null 2>"$WORK/stderr3.txt"; then
     fail "gpu-check.sh succeeded without a GPU"
