@@ -31,6 +31,7 @@ PATH=$WORK/bin:$PATH MLWATCH_BIN=$MLWATCH_BIN "$MLWATCH_SRC/scripts/gpu-check.sh
     >"$WORK/stdout.txt" 2>"$WORK/stderr.txt" || fail "gpu-check.sh failed: $(cat "$WORK/stderr.txt")"
 sum=$WORK/out/summary.txt
 line() { grep -x "$1" "$sum" >/dev/null || fail "summary lacks '$1': $(cat "$sum")"; ok; }
+expect_eq "stderr" "" "$(cat "$WORK/stderr.txt")"
 line 'agent: ran 2 s and was stopped'
 line 'GPUs: 2, compute processes: 1'
 line 'gpu: mlwatch_gpu_info{gpu="1",uuid="GPU-fake-1",model="Fake GPU",pci_bus_id="0000:02:00.0",driver_version="550.54.15",cpu_affinity=""} 1'
@@ -42,7 +43,7 @@ else
 fi
 expect_eq "per-GPU poll times" 2 "$(grep -c '^  mlwatch_collector_duration_seconds{collector="gpu",gpu="[01]"} [0-9.e-]*$' "$sum")"
 line '  mlwatch_collector_duration_seconds{collector="gpu"} [0-9.e-]*'
-line 'slowest of 10 scrapes: [0-9.]* s'
+line 'slowest of 10 scrapes: 0\.[0-9]* s'
 line 'agent RSS after 2 s: [1-9][0-9]* MiB (peak [1-9][0-9]* MiB), all collectors'
 line 'samples: [1-9][0-9]*, GPU samples: [1-9][0-9]*'
 for f in exposition.prom scrape.prom agent.log nvidia-smi-q.txt nvidia-smi-L.txt; do
