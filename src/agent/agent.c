@@ -16,20 +16,14 @@
 #include "../serve/metrics_endpoint.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static volatile sig_atomic_t stop_requested;
 static atomic_int ready;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop_requested = 1;
-}
 
 static const char landing_page[] =
     "<!doctype html><html><head><meta charset=\"utf-8\"><title>mlwatch</title></head>"
@@ -134,13 +128,39 @@ static void add_ns(struct timespec *t, int64_t ns)
     }
 }
 
+/* Sleeps until the CLOCK_MONOTONIC deadline or one of the signals in set,
+ * whichever comes first: the signal's number, or 0 at the deadline. A
+ * deadline already past still takes a pending signal. */
+static int sleep_until(const sigset_t *set, const struct timespec *deadline)
+{
+    for (;;) {
+        struct timespec now, left = {0, 0};
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        int64_t ns = (int64_t)(deadline->tv_sec - now.tv_sec) * 1000000000 +
+                     (deadline->tv_nsec - now.tv_nsec);
+        if (ns > 0) {
+            left.tv_sec = (time_t)(ns / 1000000000);
+            left.tv_nsec = (long)(ns % 1000000000);
+        }
+        int sig = sigtimedwait(set, NULL, &left);
+        if (sig > 0) return sig;
+        if (errno != EINTR) return 0; /* EAGAIN: the deadline */
+    }
+}
+
 int mw_agent_run(const mw_config *cfg)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    /* SIGINT and SIGTERM stay blocked in every thread (a thread starts with
+     * its creator's mask, and all start after this) and the main loop takes
+     * them with sigtimedwait(). With a handler instead, the kernel may hand
+     * the signal to a libmicrohttpd or GPU thread, whose interrupted call
+     * wakes nobody: the agent stopped only at the end of the interval, a
+     * minute at --interval 60s, past a pod's termination grace period. */
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     runtime rt;
@@ -167,7 +187,8 @@ int mw_agent_run(const mw_config *cfg)
 
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
-    while (!stop_requested) {
+    int stop_signal = 0;
+    while (!stop_signal) {
         mw_published_retire(pub);
         mw_snapshot *snap = collect_once(&rt);
         mw_module_set_consume(rt.modules, snap);
@@ -177,16 +198,11 @@ int mw_agent_run(const mw_config *cfg)
         add_ns(&next, cfg->interval_ms * 1000000);
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
-        if (now.tv_sec > next.tv_sec || (now.tv_sec == next.tv_sec && now.tv_nsec > next.tv_nsec)) {
-            /* A cycle overran the interval: skip ahead instead of bursting. */
-            next = now;
-            continue;
-        }
-        while (!stop_requested &&
-               clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {
-        }
+        if (now.tv_sec > next.tv_sec || (now.tv_sec == next.tv_sec && now.tv_nsec > next.tv_nsec))
+            next = now; /* a cycle overran the interval: skip ahead instead of bursting */
+        stop_signal = sleep_until(&stop_signals, &next);
     }
-    mw_log(MW_LOG_INFO, "agent", "stopping");
+    mw_log(MW_LOG_INFO, "agent", "stopping on %s", stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
     mw_http_free(http);
     mw_published_free(pub);
     runtime_close(&rt);

@@ -85,6 +85,26 @@ rc=$?
 set -e
 PIDS=()
 expect_eq "exit status after SIGTERM" 0 "$rc"
-grep -q 'info agent: stopping' "$WORK/agent.log" || fail "no clean stop logged"
+grep -q 'info agent: stopping on SIGTERM$' "$WORK/agent.log" || fail "no clean stop logged"
 ok
+
+# A signal the kernel hands to another thread than the main one (kill(2) on
+# that thread's id makes it the one) stops the agent too, long before the
+# end of its 10-minute interval; it once stopped only then. SIGINT as well.
+for sig in TERM INT; do
+    start_agent --root "$root" --interval 10m
+    tid=
+    for t in /proc/"$AGENT_PID"/task/*; do [ "${t##*/}" = "$AGENT_PID" ] || tid=${t##*/}; done
+    [ -n "$tid" ] || fail "the agent has no thread besides the main one"
+    kill -"$sig" "$tid"
+    wait_for 30 exited "$AGENT_PID" || fail "SIG$sig to thread $tid ($(cat "/proc/$AGENT_PID/task/$tid/comm")): the agent still runs"
+    set +e
+    wait "$AGENT_PID"
+    rc=$?
+    set -e
+    PIDS=()
+    expect_eq "exit status after SIG$sig to a thread" 0 "$rc"
+    grep -q "info agent: stopping on SIG$sig\$" "$WORK/agent.log" || fail "no clean stop on SIG$sig logged"
+    ok
+done
 done_ok
