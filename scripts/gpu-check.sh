@@ -13,7 +13,8 @@
 # as the user you are: root is not needed for NVML's readings, but without
 # hostPID-like visibility of /proc the per-pod attribution shows processes as
 # unattributed. Environment: MLWATCH_BIN (default build/mlwatch),
-# NVML_LIBRARY (default libnvidia-ml.so.1), SECONDS_TO_RUN (default 30).
+# NVML_LIBRARY (default libnvidia-ml.so.1), SECONDS_TO_RUN (default 30),
+# STOP_WAIT_S (how long the agent may take to stop; default 20).
 # Writes OUTDIR/{exposition.prom,promtool.txt,agent.log,scrape.prom,summary.txt},
 # with nvidia-smi's view when it is installed (nvidia-smi-q.txt,
 # nvidia-smi.csv, nvidia-smi-L.txt), and prints the summary.
@@ -22,6 +23,7 @@ cd "$(dirname "$0")/.."
 bin=${MLWATCH_BIN:-build/mlwatch}
 nvml=${NVML_LIBRARY:-libnvidia-ml.so.1}
 run_s=${SECONDS_TO_RUN:-30}
+stop_s=${STOP_WAIT_S:-20}
 out=${1:-gpu-check-$(uname -n)-$(date +%Y%m%d-%H%M%S)}
 [ -x "$bin" ] || make
 mkdir -p "$out"
@@ -64,7 +66,7 @@ sleep "$run_s"
 # there is one; else Python's urllib (a GPU machine's image may lack curl).
 scrape() {
     if command -v curl >/dev/null; then
-        curl -sf -o "$1" -w '%{time_total}' "http://127.0.0.1:$port/metrics"
+        curl -sf -m 10 -o "$1" -w '%{time_total}' "http://127.0.0.1:$port/metrics"
     else
         python3 - "$1" "$port" <<'PY'
 import sys, time, urllib.request
@@ -88,7 +90,19 @@ done
 rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
 hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
 agent_state="ran ${run_s} s and was stopped"
-kill "$pid" 2>/dev/null || agent_state="STOPPED BY ITSELF before ${run_s} s (see agent.log): figures below are missing"
+# gone, or a zombie not yet reaped
+stopped() { st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) || return 0; [ "${st%% *}" = Z ]; }
+if kill "$pid" 2>/dev/null; then
+    # A stop that hangs (a driver call that never returns) must not hold the
+    # lent machine until its time runs out: STOP_WAIT_S, then SIGKILL, and say so.
+    for _ in $(seq 1 $((stop_s * 10))); do stopped && break; sleep 0.1; done
+    stopped || {
+        agent_state="ran ${run_s} s and DID NOT STOP within ${stop_s} s of SIGTERM (killed; see agent.log)"
+        kill -KILL "$pid" 2>/dev/null || true
+    }
+else
+    agent_state="STOPPED BY ITSELF before ${run_s} s (see agent.log): figures below are missing"
+fi
 wait "$pid" 2>/dev/null || true
 rm -rf "$data"
 trap - EXIT

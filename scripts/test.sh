@@ -14,6 +14,9 @@ trap 'rm -rf "$logs"' EXIT
 # count LOG: add ctest's "N tests failed out of M" summary to the totals.
 count() {
     local f t
+    # ctest's own list ("The following tests FAILED:"), kept for the last lines
+    sed -n '/The following tests FAILED:/,$p' "$1" | grep -E '^[[:space:]]+[0-9]+ - ' |
+        sed "s/^[[:space:]]*/$(basename "$1"): /" >>"$logs/failures" || true
     read -r f t < <(sed -n 's/.* \([0-9]*\) tests failed out of \([0-9]*\)$/\1 \2/p' "$1" | tail -n1) || true
     passed=$((passed + ${t:-0} - ${f:-0}))
     failed=$((failed + ${f:-0}))
@@ -21,7 +24,9 @@ count() {
 }
 
 echo "== lint"
-if scripts/lint.sh; then passed=$((passed + 1)); else fail=1; failed=$((failed + 1)); fi
+if scripts/lint.sh; then passed=$((passed + 1)); else
+    fail=1; failed=$((failed + 1)); echo "lint" >>"$logs/failures"
+fi
 
 echo "== build and test"
 make
@@ -46,6 +51,7 @@ for f in build-fuzz/fuzz_*; do
     if ! "$f" -max_total_time="${FUZZ_SECONDS:-5}" -max_len=65536 -print_final_stats=1 \
         -artifact_prefix="$work/" "$work" >"$work.log" 2>&1; then
         echo "fuzz target $name FAILED:"; tail -40 "$work.log"; fail=1
+        echo "fuzz: $name" >>"$logs/failures"
         failed=$((failed + 1))
     else
         passed=$((passed + 1))
@@ -56,7 +62,14 @@ done
 
 # One line for CI: ctest tests twice (plain and ASan+UBSan) plus fuzz targets.
 if [ "$fail" -ne 0 ]; then
-    echo "FAILED: see the output above (lint, a test or a fuzzer)"
+    # CI keeps only the tail of this output: name what failed, and each failed
+    # test's own FAIL lines, here at the end.
+    echo "FAILED: see the output above (lint, a test or a fuzzer). What failed:"
+    cat "$logs/failures" 2>/dev/null || true
+    for log in "$logs/plain" "$logs/asan"; do
+        [ -f "$log" ] && grep -E 'FAIL|Failed|Timeout|Exception|ERROR|[Ee]rror:' "$log" |
+            grep -v -e 'tests failed out of' -e 'The following tests FAILED' -e '^[[:space:]]*[0-9]* - ' | tail -n 15 | sed "s/^/$(basename "$log"): /" || true
+    done
     echo "mlwatch: $passed passed, $failed failed"
     exit 1
 fi

@@ -161,7 +161,8 @@ wait_for 10 peers_up || fail "fake API server or pod-resources server did not st
 ro_mount=0
 if mount --bind "$sockdir" "$root/var/lib/kubelet/pod-resources" 2>/dev/null; then
     umount_ro() { umount "$root/var/lib/kubelet/pod-resources" 2>/dev/null || true; }
-    trap 'umount_ro; cleanup' EXIT
+    # shellcheck disable=SC2154 # rc is the trap's own
+    trap 'rc=$?; umount_ro; cleanup "$rc"' EXIT
     mount -o remount,bind,ro "$root/var/lib/kubelet/pod-resources" ||
         fail "cannot make the bind mount read-only"
     touch "$root/var/lib/kubelet/pod-resources/x" 2>/dev/null && fail "the mount is writable"

@@ -72,6 +72,19 @@ expect_eq "the agent's log kept" "mlwatch: cannot start (test)" "$(cat "$WORK/ou
 grep -q '^scrape 10 failed (exit 7)' "$WORK/stderr2.txt" || fail "failed scrapes not reported: $(cat "$WORK/stderr2.txt")"
 ok
 
+# An agent that does not stop: killed after STOP_WAIT_S, and the summary says so.
+cat >"$WORK/bin/mlwatch-hangs" <<SH
+#!/bin/sh
+[ "\$1" = agent ] && { trap '' TERM; exec sleep 60; }
+exec "$MLWATCH_BIN" "\$@"
+SH
+chmod +x "$WORK/bin/mlwatch-hangs"
+STOP_WAIT_S=1 SECONDS_TO_RUN=1 MLWATCH_BIN=$WORK/bin/mlwatch-hangs "$MLWATCH_SRC/scripts/gpu-check.sh" "$WORK/out5" \
+    >/dev/null 2>"$WORK/stderr5.txt" || fail "gpu-check.sh failed when the agent hung: $(cat "$WORK/stderr5.txt")"
+sum=$WORK/out5/summary.txt
+line 'agent: ran 1 s and DID NOT STOP within 1 s of SIGTERM (killed; see agent.log)'
+line 'GPUs: 2, compute processes: 0'
+
 # 3. As on the lent machine: mlwatch from scripts/device-bundle.sh, and only
 # the commands a bare image has (no curl, no promtool, no nvidia-smi here).
 "$MLWATCH_SRC/scripts/device-bundle.sh" "$WORK/bundle" >"$WORK/bundle.txt" 2>&1 ||
@@ -85,7 +98,7 @@ for lib in libmicrohttpd.so.12 libjansson.so.4 libgnutls.so.30 libyaml-0.so.2 li
     ok
 done
 mkdir -p "$WORK/tools"
-for t in bash sh env dirname cat mkdir mktemp grep awk sleep seq rm date uname touch kill; do
+for t in bash sh env dirname cat mkdir mktemp grep awk sed sleep seq rm date uname touch kill; do
     p=$(type -P "$t") || continue
     ln -s "$p" "$WORK/tools/$t"
 done

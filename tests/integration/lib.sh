@@ -12,11 +12,98 @@ WORK=$(mktemp -d "/tmp/mlwatch-it-$TEST_NAME-XXXXXX")
 PIDS=()
 CHECKS=0
 
+# dump_stacks PID: what each of its threads is doing (gdb when installed,
+# else the kernel's wait channel per thread).
+dump_stacks() {
+    if command -v gdb >/dev/null; then
+        timeout 30 gdb -batch -nx -p "$1" -ex 'thread apply all bt 15' 2>&1 |
+            grep -E '^(Thread |#)' | head -n 200 || true
+    else
+        local t
+        for t in /proc/"$1"/task/*; do
+            echo "thread $(basename "$t") ($(cat "$t/comm" 2>/dev/null)): $(cat "$t/wchan" 2>/dev/null)"
+        done
+    fi
+}
+
+# exited PID: the process is gone, or a zombie waiting to be reaped.
+exited() {
+    local st
+    st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 0
+    [ "${st%% *}" = Z ]
+}
+
+# stop_process PID: SIGTERM, then up to STOP_WAIT_S (20) seconds for it to
+# exit. One still running is a hang worth a report (a stuck agent loses what
+# it has not written): its threads' stacks, SIGKILL, and status 1.
+stop_process() {
+    local i
+    kill "$1" 2>/dev/null || { wait "$1" 2>/dev/null || true; return 0; }
+    for ((i = 0; i < ${STOP_WAIT_S:-20} * 10; i++)); do
+        exited "$1" && { wait "$1" 2>/dev/null || true; return 0; }
+        sleep 0.1
+    done
+    echo "FAIL [$TEST_NAME]: process $1 ($(tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | cut -c1-300)) still running ${STOP_WAIT_S:-20} s after SIGTERM; its threads:" >&2
+    dump_stacks "$1" >&2
+    kill_tree "$1"
+    wait "$1" 2>/dev/null || true
+    return 1
+}
+
+# descendants PID: the processes under PID.
+descendants() {
+    ps -e -o pid=,ppid= | awk -v root="$1" '
+        { parent[$1] = $2 }
+        END { for (p in parent) for (q = parent[p]; q > 1; q = parent[q]) if (q == root) { print p; break } }'
+}
+
+# kill_tree PID: SIGKILL to PID and everything under it (a child left
+# behind would hold the test's output open, and ctest waits for it).
+kill_tree() {
+    local p
+    for p in $(descendants "$1") "$1"; do kill -KILL "$p" 2>/dev/null || true; done
+}
+
+# A test that hangs is stopped here, before ctest's TIMEOUT (300 s) ends it
+# with no word on where: after TEST_WATCHDOG_S (200) seconds the watchdog
+# prints the test's processes and the stacks of mlwatch's, and ends them.
+watchdog() {
+    set +e
+    trap - ERR
+    local sp='' me=$BASHPID test_pid=$1 procs p
+    trap '[ -z "$sp" ] || kill "$sp" 2>/dev/null; exit 0' TERM
+    sleep "${TEST_WATCHDOG_S:-200}" &
+    sp=$!
+    wait "$sp"
+    trap '' TERM # the test's cleanup must not end the report
+    procs=$(descendants "$test_pid" | grep -vx -e "$me" -e "$sp")
+    echo "FAIL [$TEST_NAME]: still running after ${TEST_WATCHDOG_S:-200} s; its processes:" >&2
+    for p in $procs; do
+        ps -o pid=,stat=,etimes=,args= -p "$p" 2>/dev/null | cut -c1-300 >&2
+    done
+    for p in $procs; do
+        if tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -q mlwatch; then
+            echo "--- threads of $p:" >&2
+            dump_stacks "$p" >&2
+        fi
+    done
+    for p in $procs; do kill -KILL "$p" 2>/dev/null; done
+    kill -TERM "$test_pid" 2>/dev/null
+    exit 0
+}
+watchdog $$ &
+WATCHDOG_PID=$!
+
+# cleanup [STATUS]: the EXIT trap (a test that adds to it passes the status
+# it saw: trap 'rc=$?; ...; cleanup "$rc"' EXIT).
 cleanup() {
+    local rc=${1:-$?} p
+    kill "$WATCHDOG_PID" 2>/dev/null || true
     for p in "${PIDS[@]:-}"; do
-        [ -n "$p" ] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true
+        [ -z "$p" ] || stop_process "$p" || rc=1
     done
     rm -rf "$WORK"
+    exit "$rc"
 }
 trap cleanup EXIT
 

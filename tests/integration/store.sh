@@ -112,7 +112,8 @@ done
 FULL=$WORK/full
 mkdir -p "$FULL"
 if mount -t tmpfs -o size=3m tmpfs "$FULL" 2>/dev/null; then
-    trap 'kill "$AGENT_PID" 2>/dev/null; wait "$AGENT_PID" 2>/dev/null; umount "$FULL" 2>/dev/null; cleanup' EXIT
+    # shellcheck disable=SC2154 # rc is the trap's own
+    trap 'rc=$?; stop_process "$AGENT_PID" || rc=1; umount "$FULL" 2>/dev/null; cleanup "$rc"' EXIT
     start_store_agent "$FULL/d"
     "$CLIENT" send "$AGENT_URL/api/v1/write" 100 5 100 "$T0" >"$WORK/before"
     expect_eq "before the disk fills" 5 "$(grep -c '^ACK' "$WORK/before")"
