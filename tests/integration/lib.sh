@@ -188,16 +188,23 @@ start_scraper() {
     wait_http "$PROM/-/ready" 60
 }
 
+agent_port() { sed -n 's/.* info agent: .* listening on .* (port \([0-9]*\)).*/\1/p' "$WORK/agent.log"; }
+agent_started() { [ -n "$(agent_port)" ] || exited "$AGENT_PID"; }
+
 # start_agent ARGS...: sets AGENT_PID, AGENT_URL; logs in $WORK/agent.log.
 # The agent keeps its store and state in the test's folder, never in
 # /var/lib/mlwatch (ARGS may override: later flags win).
+# It listens on a port of the kernel's choice, read from its log: a port
+# picked free beforehand may be taken (a parallel test's connection) by then.
 start_agent() {
     local port
-    port=$(free_port)
-    "$MLWATCH_BIN" agent --listen "127.0.0.1:$port" --data-dir "$WORK/data" \
+    "$MLWATCH_BIN" agent --listen 127.0.0.1:0 --data-dir "$WORK/data" \
         --state-dir "$WORK/state" "$@" >"$WORK/agent.log" 2>&1 &
     AGENT_PID=$!
     PIDS+=("$AGENT_PID")
+    wait_for 20 agent_started || true
+    port=$(agent_port)
+    [ -n "$port" ] || fail "the agent did not start: $(head -c 600 "$WORK/agent.log")"
     AGENT_URL="http://127.0.0.1:$port"
     wait_http "$AGENT_URL/-/ready"
 }
