@@ -14,7 +14,8 @@
 # hostPID-like visibility of /proc the per-pod attribution shows processes as
 # unattributed. Environment: MLWATCH_BIN (default build/mlwatch),
 # NVML_LIBRARY (default libnvidia-ml.so.1), SECONDS_TO_RUN (default 30),
-# STOP_WAIT_S (how long the agent may take to stop; default 20).
+# READY_WAIT_S (how long the agent may take to start; default 30),
+# STOP_WAIT_S (how long it may take to stop; default 20).
 # Writes OUTDIR/{exposition.prom,promtool.txt,agent.log,scrape.prom,summary.txt},
 # with nvidia-smi's view when it is installed (nvidia-smi-q.txt,
 # nvidia-smi.csv, nvidia-smi-L.txt), and prints the summary.
@@ -24,6 +25,7 @@ bin=${MLWATCH_BIN:-build/mlwatch}
 nvml=${NVML_LIBRARY:-libnvidia-ml.so.1}
 run_s=${SECONDS_TO_RUN:-30}
 stop_s=${STOP_WAIT_S:-20}
+ready_s=${READY_WAIT_S:-30}
 out=${1:-gpu-check-$(uname -n)-$(date +%Y%m%d-%H%M%S)}
 [ -x "$bin" ] || make
 mkdir -p "$out"
@@ -56,42 +58,55 @@ fi
 # The store and state in a folder of their own, removed at the end: not the
 # host's /var/lib/mlwatch (another agent's, or not writable for this user).
 data=$(mktemp -d /tmp/mlwatch-gpu-check-XXXXXX)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$bin" agent --listen "127.0.0.1:$port" --nvml-library "$nvml" --interval 1s \
+"$bin" agent --listen 127.0.0.1:0 --nvml-library "$nvml" --interval 1s \
     --data-dir "$data" --state-dir "$data" >"$out/agent.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; rm -rf "$data"' EXIT
-sleep "$run_s"
-# scrape FILE: GET /metrics into FILE, print the seconds it took. curl when
-# there is one; else Python's urllib (a GPU machine's image may lack curl).
-scrape() {
+# gone, or a zombie not yet reaped
+stopped() { st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) || return 0; [ "${st%% *}" = Z ]; }
+# get PATH FILE: GET PATH from the agent into FILE, print the seconds it took.
+# curl when there is one; else Python's urllib (a GPU machine's image may
+# lack curl).
+get() {
     if command -v curl >/dev/null; then
-        curl -sf -m 10 -o "$1" -w '%{time_total}' "http://127.0.0.1:$port/metrics"
+        curl -sf -m 10 -o "$2" -w '%{time_total}' "http://127.0.0.1:$port$1"
     else
-        python3 - "$1" "$port" <<'PY'
+        python3 - "$port" "$1" "$2" <<'PY'
 import sys, time, urllib.request
 t = time.monotonic()
 try:
-    body = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[2], timeout=10).read()
+    body = urllib.request.urlopen("http://127.0.0.1:%s%s" % (sys.argv[1], sys.argv[2]), timeout=10).read()
 except OSError as e:
     sys.stderr.write("python3: %s\n" % e)
     sys.exit(7)
-open(sys.argv[1], "wb").write(body)
+open(sys.argv[3], "wb").write(body)
 print("%.6f" % (time.monotonic() - t))
 PY
     fi
 }
-worst=0
-for i in $(seq 1 10); do
-    t=$(scrape "$out/scrape.prom") ||
-        { echo "scrape $i failed (exit $?): is the agent still running? see agent.log" >&2; t=0; }
-    worst=$(awk -v a="$worst" -v b="$t" 'BEGIN { print (b > a ? b : a) }')
+# Its port (the kernel's choice, from its log), then ready: up to
+# READY_WAIT_S, so that a slow start does not eat into the run.
+port=
+for _ in $(seq 1 $((ready_s * 10))); do
+    port=$(sed -n 's/.* listening on .* (port \([0-9]*\)).*/\1/p' "$out/agent.log")
+    if [ -n "$port" ] && get /-/ready /dev/null >/dev/null 2>&1; then break; fi
+    stopped && break
+    sleep 0.1
 done
+sleep "$run_s"
+worst=0
+if stopped || [ -z "$port" ]; then
+    echo "the agent is not serving (see agent.log): no scrapes" >&2
+else
+    for i in $(seq 1 10); do
+        t=$(get /metrics "$out/scrape.prom") ||
+            { echo "scrape $i failed (exit $?): is the agent still running? see agent.log" >&2; t=0; }
+        worst=$(awk -v a="$worst" -v b="$t" 'BEGIN { print (b > a ? b : a) }')
+    done
+fi
 rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
 hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
 agent_state="ran ${run_s} s and was stopped"
-# gone, or a zombie not yet reaped
-stopped() { st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) || return 0; [ "${st%% *}" = Z ]; }
 if kill "$pid" 2>/dev/null; then
     # A stop that hangs (a driver call that never returns) must not hold the
     # lent machine until its time runs out: STOP_WAIT_S, then SIGKILL, and say so.
