@@ -78,15 +78,19 @@ for p in "${PIDS[@]:1}"; do wait "$p" || fail "a concurrent scrape failed"; done
 PIDS=("$AGENT_PID")
 ok
 
+# expect_clean_stop SIG WHAT: the agent exits with status 0 and logs that
+# SIG stopped it.
+expect_clean_stop() {
+    local rc=0
+    wait "$AGENT_PID" || rc=$?
+    PIDS=()
+    expect_eq "exit status after $2" 0 "$rc"
+    grep -q "info agent: stopping on SIG$1\$" "$WORK/agent.log" || fail "no clean stop on SIG$1 logged"
+    ok
+}
+
 kill -TERM "$AGENT_PID"
-set +e
-wait "$AGENT_PID"
-rc=$?
-set -e
-PIDS=()
-expect_eq "exit status after SIGTERM" 0 "$rc"
-grep -q 'info agent: stopping on SIGTERM$' "$WORK/agent.log" || fail "no clean stop logged"
-ok
+expect_clean_stop TERM SIGTERM
 
 # A signal the kernel hands to another thread than the main one (kill(2) on
 # that thread's id makes it the one) stops the agent too, long before the
@@ -98,13 +102,6 @@ for sig in TERM INT; do
     [ -n "$tid" ] || fail "the agent has no thread besides the main one"
     kill -"$sig" "$tid"
     wait_for 30 exited "$AGENT_PID" || fail "SIG$sig to thread $tid ($(cat "/proc/$AGENT_PID/task/$tid/comm")): the agent still runs"
-    set +e
-    wait "$AGENT_PID"
-    rc=$?
-    set -e
-    PIDS=()
-    expect_eq "exit status after SIG$sig to a thread" 0 "$rc"
-    grep -q "info agent: stopping on SIG$sig\$" "$WORK/agent.log" || fail "no clean stop on SIG$sig logged"
-    ok
+    expect_clean_stop "$sig" "SIG$sig to a thread"
 done
 done_ok
