@@ -33,11 +33,24 @@ exited() {
     [ "${st%% *}" = Z ]
 }
 
+# our_child PID: PID is a child of this test's shell. PIDS keeps the numbers
+# of agents stopped and reaped long before cleanup runs, and the kernel gives
+# numbers out again once it wraps around pid_max (32768 here; the suite
+# starts some 15,000 processes a run): cleanup must not signal what took one.
+our_child() {
+    local st state ppid
+    st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
+    read -r state ppid _ <<<"$st"
+    [ "$ppid" = "$$" ] && [ -n "$state" ]
+}
+
 # stop_process PID: SIGTERM, then up to STOP_WAIT_S (20) seconds for it to
 # exit. One still running is a hang worth a report (a stuck agent loses what
-# it has not written): its threads' stacks, SIGKILL, and status 1.
+# it has not written): its threads' stacks, SIGKILL, and status 1. A PID
+# that is no longer this shell's child is left alone.
 stop_process() {
     local i
+    our_child "$1" || { wait "$1" 2>/dev/null || true; return 0; }
     kill "$1" 2>/dev/null || { wait "$1" 2>/dev/null || true; return 0; }
     for ((i = 0; i < ${STOP_WAIT_S:-20} * 10; i++)); do
         exited "$1" && { wait "$1" 2>/dev/null || true; return 0; }
@@ -204,7 +217,12 @@ start_agent() {
     PIDS+=("$AGENT_PID")
     wait_for 20 agent_started || true
     port=$(agent_port)
-    [ -n "$port" ] || fail "the agent did not start: $(head -c 600 "$WORK/agent.log")"
+    if [ -z "$port" ]; then
+        local rc=0
+        exited "$AGENT_PID" || fail "the agent does not listen after 20 s: $(head -c 600 "$WORK/agent.log")"
+        wait "$AGENT_PID" || rc=$?
+        fail "the agent exited with status $rc before it listened: $(head -c 600 "$WORK/agent.log")"
+    fi
     AGENT_URL="http://127.0.0.1:$port"
     wait_http "$AGENT_URL/-/ready"
 }
