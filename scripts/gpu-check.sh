@@ -57,7 +57,7 @@ fi
 # 2. The agent for a while, every collector on; scrape, time the scrapes.
 # The store and state in a folder of their own, removed at the end: not the
 # host's /var/lib/mlwatch (another agent's, or not writable for this user).
-data=$(mktemp -d /tmp/mlwatch-gpu-check-XXXXXX)
+data=$(mktemp -d "${TMPDIR:-/tmp}/mlwatch-gpu-check-XXXXXX")
 "$bin" agent --listen 127.0.0.1:0 --nvml-library "$nvml" --interval 1s \
     --data-dir "$data" --state-dir "$data" >"$out/agent.log" 2>&1 &
 pid=$!

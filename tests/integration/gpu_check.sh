@@ -10,6 +10,9 @@ source "$(dirname "$0")/lib.sh"
 fake=$MLWATCH_BUILD/tests/fakenvml/libnvidia-ml.so.1
 [ -f "$fake" ] || fail "fake NVML library not built: $fake"
 export FAKE_NVML_SCENARIO=$WORK/scenario.txt NVML_LIBRARY=$fake SECONDS_TO_RUN=2
+# The script's temporary data folder goes here, where no other test's can be.
+export TMPDIR=$WORK/tmp
+mkdir -p "$TMPDIR"
 printf '%s\n' 'gpu 0 util=10 memtotal=1000 memused=100 energy_mj=5000000 temp=40' \
     'gpu 1 util=20 memtotal=1000 memused=200 energy_mj=1000 temp=41' \
     'proc gpu=1 pid=1 mem=100' >"$FAKE_NVML_SCENARIO"
@@ -53,8 +56,7 @@ done
 expect_eq "nvidia-smi's CSV" "$(printf 'index, uuid\n0, GPU-fake-0\n1, GPU-fake-1')" \
     "$(cat "$WORK/out/nvidia-smi.csv")"
 expect_eq "the summary printed" "$(cat "$sum")" "$(head -n "$(wc -l <"$sum")" "$WORK/stdout.txt")"
-expect_eq "the agent's data folder removed" "" \
-    "$(find /tmp -maxdepth 1 -name 'mlwatch-gpu-check-*' -newer "$FAKE_NVML_SCENARIO" 2>/dev/null)"
+expect_eq "the agent's data folder removed" "" "$(ls -A "$TMPDIR")"
 
 # 2. An agent that stops on its own: the summary is still written, and says so.
 cat >"$WORK/bin/mlwatch-stops" <<SH
@@ -115,6 +117,8 @@ line 'slowest of 10 scrapes: [0-9]*\.[0-9]* s'
 line 'samples: [1-9][0-9]*, GPU samples: [1-9][0-9]*'
 [ ! -e "$WORK/out4/nvidia-smi.csv" ] || fail "nvidia-smi.csv without nvidia-smi"
 ok
+
+expect_eq "every run's data folder removed" "" "$(ls -A "$TMPDIR")"
 
 # 4. No GPU: it says so, with the agent's reason, and fails.
 printf '' >"$FAKE_NVML_SCENARIO"

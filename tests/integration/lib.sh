@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # lib.sh - shared helpers for integration tests (sourced, not run).
 # Environment from ctest: MLWATCH_BIN, MLWATCH_SRC, MLWATCH_BUILD, MLWATCH_FIXTURES.
 # -E: the ERR trap below also sees failures inside functions.
@@ -211,6 +212,9 @@ agent_started() { [ -n "$(agent_port)" ] || exited "$AGENT_PID"; }
 # picked free beforehand may be taken (a parallel test's connection) by then.
 start_agent() {
     local port
+    # Emptied here, not only by the child's redirection: until the child
+    # runs, the log is the previous agent's, with its port.
+    : >"$WORK/agent.log"
     "$MLWATCH_BIN" agent --listen 127.0.0.1:0 --data-dir "$WORK/data" \
         --state-dir "$WORK/state" "$@" >"$WORK/agent.log" 2>&1 &
     AGENT_PID=$!

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # rw_lib.sh - helpers of the remote-write integration tests (sourced after
 # lib.sh): real receivers from Debian's packages on 127.0.0.1, and queries.
 
