@@ -10,6 +10,7 @@
 #include "testutil.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -239,7 +240,8 @@ static void bounds(void **state)
 typedef struct reader {
     mw_procmap *m;
     volatile int stop;
-    long hits, inconsistent;
+    atomic_long hits;
+    long inconsistent;
 } reader;
 
 static void *read_loop(void *arg)
@@ -249,7 +251,7 @@ static void *read_loop(void *arg)
     while (!r->stop) {
         for (int pid = 1; pid <= 64; pid++) {
             if (mw_procmap_lookup(r->m, pid, &out) != 0) continue;
-            r->hits++;
+            atomic_fetch_add(&r->hits, 1);
             /* Always a whole record of one walk, never a mix. */
             int a = strcmp(out.cgroup, CG_A) == 0 && strcmp(out.container, "trainer") == 0;
             int b = strcmp(out.cgroup, CG_B) == 0 && out.container[0] == '\0';
@@ -268,7 +270,9 @@ static void concurrent_lookups(void **state)
     reader r = {m, 0, 0, 0};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, read_loop, &r), 0);
-    for (int walk = 0; walk < 2000; walk++) {
+    /* 2000 walks, and more until the reader has run at all: on a loaded
+     * machine it may not have been scheduled before the 2000 were done. */
+    for (int walk = 0; walk < 2000 || (atomic_load(&r.hits) == 0 && walk < 2000000); walk++) {
         mw_procmap_begin(m);
         for (int pid = 1; pid <= 64; pid++)
             mw_procmap_set(m, pid, (pid + walk) % 2 ? &ref_a : &ref_b);
@@ -277,7 +281,7 @@ static void concurrent_lookups(void **state)
     r.stop = 1;
     pthread_join(t, NULL);
     assert_int_equal(r.inconsistent, 0);
-    assert_true(r.hits > 0);
+    assert_true(atomic_load(&r.hits) > 0);
     mw_procmap_free(m);
     mw_hostfs_close(&h);
 }
