@@ -73,11 +73,13 @@ for round in 1 2 3; do
     start_store_agent "$WORK/d3"
     "$CLIENT" send "$AGENT_URL/api/v1/write" 2000 1000 250 $((T0 + round * 10000000)) >"$WORK/acks$round" &
     CPID=$!
-    sleep "0.$((3 + RANDOM % 7))"
+    # The kill comes at a random point after the first acknowledgement (a
+    # fixed 0.3-0.9 s after the start could come before it on a loaded
+    # machine, and then the round tests nothing).
+    wait_for 20 grep -q '^ACK' "$WORK/acks$round" || fail "round $round: no request acknowledged in 20 s"
+    sleep "0.$((RANDOM % 7))"
     kill -9 "$AGENT_PID"
     wait "$CPID" 2>/dev/null || true
-    acked=$(grep -c '^ACK' "$WORK/acks$round" || true)
-    [ "$acked" -gt 0 ] || fail "round $round: no request was acknowledged before the kill"
     start_store_agent "$WORK/d3"
     curl -s "$AGENT_URL/api/v1/store/export?match=crash_test" >"$WORK/export"
     python3 - "$WORK/export" "$round" $((T0)) "$WORK"/acks* <<'PY' || fail "acknowledged samples missing after kill -9 (round $round)"
