@@ -107,7 +107,7 @@ fi
 rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
 hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
 agent_state="ran ${run_s} s and was stopped"
-if kill "$pid" 2>/dev/null; then
+if ! stopped && kill "$pid" 2>/dev/null; then
     # A stop that hangs (a driver call that never returns) must not hold the
     # lent machine until its time runs out: STOP_WAIT_S, then SIGKILL, and say so.
     for _ in $(seq 1 $((stop_s * 10))); do stopped && break; sleep 0.1; done
