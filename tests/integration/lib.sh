@@ -27,10 +27,14 @@ dump_stacks() {
     fi
 }
 
+# proc_stat PID: the fields of /proc/PID/stat after the command name (state,
+# parent, ...); status 1 when there is no such process.
+proc_stat() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null; }
+
 # exited PID: the process is gone, or a zombie waiting to be reaped.
 exited() {
     local st
-    st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 0
+    st=$(proc_stat "$1") || return 0
     [ "${st%% *}" = Z ]
 }
 
@@ -40,7 +44,7 @@ exited() {
 # starts some 15,000 processes a run): cleanup must not signal what took one.
 our_child() {
     local st state ppid
-    st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
+    st=$(proc_stat "$1") || return 1
     read -r state ppid _ <<<"$st"
     [ "$ppid" = "$$" ] && [ -n "$state" ]
 }
