@@ -58,6 +58,9 @@ fi
 # The store and state in a folder of their own, removed at the end: not the
 # host's /var/lib/mlwatch (another agent's, or not writable for this user).
 data=$(mktemp -d "${TMPDIR:-/tmp}/mlwatch-gpu-check-XXXXXX")
+# Emptied before the start: in a reused OUTDIR the log is the last run's,
+# with its port, until the child's redirection has run.
+: >"$out/agent.log"
 "$bin" agent --listen 127.0.0.1:0 --nvml-library "$nvml" --interval 1s \
     --data-dir "$data" --state-dir "$data" >"$out/agent.log" 2>&1 &
 pid=$!
