@@ -111,13 +111,21 @@ static val call_histogram_quantile(qctx *c, const pq_node *n)
     return out;
 }
 
-static int sort_desc;
-static int cmp_sv(const void *a, const void *b)
+/* The order of sort() and sort_desc(): NaN first in both. Two comparators,
+ * so that queries sorting at once on two threads share no state. */
+static int cmp_values(double x, double y, int desc)
 {
-    double x = ((const sv *)a)->v[0], y = ((const sv *)b)->v[0];
     if (isnan(x) || isnan(y)) return isnan(x) && isnan(y) ? 0 : isnan(x) ? -1 : 1;
     int r = x < y ? -1 : x > y ? 1 : 0;
-    return sort_desc ? -r : r;
+    return desc ? -r : r;
+}
+static int cmp_sv_asc(const void *a, const void *b)
+{
+    return cmp_values(((const sv *)a)->v[0], ((const sv *)b)->v[0], 0);
+}
+static int cmp_sv_desc(const void *a, const void *b)
+{
+    return cmp_values(((const sv *)a)->v[0], ((const sv *)b)->v[0], 1);
 }
 
 val eval_call(qctx *c, const pq_node *n)
@@ -165,10 +173,8 @@ val eval_call(qctx *c, const pq_node *n)
     }
     if (!strcmp(f, "sort") || !strcmp(f, "sort_desc")) {
         out = eval_node(c, n->args[0]);
-        if (c->nsteps == 1 && out.n > 1) {
-            sort_desc = !strcmp(f, "sort_desc");
-            qsort(out.s, out.n, sizeof(sv), cmp_sv);
-        }
+        if (c->nsteps == 1 && out.n > 1)
+            qsort(out.s, out.n, sizeof(sv), strcmp(f, "sort_desc") ? cmp_sv_asc : cmp_sv_desc);
         return out;
     }
     if (!strcmp(f, "absent")) {

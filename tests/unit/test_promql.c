@@ -24,6 +24,7 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -616,6 +617,78 @@ static void test_large_selection(void **state)
     store_close(&r);
 }
 
+/* sort() and sort_desc() evaluated at once by several threads, as HTTP
+ * threads do, over one store: each result is in its own order (a flag
+ * shared by the comparators once let one query sort the other's result
+ * in its direction). */
+enum { SORT_SERIES = 400, SORT_THREADS = 6, SORT_ROUNDS = 150 };
+typedef struct sort_job {
+    mw_store *store;
+    int desc;
+    int wrong; /* results out of order or of the wrong size */
+    int failed;
+} sort_job;
+
+static void *sort_rounds(void *arg)
+{
+    sort_job *j = arg;
+    char err[512];
+    pq_node *n = pq_parse(j->desc ? "sort_desc(s)" : "sort(s)", err, sizeof(err));
+    if (!n) {
+        j->failed++;
+        return NULL;
+    }
+    pq_limits lim;
+    pq_default_limits(&lim);
+    for (int round = 0; round < SORT_ROUNDS; round++) {
+        pq_result res;
+        if (pq_eval(j->store, n, 60000, 60000, 0, &lim, &res, err, sizeof(err)) != 0) {
+            j->failed++;
+            continue;
+        }
+        /* series k holds the value (k * 7) % SORT_SERIES: a permutation of
+         * 0..SORT_SERIES-1, so the sorted values are 0, 1, 2... */
+        int ok = res.nseries == SORT_SERIES;
+        for (size_t i = 0; ok && i < res.nseries; i++) {
+            double want = j->desc ? (double)(SORT_SERIES - 1 - i) : (double)i;
+            ok = res.series[i].n == 1 && res.series[i].v[0] == want;
+        }
+        if (!ok) j->wrong++;
+        pq_result_free(&res);
+    }
+    pq_node_free(n);
+    return NULL;
+}
+
+static void test_concurrent_sort(void **state)
+{
+    (void)state;
+    runner r = {.file = "concurrent_sort"};
+    store_open(&r);
+    static char lines[SORT_SERIES][1024];
+    for (int k = 0; k < SORT_SERIES; k++)
+        snprintf(lines[k], sizeof(lines[k]), "s{k=\"%03d\"} %d %d", k, (k * 7) % SORT_SERIES,
+                 (k * 7) % SORT_SERIES);
+    load(&r, 60000, lines, SORT_SERIES);
+    assert_int_equal(r.failures, 0);
+    sort_job jobs[SORT_THREADS];
+    pthread_t th[SORT_THREADS];
+    for (int t = 0; t < SORT_THREADS; t++) {
+        jobs[t] = (sort_job){.store = r.store, .desc = t % 2};
+        assert_int_equal(pthread_create(&th[t], NULL, sort_rounds, &jobs[t]), 0);
+    }
+    int wrong = 0, failed = 0;
+    for (int t = 0; t < SORT_THREADS; t++) {
+        pthread_join(th[t], NULL);
+        wrong += jobs[t].wrong;
+        failed += jobs[t].failed;
+    }
+    store_close(&r);
+    if (wrong || failed)
+        fail_msg("%d of %d results out of order, %d evaluations failed", wrong,
+                 SORT_THREADS * SORT_ROUNDS, failed);
+}
+
 int main(void)
 {
     const char *src = getenv("MLWATCH_SRC");
@@ -628,7 +701,7 @@ int main(void)
     }
     static tfile files[64];
     static char names[64][300];
-    static struct CMUnitTest tests[69];
+    static struct CMUnitTest tests[70];
     size_t n = 0;
     struct dirent *e;
     while ((e = readdir(d)) && n < 64) {
@@ -645,5 +718,6 @@ int main(void)
     tests[n++] = (struct CMUnitTest){"limits", test_limits, NULL, NULL, NULL};
     tests[n++] = (struct CMUnitTest){"negated_failure", test_negated_failure, NULL, NULL, NULL};
     tests[n++] = (struct CMUnitTest){"large_selection", test_large_selection, NULL, NULL, NULL};
+    tests[n++] = (struct CMUnitTest){"concurrent_sort", test_concurrent_sort, NULL, NULL, NULL};
     return _cmocka_run_group_tests("promql", tests, n, NULL, NULL);
 }
