@@ -614,6 +614,13 @@ static void negate(qctx *c, val *v)
     mw_buf_free(&key);
 }
 
+const char *string_arg(const pq_node *n)
+{
+    while (n->kind == PQ_PAREN)
+        n = n->args[0];
+    return n->str;
+}
+
 val eval_node(qctx *c, const pq_node *n)
 {
     val out = {0};

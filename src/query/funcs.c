@@ -713,17 +713,17 @@ val pq_call_label(qctx *c, const pq_node *n)
 {
     val in = eval_node(c, n->args[0]);
     if (c->code) return in;
-    const char *dst = n->args[1]->str;
+    const char *dst = string_arg(n->args[1]);
     regex_t re;
     int replace = is(n, "label_replace");
     if (replace) {
         char pat[4096];
-        snprintf(pat, sizeof(pat), "^(%s)$", n->args[4]->str);
+        snprintf(pat, sizeof(pat), "^(%s)$", string_arg(n->args[4]));
         char why[256];
-        if (mw_regex_check(n->args[4]->str, why, sizeof(why)) < 0 ||
+        if (mw_regex_check(string_arg(n->args[4]), why, sizeof(why)) < 0 ||
             regcomp(&re, pat, REG_EXTENDED) != 0) {
             qerr(c, PQ_ERR_EXECUTION, "invalid regular expression in label_replace(): %s",
-                 n->args[4]->str);
+                 string_arg(n->args[4]));
             return in;
         }
     }
@@ -737,10 +737,10 @@ val pq_call_label(qctx *c, const pq_node *n)
         size_t nl = s->nlabels;
         mw_buf_clear(&b);
         if (replace) {
-            const char *value = lbl_get(s->labels, s->nlabels, n->args[3]->str);
+            const char *value = lbl_get(s->labels, s->nlabels, string_arg(n->args[3]));
             regmatch_t m[10];
             if (regexec(&re, value, 10, m, 0) == 0) {
-                const char *tpl = n->args[2]->str;
+                const char *tpl = string_arg(n->args[2]);
                 for (const char *p = tpl; *p; p++) {
                     if (*p == '$' && p[1] >= '0' && p[1] <= '9') {
                         int g = p[1] - '0' + 1; /* our whole-match group shifts by one */
@@ -756,10 +756,10 @@ val pq_call_label(qctx *c, const pq_node *n)
                 lbl_set(&l, &nl, dst, b.data);
             }
         } else {
-            const char *sep = n->args[2]->str;
+            const char *sep = string_arg(n->args[2]);
             for (size_t j = 3; j < n->nargs; j++) {
                 if (j > 3) mw_buf_puts(&b, sep);
-                mw_buf_puts(&b, lbl_get(s->labels, s->nlabels, n->args[j]->str));
+                mw_buf_puts(&b, lbl_get(s->labels, s->nlabels, string_arg(n->args[j])));
             }
             mw_buf_reserve(&b, 0);
             lbl_set(&l, &nl, dst, b.data);

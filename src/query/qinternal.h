@@ -126,6 +126,10 @@ static inline int is_stale(double v)
 }
 
 val eval_node(qctx *c, const pq_node *n);
+/* The text of a string argument: a literal in any number of parentheses,
+ * the only string expressions the parser makes. Functions read their
+ * string arguments through it (a parenthesised one has no str itself). */
+const char *string_arg(const pq_node *n);
 /* eval_node, or an empty value when the context has already failed. */
 val eval_unless_failed(qctx *c, const pq_node *n);
 val eval_call(qctx *c, const pq_node *n);
