@@ -1,7 +1,7 @@
 /* eval.c - the PromQL evaluator: selectors (lookback and staleness as
  * Prometheus 2.x), subqueries, unary and binary operators with vector
  * matching, and the entry point pq_eval. Aggregations are in agg.c,
- * functions in funcs.c. */
+ * functions in the files func_table.c lists. */
 #include "qinternal.h"
 
 #include "../core/buf.h"

@@ -7,7 +7,7 @@
  * outside the places they are keywords, so they stay usable as label names.
  * Errors name the position as Prometheus does: "1:14: parse error: ...". */
 #include "lex.h"
-#include "promql.h"
+#include "qinternal.h"
 
 #include "../core/regex_bound.h"
 #include "../core/util.h"
@@ -322,8 +322,7 @@ static pq_node *parse_call(parser *ps, char *name, int pos)
         goto fail;
     }
     for (size_t i = 0; i < n->nargs; i++) {
-        pq_type want = f->args[i < 4 ? i : 3];
-        if (f->variadic < 0 && i >= (size_t)f->nargs) want = f->args[f->nargs];
+        pq_type want = f->variadic < 0 && i >= (size_t)f->nargs ? f->args[f->nargs] : f->args[i];
         if (n->args[i]->type != want) {
             pq_errf(ps, n->args[i]->pos, "expected type %s in call to function \"%s\", got %s",
                     type_name(want), f->name, type_name(n->args[i]->type));

@@ -97,14 +97,8 @@ typedef struct pq_node {
     size_t nargs;
 } pq_node;
 
-struct pq_func {
-    const char *name;
-    pq_type args[4];
-    int nargs;    /* required */
-    int variadic; /* extra optional args: count (-1 = any) */
-    pq_type ret;
-};
-
+/* A PromQL function: its signature and implementation (qinternal.h), one
+ * row of func_table.c. NULL for an unknown name. */
 const pq_func *pq_func_lookup(const char *name);
 
 /* Parse QUERY. NULL with "LINE:COL: parse error: ..." in err on failure. */

@@ -1,5 +1,6 @@
 /* qinternal.h - the PromQL evaluator's internal types, shared by eval.c,
- * agg.c, funcs.c and labels.c.
+ * agg.c, labels.c and the function files (func_table.c lists them), and
+ * the prototypes of every function implementation, declared once here.
  *
  * Every expression is evaluated over the whole step grid at once (an
  * instant query is a grid of one step): an instant vector is a set of
@@ -132,7 +133,6 @@ val eval_node(qctx *c, const pq_node *n);
 const char *string_arg(const pq_node *n);
 /* eval_node, or an empty value when the context has already failed. */
 val eval_unless_failed(qctx *c, const pq_node *n);
-val eval_call(qctx *c, const pq_node *n);
 val eval_agg(qctx *c, const pq_node *n);
 /* Range-vector argument of a function: the points of each series and the
  * window of each step ([wstart[i], wend[i]] inclusive, as Prometheus 2.x). */
@@ -145,5 +145,84 @@ typedef struct rangearg {
 int eval_range_arg(qctx *c, const pq_node *n, rangearg *out);
 void rangearg_free(qctx *c, rangearg *r);
 double quantile_of(double q, double *vals, size_t n); /* sorts vals */
+/* absent(), absent_over_time(): the labels of their answer, from the
+ * equality matchers of a plain selector argument (funcs_misc.c). */
+pq_label *absent_labels(const pq_node *arg, size_t *nl);
+
+/* PromQL functions. Each is one row of func_table.c: its name, the
+ * signature the parser checks, and its implementation, which eval_call
+ * calls. Functions of one family share an implementation (call) and
+ * differ in the operation their row names (math, window). */
+
+/* Evaluates the call n (n->func is its row). */
+typedef val pq_call_fn(qctx *c, const pq_node *n);
+/* An element-wise operation on one value: a libm function, sgn, a date
+ * part. */
+typedef double pq_unary_fn(double x);
+/* An element-wise operation on x with the call's scalar arguments at this
+ * step (narg of them: an optional one may be missing). 0 drops the sample
+ * from the result. */
+typedef int pq_math_fn(double x, const double *arg, size_t narg, double *out);
+/* The samples of one series in one step's window, for a range function. */
+typedef struct pq_extrap_cache pq_extrap_cache;
+typedef struct pq_window {
+    const int64_t *t;
+    const double *v;
+    size_t n;
+    int64_t start, end; /* the window, [start, end] */
+    double param;       /* the call's scalar argument at this step, or 0 */
+    int counter_resets; /* PQ_FN_COUNTER: the series drops somewhere */
+    pq_extrap_cache *xc;
+} pq_window;
+/* 1 with the window's value in *out, or 0 for no value at this step. */
+typedef int pq_window_fn(const pq_window *w, double *out);
+
+enum {
+    PQ_FN_COUNTER = 1,   /* a counter: reset corrections (rate, increase) */
+    PQ_FN_KEEP_NAME = 2, /* the result keeps __name__ (last_over_time) */
+};
+
+struct pq_func {
+    const char *name;
+    pq_type args[5]; /* the arguments' types; a variadic call repeats args[nargs] */
+    int nargs;       /* required arguments */
+    int variadic;    /* optional arguments after them: how many (-1 = any) */
+    pq_type ret;
+    pq_call_fn *call;
+    pq_unary_fn *unary;   /* for call pq_call_math: its operation, this... */
+    pq_math_fn *math;     /* ...or this, with the scalar arguments */
+    pq_window_fn *window; /* for call pq_call_range and pq_call_absent_over_time */
+    unsigned flags;       /* PQ_FN_* */
+};
+
+/* func_table.c: the one dispatch (n->func->call), and row i of the table
+ * (NULL past its end) for the test that checks every row. */
+val eval_call(qctx *c, const pq_node *n);
+const pq_func *pq_func_at(size_t i);
+
+/* funcs_range.c: range-vector functions, one window operation per row. */
+pq_call_fn pq_call_range, pq_call_absent_over_time;
+pq_window_fn pq_window_rate, pq_window_increase, pq_window_delta, pq_window_irate, pq_window_idelta,
+    pq_window_deriv, pq_window_predict_linear, pq_window_resets, pq_window_changes, pq_window_count,
+    pq_window_present, pq_window_last, pq_window_sum, pq_window_avg, pq_window_min, pq_window_max,
+    pq_window_stddev, pq_window_stdvar, pq_window_quantile;
+
+/* funcs_math.c: element-wise functions, one operation per row (abs, ln...
+ * are libm's own); the date functions, whose one argument is optional,
+ * default to vector(time()). */
+pq_call_fn pq_call_math;
+pq_unary_fn pq_math_sgn, pq_date_day_of_month, pq_date_day_of_week, pq_date_day_of_year,
+    pq_date_days_in_month, pq_date_hour, pq_date_minute, pq_date_month, pq_date_year;
+pq_math_fn pq_math_clamp, pq_math_clamp_min, pq_math_clamp_max, pq_math_round;
+
+/* funcs_label.c */
+pq_call_fn pq_call_label_replace, pq_call_label_join;
+
+/* funcs_histogram.c */
+pq_call_fn pq_call_histogram_quantile;
+
+/* funcs_misc.c */
+pq_call_fn pq_call_time, pq_call_vector, pq_call_scalar, pq_call_sort, pq_call_sort_desc,
+    pq_call_absent, pq_call_timestamp;
 
 #endif

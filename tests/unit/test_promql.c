@@ -16,12 +16,14 @@
  * `a+bxN` expands to a, a+b, ..., a+N*b (N+1 values), `_` skips a step,
  * `stale` writes a staleness marker. Values compare within 1e-9 relative. */
 #include "query/promql.h"
+#include "query/qinternal.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <ctype.h>
 #include <dirent.h>
 #include <math.h>
 #include <pthread.h>
@@ -617,6 +619,63 @@ static void test_large_selection(void **state)
     store_close(&r);
 }
 
+/* Every row of the function table (func_table.c) is complete for its
+ * family, is the row its name finds, and is called by some eval of the
+ * test files: adding a function without its test fails here. */
+static void test_function_table(void **state)
+{
+    (void)state;
+    const char *src = getenv("MLWATCH_SRC");
+    char dirpath[512];
+    snprintf(dirpath, sizeof(dirpath), "%s/tests/promql", src ? src : ".");
+    DIR *d = opendir(dirpath);
+    assert_non_null(d);
+    static char tests[1 << 20];
+    size_t used = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l < 6 || strcmp(e->d_name + l - 5, ".test")) continue;
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/%s", dirpath, e->d_name);
+        FILE *f = fopen(path, "r");
+        assert_non_null(f);
+        used += fread(tests + used, 1, sizeof(tests) - 1 - used, f);
+        fclose(f);
+    }
+    closedir(d);
+    tests[used] = '\0';
+    size_t rows = 0;
+    for (const pq_func *f; (f = pq_func_at(rows)); rows++) {
+        assert_true(f->name && *f->name && f->call);
+        if (pq_func_lookup(f->name) != f) fail_msg("%s: another row has its name", f->name);
+        int optional = f->variadic < 0 ? 1 : f->variadic;
+        if (f->nargs + optional > (int)(sizeof(f->args) / sizeof(f->args[0])))
+            fail_msg("%s: more arguments than args[] has types for", f->name);
+        int matrices = 0;
+        for (int i = 0; i < f->nargs + optional; i++)
+            matrices += f->args[i] == PQ_T_MATRIX;
+        int range = f->call == pq_call_range || f->call == pq_call_absent_over_time;
+        if (range != (matrices == 1))
+            fail_msg("%s: a range function has one range argument, others none", f->name);
+        if (range != (f->window != NULL))
+            fail_msg("%s: a window operation is for range functions only", f->name);
+        if (f->call == pq_call_math ? (f->unary != NULL) == (f->math != NULL)
+                                    : f->unary != NULL || f->math != NULL)
+            fail_msg("%s: an element-wise function has one operation, others none", f->name);
+        if (f->call == pq_call_math && f->nargs == 0 && !f->unary)
+            fail_msg("%s: without its argument it is applied to time(): needs unary", f->name);
+        if (f->flags && !range) fail_msg("%s: flags are for range functions", f->name);
+        char call[64];
+        int tested = 0;
+        snprintf(call, sizeof(call), "%s(", f->name);
+        for (const char *p = tests; !tested && (p = strstr(p, call)); p++)
+            tested = p == tests || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+        if (!tested) fail_msg("%s: no eval in tests/promql calls it", f->name);
+    }
+    assert_true(rows >= 51); /* the functions of Prometheus 2.42 that mlwatch has */
+}
+
 /* sort() and sort_desc() evaluated at once by several threads, as HTTP
  * threads do, over one store: each result is in its own order (a flag
  * shared by the comparators once let one query sort the other's result
@@ -701,7 +760,7 @@ int main(void)
     }
     static tfile files[64];
     static char names[64][300];
-    static struct CMUnitTest tests[70];
+    static struct CMUnitTest tests[71];
     size_t n = 0;
     struct dirent *e;
     while ((e = readdir(d)) && n < 64) {
@@ -719,5 +778,6 @@ int main(void)
     tests[n++] = (struct CMUnitTest){"negated_failure", test_negated_failure, NULL, NULL, NULL};
     tests[n++] = (struct CMUnitTest){"large_selection", test_large_selection, NULL, NULL, NULL};
     tests[n++] = (struct CMUnitTest){"concurrent_sort", test_concurrent_sort, NULL, NULL, NULL};
+    tests[n++] = (struct CMUnitTest){"function_table", test_function_table, NULL, NULL, NULL};
     return _cmocka_run_group_tests("promql", tests, n, NULL, NULL);
 }

@@ -1,0 +1,128 @@
+/* funcs_label.c - PromQL's label functions: label_replace (a regular
+ * expression over one label, its groups expanded into a template) and
+ * label_join (labels joined with a separator). Both set one label of
+ * every series and keep its samples; their string arguments are read
+ * through string_arg, so parenthesised strings are the same strings. */
+#include "qinternal.h"
+
+#include "../core/buf.h"
+#include "../core/regex_bound.h"
+#include "../core/util.h"
+
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* The new value of the destination label for series s, into b (ended
+ * with a NUL); 0 to leave the series' labels as they are. */
+typedef int label_value_fn(const void *how, const sv *s, mw_buf *b);
+
+/* The series of in, each with label dst set by value (consumes in). Two
+ * series that end with one label set at one step are an error. */
+static val relabel(qctx *c, val *in, const char *dst, label_value_fn *value, const void *how)
+{
+    vbuild vb;
+    vb_init(&vb, c);
+    mw_buf b;
+    mw_buf_init(&b, 1 << 20);
+    for (size_t i = 0; i < in->n && !c->code; i++) {
+        sv *s = &in->s[i];
+        pq_label *l = lbl_copy(s->labels, s->nlabels);
+        size_t nl = s->nlabels;
+        mw_buf_clear(&b);
+        if (value(how, s, &b)) lbl_set(&l, &nl, dst, b.data);
+        size_t si = vb_series(&vb, l, nl);
+        if (si == (size_t)-1) break;
+        for (size_t k = 0; k < c->nsteps; k++) {
+            if (!s->ok[k]) continue;
+            if (vb.s[si].ok[k]) {
+                qerr(c, PQ_ERR_EXECUTION, "vector cannot contain metrics with the same labelset");
+                break;
+            }
+            vb.s[si].ok[k] = 1;
+            vb.s[si].v[k] = s->v[k];
+        }
+    }
+    mw_buf_free(&b);
+    val_free(c, in);
+    val out;
+    vb_finish(&vb, &out);
+    vb_free(&vb);
+    return out;
+}
+
+typedef struct replace_how {
+    regex_t re; /* the expression, anchored, its own group first */
+    const char *src, *tpl;
+} replace_how;
+
+/* The template with $0..$9 expanded, when the source label matches. */
+static int replace_value(const void *how, const sv *s, mw_buf *b)
+{
+    const replace_how *h = how;
+    const char *value = lbl_get(s->labels, s->nlabels, h->src);
+    regmatch_t m[10];
+    if (regexec(&h->re, value, 10, m, 0) != 0) return 0;
+    for (const char *p = h->tpl; *p; p++) {
+        if (*p == '$' && p[1] >= '0' && p[1] <= '9') {
+            int g = p[1] - '0' + 1; /* our whole-match group shifts by one */
+            if (g < 10 && m[g].rm_so >= 0)
+                mw_buf_append(b, value + m[g].rm_so, (size_t)(m[g].rm_eo - m[g].rm_so));
+            p++;
+        } else {
+            mw_buf_putc(b, *p);
+        }
+    }
+    mw_buf_reserve(b, 0);
+    return 1;
+}
+
+/* label_replace(v, dst, replacement, src, regex) */
+val pq_call_label_replace(qctx *c, const pq_node *n)
+{
+    val in = eval_node(c, n->args[0]);
+    if (c->code) return in;
+    replace_how h = {.tpl = string_arg(n->args[2]), .src = string_arg(n->args[3])};
+    const char *regex = string_arg(n->args[4]);
+    char pat[4096];
+    snprintf(pat, sizeof(pat), "^(%s)$", regex);
+    char why[256];
+    if (mw_regex_check(regex, why, sizeof(why)) < 0 || regcomp(&h.re, pat, REG_EXTENDED) != 0) {
+        qerr(c, PQ_ERR_EXECUTION, "invalid regular expression in label_replace(): %s", regex);
+        return in;
+    }
+    val out = relabel(c, &in, string_arg(n->args[1]), replace_value, &h);
+    regfree(&h.re);
+    return out;
+}
+
+typedef struct join_how {
+    const char *sep;
+    const char **src;
+    size_t nsrc;
+} join_how;
+
+static int join_value(const void *how, const sv *s, mw_buf *b)
+{
+    const join_how *h = how;
+    for (size_t j = 0; j < h->nsrc; j++) {
+        if (j > 0) mw_buf_puts(b, h->sep);
+        mw_buf_puts(b, lbl_get(s->labels, s->nlabels, h->src[j]));
+    }
+    mw_buf_reserve(b, 0);
+    return 1;
+}
+
+/* label_join(v, dst, separator, src...) */
+val pq_call_label_join(qctx *c, const pq_node *n)
+{
+    val in = eval_node(c, n->args[0]);
+    if (c->code) return in;
+    join_how h = {.sep = string_arg(n->args[2]), .nsrc = n->nargs - 3};
+    h.src = mw_xcalloc(h.nsrc ? h.nsrc : 1, sizeof(*h.src));
+    for (size_t j = 0; j < h.nsrc; j++)
+        h.src[j] = string_arg(n->args[3 + j]);
+    val out = relabel(c, &in, string_arg(n->args[1]), join_value, &h);
+    free(h.src);
+    return out;
+}

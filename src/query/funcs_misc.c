@@ -1,0 +1,212 @@
+/* funcs_misc.c - the PromQL functions of no family: time, vector,
+ * scalar, sort, sort_desc, absent and timestamp (and absent_labels, which
+ * absent_over_time shares). */
+#include "qinternal.h"
+
+#include "../core/util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+val pq_call_time(qctx *c, const pq_node *n)
+{
+    (void)n;
+    val out = {.type = PQ_T_SCALAR};
+    qcharge(c, c->nsteps);
+    out.scalar = mw_xcalloc(c->nsteps, sizeof(double));
+    for (size_t k = 0; k < c->nsteps; k++)
+        out.scalar[k] = (double)qts(c, k) / 1000;
+    return out;
+}
+
+val pq_call_vector(qctx *c, const pq_node *n)
+{
+    val s = eval_node(c, n->args[0]);
+    val out = {.type = PQ_T_VECTOR};
+    sv *x = c->code ? NULL : sv_new(c, &out, mw_xcalloc(1, sizeof(pq_label)), 0);
+    for (size_t k = 0; x && k < c->nsteps; k++) {
+        x->ok[k] = 1;
+        x->v[k] = s.scalar[k];
+    }
+    val_free(c, &s);
+    return out;
+}
+
+/* The value of the only series with one at a step, else NaN. */
+val pq_call_scalar(qctx *c, const pq_node *n)
+{
+    val in = eval_node(c, n->args[0]);
+    val out = {.type = PQ_T_SCALAR};
+    qcharge(c, c->nsteps);
+    out.scalar = mw_xcalloc(c->nsteps, sizeof(double));
+    for (size_t k = 0; k < c->nsteps; k++) {
+        size_t m = 0;
+        double v = NAN;
+        for (size_t i = 0; i < in.n; i++)
+            if (in.s[i].ok[k]) {
+                m++;
+                v = in.s[i].v[k];
+            }
+        out.scalar[k] = m == 1 ? v : NAN;
+    }
+    val_free(c, &in);
+    return out;
+}
+
+/* The order of sort() and sort_desc(): NaN first in both. Two comparators,
+ * so that queries sorting at once on two threads share no state. */
+static int cmp_values(double x, double y, int desc)
+{
+    if (isnan(x) || isnan(y)) return isnan(x) && isnan(y) ? 0 : isnan(x) ? -1 : 1;
+    int r = x < y ? -1 : x > y ? 1 : 0;
+    return desc ? -r : r;
+}
+static int cmp_sv_asc(const void *a, const void *b)
+{
+    return cmp_values(((const sv *)a)->v[0], ((const sv *)b)->v[0], 0);
+}
+static int cmp_sv_desc(const void *a, const void *b)
+{
+    return cmp_values(((const sv *)a)->v[0], ((const sv *)b)->v[0], 1);
+}
+
+/* Sorting orders an instant query's answer; a range query's series are
+ * ordered by their labels anyway (pq_eval). */
+static val sorted(qctx *c, const pq_node *n, int (*cmp)(const void *, const void *))
+{
+    val out = eval_node(c, n->args[0]);
+    if (c->nsteps == 1 && out.n > 1) qsort(out.s, out.n, sizeof(sv), cmp);
+    return out;
+}
+
+val pq_call_sort(qctx *c, const pq_node *n)
+{
+    return sorted(c, n, cmp_sv_asc);
+}
+
+val pq_call_sort_desc(qctx *c, const pq_node *n)
+{
+    return sorted(c, n, cmp_sv_desc);
+}
+
+pq_label *absent_labels(const pq_node *arg, size_t *nl)
+{
+    pq_label *l = mw_xcalloc(1, sizeof(pq_label));
+    *nl = 0;
+    while (arg->kind == PQ_PAREN)
+        arg = arg->args[0];
+    if (arg->kind == PQ_MSEL) arg = arg->args[0];
+    if (arg->kind != PQ_VSEL) return l;
+    for (size_t i = 0; i < arg->nmatchers; i++) {
+        const mw_matcher *m = &arg->matchers[i];
+        if (m->op != MW_MATCH_EQ || !strcmp(m->name, "__name__")) continue;
+        /* a label matched twice with = gets no value (Prometheus drops it) */
+        int dup = 0;
+        for (size_t j = 0; j < arg->nmatchers; j++)
+            if (j != i && arg->matchers[j].op == MW_MATCH_EQ &&
+                !strcmp(arg->matchers[j].name, m->name))
+                dup = 1;
+        if (!dup) lbl_set(&l, nl, m->name, m->value);
+    }
+    return l;
+}
+
+/* 1 at the steps where the argument has no sample. */
+val pq_call_absent(qctx *c, const pq_node *n)
+{
+    val in = eval_node(c, n->args[0]);
+    if (c->code) return in;
+    val out = {.type = PQ_T_VECTOR};
+    size_t nl;
+    pq_label *l = absent_labels(n->args[0], &nl);
+    sv *x = sv_new(c, &out, l, nl);
+    for (size_t k = 0; x && k < c->nsteps; k++) {
+        int any = 0;
+        for (size_t i = 0; i < in.n && !any; i++)
+            any = in.s[i].ok[k];
+        if (!any) {
+            x->ok[k] = 1;
+            x->v[k] = 1;
+        }
+    }
+    val_free(c, &in);
+    return out;
+}
+
+static size_t lower_bound(const int64_t *t, size_t n, int64_t x)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (t[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The time a selector reads at step k: with its @ and offset. */
+static int64_t selected_at(const qctx *c, const pq_node *sel, size_t k)
+{
+    int64_t at = qts(c, k);
+    if (sel->has_at) at = sel->at_kind == 1 ? c->qstart : sel->at_kind == 2 ? c->qend : sel->at_ms;
+    return at - sel->offset_ms;
+}
+
+/* timestamp(v): the time of the sample a selector picked (evaluated as a
+ * selector over the grid, but returning times). */
+val pq_call_timestamp(qctx *c, const pq_node *n)
+{
+    const pq_node *arg = n->args[0];
+    while (arg->kind == PQ_PAREN)
+        arg = arg->args[0];
+    val in = eval_node(c, arg);
+    if (arg->kind != PQ_VSEL) { /* the evaluation time */
+        for (size_t i = 0; i < in.n; i++) {
+            lbl_del(&in.s[i].labels, &in.s[i].nlabels, "__name__");
+            for (size_t k = 0; k < c->nsteps; k++)
+                in.s[i].v[k] = (double)qts(c, k) / 1000;
+        }
+        return in;
+    }
+    /* Re-select to find the chosen samples' times. */
+    val_free(c, &in);
+    val out = {0};
+    mw_select_result r;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t k = 0; k < c->nsteps; k++) {
+        int64_t t = selected_at(c, arg, k);
+        if (t < lo) lo = t;
+        if (t > hi) hi = t;
+    }
+    char err[256];
+    if (!c->store) return (val){.type = PQ_T_VECTOR};
+    if (mw_store_select(c->store, arg->matchers, arg->nmatchers, lo - c->lim.lookback_ms, hi,
+                        c->lim.max_samples, &r, err, sizeof(err)) < 0) {
+        qerr(c, PQ_ERR_EXECUTION, "%s", err);
+        return out;
+    }
+    vbuild vb;
+    vb_init(&vb, c);
+    for (size_t i = 0; i < r.nseries && !c->code; i++) {
+        const mw_series_data *d = &r.series[i];
+        pq_label *l = lbl_from_store(d->labels, d->nlabels);
+        size_t nl = d->nlabels;
+        lbl_del(&l, &nl, "__name__");
+        for (size_t k = 0; k < c->nsteps; k++) {
+            int64_t t = selected_at(c, arg, k);
+            size_t j = lower_bound(d->t, d->n, t + 1);
+            if (j == 0) continue;
+            j--;
+            if (d->t[j] < t - c->lim.lookback_ms || is_stale(d->v[j])) continue;
+            if (vb_add(&vb, lbl_copy(l, nl), nl, k, (double)d->t[j] / 1000) < 0) break;
+        }
+        lbl_free(l, nl);
+    }
+    mw_select_result_free(&r);
+    vb_finish(&vb, &out);
+    vb_free(&vb);
+    return out;
+}
