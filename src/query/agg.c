@@ -136,8 +136,7 @@ static val agg_k(qctx *c, const pq_node *n, val *in, double *param, size_t *grp,
         ngroups * c->nsteps * kmax <= (1u << 22)) {
         agg_k_series_major(c, top, in, param, grp, ngroups, kmax, &b);
         val out;
-        vb_finish(&b, &out);
-        vb_free(&b);
+        out = vb_finish(&b);
         return out;
     }
     size_t *best = mw_xcalloc(in->n ? in->n : 1, sizeof(size_t));
@@ -168,8 +167,7 @@ static val agg_k(qctx *c, const pq_node *n, val *in, double *param, size_t *grp,
     free(best);
     free(oidx);
     val out;
-    vb_finish(&b, &out);
-    vb_free(&b);
+    out = vb_finish(&b);
     return out;
 }
 
@@ -192,8 +190,7 @@ static val agg_count_values(qctx *c, const pq_node *n, val *in, const char *labe
         }
     }
     val out;
-    vb_finish(&b, &out);
-    vb_free(&b);
+    out = vb_finish(&b);
     return out;
 }
 
@@ -351,8 +348,7 @@ val eval_agg(qctx *c, const pq_node *n)
         agg_series_major(c, n, &in, grp, &b);
     }
     free(grp);
-    vb_finish(&b, &out);
-    vb_free(&b);
+    out = vb_finish(&b);
 done:
     val_free(c, &in);
     val_free(c, &param);

@@ -295,8 +295,7 @@ static val vec_scalar(qctx *c, const pq_node *n, val *vec, val *sc, int swap)
         }
     }
     val out;
-    vb_finish(&b, &out);
-    vb_free(&b);
+    out = vb_finish(&b);
     return out;
 }
 
@@ -369,8 +368,7 @@ static val set_op(qctx *c, const pq_node *n, val *l, val *r)
     smap_free(&rsig);
     mw_buf_free(&key);
     val out;
-    vb_finish(&b, &out);
-    vb_free(&b);
+    out = vb_finish(&b);
     /* Drop series left without any value. */
     size_t o = 0;
     for (size_t i = 0; i < out.n; i++) {
@@ -530,8 +528,7 @@ static val vec_vec(qctx *c, const pq_node *n, val *l, val *r)
     smap_free(&idx);
     mw_buf_free(&key);
     val out;
-    vb_finish(&b, &out);
-    vb_free(&b);
+    out = vb_finish(&b);
     return out;
 }
 

@@ -99,7 +99,6 @@ val pq_call_histogram_quantile(qctx *c, const pq_node *n)
     free(le);
     val_free(c, &q);
     val_free(c, &in);
-    vb_finish(&vb, &out);
-    vb_free(&vb);
+    out = vb_finish(&vb);
     return out;
 }

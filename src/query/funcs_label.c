@@ -35,19 +35,13 @@ static val relabel(qctx *c, val *in, const char *dst, label_value_fn *value, con
         if (si == (size_t)-1) break;
         for (size_t k = 0; k < c->nsteps; k++) {
             if (!s->ok[k]) continue;
-            if (vb.s[si].ok[k]) {
-                qerr(c, PQ_ERR_EXECUTION, "vector cannot contain metrics with the same labelset");
-                break;
-            }
-            vb.s[si].ok[k] = 1;
-            vb.s[si].v[k] = s->v[k];
+            if (vb_set(&vb, si, k, s->v[k]) < 0) break;
         }
     }
     mw_buf_free(&b);
     val_free(c, in);
     val out;
-    vb_finish(&vb, &out);
-    vb_free(&vb);
+    out = vb_finish(&vb);
     return out;
 }
 

@@ -169,19 +169,13 @@ val pq_call_math(qctx *c, const pq_node *n)
                 si = vb_series(&vb, lbl_copy(l, nl), nl);
                 if (si == (size_t)-1) break;
             }
-            if (vb.s[si].ok[k]) {
-                qerr(c, PQ_ERR_EXECUTION, "vector cannot contain metrics with the same labelset");
-                break;
-            }
-            vb.s[si].ok[k] = 1;
-            vb.s[si].v[k] = v;
+            if (vb_set(&vb, si, k, v) < 0) break;
         }
         lbl_free(l, nl);
     }
     val_free(c, &in);
     for (size_t a = 0; a < MAX_SCALARS; a++)
         val_free(c, &scalars[a]);
-    vb_finish(&vb, &out);
-    vb_free(&vb);
+    out = vb_finish(&vb);
     return out;
 }

@@ -206,7 +206,6 @@ val pq_call_timestamp(qctx *c, const pq_node *n)
         lbl_free(l, nl);
     }
     mw_select_result_free(&r);
-    vb_finish(&vb, &out);
-    vb_free(&vb);
+    out = vb_finish(&vb);
     return out;
 }

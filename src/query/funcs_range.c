@@ -166,7 +166,6 @@ int pq_window_predict_linear(const pq_window *w, double *out)
 
 int pq_window_resets(const pq_window *w, double *out)
 {
-    if (w->n == 0) return 0;
     double c = 0;
     for (size_t i = 1; i < w->n; i++)
         if (w->v[i] < w->v[i - 1]) c++;
@@ -176,7 +175,6 @@ int pq_window_resets(const pq_window *w, double *out)
 
 int pq_window_changes(const pq_window *w, double *out)
 {
-    if (w->n == 0) return 0;
     const double *v = w->v;
     double c = 0;
     for (size_t i = 1; i < w->n; i++)
@@ -187,28 +185,25 @@ int pq_window_changes(const pq_window *w, double *out)
 
 int pq_window_count(const pq_window *w, double *out)
 {
-    if (w->n == 0) return 0;
     *out = (double)w->n;
     return 1;
 }
 
 int pq_window_present(const pq_window *w, double *out)
 {
-    if (w->n == 0) return 0;
+    (void)w; /* never empty */
     *out = 1;
     return 1;
 }
 
 int pq_window_last(const pq_window *w, double *out)
 {
-    if (w->n == 0) return 0;
     *out = w->v[w->n - 1];
     return 1;
 }
 
 int pq_window_sum(const pq_window *w, double *out)
 {
-    if (w->n == 0) return 0;
     double sum = 0;
     for (size_t i = 0; i < w->n; i++)
         sum += w->v[i];
@@ -218,7 +213,6 @@ int pq_window_sum(const pq_window *w, double *out)
 
 int pq_window_avg(const pq_window *w, double *out)
 {
-    if (w->n == 0) return 0;
     const double *v = w->v;
     double mean = 0, count = 0;
     for (size_t i = 0; i < w->n; i++) {
@@ -236,7 +230,6 @@ int pq_window_avg(const pq_window *w, double *out)
 /* min_over_time() and max_over_time(): a NaN gives way to any value. */
 static int extreme(const pq_window *w, int max, double *out)
 {
-    if (w->n == 0) return 0;
     const double *v = w->v;
     double x = v[0];
     for (size_t i = 1; i < w->n; i++)
@@ -270,21 +263,18 @@ static double variance(const pq_window *w)
 
 int pq_window_stddev(const pq_window *w, double *out)
 {
-    if (w->n == 0) return 0;
     *out = sqrt(variance(w));
     return 1;
 }
 
 int pq_window_stdvar(const pq_window *w, double *out)
 {
-    if (w->n == 0) return 0;
     *out = variance(w);
     return 1;
 }
 
 int pq_window_quantile(const pq_window *w, double *out)
 {
-    if (w->n == 0) return 0;
     double *tmp = mw_xmalloc(w->n * sizeof(double));
     memcpy(tmp, w->v, w->n * sizeof(double));
     *out = quantile_of(w->param, tmp, w->n);
@@ -340,7 +330,7 @@ static void *rf_run(void *arg)
             w.start = ra->wstart[k];
             w.end = ra->wend[k];
             w.param = j->param ? j->param[k] : 0;
-            ok[k] = (uint8_t)window(&w, &v[k]);
+            ok[k] = w.n > 0 && window(&w, &v[k]); /* an empty window has no value */
         }
     }
     return NULL;
@@ -423,13 +413,7 @@ static val range_call(qctx *c, const pq_node *n, int absent)
                     si = distinct ? vb_append(&b, l, nl) : vb_series(&b, l, nl);
                     if (si == (size_t)-1) break;
                 }
-                if (b.s[si].ok[k]) {
-                    qerr(c, PQ_ERR_EXECUTION,
-                         "vector cannot contain metrics with the same labelset");
-                    break;
-                }
-                b.s[si].ok[k] = 1;
-                b.s[si].v[k] = v[k];
+                if (vb_set(&b, si, k, v[k]) < 0) break;
             }
         }
         if (qcheck_time(c) < 0) break;
@@ -449,8 +433,7 @@ static val range_call(qctx *c, const pq_node *n, int absent)
     free(any);
     rangearg_free(c, &ra);
     val_free(c, &param);
-    vb_finish(&b, &out);
-    vb_free(&b);
+    out = vb_finish(&b);
     return out;
 }
 

@@ -377,19 +377,6 @@ size_t vb_append(vbuild *b, pq_label *labels, size_t nlabels)
     return b->n - 1;
 }
 
-int vb_add(vbuild *b, pq_label *labels, size_t nlabels, size_t step, double v)
-{
-    size_t i = vb_series(b, labels, nlabels);
-    if (i == (size_t)-1) return -1;
-    if (b->s[i].ok[step]) {
-        qerr(b->c, PQ_ERR_EXECUTION, "vector cannot contain metrics with the same labelset");
-        return -1;
-    }
-    b->s[i].ok[step] = 1;
-    b->s[i].v[step] = v;
-    return 0;
-}
-
 int vb_set(vbuild *b, size_t si, size_t step, double v)
 {
     if (b->s[si].ok[step]) {
@@ -401,14 +388,11 @@ int vb_set(vbuild *b, size_t si, size_t step, double v)
     return 0;
 }
 
-void vb_finish(vbuild *b, val *out)
+int vb_add(vbuild *b, pq_label *labels, size_t nlabels, size_t step, double v)
 {
-    memset(out, 0, sizeof(*out));
-    out->type = PQ_T_VECTOR;
-    out->s = b->s;
-    out->n = b->n;
-    b->s = NULL;
-    b->n = 0;
+    size_t i = vb_series(b, labels, nlabels);
+    if (i == (size_t)-1) return -1;
+    return vb_set(b, i, step, v);
 }
 
 void vb_free(vbuild *b)
@@ -417,4 +401,13 @@ void vb_free(vbuild *b)
     val_free(b->c, &tmp);
     smap_free(&b->idx);
     mw_buf_free(&b->key);
+}
+
+val vb_finish(vbuild *b)
+{
+    val out = {.type = PQ_T_VECTOR, .s = b->s, .n = b->n};
+    b->s = NULL;
+    b->n = 0;
+    vb_free(b);
+    return out;
 }

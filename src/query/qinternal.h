@@ -113,8 +113,9 @@ void lbl_shared_drop(void *shared);
 size_t vb_append(vbuild *b, pq_label *labels, size_t nlabels);
 /* Set a value of series si; -1 on a collision, as vb_add. */
 int vb_set(vbuild *b, size_t si, size_t step, double v);
-void vb_finish(vbuild *b, val *out); /* moves the series into out (a vector) */
-void vb_free(vbuild *b);
+/* The vector built (the series move into it), and the builder freed. */
+val vb_finish(vbuild *b);
+void vb_free(vbuild *b); /* without a result: on a failure */
 
 sv *sv_new(qctx *c, val *out, pq_label *labels, size_t nlabels);
 void val_free(qctx *c, val *v);
@@ -152,7 +153,7 @@ pq_label *absent_labels(const pq_node *arg, size_t *nl);
 /* PromQL functions. Each is one row of func_table.c: its name, the
  * signature the parser checks, and its implementation, which eval_call
  * calls. Functions of one family share an implementation (call) and
- * differ in the operation their row names (math, window). */
+ * differ in the operation their row names (unary or math, window). */
 
 /* Evaluates the call n (n->func is its row). */
 typedef val pq_call_fn(qctx *c, const pq_node *n);
@@ -163,8 +164,10 @@ typedef double pq_unary_fn(double x);
  * step (narg of them: an optional one may be missing). 0 drops the sample
  * from the result. */
 typedef int pq_math_fn(double x, const double *arg, size_t narg, double *out);
-/* The samples of one series in one step's window, for a range function. */
+/* What rate, increase and delta keep from one window to the next. */
 typedef struct pq_extrap_cache pq_extrap_cache;
+/* The samples of one series in one step's window, for a range function
+ * (never empty: an empty window has no value). */
 typedef struct pq_window {
     const int64_t *t;
     const double *v;

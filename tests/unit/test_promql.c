@@ -659,7 +659,7 @@ static void test_function_table(void **state)
         if (range != (matrices == 1))
             fail_msg("%s: a range function has one range argument, others none", f->name);
         if (range != (f->window != NULL))
-            fail_msg("%s: a window operation is for range functions only", f->name);
+            fail_msg("%s: range functions have a window operation, others none", f->name);
         if (f->call == pq_call_math ? (f->unary != NULL) == (f->math != NULL)
                                     : f->unary != NULL || f->math != NULL)
             fail_msg("%s: an element-wise function has one operation, others none", f->name);
