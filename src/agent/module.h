@@ -17,7 +17,10 @@
 #define MW_MODULE_H
 
 #include "../collect/collector.h"
-#include "../serve/http.h"
+
+/* The agent's HTTP server (serve/http.h), opaque here: only the modules that
+ * register routes include serve/http.h, the others never see the HTTP layer. */
+typedef struct mw_http_server mw_http_server;
 
 typedef struct mw_module {
     const char *name;

@@ -17,6 +17,7 @@
 #include "../core/log.h"
 #include "../core/units.h"
 #include "../core/util.h"
+#include "../serve/http.h"
 
 #include <curl/curl.h>
 #include <errno.h>

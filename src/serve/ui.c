@@ -19,6 +19,7 @@
 #include "../core/util.h"
 #include "../mlwatch.h"
 #include "exposition.h"
+#include "http.h"
 
 #include <jansson.h>
 #include <microhttpd.h>

@@ -9,6 +9,7 @@
 #include "../core/log.h"
 #include "../core/util.h"
 #include "../query/api.h"
+#include "../serve/http.h"
 #include "remote_write.h"
 #include "store.h"
 
