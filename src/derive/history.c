@@ -5,10 +5,11 @@
  * CPU, container and GPU), so a 5-minute history of a 300-container node
  * costs under 1 MB, not 300 snapshots. Counters are kept cumulative: a rule
  * takes the difference between the oldest and the newest frame of its window.
- * The cpuset files of containers that use a GPU are read here (the cgroup
- * collector does not report them): numa_mismatch compares their NUMA nodes
- * with the GPUs'. */
+ * The cpusets of containers that use a GPU are read here, through
+ * collect/cgroup_cpuset.h (the cgroup collector does not report them):
+ * numa_mismatch compares their NUMA nodes with the GPUs'. */
 #include "findings.h"
+#include "../collect/cgroup_cpuset.h"
 #include "../core/parse.h"
 #include "../core/util.h"
 
@@ -536,18 +537,6 @@ static void extract_uses(builder *fr, const mw_snapshot *snap)
 
 /* ---- cpusets of GPU users ---- */
 
-static int read_cpuset(const mw_hostfs *host, const char *cgroup, const char *v2, const char *v1,
-                       mw_buf *b, uint64_t *bits, size_t nbits)
-{
-    char path[1024];
-    snprintf(path, sizeof(path), "sys/fs/cgroup%s/%s", cgroup, v2);
-    if (mw_hostfs_read(host, path, b, 65536) < 0) {
-        snprintf(path, sizeof(path), "sys/fs/cgroup/cpuset%s/%s", cgroup, v1);
-        if (mw_hostfs_read(host, path, b, 65536) < 0) return -1;
-    }
-    return dr_parse_cpuset(b->data ? b->data : "", bits, nbits);
-}
-
 static void extract_cpusets(builder *fr, const mw_snapshot *snap, const mw_hostfs *host)
 {
     /* NUMA node -> CPUs, from the numa collector's info labels (8 KiB). */
@@ -564,10 +553,9 @@ static void extract_cpusets(builder *fr, const mw_snapshot *snap, const mw_hostf
     for (size_t i = 0; i < fr->nctrs; i++) {
         dr_ctr_now *c = &fr->ctrs[i].n;
         const char *cgroup = fr->ctrs[i].cgroup;
-        if (!c->uses_gpu || !cgroup[0] || strstr(cgroup, "..")) continue;
+        if (!c->uses_gpu) continue;
         uint64_t cpus[NODE_BITS / 64], mems[1];
-        int n = read_cpuset(host, cgroup, "cpuset.cpus.effective", "cpuset.effective_cpus", &b,
-                            cpus, NODE_BITS);
+        int n = mw_cg_read_cpuset(host, cgroup, MW_CG_CPUS_EFFECTIVE, &b, cpus, NODE_BITS);
         if (n > 0) {
             c->ncpus_allowed = n;
             for (int node = 0; node < MAX_NODES; node++) {
@@ -576,8 +564,7 @@ static void extract_cpusets(builder *fr, const mw_snapshot *snap, const mw_hostf
                     if (cpus[w] & node_cpus[node][w]) c->cpu_nodes |= 1ULL << node;
             }
         }
-        if (read_cpuset(host, cgroup, "cpuset.mems.effective", "cpuset.effective_mems", &b, mems,
-                        64) > 0)
+        if (mw_cg_read_cpuset(host, cgroup, MW_CG_MEMS_EFFECTIVE, &b, mems, 64) > 0)
             c->mem_nodes = mems[0];
     }
     mw_buf_free(&b);
