@@ -16,6 +16,7 @@
  * same disk. */
 #include "collector.h"
 #include "mounts.h"
+#include "../core/hash.h"
 #include "../core/util.h"
 
 #include <errno.h>
@@ -184,10 +185,7 @@ static void fs_destroy(void *state)
 
 static uint32_t hash_str(const char *s)
 {
-    uint32_t h = 2166136261u;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
+    return mw_fnv1a32_str(MW_FNV1A32_BASIS, s);
 }
 
 /* Slot of MP in the table: the one holding it, or the empty one where it

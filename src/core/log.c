@@ -1,5 +1,6 @@
 /* log.c - leveled, rate-limited logging to stderr, see log.h. */
 #include "log.h"
+#include "hash.h"
 #include "util.h"
 
 #include <pthread.h>
@@ -76,12 +77,8 @@ void mw_log(mw_log_level level, const char *component, const char *fmt, ...)
 
 static uint64_t fnv1a(const char *a, const char *b)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (const char *p = a; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    h = (h ^ 0xff) * 1099511628211ULL;
-    for (const char *p = b; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    uint64_t h = mw_fnv1a64_str(MW_FNV1A64_SEED, a);
+    h = mw_fnv1a64_str(mw_fnv1a64_byte(h, 0xff), b);
     return h | 1; /* 0 marks an empty slot */
 }
 

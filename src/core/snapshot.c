@@ -1,5 +1,6 @@
 /* snapshot.c - one collection cycle's samples, see snapshot.h. */
 #include "snapshot.h"
+#include "hash.h"
 #include "util.h"
 
 #include <stdarg.h>
@@ -9,10 +10,7 @@
 
 static uint64_t hash_name(const char *s)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
+    return mw_fnv1a64_str(MW_FNV1A64_SEED, s);
 }
 
 /* The index lives while a snapshot is built, through the whole collection

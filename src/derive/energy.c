@@ -1,6 +1,7 @@
 /* energy.c - node energy per interval and its attribution to containers; see
  * energy.h and docs/energy.md for the model. */
 #include "energy.h"
+#include "../core/hash.h"
 #include "../core/util.h"
 
 #include <math.h>
@@ -78,10 +79,7 @@ typedef struct table {
 
 static uint64_t hash(const char *s)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
+    return mw_fnv1a64_str(MW_FNV1A64_SEED, s);
 }
 
 static node *tfind(table *t, const char *key, int create)

@@ -10,6 +10,7 @@
  * numa_mismatch compares their NUMA nodes with the GPUs'. */
 #include "findings.h"
 #include "../collect/cgroup_cpuset.h"
+#include "../core/hash.h"
 #include "../core/parse.h"
 #include "../core/util.h"
 
@@ -184,17 +185,9 @@ struct dr_str {
     char s[];
 };
 
-static uint64_t str_hash(const char *s, uint64_t h)
-{
-    for (; *s; s++) /* FNV-1a */
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-#define FNV_BASIS 1469598103934665603ull
-
 static const char *pool_get(dr_strpool *p, const char *s)
 {
-    uint64_t h = str_hash(s, FNV_BASIS);
+    uint64_t h = mw_fnv1a64_str(MW_FNV1A64_SEED, s);
     if (p->nbuckets) {
         for (dr_str *e = p->buckets[h & (p->nbuckets - 1)]; e; e = e->next)
             if (e->hash == h && strcmp(e->s, s) == 0) {
@@ -253,7 +246,7 @@ static int same_ident(const dr_ident *e, const xctr *x)
  * identity from frame to frame: one hash lookup per container per cycle). */
 static const dr_ident *ident_get(dr_strpool *p, const xctr *x)
 {
-    uint64_t h = str_hash(x->cgroup, str_hash(x->key, FNV_BASIS));
+    uint64_t h = mw_fnv1a64_str(mw_fnv1a64_str(MW_FNV1A64_SEED, x->key), x->cgroup);
     if (p->nibuckets) {
         for (dr_ident *e = p->ibuckets[h & (p->nibuckets - 1)]; e; e = e->next)
             if (e->hash == h && same_ident(e, x)) {

@@ -8,6 +8,7 @@
  * slow kubelet never holds up a collection cycle. */
 #include "podresources.h"
 #include "../core/buf.h"
+#include "../core/bytes.h"
 #include "../core/log.h"
 #include "../core/util.h"
 #include "../core/worker.h"
@@ -45,8 +46,7 @@ int mw_podres_decode(const uint8_t *body, size_t len, mw_podres_table *t, char *
                  body[0]);
         return -1;
     }
-    uint32_t n = (uint32_t)body[1] << 24 | (uint32_t)body[2] << 16 | (uint32_t)body[3] << 8 |
-                 (uint32_t)body[4];
+    uint32_t n = mw_get_be32(body + 1);
     if (n > MW_PODRES_MAX_FRAME) {
         snprintf(err, errsize, "gRPC frame: %u bytes, more than the %u allowed", n,
                  MW_PODRES_MAX_FRAME);

@@ -2,6 +2,7 @@
  * format: plain text (e-mail, chat), Mattermost/Slack JSON, Alertmanager's
  * webhook payload (version 4) and an RFC 5322 e-mail; and reading secrets. */
 #include "notify.h"
+#include "../core/hash.h"
 #include "../core/util.h"
 
 #include <errno.h>
@@ -120,13 +121,9 @@ void mw_notify_chat_json(const mw_notify_episode *ep, mw_msg_kind kind, int64_t 
  * set; FNV-1a 64 of the key and the episode's start does the same job. */
 static void fingerprint(const mw_notify_episode *ep, char *out, size_t n)
 {
-    uint64_t h = 1469598103934665603ULL;
     char buf[480];
     snprintf(buf, sizeof(buf), "%s@%lld", ep->key, (long long)ep->idle_since_ms);
-    for (const unsigned char *p = (const unsigned char *)buf; *p; p++) {
-        h ^= *p;
-        h *= 1099511628211ULL;
-    }
+    uint64_t h = mw_fnv1a64_str(MW_FNV1A64_SEED, buf);
     snprintf(out, n, "%016llx", (unsigned long long)h);
 }
 

@@ -3,6 +3,7 @@
 #include "qinternal.h"
 
 #include "../core/buf.h"
+#include "../core/hash.h"
 #include "../core/util.h"
 
 #include <math.h>
@@ -241,10 +242,7 @@ void lbl_key(const pq_label *l, size_t n, char *const *names, size_t nnames, int
 
 static uint64_t hash_str(const char *s)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
+    return mw_fnv1a64_str(MW_FNV1A64_SEED, s);
 }
 
 void smap_init(smap *m)

@@ -6,6 +6,7 @@
  *   u32 CRC-32 of the 16 bytes before it and of the payload | payload
  * all little-endian; and "cursor": u64 segment | u64 offset | u32 CRC-32. */
 #include "queue.h"
+#include "../core/bytes.h"
 #include "../core/log.h"
 #include "../core/util.h"
 
@@ -45,45 +46,17 @@ struct mw_rwq {
     uint64_t dropped_full, corrupt_bytes;
 };
 
-static void put32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
 size_t mw_rwq_parse_record(const unsigned char *p, size_t n, uint32_t *nsamples, int64_t *max_ts,
                            const unsigned char **payload, uint32_t *len)
 {
     if (n < REC_HDR) return 0;
-    uint32_t l = get32(p);
+    uint32_t l = mw_get_le32(p);
     if (l > MW_RWQ_MAX_RECORD || l > n - REC_HDR) return 0;
     uLong crc = crc32(0L, p, 16);
     crc = crc32(crc, p + REC_HDR, l);
-    if ((uint32_t)crc != get32(p + 16)) return 0;
-    *nsamples = get32(p + 4);
-    *max_ts = (int64_t)get64(p + 8);
+    if ((uint32_t)crc != mw_get_le32(p + 16)) return 0;
+    *nsamples = mw_get_le32(p + 4);
+    *max_ts = (int64_t)mw_get_le64(p + 8);
     *payload = p + REC_HDR;
     *len = l;
     return REC_HDR + (size_t)l;
@@ -136,7 +109,7 @@ static size_t read_record(int fd, uint64_t off, uint64_t fsize, mw_buf *buf, uin
 {
     unsigned char hdr[REC_HDR];
     if (fsize < off + REC_HDR || read_all(fd, hdr, REC_HDR, (off_t)off) < 0) return 0;
-    uint32_t l = get32(hdr);
+    uint32_t l = mw_get_le32(hdr);
     if (l > MW_RWQ_MAX_RECORD || fsize - off - REC_HDR < l) return 0;
     mw_buf_clear(buf);
     if (mw_buf_reserve(buf, REC_HDR + (size_t)l) < 0) return 0;
@@ -233,9 +206,9 @@ static int new_segment(mw_rwq *q, uint64_t seq)
 static void persist_cursor(mw_rwq *q)
 {
     unsigned char b[20];
-    put64(b, q->cur_seg);
-    put64(b + 8, q->cur_off);
-    put32(b + 16, (uint32_t)crc32(0L, b, 16));
+    mw_put_le64(b, q->cur_seg);
+    mw_put_le64(b + 8, q->cur_off);
+    mw_put_le32(b + 16, (uint32_t)crc32(0L, b, 16));
     char tmp[4200], path[4200];
     snprintf(tmp, sizeof(tmp), "%s/cursor.tmp", q->dir);
     snprintf(path, sizeof(path), "%s/cursor", q->dir);
@@ -289,14 +262,15 @@ static void load_cursor(mw_rwq *q)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return;
     unsigned char b[20];
-    int ok = read_all(fd, b, sizeof(b), 0) == 0 && get32(b + 16) == (uint32_t)crc32(0L, b, 16);
+    int ok =
+        read_all(fd, b, sizeof(b), 0) == 0 && mw_get_le32(b + 16) == (uint32_t)crc32(0L, b, 16);
     close(fd);
     if (!ok) {
         mw_log(MW_LOG_WARN, "remote-write", "%s: unreadable, sending the queue from its start",
                path);
         return;
     }
-    uint64_t cseg = get64(b), coff = get64(b + 8);
+    uint64_t cseg = mw_get_le64(b), coff = mw_get_le64(b + 8);
     size_t i;
     for (i = 0; i < q->nsegs; i++)
         if (q->segs[i].seq >= cseg) break;
@@ -455,12 +429,12 @@ int mw_rwq_append(mw_rwq *q, const void *payload, size_t len, uint32_t nsamples,
         drop_head(q, 1);
     tail = &q->segs[q->nsegs - 1];
     unsigned char hdr[REC_HDR];
-    put32(hdr, (uint32_t)len);
-    put32(hdr + 4, nsamples);
-    put64(hdr + 8, (uint64_t)max_ts);
+    mw_put_le32(hdr, (uint32_t)len);
+    mw_put_le32(hdr + 4, nsamples);
+    mw_put_le64(hdr + 8, (uint64_t)max_ts);
     uLong crc = crc32(0L, hdr, 16);
     crc = crc32(crc, payload, (uInt)len);
-    put32(hdr + 16, (uint32_t)crc);
+    mw_put_le32(hdr + 16, (uint32_t)crc);
     struct iovec_like {
         const void *p;
         size_t n;

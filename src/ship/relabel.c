@@ -1,5 +1,6 @@
 /* relabel.c - write_relabel_configs with Prometheus's semantics, see relabel.h. */
 #include "relabel.h"
+#include "../core/bytes.h"
 #include "../core/regex_bound.h"
 #include "../core/util.h"
 
@@ -467,9 +468,7 @@ uint64_t mw_relabel_hashmod(const char *val, uint64_t modulus)
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
     if (!EVP_Digest(val, strlen(val), md, &mdlen, EVP_md5(), NULL) || mdlen != 16) return 0;
-    uint64_t v = 0;
-    for (int i = 8; i < 16; i++)
-        v = (v << 8) | md[i];
+    uint64_t v = mw_get_be64(md + 8); /* Prometheus: the digest's last 8 bytes, big-endian */
     return modulus ? v % modulus : 0;
 }
 

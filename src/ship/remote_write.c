@@ -14,6 +14,7 @@
  * Folders: DATA_DIR/remote-write/ENDPOINT/shard-N. When max_shards shrinks,
  * the extra shards' queues are still drained. */
 #include "../agent/module.h"
+#include "../core/hash.h"
 #include "../core/log.h"
 #include "../core/util.h"
 #include "../proto/rw_encode.h"
@@ -261,14 +262,10 @@ static void *writer_main(void *arg)
 
 static uint64_t series_hash(const mw_rl_labels *ls)
 {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = MW_FNV1A64_SEED;
     for (size_t i = 0; i < ls->n; i++) {
-        for (const char *p = ls->l[i].name; *p; p++)
-            h = (h ^ (unsigned char)*p) * 1099511628211ull;
-        h = (h ^ 0xff) * 1099511628211ull;
-        for (const char *p = ls->l[i].value; *p; p++)
-            h = (h ^ (unsigned char)*p) * 1099511628211ull;
-        h = (h ^ 0xfe) * 1099511628211ull;
+        h = mw_fnv1a64_byte(mw_fnv1a64_str(h, ls->l[i].name), 0xff);
+        h = mw_fnv1a64_byte(mw_fnv1a64_str(h, ls->l[i].value), 0xfe);
     }
     return h;
 }

@@ -5,6 +5,7 @@
  * same code that later builds the endpoints, and kept in mw_config as text,
  * so a config that loads is a config the shipper can start with. */
 #include "rw_config.h"
+#include "../core/hash.h"
 #include "../core/units.h"
 #include "../core/util.h"
 
@@ -342,9 +343,7 @@ static int set_url(mw_rw_endpoint_cfg *ep, const char *url, const char *where, c
             return whyf(why, n, "%s: url contains a space or control character", where);
     mw_strlcpy(ep->url, url, sizeof(ep->url));
     mw_rw_display_url(url, ep->display_url, sizeof(ep->display_url));
-    uint64_t h = 1469598103934665603ull; /* FNV-1a: a stable folder per URL */
-    for (const char *p = ep->display_url; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    uint64_t h = mw_fnv1a64_str(MW_FNV1A64_SEED, ep->display_url); /* a stable folder per URL */
     snprintf(ep->dirname, sizeof(ep->dirname), "url-%016llx", (unsigned long long)h);
     return 0;
 }

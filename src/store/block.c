@@ -17,6 +17,7 @@
  * open (read with pread, so checking does not add to the resident set). */
 #include "block.h"
 #include "../core/buf.h"
+#include "../core/bytes.h"
 #include "../core/log.h"
 #include "../core/util.h"
 #include "varint.h"
@@ -64,23 +65,10 @@ struct mw_block {
     uint64_t nsym, npost;
 };
 
-static uint64_t rd64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
-static uint32_t rd32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static const char *sym_str(const mw_block *b, uint32_t sym, size_t *len)
 {
     if (sym >= b->nsym) return NULL;
-    uint64_t off = b->sym_off + rd32(b->p + b->symtab_off + (uint64_t)sym * 4);
+    uint64_t off = b->sym_off + mw_get_le32(b->p + b->symtab_off + (uint64_t)sym * 4);
     mw_rd r = {b->p, b->symtab_off, off, 0};
     uint64_t l = mw_rd_uvarint(&r);
     const uint8_t *s = mw_rd_bytes(&r, l + 1);
@@ -120,7 +108,7 @@ static int check_block(mw_block *b, char *err, size_t errsize)
     const uint8_t *f = b->p + b->size - FOOTER_SIZE;
     uint64_t w[FOOTER_WORDS];
     for (int i = 0; i < FOOTER_WORDS; i++)
-        w[i] = rd64(f + 8 * i);
+        w[i] = mw_get_le64(f + 8 * i);
     b->sym_off = w[0];
     b->symtab_off = w[1];
     b->series_off = w[2];
@@ -151,7 +139,7 @@ static int check_block(mw_block *b, char *err, size_t errsize)
         snprintf(err, errsize, "inconsistent footer");
         return -1;
     }
-    uint32_t want = rd32(f + FOOTER_WORDS * 8);
+    uint32_t want = mw_get_le32(f + FOOTER_WORDS * 8);
     uint32_t crc = (uint32_t)crc32(0, NULL, 0);
     if (b->mapped) {
         /* pread, not the mapping: checking must not fault the index in. */
@@ -180,12 +168,12 @@ static int check_block(mw_block *b, char *err, size_t errsize)
     }
     /* Every offset the tables hold stays inside its section. */
     for (uint64_t i = 0; i < b->nsym; i++)
-        if (b->sym_off + rd32(b->p + b->symtab_off + i * 4) >= b->symtab_off) {
+        if (b->sym_off + mw_get_le32(b->p + b->symtab_off + i * 4) >= b->symtab_off) {
             snprintf(err, errsize, "symbol %llu out of range", (unsigned long long)i);
             return -1;
         }
     for (uint64_t i = 0; i < b->meta.nseries; i++) {
-        uint64_t o = rd64(b->p + b->seriestab_off + i * 8);
+        uint64_t o = mw_get_le64(b->p + b->seriestab_off + i * 8);
         if (o < b->series_off || o >= b->seriestab_off) {
             snprintf(err, errsize, "series %llu out of range", (unsigned long long)i);
             return -1;
@@ -193,9 +181,9 @@ static int check_block(mw_block *b, char *err, size_t errsize)
     }
     for (uint64_t i = 0; i < b->npost; i++) {
         const uint8_t *e = b->p + b->ptab_off + i * 20;
-        uint64_t o = rd64(e + 8), c = rd32(e + 16);
-        if (rd32(e) >= b->nsym || rd32(e + 4) >= b->nsym || o < b->post_off || o > b->ptab_off ||
-            (b->ptab_off - o) / 4 < c) {
+        uint64_t o = mw_get_le64(e + 8), c = mw_get_le32(e + 16);
+        if (mw_get_le32(e) >= b->nsym || mw_get_le32(e + 4) >= b->nsym || o < b->post_off ||
+            o > b->ptab_off || (b->ptab_off - o) / 4 < c) {
             snprintf(err, errsize, "postings entry %llu out of range", (unsigned long long)i);
             return -1;
         }
@@ -277,7 +265,8 @@ const mw_block_meta *mw_block_get_meta(const mw_block *b)
 static int series_reader(const mw_block *b, uint32_t id, mw_rd *r)
 {
     if (id >= b->meta.nseries) return -1;
-    *r = (mw_rd){b->p, b->seriestab_off, rd64(b->p + b->seriestab_off + (uint64_t)id * 8), 0};
+    *r =
+        (mw_rd){b->p, b->seriestab_off, mw_get_le64(b->p + b->seriestab_off + (uint64_t)id * 8), 0};
     return 0;
 }
 
@@ -339,10 +328,10 @@ static void post_entry(const mw_block *b, uint64_t i, uint32_t *name, uint32_t *
                        const uint8_t **ids, uint32_t *count)
 {
     const uint8_t *e = b->p + b->ptab_off + i * 20;
-    *name = rd32(e);
-    *value = rd32(e + 4);
-    *ids = b->p + rd64(e + 8);
-    *count = rd32(e + 16);
+    *name = mw_get_le32(e);
+    *value = mw_get_le32(e + 4);
+    *ids = b->p + mw_get_le64(e + 8);
+    *count = mw_get_le32(e + 16);
 }
 
 static void emit_ids(const uint8_t *p, uint32_t count, mw_postings_fn fn, void *arg)
@@ -359,7 +348,7 @@ static void emit_ids(const uint8_t *p, uint32_t count, mw_postings_fn fn, void *
     while (count) {
         uint32_t n = count < 1024 ? count : 1024;
         for (uint32_t i = 0; i < n; i++)
-            tmp[i] = rd32(p + 4 * i);
+            tmp[i] = mw_get_le32(p + 4 * i);
         fn(arg, tmp, n);
         p += 4 * n;
         count -= n;
@@ -373,7 +362,7 @@ static uint64_t post_lower(const mw_block *b, uint32_t name, uint32_t value)
     while (lo < hi) {
         uint64_t mid = (lo + hi) / 2;
         const uint8_t *e = b->p + b->ptab_off + mid * 20;
-        uint32_t n = rd32(e), v = rd32(e + 4);
+        uint32_t n = mw_get_le32(e), v = mw_get_le32(e + 4);
         if (n < name || (n == name && v < value))
             lo = mid + 1;
         else

@@ -1,5 +1,6 @@
 /* head.c - series storage, postings, open chunks and chunk files. */
 #include "head.h"
+#include "../core/bytes.h"
 #include "../core/log.h"
 #include "../core/util.h"
 #include "crc.h"
@@ -281,40 +282,18 @@ void mw_head_forget_files_before(mw_head *h, uint32_t seq)
     pthread_mutex_unlock(&h->fd_mu);
 }
 
-static void put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint64_t get64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 int mw_chunk_parse(const uint8_t *p, size_t n, mw_chunk_hdr *hdr)
 {
     if (n < MW_CHUNK_HDR_SIZE + 4) return -1;
-    hdr->series = get32(p);
-    hdr->n = (uint16_t)(p[4] | p[5] << 8);
-    hdr->nbytes = (uint16_t)(p[6] | p[7] << 8);
-    hdr->mint = (int64_t)get64(p + 8);
-    hdr->maxt = (int64_t)get64(p + 16);
-    hdr->prev_ref = get64(p + 24);
+    hdr->series = mw_get_le32(p);
+    hdr->n = mw_get_le16(p + 4);
+    hdr->nbytes = mw_get_le16(p + 6);
+    hdr->mint = (int64_t)mw_get_le64(p + 8);
+    hdr->maxt = (int64_t)mw_get_le64(p + 16);
+    hdr->prev_ref = mw_get_le64(p + 24);
     if ((size_t)MW_CHUNK_HDR_SIZE + hdr->nbytes + 4 > n) return -1;
     uint32_t crc = mw_crc32(p, MW_CHUNK_HDR_SIZE + hdr->nbytes);
-    if (crc != get32(p + MW_CHUNK_HDR_SIZE + hdr->nbytes)) return -1;
+    if (crc != mw_get_le32(p + MW_CHUNK_HDR_SIZE + hdr->nbytes)) return -1;
     return 0;
 }
 
@@ -399,19 +378,15 @@ static int cut_chunk(mw_head *h, uint32_t id, mw_series *s)
     size_t nbytes = mw_gorilla_bytes(&s->enc);
     uint8_t rec[MW_CHUNK_HDR_SIZE + 4 + 65536];
     /* The first timestamp is the chunk's first 8 bytes, big-endian bits. */
-    uint64_t mint = 0;
-    for (int i = 0; i < 8; i++)
-        mint = mint << 8 | s->chunk[i];
-    put32(rec, id);
-    rec[4] = (uint8_t)s->enc.n;
-    rec[5] = (uint8_t)(s->enc.n >> 8);
-    rec[6] = (uint8_t)nbytes;
-    rec[7] = (uint8_t)(nbytes >> 8);
-    put64(rec + 8, mint);
-    put64(rec + 16, (uint64_t)s->enc.t);
-    put64(rec + 24, s->last_ref);
+    uint64_t mint = mw_get_be64(s->chunk);
+    mw_put_le32(rec, id);
+    mw_put_le16(rec + 4, (uint16_t)s->enc.n);
+    mw_put_le16(rec + 6, (uint16_t)nbytes);
+    mw_put_le64(rec + 8, mint);
+    mw_put_le64(rec + 16, (uint64_t)s->enc.t);
+    mw_put_le64(rec + 24, s->last_ref);
     memcpy(rec + MW_CHUNK_HDR_SIZE, s->chunk, nbytes);
-    put32(rec + MW_CHUNK_HDR_SIZE + nbytes, mw_crc32(rec, MW_CHUNK_HDR_SIZE + nbytes));
+    mw_put_le32(rec + MW_CHUNK_HDR_SIZE + nbytes, mw_crc32(rec, MW_CHUNK_HDR_SIZE + nbytes));
     size_t len = MW_CHUNK_HDR_SIZE + nbytes + 4;
     ssize_t w = pwrite(h->fd, rec, len, (off_t)h->size);
     if (w != (ssize_t)len) {
@@ -566,9 +541,9 @@ int mw_head_read(mw_head *h, uint32_t id, int64_t mint, int64_t maxt, mw_samples
         ssize_t r = pread(mw_head_read_fd(h, (uint32_t)(ref >> 32)), bytes + nbytes, READ_AHEAD,
                           (off_t)(uint32_t)ref);
         if (r < MW_CHUNK_HDR_SIZE) break;
-        int64_t cmax = (int64_t)get64(bytes + nbytes + 16);
+        int64_t cmax = (int64_t)mw_get_le64(bytes + nbytes + 16);
         if (cmax < mint) break;
-        size_t need = MW_CHUNK_HDR_SIZE + 4 + (size_t)(bytes[nbytes + 6] | bytes[nbytes + 7] << 8);
+        size_t need = MW_CHUNK_HDR_SIZE + 4 + (size_t)mw_get_le16(bytes + nbytes + 6);
         if (nrecs == caprecs) {
             rec *nr = mw_xmalloc(caprecs * 2 * sizeof(rec));
             memcpy(nr, recs, nrecs * sizeof(rec));
@@ -578,7 +553,7 @@ int mw_head_read(mw_head *h, uint32_t id, int64_t mint, int64_t maxt, mw_samples
         }
         recs[nrecs++] = (rec){ref, nbytes, (size_t)r >= need ? need : 0};
         nbytes += (size_t)r >= need ? need : MW_CHUNK_HDR_SIZE;
-        ref = get64(bytes + recs[nrecs - 1].off + 24);
+        ref = mw_get_le64(bytes + recs[nrecs - 1].off + 24);
     }
     int rc = 0;
     uint8_t *big = NULL;

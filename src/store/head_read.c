@@ -30,6 +30,7 @@
  * heap, the kept payloads) and freed before returning; nothing per series
  * outlives the call. */
 #include "head.h"
+#include "../core/bytes.h"
 #include "../core/log.h"
 #include "../core/util.h"
 
@@ -88,14 +89,6 @@ typedef struct reader {
     kept *k;
     size_t nk, capk;
 } reader;
-
-static uint64_t get64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
 
 static void heap_push(pend *hp, size_t *n, pend e)
 {
@@ -187,7 +180,7 @@ static const uint8_t *record_at(reader *r, uint64_t ref, size_t *avail)
 static const uint8_t *record_whole(reader *r, uint64_t ref, const uint8_t *p, size_t avail,
                                    mw_chunk_hdr *hdr)
 {
-    size_t need = MW_CHUNK_HDR_SIZE + 4 + (size_t)(p[6] | p[7] << 8);
+    size_t need = MW_CHUNK_HDR_SIZE + 4 + (size_t)mw_get_le16(p + 6);
     if (avail < need) { /* beyond the window: read it alone */
         if (!r->one) r->one = mw_xmalloc(MW_CHUNK_HDR_SIZE + 4 + 65536);
         int fd = file_fd(r, (uint32_t)(ref >> 32));
@@ -266,9 +259,9 @@ int mw_head_read_batch(mw_head *h, const uint32_t *ids, size_t n, int64_t mint, 
         size_t avail;
         const uint8_t *p = record_at(&r, e.ref, &avail);
         if (!p) continue; /* the chain ends where the file does */
-        int64_t cmin = (int64_t)get64(p + 8), cmax = (int64_t)get64(p + 16);
+        int64_t cmin = (int64_t)mw_get_le64(p + 8), cmax = (int64_t)mw_get_le64(p + 16);
         if (cmax < mint) continue; /* older records are older still */
-        uint64_t prev = get64(p + 24);
+        uint64_t prev = mw_get_le64(p + 24);
         if (cmin <= maxt) {
             mw_chunk_hdr hdr;
             const uint8_t *rec = record_whole(&r, e.ref, p, avail, &hdr);

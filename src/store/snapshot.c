@@ -26,6 +26,7 @@
  * uvarint pair ids, u64 last ref, u64 t, u64 delta, u64 vbits, u32 nbits,
  * u16 n, u8 leading, u8 trailing, u8 flags, chunk bytes}, u32 crc32 of all
  * that precedes. */
+#include "../core/bytes.h"
 #include "../core/log.h"
 #include "../core/util.h"
 #include "store_internal.h"
@@ -308,7 +309,7 @@ int mw_snapshot_load(mw_store *s, const char *name, uint64_t *lsn, uint32_t *chu
         se->enc.nbits = mw_rd_u32(&r);
         const uint8_t *t5 = mw_rd_bytes(&r, 5);
         if (!t5) break;
-        se->enc.n = (uint16_t)(t5[0] | t5[1] << 8);
+        se->enc.n = mw_get_le16(t5);
         se->enc.leading = t5[2];
         se->enc.trailing = t5[3];
         se->flags = (uint8_t)(t5[4] | MW_SERIES_LIVE);

@@ -4,6 +4,7 @@
 #define MW_VARINT_H
 
 #include "../core/buf.h"
+#include "../core/bytes.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -34,16 +35,14 @@ static inline void mw_buf_varint(mw_buf *b, int64_t v)
 static inline void mw_buf_u64(mw_buf *b, uint64_t v)
 {
     uint8_t t[8];
-    for (int i = 0; i < 8; i++)
-        t[i] = (uint8_t)(v >> (8 * i));
+    mw_put_le64(t, v);
     mw_buf_append(b, t, 8);
 }
 
 static inline void mw_buf_u32(mw_buf *b, uint32_t v)
 {
     uint8_t t[4];
-    for (int i = 0; i < 4; i++)
-        t[i] = (uint8_t)(v >> (8 * i));
+    mw_put_le32(t, v);
     mw_buf_append(b, t, 4);
 }
 
@@ -79,9 +78,7 @@ static inline uint64_t mw_rd_u64(mw_rd *r)
         r->bad = 1;
         return 0;
     }
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | r->p[r->off + (size_t)i];
+    uint64_t v = mw_get_le64(r->p + r->off);
     r->off += 8;
     return v;
 }
@@ -94,7 +91,7 @@ static inline uint32_t mw_rd_u32(mw_rd *r)
     }
     const uint8_t *p = r->p + r->off;
     r->off += 4;
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    return mw_get_le32(p);
 }
 
 /* A pointer to n bytes, or NULL past the end. */

@@ -1,5 +1,6 @@
 /* wal.c - write-ahead log segments, group commit, replay. */
 #include "wal.h"
+#include "../core/bytes.h"
 #include "../core/log.h"
 #include "../core/util.h"
 
@@ -100,24 +101,13 @@ mw_wal *mw_wal_open(const char *dir, uint64_t start_lsn, int sync, uint64_t segm
     return w;
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 uint64_t mw_wal_append(mw_wal *w, uint8_t type, const void *payload, size_t len)
 {
     uint8_t hdr[9];
-    put32(hdr, (uint32_t)len);
+    mw_put_le32(hdr, (uint32_t)len);
     uint32_t crc = (uint32_t)crc32(0, &type, 1);
     crc = (uint32_t)crc32(crc, payload, (uInt)len);
-    put32(hdr + 4, crc);
+    mw_put_le32(hdr + 4, crc);
     hdr[8] = type;
     pthread_mutex_lock(&w->mu);
     size_t need = w->len + sizeof(hdr) + len;
@@ -388,7 +378,7 @@ size_t mw_wal_parse(const uint8_t *p, size_t n, mw_wal_record_fn fn, void *arg, 
             snprintf(reason, reasonsize, "torn record header (%zu bytes)", n - off);
             break;
         }
-        uint32_t len = get32(p + off), crc = get32(p + off + 4);
+        uint32_t len = mw_get_le32(p + off), crc = mw_get_le32(p + off + 4);
         if (len > MW_WAL_MAX_RECORD || len > n - off - 9) {
             snprintf(reason, reasonsize, "record length %u runs past the end", len);
             break;
