@@ -2,7 +2,9 @@
  *
  * Order matters: a module that derives samples from another's output comes
  * after it (energy before carbon before idle sessions before findings); the
- * store and the shippers come last so they see every derived sample. */
+ * store and the shippers come last so they see every derived sample. A
+ * module of agent/ (store_query.c) is wiring: it joins a producer to its
+ * consumer, which know nothing of each other. */
 #include "module.h"
 #include "../core/log.h"
 #include "../core/util.h"
@@ -14,7 +16,7 @@ extern const mw_module mw_doctor_module; /* src/derive/doctor.c: findings */
 extern const mw_module mw_module_energy; /* src/derive/energy_module.c: energy, CO2 */
 extern const mw_module mw_module_idle;   /* src/derive/idle.c: idle GPU sessions, notifications */
 extern const mw_module mw_module_remote_write; /* src/ship/remote_write.c: shipper */
-extern const mw_module mw_module_store;        /* src/store/store_module.c */
+extern const mw_module mw_module_store_query;  /* src/agent/store_query.c: store + PromQL API */
 extern const mw_module mw_module_ui;           /* src/serve/ui.c: web UI, routes only */
 
 /* Add modules here, in the order they must run. */
@@ -23,7 +25,7 @@ const mw_module *const mw_modules[] = {
     &mw_module_energy,
     &mw_module_idle,
     &mw_doctor_module,
-    &mw_module_store,        /* src/store/store_module.c: after the derivers, before shippers */
+    &mw_module_store_query,  /* the store and its PromQL API: after the derivers, before shippers */
     &mw_module_remote_write, /* shippers last: they see every derived sample */
     &mw_module_ui,           /* routes only (web UI); before the agent's catch-all / */
 };

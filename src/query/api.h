@@ -1,5 +1,5 @@
 /* api.h - Prometheus-compatible HTTP query API over the embedded store.
- * Registered by the store module once its store is open (store_module.c). */
+ * Registered by the agent's wiring once the store is open (agent/store_query.c). */
 #ifndef MW_QUERY_API_H
 #define MW_QUERY_API_H
 

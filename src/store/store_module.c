@@ -4,14 +4,12 @@
  *
  * The store opens when the agent registers its routes, so one-shot commands
  * (`mlwatch metrics`) never touch the data folder, and the agent reports
- * ready only once recovery is done. */
-#include "../agent/module.h"
+ * ready only once recovery is done. The PromQL API over it is the agent's
+ * wiring (agent/store_query.c): the store knows nothing of queries. */
+#include "store_module.h"
 #include "../core/log.h"
 #include "../core/util.h"
-#include "../query/api.h"
 #include "../serve/http.h"
-#include "remote_write.h"
-#include "store.h"
 
 #include <limits.h>
 #include <malloc.h>
@@ -23,7 +21,8 @@ typedef struct store_module {
     const mw_config *cfg;
     mw_store *store;
     char open_error[512];
-    mw_query_api query_api; /* PromQL HTTP API over this store (src/query/api.c) */
+    mw_store_metadata_fn on_metadata; /* remote-write metadata, for the layers above */
+    void *on_metadata_ctx;
 } store_module;
 
 static const mw_metric_desc ACTIVE = {"mlwatch_store_active_series",
@@ -103,9 +102,8 @@ static void write_handler(void *cls, const mw_http_request *req, mw_http_respons
         return;
     }
     int rc = mw_store_append(m->store, r.ts, r.n, MW_STORE_WAIT, err, sizeof(err));
-    for (size_t i = 0; rc == 0 && i < r.nmeta; i++) /* for /api/v1/metadata */
-        mw_metadata_set(m->query_api.meta, r.meta[i].name, r.meta[i].type, r.meta[i].help,
-                        r.meta[i].unit);
+    for (size_t i = 0; rc == 0 && m->on_metadata && i < r.nmeta; i++)
+        m->on_metadata(m->on_metadata_ctx, &r.meta[i]);
     mw_rw_request_free(&r);
     if (rc == 0) {
         mw_http_text(resp, 204, "%s", "");
@@ -225,13 +223,18 @@ static void module_routes(void *state, mw_http_server *http)
     mw_http_route(http, "GET", "/api/v1/store/count", 0, read_handler, m);
     mw_http_route(http, "POST", "/api/v1/store/compact", 0, admin_handler, m);
     mw_http_route(http, "POST", "/api/v1/store/snapshot", 0, admin_handler, m);
-    m->query_api.store = m->store;
-    m->query_api.meta = mw_metadata_new();
-    pq_default_limits(&m->query_api.limits);
-    m->query_api.limits.max_samples = (size_t)cfg->query_max_samples;
-    m->query_api.limits.timeout_ms = cfg->query_timeout_ms;
-    m->query_api.limits.lookback_ms = cfg->query_lookback_ms;
-    mw_query_api_register(http, &m->query_api);
+}
+
+mw_store *mw_store_module_store(void *state)
+{
+    return ((store_module *)state)->store;
+}
+
+void mw_store_module_on_metadata(void *state, mw_store_metadata_fn fn, void *ctx)
+{
+    store_module *m = state;
+    m->on_metadata = fn;
+    m->on_metadata_ctx = ctx;
 }
 
 static void module_derive(void *state, mw_snapshot *snap)
@@ -259,7 +262,6 @@ static void module_consume(void *state, const mw_snapshot *snap)
 {
     store_module *m = state;
     if (!m->store) return;
-    mw_metadata_note_snapshot(m->query_api.meta, snap);
     char msg[512];
     int rc = mw_store_append_snapshot(m->store, snap, msg, sizeof(msg));
     if (rc) mw_log_once(MW_LOG_WARN, "store", "own-samples", "own samples not stored: %s", msg);
@@ -270,7 +272,6 @@ static void module_destroy(void *state)
     store_module *m = state;
     if (!m) return;
     mw_store_close(m->store);
-    mw_metadata_free(m->query_api.meta);
     free(m);
 }
 
