@@ -41,7 +41,7 @@ int main(int argc, char **argv)
         return 1;
     }
     mw_procmap *pm = mw_procmap_new(&host);
-    mw_env env = {&cfg, &host, pm};
+    mw_env env = {&cfg, &host, pm, NULL};
     mw_collector_set *set = mw_collector_set_new(&env);
 
     /* Warm up once (first cycle discovers and caches). */

@@ -10,6 +10,7 @@
 #include "../core/log.h"
 #include "../core/units.h"
 #include "../core/util.h"
+#include "../kube/kube_module.h"
 #include "../mlwatch.h"
 #include "../serve/exposition.h"
 #include "../serve/http.h"
@@ -67,6 +68,7 @@ static void ready_handler(void *cls, const mw_http_request *req, mw_http_respons
 typedef struct runtime {
     mw_hostfs host;
     mw_procmap *procmap;
+    mw_kube_inputs kube; /* filled by the kube module (kube/kube_module.c) */
     mw_env env;
     mw_collector_set *set;
     mw_module_set *modules;
@@ -81,7 +83,7 @@ static int runtime_open(runtime *rt, const mw_config *cfg, int oneshot)
         return -1;
     }
     rt->procmap = mw_procmap_new(&rt->host);
-    rt->env = (mw_env){cfg, &rt->host, rt->procmap};
+    rt->env = (mw_env){cfg, &rt->host, rt->procmap, &rt->kube};
     rt->set = mw_collector_set_new(&rt->env);
     rt->modules = mw_module_set_new(&rt->env, oneshot);
     return 0;

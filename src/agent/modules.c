@@ -1,10 +1,11 @@
 /* modules.c - the registry of post-collection modules and their runner.
  *
- * Order matters: a module that derives samples from another's output comes
- * after it (energy before carbon before idle sessions before findings); the
- * store and the shippers come last so they see every derived sample. A
- * module of agent/ (store_query.c) is wiring: it joins a producer to its
- * consumer, which know nothing of each other. */
+ * Order matters: the Kubernetes inputs come first (the derivers read them);
+ * a module that derives samples from another's output comes after it
+ * (energy before carbon before idle sessions before findings); the store
+ * and the shippers come last so they see every derived sample. Modules of
+ * agent/ (store_query.c, idle_notify.c) are wiring: they join a producer
+ * to its consumer, which know nothing of each other. */
 #include "module.h"
 #include "../core/log.h"
 #include "../core/util.h"
@@ -12,18 +13,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const mw_module mw_doctor_module; /* src/derive/doctor.c: findings */
-extern const mw_module mw_module_energy; /* src/derive/energy_module.c: energy, CO2 */
-extern const mw_module mw_module_idle;   /* src/derive/idle.c: idle GPU sessions, notifications */
+extern const mw_module mw_doctor_module;      /* src/derive/doctor.c: findings */
+extern const mw_module mw_module_energy;      /* src/derive/energy_module.c: energy, CO2 */
+extern const mw_module mw_module_idle_notify; /* src/agent/idle_notify.c: idle sessions, notices */
+extern const mw_module mw_module_kube;        /* src/kube/kube_module.c: pod watch, pod-resources */
 extern const mw_module mw_module_remote_write; /* src/ship/remote_write.c: shipper */
 extern const mw_module mw_module_store_query;  /* src/agent/store_query.c: store + PromQL API */
 extern const mw_module mw_module_ui;           /* src/serve/ui.c: web UI, routes only */
 
 /* Add modules here, in the order they must run. */
 const mw_module *const mw_modules[] = {
-    NULL, /* placeholder so the array is never empty; skipped below */
+    NULL,            /* placeholder so the array is never empty; skipped below */
+    &mw_module_kube, /* inputs first: the derivers read them (mw_env.kube) */
     &mw_module_energy,
-    &mw_module_idle,
+    &mw_module_idle_notify,
     &mw_doctor_module,
     &mw_module_store_query,  /* the store and its PromQL API: after the derivers, before shippers */
     &mw_module_remote_write, /* shippers last: they see every derived sample */

@@ -30,12 +30,16 @@
 #define MW_COLLECTOR_ABSENT 1
 
 typedef struct mw_procmap mw_procmap;
+typedef struct mw_kube_inputs mw_kube_inputs;
 
 /* What every collector may use; lives as long as the agent. */
 typedef struct mw_env {
     const mw_config *cfg;
     const mw_hostfs *host;
     mw_procmap *procmap; /* pid -> container, filled by the cgroup collector */
+    /* The Kubernetes inputs (kube/kube_module.h), filled by the kube module
+     * at init for the modules after it; NULL where there are none (tests). */
+    mw_kube_inputs *kube;
 } mw_env;
 
 typedef struct mw_collect_ctx {

@@ -161,7 +161,7 @@ static int resolve_pid(const mw_config *cfg, filter *fl)
         return -1;
     }
     mw_procmap *pm = mw_procmap_new(&host);
-    mw_env env = {&c, &host, pm};
+    mw_env env = {&c, &host, pm, NULL};
     mw_collector_set *set = mw_collector_set_new(&env);
     mw_snapshot *snap = mw_snapshot_new();
     mw_collector_set_run(set, snap);
@@ -282,7 +282,7 @@ static int sample(const mw_config *cfg, int64_t window_ms, dr_list *out)
         return -1;
     }
     mw_procmap *pm = mw_procmap_new(&host);
-    mw_env env = {&c, &host, pm};
+    mw_env env = {&c, &host, pm, NULL};
     mw_collector_set *set = mw_collector_set_new(&env);
     void *state;
     doctor_init(&env, &state);

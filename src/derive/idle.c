@@ -20,9 +20,11 @@
  *   mlwatch_idle_gpu_energy_joules_total{namespace} GPU energy spent idle
  *   mlwatch_idle_gpu_co2_grams_total{namespace}     its CO2 (with carbon data)
  *
- * and hands open and ended episodes to the notifier (consume). Workload and
- * owner come from the Kubernetes pod table (src/kube) joined on the pod UID
- * of mlwatch_container_info; without it the owner is the namespace.
+ * and offers its open and ended episodes to the notifier (idle.h; the agent
+ * wires the two in agent/idle_notify.c). Workload and owner come from the
+ * Kubernetes pod table (src/kube, started by the kube module and reached
+ * through mw_env.kube) joined on the pod UID of mlwatch_container_info;
+ * without it the owner is the namespace.
  *
  * A GPU the kubelet allocated to a container (src/kube/podresources.c,
  * joined on mlwatch_gpu_info{uuid}) is held by it too, even with no process
@@ -34,10 +36,7 @@
 #include "../agent/module.h"
 #include "../core/log.h"
 #include "../core/util.h"
-#include "../kube/kube.h"
-#include "../kube/podresources.h"
-#include "../notify/notify.h"
-#include "../notify/notify_state.h"
+#include "../kube/kube_module.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +83,7 @@ int mw_idle_step(mw_idle_track *t, int64_t now, double util, const mw_idle_rule 
 }
 
 /* A session: its labels, each a string of its own, and the open episode's
- * figures. The notifier's mw_notify_episode has a fixed-size field for each
+ * figures. An episode (mw_idle_episode) has a fixed-size field for each
  * label (sized for the longest names Kubernetes allows, ~1.9 KB in all):
  * one is filled from the session (episode_of) when the notifier needs it,
  * and labels are cut to those sizes here too, so both say the same. */
@@ -109,9 +108,9 @@ typedef struct session {
     char gi[12], ci[12], profile[32];
 } session;
 
-/* The size of field f of mw_notify_episode: what a label is cut to
+/* The size of field f of mw_idle_episode: what a label is cut to
  * (mw_set_string). */
-#define EP_MAX(f) sizeof(((mw_notify_episode *)0)->f)
+#define EP_MAX(f) sizeof(((mw_idle_episode *)0)->f)
 
 static void session_free_labels(session *s)
 {
@@ -136,13 +135,10 @@ typedef struct idle_state {
     size_t nns;
     int carbon_seen;
     int64_t prev_ms;
-    mw_notify_episode *ended; /* episodes that ended in this derive */
+    mw_idle_episode *ended; /* episodes that ended in this derive */
     size_t nended;
-    mw_notifier *notifier;
-    int notifier_failed;
-    mw_kube *kube;
-    mw_podres *podres;
-    mw_podres_table alloc; /* the latest copy of the kubelet's allocations */
+    const mw_kube_inputs *kube; /* NULL: none (tests); its members NULL while off */
+    mw_podres_table alloc;      /* the latest copy of the kubelet's allocations */
     uint64_t alloc_gen;
     char node[254];
 } idle_state;
@@ -278,49 +274,38 @@ static int idle_init(const mw_env *env, void **out)
     idle_state *st = mw_xcalloc(1, sizeof(*st));
     st->cfg = env->cfg;
     st->s = mw_xcalloc(MAX_SESSIONS, sizeof(session));
-    st->ended = mw_xcalloc(MAX_SESSIONS, sizeof(mw_notify_episode));
+    st->ended = mw_xcalloc(MAX_SESSIONS, sizeof(mw_idle_episode));
+    st->kube = env->kube;
     const char *node = env->cfg->node_name[0] ? env->cfg->node_name : getenv("NODE_NAME");
     if (node && *node)
         mw_strlcpy(st->node, node, sizeof(st->node));
     else if (gethostname(st->node, sizeof(st->node)) != 0)
         mw_strlcpy(st->node, "unknown", sizeof(st->node));
-    char err[512];
-    if (mw_kube_start(env->cfg, &st->kube, err, sizeof(err)) < 0)
-        mw_log(MW_LOG_WARN, "idle", "no Kubernetes workload labels: %s", err);
-    mw_podres_start(env->cfg, &st->podres);
-    /* Episodes open when the agent stopped go on where they were, so a
-     * restart neither notifies them again nor loses their cost so far. */
-    if (env->cfg->state_dir[0]) {
-        char path[PATH_MAX + 64];
-        snprintf(path, sizeof(path), "%s/idle-notifications.json", env->cfg->state_dir);
-        mw_notify_table t = {0};
-        if (mw_notify_table_load(&t, path, err, sizeof(err)) == 0) {
-            int64_t now = mw_now_ms();
-            for (size_t i = 0; i < t.n; i++) {
-                const mw_notify_episode *ep = &t.e[i].ep;
-                if (ep->ended_ms || find_session(st, ep->key)) continue;
-                session *s = add_session(st, ep->ns, ep->pod, ep->container, ep->gpu, ep->key);
-                if (!s) break;
-                mw_set_string(&s->model, ep->model, EP_MAX(model));
-                mw_set_string(&s->uuid, ep->uuid, EP_MAX(uuid));
-                mw_set_string(&s->workload_kind, ep->workload_kind, EP_MAX(workload_kind));
-                mw_set_string(&s->workload, ep->workload, EP_MAX(workload));
-                mw_set_string(&s->owner, ep->owner, EP_MAX(owner));
-                s->idle_since_ms = ep->idle_since_ms;
-                s->memory_bytes = ep->memory_bytes;
-                s->gpu_seconds = ep->gpu_seconds;
-                s->energy_joules = ep->energy_joules;
-                s->co2_grams = ep->co2_grams;
-                s->threshold_ratio = ep->threshold_ratio;
-                s->tr.state = MW_IDLE_IDLE;
-                s->tr.below_since_ms = ep->idle_since_ms;
-                s->last_seen_ms = now;
-                s->co2_known = ep->co2_grams >= 0;
-            }
-        }
-        mw_notify_table_free(&t);
-    }
     *out = st;
+    return 0;
+}
+
+int mw_idle_restore(void *state, const mw_idle_episode *ep, int64_t now_ms)
+{
+    idle_state *st = state;
+    if (ep->ended_ms || find_session(st, ep->key)) return 0;
+    session *s = add_session(st, ep->ns, ep->pod, ep->container, ep->gpu, ep->key);
+    if (!s) return -1;
+    mw_set_string(&s->model, ep->model, EP_MAX(model));
+    mw_set_string(&s->uuid, ep->uuid, EP_MAX(uuid));
+    mw_set_string(&s->workload_kind, ep->workload_kind, EP_MAX(workload_kind));
+    mw_set_string(&s->workload, ep->workload, EP_MAX(workload));
+    mw_set_string(&s->owner, ep->owner, EP_MAX(owner));
+    s->idle_since_ms = ep->idle_since_ms;
+    s->memory_bytes = ep->memory_bytes;
+    s->gpu_seconds = ep->gpu_seconds;
+    s->energy_joules = ep->energy_joules;
+    s->co2_grams = ep->co2_grams;
+    s->threshold_ratio = ep->threshold_ratio;
+    s->tr.state = MW_IDLE_IDLE;
+    s->tr.below_since_ms = ep->idle_since_ms;
+    s->last_seen_ms = now_ms;
+    s->co2_known = ep->co2_grams >= 0;
     return 0;
 }
 
@@ -452,8 +437,8 @@ static void account(idle_state *st, session *s, double secs, double joules, doub
     }
 }
 
-/* The notifier's copy of session s's episode. */
-static void episode_of(const idle_state *st, const session *s, mw_notify_episode *ep)
+/* The episode of session s, as consumers get it. */
+static void episode_of(const idle_state *st, const session *s, mw_idle_episode *ep)
 {
     memset(ep, 0, sizeof(*ep));
     mw_strlcpy(ep->key, s->key, sizeof(ep->key));
@@ -478,7 +463,7 @@ static void episode_of(const idle_state *st, const session *s, mw_notify_episode
 static void end_episode(idle_state *st, session *s, int64_t now, const char *reason)
 {
     if (st->nended < MAX_SESSIONS) {
-        mw_notify_episode *ep = &st->ended[st->nended++];
+        mw_idle_episode *ep = &st->ended[st->nended++];
         episode_of(st, s, ep);
         ep->ended_ms = now;
         mw_strlcpy(ep->end_reason, reason, sizeof(ep->end_reason));
@@ -496,7 +481,8 @@ static void end_episode(idle_state *st, session *s, int64_t now, const char *rea
 static void identify(idle_state *st, const mw_snapshot *snap, session *s)
 {
     mw_set_string(&s->owner, s->ns, EP_MAX(owner));
-    if (!st->kube) return;
+    mw_kube *pods = st->kube ? st->kube->pods : NULL;
+    if (!pods) return;
     const char *uid = "";
     const mw_family *f = mw_snapshot_find(snap, "mlwatch_container_info");
     for (const mw_sample *x = f ? f->first : NULL; x; x = x->next)
@@ -506,7 +492,7 @@ static void identify(idle_state *st, const mw_snapshot *snap, session *s)
             break;
         }
     mw_kube_pod p;
-    if (mw_kube_lookup(st->kube, uid, s->ns, s->pod, &p)) {
+    if (mw_kube_lookup(pods, uid, s->ns, s->pod, &p)) {
         mw_set_string(&s->workload_kind, p.workload_kind, EP_MAX(workload_kind));
         mw_set_string(&s->workload, p.workload, EP_MAX(workload));
         if (p.owner[0]) mw_set_string(&s->owner, p.owner, EP_MAX(owner));
@@ -518,8 +504,9 @@ static void identify(idle_state *st, const mw_snapshot *snap, session *s)
  * MIG instance's activity. */
 static void held_by_allocation(idle_state *st, const mw_snapshot *snap, int64_t now)
 {
-    if (!st->podres) return;
-    mw_podres_copy(st->podres, &st->alloc_gen, &st->alloc);
+    mw_podres *podres = st->kube ? st->kube->podres : NULL;
+    if (!podres) return;
+    mw_podres_copy(podres, &st->alloc_gen, &st->alloc);
     const mw_family *info = mw_snapshot_find(snap, "mlwatch_gpu_info");
     const mw_family *migs = mw_snapshot_find(snap, "mlwatch_mig_memory_total_bytes");
     for (size_t i = 0; i < st->alloc.n; i++) {
@@ -666,36 +653,29 @@ static void idle_derive(void *state, mw_snapshot *snap)
         mw_emit(snap, &IDLE_ENERGY, t->energy, "namespace", t->ns, MW_END);
         if (st->carbon_seen) mw_emit(snap, &IDLE_CO2, t->co2, "namespace", t->ns, MW_END);
     }
-    if (st->notifier) mw_notifier_emit(st->notifier, snap);
 }
 
-static void idle_consume(void *state, const mw_snapshot *snap)
+size_t mw_idle_ended(void *state, const mw_idle_episode **out)
 {
-    (void)snap;
     idle_state *st = state;
-    if (!st->notifier && !st->notifier_failed) {
-        char err[512];
-        int rc = mw_notifier_new(st->cfg, &st->notifier, err, sizeof(err));
-        if (rc < 0) mw_log(MW_LOG_ERROR, "idle", "notifications off: %s", err);
-        if (rc != 0) st->notifier_failed = 1;
-    }
-    if (!st->notifier) return;
-    for (size_t i = 0; i < st->nended; i++)
-        mw_notifier_resolve(st->notifier, &st->ended[i]);
+    *out = st->ended;
+    return st->nended;
+}
+
+void mw_idle_each_open(void *state, void (*fn)(void *ctx, const mw_idle_episode *ep), void *ctx)
+{
+    idle_state *st = state;
     for (size_t i = 0; i < st->n; i++)
         if (st->s[i].tr.state == MW_IDLE_IDLE) {
-            mw_notify_episode ep;
+            mw_idle_episode ep;
             episode_of(st, &st->s[i], &ep);
-            mw_notifier_upsert(st->notifier, &ep);
+            fn(ctx, &ep);
         }
 }
 
 static void idle_destroy(void *state)
 {
     idle_state *st = state;
-    mw_notifier_free(st->notifier);
-    mw_kube_stop(st->kube);
-    mw_podres_stop(st->podres);
     mw_podres_table_free(&st->alloc);
     for (size_t i = 0; i < st->n; i++)
         session_free_labels(&st->s[i]);
@@ -709,6 +689,5 @@ const mw_module mw_module_idle = {
     .name = "idle",
     .init = idle_init,
     .derive = idle_derive,
-    .consume = idle_consume,
     .destroy = idle_destroy,
 };

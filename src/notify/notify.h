@@ -3,7 +3,8 @@
  * Alertmanager's webhook payload (version 4), and e-mail over SMTP.
  *
  * The detector (src/derive/idle.c) keeps the notifier's table of episodes up
- * to date from the collection loop (never blocking: a mutex held for a copy);
+ * to date from the collection loop, through the notify module
+ * (notify_module.c) (never blocking: a mutex held for a copy);
  * the notifier's own thread delivers what each receiver has not had yet:
  * the opening message, a repeat every --notify-repeat-interval while the
  * episode stays open, the resolved message when it ends. A receiver that
@@ -19,24 +20,12 @@
 #include "../core/buf.h"
 #include "../core/config.h"
 #include "../core/snapshot.h"
+#include "../derive/idle.h"
 
 #include <stdint.h>
 
-/* One idle episode: what the messages say. */
-typedef struct mw_notify_episode {
-    char key[400]; /* namespace/pod/container/gpu */
-    char ns[64], pod[254], container[64], gpu[16];
-    char model[96], uuid[96], node[254];
-    char workload_kind[32], workload[254], owner[254];
-    int64_t idle_since_ms;  /* the episode's identity with key */
-    int64_t ended_ms;       /* 0 while open */
-    char end_reason[16];    /* "busy" or "ended" */
-    double memory_bytes;    /* GPU memory held */
-    double gpu_seconds;     /* idle GPU-seconds so far */
-    double energy_joules;   /* GPU energy spent while idle */
-    double co2_grams;       /* < 0: unknown (no carbon intensity) */
-    double threshold_ratio; /* the rule's threshold */
-} mw_notify_episode;
+/* One idle episode, as the idle module (derive/idle.h) hands it over. */
+typedef mw_idle_episode mw_notify_episode;
 
 typedef enum { MW_MSG_FIRING, MW_MSG_REPEAT, MW_MSG_RESOLVED } mw_msg_kind;
 

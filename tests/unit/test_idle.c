@@ -18,7 +18,9 @@
 #include <string.h>
 #include <unistd.h>
 
-extern const mw_module mw_module_idle;
+/* The idle module as the agent runs it, with its notifications
+ * (agent/idle_notify.c): restoring open episodes after a restart is theirs. */
+extern const mw_module mw_module_idle_notify;
 
 static const mw_idle_rule RULE = {0.05, 10000, 3000}; /* 5 %, 10 s window, 3 s busy */
 
@@ -105,6 +107,7 @@ static mw_snapshot *snap_at(int64_t ms, double ua, double ub, int with_b, double
 }
 
 typedef struct fixture {
+    const mw_module *m; /* mw_module_idle, or the agent's mw_module_idle_notify */
     mw_config cfg;
     mw_env env;
     void *state;
@@ -112,9 +115,11 @@ typedef struct fixture {
 } fixture;
 
 /* dir: an existing state folder, or NULL for a fresh one. */
-static fixture *open_module_in(const char *window, const char *busy, const char *dir)
+static fixture *open_module_in(const mw_module *m, const char *window, const char *busy,
+                               const char *dir)
 {
     fixture *f = mw_xcalloc(1, sizeof(*f));
+    f->m = m;
     mw_config_defaults(&f->cfg);
     if (dir) {
         mw_strlcpy(f->dir, dir, sizeof(f->dir));
@@ -130,18 +135,18 @@ static fixture *open_module_in(const char *window, const char *busy, const char 
         mw_config_from_args(&f->cfg, MW_ARRAY_LEN(argv), argv, 2, NULL, NULL, 0, err, sizeof(err)),
         0);
     f->env.cfg = &f->cfg;
-    assert_int_equal(mw_module_idle.init(&f->env, &f->state), 0);
+    assert_int_equal(f->m->init(&f->env, &f->state), 0);
     return f;
 }
 
 static fixture *open_module(const char *window, const char *busy)
 {
-    return open_module_in(window, busy, NULL);
+    return open_module_in(&mw_module_idle, window, busy, NULL);
 }
 
 static void close_module(fixture *f, int remove)
 {
-    mw_module_idle.destroy(f->state);
+    f->m->destroy(f->state);
     if (remove) {
         char cmd[128];
         snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
@@ -166,7 +171,7 @@ static void test_module_idle_and_busy(void **st)
     int64_t t0 = 1700000000000LL;
     for (int i = 0; i <= 20; i++) {
         mw_snapshot *s = snap_at(t0 + i * 1000, 0.01, 0.9, 1, 400);
-        mw_module_idle.derive(f->state, s);
+        f->m->derive(f->state, s);
         assert_true(idle_seconds(s, "b") == 0);
         if (i < 10)
             assert_true(idle_seconds(s, "a") == 0);
@@ -198,7 +203,7 @@ static void test_module_idle_and_busy(void **st)
     /* Busy for 3 s ends it: idle seconds back to 0 at the third busy cycle. */
     for (int i = 21; i <= 24; i++) {
         mw_snapshot *s = snap_at(t0 + i * 1000, 0.5, 0.9, 1, 400);
-        mw_module_idle.derive(f->state, s);
+        f->m->derive(f->state, s);
         assert_true(idle_seconds(s, "a") == (i < 24 ? (double)i : 0));
         mw_snapshot_free(s);
     }
@@ -210,7 +215,7 @@ static void test_module_no_carbon_no_co2(void **st)
     (void)st;
     fixture *f = open_module("2s", "1s");
     mw_snapshot *s = snap_at(1000000, 0.0, 0.0, 0, -1);
-    mw_module_idle.derive(f->state, s);
+    f->m->derive(f->state, s);
     assert_false(tu_has(s, "mlwatch_idle_gpu_co2_grams_total", MW_END));
     mw_snapshot_free(s);
     close_module(f, 1);
@@ -242,9 +247,9 @@ static void test_module_restart_keeps_episode(void **st)
     mw_strlcpy(dir, f->dir, sizeof(dir));
     close_module(f, 0);
 
-    fixture *g = open_module_in("2s", "1s", dir);
+    fixture *g = open_module_in(&mw_module_idle_notify, "2s", "1s", dir);
     mw_snapshot *s = snap_at(9000, 0.0, 0.0, 0, -1);
-    mw_module_idle.derive(g->state, s);
+    g->m->derive(g->state, s);
     /* Still the episode that began at 5 s: 4 s idle, not a new window. */
     assert_true(idle_seconds(s, "a") == 4);
     mw_snapshot_free(s);
@@ -300,7 +305,7 @@ static void test_module_mig_instances(void **st)
     int64_t t0 = 1700000000000LL;
     for (int i = 0; i <= 20; i++) {
         mw_snapshot *s = mig_snap(t0 + i * 1000, 0.01, 0.6, 1);
-        mw_module_idle.derive(f->state, s);
+        f->m->derive(f->state, s);
         /* One session per instance, none for the whole GPU. */
         assert_int_equal(tu_count(s, "mlwatch_gpu_idle_seconds"), 2);
         assert_true(tu_value(s, "mlwatch_gpu_idle_seconds", "namespace", "a", "pod", "nb",
@@ -327,7 +332,7 @@ static void test_module_mig_instances(void **st)
     f = open_module("10s", "3s");
     for (int i = 0; i <= 20; i++) {
         mw_snapshot *s = mig_snap(t0 + i * 1000, 0, 0, 0);
-        mw_module_idle.derive(f->state, s);
+        f->m->derive(f->state, s);
         assert_int_equal(tu_count(s, "mlwatch_gpu_idle_seconds"), 2);
         assert_true(tu_value(s, "mlwatch_gpu_idle_seconds", "gpu_instance", "7", MW_END) == 0);
         mw_snapshot_free(s);

@@ -1,0 +1,36 @@
+/* kube_module.c - the "kube" module: starts the Kubernetes pod watch and
+ * the kubelet pod-resources poller at init and stops them at the end,
+ * publishing them in the agent's environment (mw_env.kube) for the stages
+ * after it (derive/idle.c joins workload labels and allocations). Runs in
+ * the agent only: one-shot commands make no network calls. */
+#include "kube_module.h"
+#include "../agent/module.h"
+#include "../core/log.h"
+
+static int kube_init(const mw_env *env, void **state)
+{
+    mw_kube_inputs *in = env->kube;
+    if (!in) return MW_COLLECTOR_ABSENT; /* an environment without the slot (tests) */
+    char err[512];
+    if (mw_kube_start(env->cfg, &in->pods, err, sizeof(err)) < 0)
+        mw_log(MW_LOG_WARN, "idle", "no Kubernetes workload labels: %s", err);
+    mw_podres_start(env->cfg, &in->podres);
+    *state = in;
+    return 0;
+}
+
+static void kube_destroy(void *state)
+{
+    mw_kube_inputs *in = state;
+    mw_kube_stop(in->pods);
+    mw_podres_stop(in->podres);
+    in->pods = NULL;
+    in->podres = NULL;
+}
+
+const mw_module mw_module_kube = {
+    .agent_only = 1,
+    .name = "kube",
+    .init = kube_init,
+    .destroy = kube_destroy,
+};

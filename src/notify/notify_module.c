@@ -1,0 +1,72 @@
+/* notify_module.c - the notifier fed from the idle module's episodes; see
+ * notify_module.h. */
+#include "notify_module.h"
+#include "../core/log.h"
+#include "../core/util.h"
+#include "../derive/idle.h"
+#include "notify.h"
+#include "notify_state.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+struct mw_notify_module {
+    const mw_config *cfg;
+    mw_notifier *notifier;
+    int notifier_failed;
+};
+
+mw_notify_module *mw_notify_module_new(const mw_config *cfg)
+{
+    mw_notify_module *m = mw_xcalloc(1, sizeof(*m));
+    m->cfg = cfg;
+    return m;
+}
+
+void mw_notify_module_restore(mw_notify_module *m, void *idle_state)
+{
+    if (!m->cfg->state_dir[0]) return;
+    char path[PATH_MAX + 64], err[512];
+    snprintf(path, sizeof(path), "%s/idle-notifications.json", m->cfg->state_dir);
+    mw_notify_table t = {0};
+    if (mw_notify_table_load(&t, path, err, sizeof(err)) == 0) {
+        int64_t now = mw_now_ms();
+        for (size_t i = 0; i < t.n; i++)
+            if (mw_idle_restore(idle_state, &t.e[i].ep, now) < 0) break;
+    }
+    mw_notify_table_free(&t);
+}
+
+void mw_notify_module_emit(mw_notify_module *m, mw_snapshot *snap)
+{
+    if (m->notifier) mw_notifier_emit(m->notifier, snap);
+}
+
+static void upsert(void *ctx, const mw_idle_episode *ep)
+{
+    mw_notifier_upsert(ctx, ep);
+}
+
+void mw_notify_module_consume(mw_notify_module *m, void *idle_state)
+{
+    if (!m->notifier && !m->notifier_failed) {
+        char err[512];
+        int rc = mw_notifier_new(m->cfg, &m->notifier, err, sizeof(err));
+        if (rc < 0) mw_log(MW_LOG_ERROR, "idle", "notifications off: %s", err);
+        if (rc != 0) m->notifier_failed = 1;
+    }
+    if (!m->notifier) return;
+    const mw_idle_episode *ended;
+    size_t nended = mw_idle_ended(idle_state, &ended);
+    for (size_t i = 0; i < nended; i++)
+        mw_notifier_resolve(m->notifier, &ended[i]);
+    mw_idle_each_open(idle_state, upsert, m->notifier);
+}
+
+void mw_notify_module_free(mw_notify_module *m)
+{
+    if (!m) return;
+    mw_notifier_free(m->notifier);
+    free(m);
+}
