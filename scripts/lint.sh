@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Style and static analysis over all C sources: clang-format (the repo's
-# .clang-format) and cppcheck. Exits non-zero on any finding.
+# .clang-format), cppcheck, and the layering of src/'s folders
+# (scripts/check_layering.py: no #include against the flow). Exits non-zero
+# on any finding.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mapfile -t files < <(git ls-files '*.c' '*.h' | grep -v '^fuzz/corpus/')
@@ -14,5 +16,8 @@ if ! cppcheck --enable=warning,performance,portability --error-exitcode=1 -q --i
     --suppress=missingIncludeSystem -D__GNUC__ -I src "${files[@]}"; then
     status=1
 fi
-[ $status -eq 0 ] && echo "lint: clang-format and cppcheck clean (${#files[@]} files)"
+if ! python3 scripts/check_layering.py; then
+    status=1
+fi
+[ $status -eq 0 ] && echo "lint: clang-format, cppcheck and layering clean (${#files[@]} files)"
 exit $status
