@@ -69,13 +69,18 @@ static int module_init(const mw_env *env, void **state)
     return 0;
 }
 
+/* 1 when the store is open; else answers 503 with why it did not open. */
+static int store_ready(const store_module *m, mw_http_response *resp)
+{
+    if (m->store) return 1;
+    mw_http_text(resp, 503, "store unavailable: %s\n", m->open_error);
+    return 0;
+}
+
 static void write_handler(void *cls, const mw_http_request *req, mw_http_response *resp)
 {
     store_module *m = cls;
-    if (!m->store) {
-        mw_http_text(resp, 503, "store unavailable: %s\n", m->open_error);
-        return;
-    }
+    if (!store_ready(m, resp)) return;
     const char *enc = mw_http_header(req, "Content-Encoding");
     if (enc && strcasecmp(enc, "snappy") != 0) {
         mw_store_count_refusal(m->store, MW_REFUSE_MALFORMED);
@@ -127,10 +132,7 @@ static int64_t arg_ms(const mw_http_request *req, const char *name, int64_t def)
 static void read_handler(void *cls, const mw_http_request *req, mw_http_response *resp)
 {
     store_module *m = cls;
-    if (!m->store) {
-        mw_http_text(resp, 503, "store unavailable: %s\n", m->open_error);
-        return;
-    }
+    if (!store_ready(m, resp)) return;
     const char *name = mw_http_arg(req, "match");
     mw_matcher mt;
     char err[256];
@@ -180,10 +182,7 @@ static void read_handler(void *cls, const mw_http_request *req, mw_http_response
 static void admin_handler(void *cls, const mw_http_request *req, mw_http_response *resp)
 {
     store_module *m = cls;
-    if (!m->store) {
-        mw_http_text(resp, 503, "store unavailable: %s\n", m->open_error);
-        return;
-    }
+    if (!store_ready(m, resp)) return;
     int rc = strcmp(req->path, "/api/v1/store/compact") == 0 ? mw_store_compact(m->store, 1)
                                                              : mw_store_snapshot(m->store);
     if (rc < 0)
