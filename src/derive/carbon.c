@@ -2,11 +2,11 @@
  * polled on a thread (libcurl + jansson); see carbon.h and docs/energy.md. */
 #include "carbon.h"
 #include "../core/buf.h"
+#include "../core/http_client.h"
 #include "../core/log.h"
 #include "../core/util.h"
 #include "../core/worker.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -280,70 +280,44 @@ double mw_carbon_schedule_at(const mw_carbon_schedule *s, int64_t now_ms, int64_
 
 /* --- URL polling ----------------------------------------------------------------- */
 
-typedef struct body {
-    mw_buf b;
-    int oversized;
-} body;
-
-static size_t on_data(char *p, size_t size, size_t n, void *arg)
-{
-    body *bd = arg;
-    if (mw_buf_append(&bd->b, p, size * n) < 0) {
-        bd->oversized = 1;
-        return 0; /* aborts the transfer */
-    }
-    return size * n;
-}
-
 /* One request; returns -1 on success (value set) or the failure reason. */
 static int fetch_once(mw_carbon *c, double *value)
 {
-    CURL *h = curl_easy_init();
-    if (!h) return F_NETWORK;
-    body bd;
-    mw_buf_init(&bd.b, c->max_body);
-    bd.oversized = 0;
-    struct curl_slist *hdr = NULL;
-    if (c->header) hdr = curl_slist_append(hdr, c->header);
-    hdr = curl_slist_append(hdr, "Accept: application/json");
-    curl_easy_setopt(h, CURLOPT_URL, c->url);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &bd);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)c->timeout_ms);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(h, CURLOPT_MAXREDIRS, 3L);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "mlwatch");
-    CURLcode rc = curl_easy_perform(h);
-    long status = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    mw_http_call call = {.url = c->url,
+                         .secret_header = c->header,
+                         .headers = {"Accept: application/json"},
+                         .max_body = c->max_body,
+                         .timeout_ms = c->timeout_ms,
+                         .connect_timeout_ms = c->timeout_ms,
+                         .max_redirects = 3,
+                         .protocols = "http,https",
+                         .user_agent = "mlwatch"};
+    int rc = mw_http_perform(NULL, &call);
     int why = -1;
     char err[256] = "";
-    if (bd.oversized) {
+    if (call.failure == MW_HTTP_UNAVAILABLE) {
+        mw_http_call_free(&call);
+        return F_NETWORK;
+    } else if (call.failure == MW_HTTP_TOO_LARGE) {
         why = F_OVERSIZED;
         snprintf(err, sizeof(err), "answer larger than %zu bytes", c->max_body);
-    } else if (rc == CURLE_OPERATION_TIMEDOUT) {
+    } else if (call.failure == MW_HTTP_TIMEOUT) {
         why = F_TIMEOUT;
         snprintf(err, sizeof(err), "no answer within %lld ms", (long long)c->timeout_ms);
-    } else if (rc != CURLE_OK) {
+    } else if (rc < 0) {
         why = F_NETWORK;
-        snprintf(err, sizeof(err), "%s", curl_easy_strerror(rc));
-    } else if (status != 200) {
+        snprintf(err, sizeof(err), "%s", call.reason);
+    } else if (call.status != 200) {
         why = F_HTTP;
-        snprintf(err, sizeof(err), "HTTP status %ld", status);
-    } else if (mw_carbon_json_value(bd.b.data ? bd.b.data : "", bd.b.len, c->path, value, err,
-                                    sizeof(err)) < 0) {
+        snprintf(err, sizeof(err), "HTTP status %ld", call.status);
+    } else if (mw_carbon_json_value(call.answer.data ? call.answer.data : "", call.answer.len,
+                                    c->path, value, err, sizeof(err)) < 0) {
         why = F_MALFORMED;
     }
     if (why >= 0)
         mw_log_once(MW_LOG_WARN, "carbon", failure_names[why],
                     "carbon intensity API: %s; keeping the last good value", err);
-    curl_slist_free_all(hdr);
-    curl_easy_cleanup(h);
-    mw_buf_free(&bd.b);
+    mw_http_call_free(&call);
     return why;
 }
 
@@ -391,15 +365,9 @@ static int read_secret(const char *path, char *out, size_t size, char *err, size
     return 0;
 }
 
-static void curl_init(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 static int start_url(mw_carbon *c, const mw_carbon_opts *o, const char *url, char *err,
                      size_t errsize)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
     c->kind = SRC_URL;
     c->url = mw_xstrdup(url);
     c->path = mw_xstrdup(o->json_path && *o->json_path ? o->json_path : "carbonIntensity");
@@ -414,7 +382,6 @@ static int start_url(mw_carbon *c, const mw_carbon_opts *o, const char *url, cha
         c->header = mw_xmalloc(n);
         snprintf(c->header, n, "%s: %s", name, secret);
     }
-    pthread_once(&once, curl_init);
     mw_worker_init(&c->w);
     if (mw_worker_start(&c->w, poll_thread, c) < 0) {
         mw_worker_destroy(&c->w);

@@ -9,11 +9,11 @@
  * event, means that resourceVersion is too old: list again. */
 #include "kube.h"
 #include "../core/buf.h"
+#include "../core/http_client.h"
 #include "../core/log.h"
 #include "../core/util.h"
 #include "../core/worker.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -37,9 +37,6 @@ struct mw_kube {
     /* watch in progress */
     mw_buf line;
     int gone, events;
-    /* libcurl's detail of the last failure (the TLS library's reason): file
-     * names and error texts, never key or certificate material. */
-    char errbuf[CURL_ERROR_SIZE];
 };
 
 static void table_put(mw_kube *k, const mw_kube_pod *p)
@@ -71,18 +68,9 @@ static int stopping(mw_kube *k)
     return mw_worker_stopping(&k->w);
 }
 
-static int progress(void *cls, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+static int should_abort(void *cls)
 {
-    (void)a;
-    (void)b;
-    (void)c;
-    (void)d;
-    return stopping(cls); /* non-zero aborts the transfer */
-}
-
-static size_t to_buf(void *p, size_t sz, size_t n, void *cls)
-{
-    return mw_buf_append(cls, p, sz * n) == 0 ? sz * n : 0;
+    return stopping(cls);
 }
 
 static void apply_line(mw_kube *k, const char *line, size_t len)
@@ -111,85 +99,59 @@ static void apply_line(mw_kube *k, const char *line, size_t len)
     pthread_mutex_unlock(&k->w.mu);
 }
 
-static size_t on_watch(void *p, size_t sz, size_t n, void *cls)
+static int on_watch(const char *d, size_t len, void *cls)
 {
     mw_kube *k = cls;
-    const char *d = p;
-    size_t len = sz * n;
     for (size_t i = 0; i < len; i++) {
         if (d[i] != '\n') {
             if (mw_buf_putc(&k->line, d[i]) < 0) {
                 mw_log_once(MW_LOG_WARN, "kube", "line", "watch event longer than %u bytes",
                             MAX_LINE_BYTES);
-                return 0;
+                return -1;
             }
             continue;
         }
         if (k->line.len) apply_line(k, k->line.data, k->line.len);
         mw_buf_clear(&k->line);
-        if (k->gone) return 0; /* abort: list again */
+        if (k->gone) return -1; /* abort: list again */
     }
-    return len;
+    return 0;
 }
 
-static CURL *request(mw_kube *k, const char *url, struct curl_slist **hdrs)
+/* A call to the API server with the credentials: token (room for the
+ * bearer token, which must outlive the call) is filled here. */
+static void request(mw_kube *k, mw_http_call *call, const char *url, char *token, size_t size)
 {
-    CURL *c = curl_easy_init();
-    if (!c) return NULL;
     const mw_kube_creds *cr = &k->creds;
-    *hdrs = curl_slist_append(NULL, "Accept: application/json");
-    char token[4200] = "";
+    token[0] = '\0';
     if (cr->token[0]) {
-        mw_strlcpy(token, cr->token, sizeof(token));
+        mw_strlcpy(token, cr->token, size);
     } else if (cr->token_file[0]) {
         /* Re-read each time: projected service-account tokens rotate. */
         FILE *f = fopen(cr->token_file, "r");
         if (f) {
-            size_t m = fread(token, 1, sizeof(token) - 1, f);
+            size_t m = fread(token, 1, size - 1, f);
             token[m] = '\0';
             token[strcspn(token, "\r\n")] = '\0';
             fclose(f);
         }
     }
-    if (token[0]) {
-        char h[4300];
-        snprintf(h, sizeof(h), "Authorization: Bearer %s", token);
-        *hdrs = curl_slist_append(*hdrs, h);
-        memset(h, 0, sizeof(h));
-        memset(token, 0, sizeof(token));
-    }
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, *hdrs);
-    k->errbuf[0] = '\0';
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, k->errbuf);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "mlwatch");
-    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, progress);
-    curl_easy_setopt(c, CURLOPT_XFERINFODATA, k);
-    if (cr->ca_file[0]) curl_easy_setopt(c, CURLOPT_CAINFO, cr->ca_file);
-    if (cr->ca_data[0]) {
-        struct curl_blob b = {(void *)cr->ca_data, strlen(cr->ca_data), CURL_BLOB_COPY};
-        curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &b);
-    }
-    if (cr->client_cert_file[0]) curl_easy_setopt(c, CURLOPT_SSLCERT, cr->client_cert_file);
-    if (cr->client_key_file[0]) curl_easy_setopt(c, CURLOPT_SSLKEY, cr->client_key_file);
-    if (cr->client_cert_data[0]) {
-        struct curl_blob b = {(void *)cr->client_cert_data, strlen(cr->client_cert_data),
-                              CURL_BLOB_COPY};
-        curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &b);
-    }
-    if (cr->client_key_data[0]) {
-        struct curl_blob b = {(void *)cr->client_key_data, strlen(cr->client_key_data),
-                              CURL_BLOB_COPY};
-        curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &b);
-    }
-    if (cr->insecure) {
-        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
-    }
-    return c;
+    *call = (mw_http_call){
+        .url = url,
+        .headers = {"Accept: application/json"},
+        .bearer_token = token,
+        .connect_timeout_ms = 5000,
+        .user_agent = "mlwatch",
+        .should_abort = should_abort,
+        .cls = k,
+        .tls = {.ca_file = cr->ca_file,
+                .ca_pem = cr->ca_data,
+                .cert_file = cr->client_cert_file,
+                .key_file = cr->client_key_file,
+                .cert_pem = cr->client_cert_data,
+                .key_pem = cr->client_key_data,
+                .insecure_skip_verify = cr->insecure},
+    };
 }
 
 static void collect(void *cls, const mw_kube_pod *p)
@@ -200,16 +162,16 @@ static void collect(void *cls, const mw_kube_pod *p)
 
 /* What failed, as precisely as libcurl and the TLS library say it, with a
  * hint for the usual client-certificate mistakes. */
-static void failure(const mw_kube *k, CURLcode rc, long status, char *out, size_t size)
+static void failure(const mw_kube *k, const mw_http_call *call, char *out, size_t size)
 {
     const mw_kube_creds *cr = &k->creds;
     int has_cert = cr->client_cert_file[0] || cr->client_cert_data[0];
-    const char *hint = "";
-    if (strstr(k->errbuf, "certificate required") && !has_cert)
+    const char *hint = "", *detail = call->detail;
+    if (strstr(detail, "certificate required") && !has_cert)
         hint = " (the API server wants a client certificate: set client-certificate and "
                "client-key, or their -data forms, in the kubeconfig)";
-    else if (has_cert && (strstr(k->errbuf, "unknown ca") || strstr(k->errbuf, "bad certificate") ||
-                          (status == 0 && (rc == CURLE_SEND_ERROR || rc == CURLE_RECV_ERROR))))
+    else if (has_cert && (strstr(detail, "unknown ca") || strstr(detail, "bad certificate") ||
+                          (call->status == 0 && call->failure == MW_HTTP_SEND_RECV)))
         /* With TLS 1.3 the server judges the client's certificate after the
          * client's handshake is done: its alert, or only its closing the
          * connection, shows up on the first send or receive (before any
@@ -217,10 +179,9 @@ static void failure(const mw_kube *k, CURLcode rc, long status, char *out, size_
         hint = " (the API server closed the connection after the TLS handshake: it did not "
                "accept the kubeconfig's client certificate; is it signed by the server's client "
                "CA?)";
-    else if (rc == CURLE_SSL_CERTPROBLEM)
+    else if (call->failure == MW_HTTP_TLS_CLIENT)
         hint = " (the kubeconfig's client-certificate or client-key cannot be used)";
-    snprintf(out, size, "%s%s%s%s", curl_easy_strerror(rc), k->errbuf[0] ? ": " : "", k->errbuf,
-             hint);
+    snprintf(out, size, "%s%s%s%s", call->reason, detail[0] ? ": " : "", detail, hint);
 }
 
 /* List the node's pods into a fresh table. Returns 0 or -1. */
@@ -229,23 +190,19 @@ static int list(mw_kube *k)
     char url[1024];
     snprintf(url, sizeof(url), "%s/api/v1/pods?fieldSelector=spec.nodeName%%3D%s", k->creds.server,
              k->node);
-    struct curl_slist *h;
-    CURL *c = request(k, url, &h);
-    if (!c) return -1;
-    mw_buf body;
-    mw_buf_init(&body, MAX_LIST_BYTES);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, to_buf);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 60000L);
-    CURLcode rc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(h);
+    char bearer[4200];
+    mw_http_call call;
+    request(k, &call, url, bearer, sizeof(bearer));
+    call.max_body = MAX_LIST_BYTES;
+    call.timeout_ms = 60000;
+    int rc = mw_http_perform(NULL, &call);
+    memset(bearer, 0, sizeof(bearer));
+    long status = call.status;
+    const mw_buf body = call.answer;
     int ret = -1;
-    if (rc != CURLE_OK) {
-        char why[CURL_ERROR_SIZE + 256];
-        failure(k, rc, status, why, sizeof(why));
+    if (rc < 0) {
+        char why[MW_HTTP_DETAIL_SIZE + 256];
+        failure(k, &call, why, sizeof(why));
         mw_log_once(MW_LOG_WARN, "kube", "list", "listing pods: %s", why);
     } else if (status == 401) {
         const mw_kube_creds *cr = &k->creds;
@@ -282,7 +239,7 @@ static int list(mw_kube *k)
             ret = 0;
         }
     }
-    mw_buf_free(&body);
+    mw_http_call_free(&call);
     return ret;
 }
 
@@ -298,31 +255,29 @@ static int watch(mw_kube *k)
              "%s/api/v1/pods?fieldSelector=spec.nodeName%%3D%s&watch=1&resourceVersion=%s"
              "&allowWatchBookmarks=true&timeoutSeconds=300",
              k->creds.server, k->node, rv);
-    struct curl_slist *h;
-    CURL *c = request(k, url, &h);
-    if (!c) return -1;
+    char token[4200];
+    mw_http_call call;
+    request(k, &call, url, token, sizeof(token));
     mw_buf_clear(&k->line);
     k->gone = 0;
     k->events = 0;
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_watch);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, k);
+    call.on_data = on_watch;
     /* A watch that hears nothing for 10 minutes is dead (the server ends
      * each one after timeoutSeconds and sends bookmarks). */
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 600L);
-    CURLcode rc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(h);
+    call.low_speed_time_s = 600;
+    mw_http_perform(NULL, &call);
+    memset(token, 0, sizeof(token));
+    mw_http_call_free(&call);
+    long status = call.status;
+    if (call.failure == MW_HTTP_UNAVAILABLE) return -1;
     if (k->gone || status == 410) return 1;
     if (status != 200) {
         mw_log_once(MW_LOG_WARN, "kube", "watch", "watching pods: HTTP %ld", status);
         return -1;
     }
-    if (rc != CURLE_OK && rc != CURLE_ABORTED_BY_CALLBACK) {
-        char why[CURL_ERROR_SIZE + 256];
-        failure(k, rc, status, why, sizeof(why));
+    if (call.failure != MW_HTTP_OK && call.failure != MW_HTTP_ABORTED) {
+        char why[MW_HTTP_DETAIL_SIZE + 256];
+        failure(k, &call, why, sizeof(why));
         mw_log_once(MW_LOG_WARN, "kube", "watch", "watch dropped: %s", why);
         return k->events ? 0 : -1;
     }

@@ -9,12 +9,12 @@
 #include "podresources.h"
 #include "../core/buf.h"
 #include "../core/bytes.h"
+#include "../core/http_client.h"
 #include "../core/log.h"
 #include "../core/util.h"
 #include "../core/worker.h"
 #include "podresources.pb-c.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -105,24 +105,16 @@ struct mw_podres {
     int available;
 };
 
-typedef struct call {
-    mw_buf body;
+typedef struct grpc_status {
     int status; /* grpc-status, -1 = none seen */
     char message[256];
-} call;
-
-static size_t on_body(char *p, size_t size, size_t nmemb, void *ud)
-{
-    call *c = ud;
-    return mw_buf_append(&c->body, p, size * nmemb) == 0 ? size * nmemb : 0;
-}
+} grpc_status;
 
 /* Headers and trailers alike: the status of a failed call can come in a
  * trailers-only response. */
-static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
+static void on_header(const char *p, size_t n, void *ud)
 {
-    call *c = ud;
-    size_t n = size * nmemb;
+    grpc_status *c = ud;
     char line[300];
     size_t k = n < sizeof(line) - 1 ? n : sizeof(line) - 1;
     memcpy(line, p, k);
@@ -132,52 +124,42 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
         c->status = atoi(line + 12);
     else if (strncasecmp(line, "grpc-message:", 13) == 0)
         mw_strlcpy(c->message, line + 13 + strspn(line + 13, " "), sizeof(c->message));
-    return n;
 }
 
 /* One List call: 0 with t filled, -1 with a message. */
 static int list_once(const char *socket, mw_podres_table *t, char *err, size_t errsize)
 {
-    CURL *h = curl_easy_init();
-    if (!h) {
-        snprintf(err, errsize, "libcurl is not available");
-        return -1;
-    }
     static const char req[5] = {0, 0, 0, 0, 0}; /* an empty ListPodResourcesRequest */
-    call c = {.status = -1};
-    mw_buf_init(&c.body, MW_PODRES_MAX_FRAME + 5);
-    struct curl_slist *hd = curl_slist_append(NULL, "content-type: application/grpc");
-    hd = curl_slist_append(hd, "te: trailers");
-    curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, socket);
-    curl_easy_setopt(h, CURLOPT_URL, "http://localhost/v1.PodResourcesLister/List");
-    curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, req);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)sizeof(req));
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &c);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &c);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
-    CURLcode rc = curl_easy_perform(h);
-    long http = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &http);
+    grpc_status c = {.status = -1};
+    mw_http_call call = {.unix_socket = socket,
+                         .url = "http://localhost/v1.PodResourcesLister/List",
+                         .http2_prior_knowledge = 1,
+                         .headers = {"content-type: application/grpc", "te: trailers"},
+                         .post = 1,
+                         .body = req,
+                         .body_len = sizeof(req),
+                         .max_body = MW_PODRES_MAX_FRAME + 5,
+                         .on_header = on_header,
+                         .cls = &c,
+                         .connect_timeout_ms = 5000,
+                         .timeout_ms = 10000};
     int ret = -1;
-    if (rc != CURLE_OK)
-        snprintf(err, errsize, "%.300s: %s%s", socket, curl_easy_strerror(rc),
-                 c.body.overflow ? " (response over 16 MiB)" : "");
-    else if (http != 200)
-        snprintf(err, errsize, "%.300s: HTTP status %ld", socket, http);
-    else if (c.status != 0)
+    if (mw_http_perform(NULL, &call) < 0) {
+        if (call.failure == MW_HTTP_UNAVAILABLE)
+            snprintf(err, errsize, "libcurl is not available");
+        else
+            snprintf(err, errsize, "%.300s: %s%s", socket, call.reason,
+                     call.failure == MW_HTTP_TOO_LARGE ? " (response over 16 MiB)" : "");
+    } else if (call.status != 200) {
+        snprintf(err, errsize, "%.300s: HTTP status %ld", socket, call.status);
+    } else if (c.status != 0) {
         snprintf(err, errsize, "%.300s: grpc-status %d%s%.150s", socket, c.status,
                  c.message[0] ? ": " : "", c.message);
-    else if (mw_podres_decode((const uint8_t *)c.body.data, c.body.len, t, err, errsize) >= 0)
+    } else if (mw_podres_decode((const uint8_t *)call.answer.data, call.answer.len, t, err,
+                                errsize) >= 0) {
         ret = 0;
-    curl_slist_free_all(hd);
-    curl_easy_cleanup(h);
-    mw_buf_free(&c.body);
+    }
+    mw_http_call_free(&call);
     return ret;
 }
 

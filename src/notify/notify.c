@@ -10,11 +10,11 @@
  * can repeat one message (at least once, never lost). */
 #include "notify.h"
 #include "notify_state.h"
+#include "../core/http_client.h"
 #include "../core/log.h"
 #include "../core/util.h"
 #include "../core/worker.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -45,56 +45,28 @@ struct mw_notifier {
     char external_url[300];
 };
 
-static size_t discard(void *p, size_t sz, size_t n, void *cls)
-{
-    (void)p;
-    (void)cls;
-    return sz * n;
-}
-
-typedef struct upload {
-    const char *data;
-    size_t len, off;
-} upload;
-
-static size_t read_upload(char *dst, size_t sz, size_t n, void *cls)
-{
-    upload *u = cls;
-    size_t want = sz * n, left = u->len - u->off;
-    if (want > left) want = left;
-    memcpy(dst, u->data + u->off, want);
-    u->off += want;
-    return want;
-}
-
 /* POST JSON; 0 on a 2xx answer. Errors name the receiver kind and the
  * status, never the URL (its path is the secret). */
 static int post_json(const char *url, const char *body, const char *what)
 {
-    CURL *c = curl_easy_init();
-    if (!c) return -1;
-    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "mlwatch");
-    CURLcode rc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
-    if (rc != CURLE_OK) {
+    mw_http_call call = {.url = url,
+                         .headers = {"Content-Type: application/json"},
+                         .post = 1,
+                         .body = body,
+                         .body_len = strlen(body),
+                         .timeout_ms = 10000,
+                         .connect_timeout_ms = 5000,
+                         .user_agent = "mlwatch"};
+    int rc = mw_http_perform(NULL, &call);
+    mw_http_call_free(&call);
+    if (rc < 0) {
         mw_log_once(MW_LOG_WARN, "notify", what, "%s: delivery failed: %s (will retry)", what,
-                    curl_easy_strerror(rc));
+                    call.reason);
         return -1;
     }
-    if (status < 200 || status > 299) {
+    if (call.status < 200 || call.status > 299) {
         mw_log_once(MW_LOG_WARN, "notify", what, "%s: receiver answered HTTP %ld (will retry)",
-                    what, status);
+                    what, call.status);
         return -1;
     }
     return 0;
@@ -102,42 +74,36 @@ static int post_json(const char *url, const char *body, const char *what)
 
 static int send_email(mw_notifier *n, const char *msg)
 {
-    CURL *c = curl_easy_init();
-    if (!c) return -1;
-    struct curl_slist *rcpt = NULL;
     char to[1024];
+    const char *rcpt[sizeof(to) / 2 + 1]; /* "a,b,...": at most one per two bytes */
+    size_t nrcpt = 0;
     mw_strlcpy(to, n->smtp_to, sizeof(to));
     char *save = NULL;
     for (char *t = strtok_r(to, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         while (*t == ' ')
             t++;
-        if (*t) rcpt = curl_slist_append(rcpt, t);
+        if (*t) rcpt[nrcpt++] = t;
     }
-    upload u = {msg, strlen(msg), 0};
-    curl_easy_setopt(c, CURLOPT_URL, n->rx[MW_RX_EMAIL].url);
-    /* smtp:// must upgrade with STARTTLS; smtps:// is TLS from the start. */
-    curl_easy_setopt(c, CURLOPT_USE_SSL, (long)CURLUSESSL_ALL);
-    if (n->smtp_ca[0]) curl_easy_setopt(c, CURLOPT_CAINFO, n->smtp_ca);
-    if (n->smtp_user[0]) curl_easy_setopt(c, CURLOPT_USERNAME, n->smtp_user);
-    if (n->smtp_password[0]) curl_easy_setopt(c, CURLOPT_PASSWORD, n->smtp_password);
+    rcpt[nrcpt] = NULL;
     /* The envelope takes the bare address of "Name <addr>". */
     char from[256];
     const char *lt = strchr(n->smtp_from, '<');
     mw_strlcpy(from, lt ? lt : n->smtp_from, sizeof(from));
-    curl_easy_setopt(c, CURLOPT_MAIL_FROM, from);
-    curl_easy_setopt(c, CURLOPT_MAIL_RCPT, rcpt);
-    curl_easy_setopt(c, CURLOPT_READFUNCTION, read_upload);
-    curl_easy_setopt(c, CURLOPT_READDATA, &u);
-    curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 20000L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    CURLcode rc = curl_easy_perform(c);
-    curl_slist_free_all(rcpt);
-    curl_easy_cleanup(c);
-    if (rc != CURLE_OK) {
+    mw_http_call call = {.url = n->rx[MW_RX_EMAIL].url,
+                         .tls = {.ca_file = n->smtp_ca, .require_tls = 1},
+                         .username = n->smtp_user,
+                         .password = n->smtp_password,
+                         .mail_from = from,
+                         .mail_rcpt = rcpt,
+                         .body = msg,
+                         .body_len = strlen(msg),
+                         .timeout_ms = 20000,
+                         .connect_timeout_ms = 5000};
+    int rc = mw_http_perform(NULL, &call);
+    mw_http_call_free(&call);
+    if (rc < 0) {
         mw_log_once(MW_LOG_WARN, "notify", "email", "email: delivery failed: %s (will retry)",
-                    curl_easy_strerror(rc));
+                    call.reason);
         return -1;
     }
     return 0;

@@ -9,11 +9,11 @@
 #include "query_cmd.h"
 
 #include "../core/buf.h"
+#include "../core/http_client.h"
 #include "../core/util.h"
 #include "api.h"
 #include "promql.h"
 
-#include <curl/curl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,12 +82,6 @@ static int base_url(const mw_config *cfg, char *out, size_t outsize)
     while (n > 0 && out[n - 1] == '/')
         out[--n] = '\0';
     return 0;
-}
-
-static size_t on_body(char *p, size_t size, size_t n, void *cls)
-{
-    mw_buf *b = cls;
-    return mw_buf_append(b, p, size * n) == 0 ? size * n : 0;
 }
 
 static void put_label_value(const char *v)
@@ -257,8 +251,9 @@ int mw_query_command(const mw_config *cfg, char **rest, size_t nrest)
         return 2;
     }
 
-    char endpoint[1200];
+    char endpoint[1200], shown[1200];
     snprintf(endpoint, sizeof(endpoint), "%s/api/v1/%s", base, nrange ? "query_range" : "query");
+    mw_http_shown_url(endpoint, shown, sizeof(shown)); /* for messages: no user:password@ */
     mw_buf req;
     mw_buf_init(&req, 1u << 20);
     mw_buf_printf(&req, "%s?query=", endpoint);
@@ -276,35 +271,22 @@ int mw_query_command(const mw_config *cfg, char **rest, size_t nrest)
         return 2;
     }
 
-    CURL *c = curl_easy_init();
-    if (!c) {
-        fprintf(stderr, "mlwatch query: %s: libcurl is not available\n", endpoint);
-        mw_buf_free(&req);
-        return 1;
-    }
-    mw_buf body;
-    mw_buf_init(&body, BODY_MAX);
-    curl_easy_setopt(c, CURLOPT_URL, req.data);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 300000L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
-    CURLcode crc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(c);
+    mw_http_call call = {
+        .url = req.data, .connect_timeout_ms = 5000, .timeout_ms = 300000, .max_body = BODY_MAX};
     int rc;
-    if (crc == CURLE_WRITE_ERROR) { /* on_body refuses only beyond BODY_MAX */
-        fprintf(stderr, "mlwatch query: %s: answer larger than %u MiB\n", endpoint, BODY_MAX >> 20);
+    if (mw_http_perform(NULL, &call) == 0) {
+        rc = handle_answer(cfg, shown, call.status, &call.answer);
+    } else if (call.failure == MW_HTTP_UNAVAILABLE) {
+        fprintf(stderr, "mlwatch query: %s: libcurl is not available\n", shown);
         rc = 1;
-    } else if (crc != CURLE_OK) {
-        fprintf(stderr, "mlwatch query: %s: %s\n", endpoint, curl_easy_strerror(crc));
+    } else if (call.failure == MW_HTTP_TOO_LARGE) {
+        fprintf(stderr, "mlwatch query: %s: answer larger than %u MiB\n", shown, BODY_MAX >> 20);
         rc = 1;
     } else {
-        rc = handle_answer(cfg, endpoint, status, &body);
+        fprintf(stderr, "mlwatch query: %s: %s\n", shown, call.reason);
+        rc = 1;
     }
-    mw_buf_free(&body);
+    mw_http_call_free(&call);
     mw_buf_free(&req);
     return rc;
 }

@@ -4,15 +4,15 @@
  * The page only ever talks to its own origin (its CSP says so, and the
  * other server need not allow cross-origin calls or be reachable from the
  * browser): the agent forwards the few read-only API calls the UI makes,
- * through libcurl (loaded on first use, src/core/lazylib.c), with a
- * timeout and a bound on the answer. Failures become 502 with a JSON error
+ * through the HTTP client (src/core/http_client.c), with a timeout and a
+ * bound on the answer. Failures become 502 with a JSON error
  * in Prometheus' format that names the server (without credentials) and
  * what went wrong, which the page shows in the panel. */
 #include "ui.h"
 #include "../core/buf.h"
+#include "../core/http_client.h"
 #include "../core/util.h"
 
-#include <curl/curl.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,16 +42,8 @@ int mw_ui_proxy_init(mw_ui_proxy *p, const char *url, int64_t timeout_ms, char *
     }
     memcpy(p->base, url, n);
     p->base[n] = '\0';
-    /* Shown form: drop user:password@ of the authority (up to its last
-     * '@', as a password may hold one). */
-    size_t scheme = (size_t)(rest - url);
-    const char *auth = p->base + scheme, *slash = strchr(auth, '/'), *at = NULL;
-    for (const char *c = auth; *c && c != slash; c++)
-        if (*c == '@') at = c;
-    if (at)
-        snprintf(p->shown, sizeof(p->shown), "%.*s%s", (int)scheme, p->base, at + 1);
-    else
-        mw_strlcpy(p->shown, p->base, sizeof(p->shown));
+    /* Shown form: without user:password@. */
+    mw_http_shown_url(p->base, p->shown, sizeof(p->shown));
     p->timeout_ms = timeout_ms > 0 ? timeout_ms : 30000;
     p->max_body = MW_UI_PROXY_MAX_BODY;
     return 0;
@@ -99,13 +91,6 @@ static void proxy_error(mw_http_response *resp, int status, const char *type, co
     resp->body_static = 0;
 }
 
-static size_t on_body(char *data, size_t size, size_t nmemb, void *cls)
-{
-    mw_buf *b = cls;
-    size_t n = size * nmemb;
-    return mw_buf_append(b, data, n) < 0 ? 0 : n; /* 0 aborts: CURLE_WRITE_ERROR */
-}
-
 /* What the upstream said went wrong: the "error" of a Prometheus JSON
  * error, else the start of its body on one line. */
 static void upstream_reason(const mw_buf *body, char *out, size_t size)
@@ -142,61 +127,49 @@ void mw_ui_proxy_forward(const mw_ui_proxy *p, const char *method, const char *s
                     sizeof(url) - 1);
         return;
     }
-    CURL *c = curl_easy_init();
-    if (!c) {
+    mw_http_call call = {
+        .url = url,
+        .protocols = "http,https",
+        .headers = {"Accept: application/json",
+                    post ? "Content-Type: application/x-www-form-urlencoded" : NULL},
+        .user_agent = "mlwatch-ui",
+        .connect_timeout_ms = p->timeout_ms < 5000 ? p->timeout_ms : 5000,
+        .timeout_ms = p->timeout_ms,
+        .accept_encoding = "", /* whatever libcurl can decode */
+        .max_body = p->max_body,
+        .post = post,
+        .body = body,
+        .body_len = body ? body_len : 0,
+    };
+    mw_http_perform(NULL, &call);
+    mw_buf *got = &call.answer;
+    if (call.failure == MW_HTTP_UNAVAILABLE) {
         proxy_error(resp, 502, "upstream",
                     "query-url %s: libcurl is not available (install libcurl4)", p->shown);
-        return;
-    }
-    mw_buf got;
-    mw_buf_init(&got, p->max_body);
-    struct curl_slist *h = NULL;
-    h = curl_slist_append(h, "Accept: application/json");
-    if (post) h = curl_slist_append(h, "Content-Type: application/x-www-form-urlencoded");
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "mlwatch-ui");
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
-                     (long)(p->timeout_ms < 5000 ? p->timeout_ms : 5000));
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)p->timeout_ms);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, ""); /* whatever libcurl can decode */
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &got);
-    if (post) {
-        curl_easy_setopt(c, CURLOPT_POST, 1L);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? body_len : 0));
-    }
-    CURLcode rc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(h);
-    if (rc == CURLE_WRITE_ERROR && got.overflow) {
+    } else if (call.failure == MW_HTTP_TOO_LARGE) {
         proxy_error(resp, 502, "upstream", "query-url %s: answer to /api/v1/%s larger than %zu KiB",
                     p->shown, sub, p->max_body >> 10);
-    } else if (rc == CURLE_OPERATION_TIMEDOUT) {
+    } else if (call.failure == MW_HTTP_TIMEOUT) {
         proxy_error(resp, 504, "timeout", "query-url %s: no answer to /api/v1/%s within %lld ms",
                     p->shown, sub, (long long)p->timeout_ms);
-    } else if (rc != CURLE_OK) {
-        proxy_error(resp, 502, "upstream", "query-url %s: %s", p->shown, curl_easy_strerror(rc));
-    } else if ((status >= 200 && status < 300) || status == 400 || status == 422) {
-        resp->status = (int)status;
+    } else if (call.failure != MW_HTTP_OK) {
+        proxy_error(resp, 502, "upstream", "query-url %s: %s", p->shown, call.reason);
+    } else if ((call.status >= 200 && call.status < 300) || call.status == 400 ||
+               call.status == 422) {
+        resp->status = (int)call.status;
         resp->content_type = "application/json";
-        resp->body = mw_buf_steal(&got, &resp->len);
+        resp->body = mw_buf_steal(got, &resp->len);
         if (!resp->body) {
             resp->body = (char *)"";
             resp->body_static = 1;
         }
     } else {
         char why[300];
-        upstream_reason(&got, why, sizeof(why));
+        upstream_reason(got, why, sizeof(why));
         proxy_error(resp, 502, "upstream", "query-url %s: /api/v1/%s answered HTTP %ld: %s",
-                    p->shown, sub, status, why);
+                    p->shown, sub, call.status, why);
     }
-    mw_buf_free(&got);
+    mw_http_call_free(&call);
 }
 
 int mw_ui_check_query_url(const char *v, char *why, size_t whysize)

@@ -22,7 +22,6 @@
 #include "rw_config.h"
 #include "sender.h"
 
-#include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
@@ -473,7 +472,6 @@ static int rw_init(const mw_env *env, void **state)
         return -EINVAL;
     }
     if (!rc.n) return MW_COLLECTOR_ABSENT;
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     rw_state *st = mw_xcalloc(1, sizeof(*st));
     st->rc = rc;
     st->eps = mw_xcalloc(rc.n, sizeof(endpoint));

@@ -1,10 +1,11 @@
-/* sender.c - remote-write requests over libcurl and the retry policy, see sender.h. */
+/* sender.c - remote-write requests (through core/http_client.c) and the retry
+ * policy, see sender.h. */
 #include "sender.h"
+#include "../core/http_client.h"
 #include "../core/util.h"
 #include "../mlwatch.h"
 
 #include <ctype.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,9 +17,7 @@
 struct mw_rw_client {
     const mw_rw_endpoint_cfg *ep;
     const volatile int *stop;
-    CURL *curl;
-    char answer[256];
-    size_t answer_len;
+    mw_http_client *http;
     int64_t retry_after_ms;
 };
 
@@ -64,21 +63,11 @@ int64_t mw_rw_parse_retry_after(const char *v, int64_t now_s)
     return t <= now_s ? 0 : (t - now_s) * 1000;
 }
 
-static size_t on_body(char *p, size_t size, size_t n, void *cls)
-{
-    mw_rw_client *c = cls;
-    size_t len = size * n, room = sizeof(c->answer) - 1 - c->answer_len;
-    size_t take = len < room ? len : room;
-    memcpy(c->answer + c->answer_len, p, take);
-    c->answer_len += take;
-    c->answer[c->answer_len] = 0;
-    return len; /* read and discard the rest: the answer is bounded */
-}
+#define ANSWER_KEPT 255 /* the start of the answer, for the detail */
 
-static size_t on_header(char *p, size_t size, size_t n, void *cls)
+static void on_header(const char *p, size_t len, void *cls)
 {
     mw_rw_client *c = cls;
-    size_t len = size * n;
     if (len > 12 && strncasecmp(p, "Retry-After:", 12) == 0) {
         char v[128];
         size_t vl = len - 12 < sizeof(v) - 1 ? len - 12 : sizeof(v) - 1;
@@ -86,17 +75,12 @@ static size_t on_header(char *p, size_t size, size_t n, void *cls)
         v[vl] = 0;
         c->retry_after_ms = mw_rw_parse_retry_after(v, (int64_t)time(NULL));
     }
-    return len;
 }
 
-static int on_progress(void *cls, curl_off_t a, curl_off_t b, curl_off_t cc, curl_off_t d)
+static int stopping(void *cls)
 {
-    (void)a;
-    (void)b;
-    (void)cc;
-    (void)d;
     const mw_rw_client *c = cls;
-    return *c->stop ? 1 : 0; /* non-zero aborts the transfer at shutdown */
+    return *c->stop; /* aborts the transfer at shutdown */
 }
 
 mw_rw_client *mw_rw_client_new(const mw_rw_endpoint_cfg *ep, const volatile int *stop)
@@ -104,8 +88,8 @@ mw_rw_client *mw_rw_client_new(const mw_rw_endpoint_cfg *ep, const volatile int 
     mw_rw_client *c = mw_xcalloc(1, sizeof(*c));
     c->ep = ep;
     c->stop = stop;
-    c->curl = curl_easy_init();
-    if (!c->curl) {
+    c->http = mw_http_client_new();
+    if (!c->http) {
         free(c);
         return NULL;
     }
@@ -115,7 +99,7 @@ mw_rw_client *mw_rw_client_new(const mw_rw_endpoint_cfg *ep, const volatile int 
 void mw_rw_client_free(mw_rw_client *c)
 {
     if (!c) return;
-    curl_easy_cleanup(c->curl);
+    mw_http_client_free(c->http);
     free(c);
 }
 
@@ -151,86 +135,62 @@ void mw_rw_post(mw_rw_client *c, const void *body, size_t len, mw_rw_result *res
     const mw_rw_endpoint_cfg *ep = c->ep;
     memset(res, 0, sizeof(*res));
     res->retry_after_ms = -1;
-    c->answer_len = 0;
-    c->answer[0] = 0;
     c->retry_after_ms = -1;
-    char secret[4096], auth[4200];
-    struct curl_slist *h = NULL;
-    h = curl_slist_append(h, "Content-Encoding: snappy");
-    h = curl_slist_append(h, "Content-Type: application/x-protobuf");
-    h = curl_slist_append(h, "X-Prometheus-Remote-Write-Version: 0.1.0");
-    h = curl_slist_append(h, "Expect:"); /* no 100-continue round trip */
-    CURL *e = c->curl;
-    curl_easy_reset(e);
-    if (ep->bearer_token_file[0]) {
-        if (read_secret(ep->bearer_token_file, secret, sizeof(secret), res->detail,
-                        sizeof(res->detail)) < 0) {
-            curl_slist_free_all(h);
-            res->outcome = MW_RW_RETRY; /* the file may appear (mounted secret) */
-            return;
-        }
-        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", secret);
-        h = curl_slist_append(h, auth);
-    }
-    if (ep->basic_username[0]) {
-        secret[0] = 0;
-        if (ep->basic_password_file[0] &&
-            read_secret(ep->basic_password_file, secret, sizeof(secret), res->detail,
-                        sizeof(res->detail)) < 0) {
-            curl_slist_free_all(h);
-            res->outcome = MW_RW_RETRY;
-            return;
-        }
-        curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-        curl_easy_setopt(e, CURLOPT_USERNAME, ep->basic_username);
-        curl_easy_setopt(e, CURLOPT_PASSWORD, secret);
-    }
-    curl_easy_setopt(e, CURLOPT_URL, ep->url);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(e, CURLOPT_USERAGENT, "mlwatch/" MLWATCH_VERSION);
-    curl_easy_setopt(e, CURLOPT_POST, 1L);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)ep->timeout_ms);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
-                     (long)(ep->timeout_ms < 10000 ? ep->timeout_ms : 10000));
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, c);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, c);
-    curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(e, CURLOPT_XFERINFODATA, c);
-    if (ep->ca_file[0]) curl_easy_setopt(e, CURLOPT_CAINFO, ep->ca_file);
-    if (ep->cert_file[0]) {
-        curl_easy_setopt(e, CURLOPT_SSLCERT, ep->cert_file);
-        curl_easy_setopt(e, CURLOPT_SSLKEY, ep->key_file);
-    }
-    if (ep->insecure_skip_verify) {
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
-    }
-    char errbuf[CURL_ERROR_SIZE] = "";
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
-    CURLcode rc = curl_easy_perform(e);
-    /* The handle keeps option pointers: clear the secrets it saw. */
-    curl_easy_setopt(e, CURLOPT_PASSWORD, "");
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, NULL);
-    curl_slist_free_all(h);
-    memset(secret, 0, sizeof(secret));
-    memset(auth, 0, sizeof(auth));
-    if (rc != CURLE_OK) {
-        res->outcome = MW_RW_RETRY;
-        snprintf(res->detail, sizeof(res->detail), "%s",
-                 errbuf[0] ? errbuf : curl_easy_strerror(rc));
-        one_line(res->detail);
+    char token[4096] = "", password[4096] = "";
+    if (ep->bearer_token_file[0] && read_secret(ep->bearer_token_file, token, sizeof(token),
+                                                res->detail, sizeof(res->detail)) < 0) {
+        res->outcome = MW_RW_RETRY; /* the file may appear (mounted secret) */
         return;
     }
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &res->status);
+    if (ep->basic_username[0] && ep->basic_password_file[0] &&
+        read_secret(ep->basic_password_file, password, sizeof(password), res->detail,
+                    sizeof(res->detail)) < 0) {
+        memset(token, 0, sizeof(token));
+        res->outcome = MW_RW_RETRY;
+        return;
+    }
+    mw_http_call call = {
+        .url = ep->url,
+        .protocols = "http,https",
+        .headers = {"Content-Encoding: snappy", "Content-Type: application/x-protobuf",
+                    "X-Prometheus-Remote-Write-Version: 0.1.0",
+                    "Expect:"}, /* no 100-continue round trip */
+        .bearer_token = token,
+        .basic_auth = ep->basic_username[0] != 0,
+        .username = ep->basic_username,
+        .password = ep->basic_username[0] ? password : NULL,
+        .user_agent = "mlwatch/" MLWATCH_VERSION,
+        .post = 1,
+        .body = body,
+        .body_len = len,
+        .timeout_ms = ep->timeout_ms,
+        .connect_timeout_ms = ep->timeout_ms < 10000 ? ep->timeout_ms : 10000,
+        .max_body = ANSWER_KEPT,
+        .truncate = 1,
+        .on_header = on_header,
+        .should_abort = stopping,
+        .cls = c,
+        .tls = {.ca_file = ep->ca_file,
+                .cert_file = ep->cert_file,
+                .key_file = ep->cert_file[0] ? ep->key_file : NULL,
+                .insecure_skip_verify = ep->insecure_skip_verify},
+    };
+    int rc = mw_http_perform(c->http, &call);
+    memset(token, 0, sizeof(token));
+    memset(password, 0, sizeof(password));
+    if (rc < 0) {
+        res->outcome = MW_RW_RETRY;
+        snprintf(res->detail, sizeof(res->detail), "%s",
+                 call.detail[0] ? call.detail : call.reason);
+        one_line(res->detail);
+        mw_http_call_free(&call);
+        return;
+    }
+    res->status = call.status;
     res->outcome = mw_rw_classify(res->status);
     if (res->outcome == MW_RW_RETRY) res->retry_after_ms = c->retry_after_ms;
-    snprintf(res->detail, sizeof(res->detail), "HTTP %ld: %s", res->status, c->answer);
+    snprintf(res->detail, sizeof(res->detail), "HTTP %ld: %s", res->status,
+             call.answer.data ? call.answer.data : "");
     one_line(res->detail);
+    mw_http_call_free(&call);
 }
