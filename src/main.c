@@ -2,12 +2,12 @@
  * Usage errors exit 2 with one line naming the problem. To add a command,
  * add a row to commands[]. */
 #include "agent/agent.h"
+#include "agent/doctor_cmd.h"
 #include "agent/run.h"
 #include "collect/collector.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/util.h"
-#include "derive/doctor.h"
 #include "query/query_cmd.h"
 #include "mlwatch.h"
 
@@ -37,13 +37,6 @@ static int cmd_metrics(const mw_config *cfg, char **rest, size_t nrest)
     return mw_metrics_once(cfg, stdout);
 }
 
-static int cmd_doctor(const mw_config *cfg, char **rest, size_t nrest)
-{
-    (void)rest;
-    (void)nrest;
-    return mw_doctor_run(cfg);
-}
-
 static int cmd_run(const mw_config *cfg, char **rest, size_t nrest)
 {
     return mw_run_command(cfg, rest, nrest);
@@ -58,7 +51,7 @@ static const command commands[] = {
      "mlwatch doctor [--namespace NS] [--pod POD] [--pid PID] [--json] [--window DURATION]\n"
      "                            why is my training slow? findings from the agent at --listen,\n"
      "                            else from sampling for the window (exit 1 when any)",
-     cmd_doctor, 0},
+     mw_doctor_command, 0},
     {"run",
      "mlwatch run [--json] [--interval DURATION] [--work N --unit NAME] -- COMMAND [ARGS...]\n"
      "                            run COMMAND; report its energy, CO2, GPU use, J per unit",
