@@ -19,11 +19,11 @@ asan:
 
 # libFuzzer targets (clang).
 fuzz:
-	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLWATCH_FUZZ=ON >/dev/null
+	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLWATCH_FUZZ=ON >/dev/null
 	@cmake --build build-fuzz -j $(JOBS)
 
 format:
-	git ls-files '*.c' '*.h' | xargs clang-format -i
+	git ls-files '*.c' '*.h' '*.cc' | xargs clang-format -i
 
 lint:
 	scripts/lint.sh

@@ -42,7 +42,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 count "$logs/asan"
 
 echo "== fuzz smoke (${FUZZ_SECONDS:-5}s per target)"
-CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLWATCH_FUZZ=ON >/dev/null
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLWATCH_FUZZ=ON >/dev/null
 cmake --build build-fuzz -j "$jobs"
 for f in build-fuzz/fuzz_*; do
     name=$(basename "$f"); name=${name#fuzz_}

@@ -6,10 +6,9 @@
 #include "qinternal.h"
 
 #include "../core/buf.h"
-#include "../core/regex_bound.h"
+#include "../core/regex.h"
 #include "../core/util.h"
 
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -46,28 +45,23 @@ static val relabel(qctx *c, val *in, const char *dst, label_value_fn *value, con
 }
 
 typedef struct replace_how {
-    regex_t re; /* the expression, anchored, its own group first */
+    mw_regex *re; /* anchored, as Prometheus's label_replace compiles it */
+    mw_regex_span *spans;
+    size_t nspans;
     const char *src, *tpl;
 } replace_how;
 
-/* The template with $0..$9 expanded, when the source label matches. */
+/* The template expanded with the groups of the source label's value (Go's
+ * regexp.Expand), when that value matches. */
 static int replace_value(const void *how, const sv *s, mw_buf *b)
 {
     const replace_how *h = how;
     const char *value = lbl_get(s->labels, s->nlabels, h->src);
-    regmatch_t m[10];
-    if (regexec(&h->re, value, 10, m, 0) != 0) return 0;
-    for (const char *p = h->tpl; *p; p++) {
-        if (*p == '$' && p[1] >= '0' && p[1] <= '9') {
-            int g = p[1] - '0' + 1; /* our whole-match group shifts by one */
-            if (g < 10 && m[g].rm_so >= 0)
-                mw_buf_append(b, value + m[g].rm_so, (size_t)(m[g].rm_eo - m[g].rm_so));
-            p++;
-        } else {
-            mw_buf_putc(b, *p);
-        }
-    }
-    mw_buf_reserve(b, 0);
+    if (!mw_regex_capture(h->re, value, h->spans, h->nspans)) return 0;
+    size_t n = mw_regex_expand(h->re, h->tpl, value, h->spans, h->nspans, NULL, 0);
+    if (mw_buf_reserve(b, n) < 0) return 0; /* longer than a label may be */
+    mw_regex_expand(h->re, h->tpl, value, h->spans, h->nspans, b->data + b->len, n + 1);
+    b->len += n;
     return 1;
 }
 
@@ -78,15 +72,17 @@ val pq_call_label_replace(qctx *c, const pq_node *n)
     if (c->code) return in;
     replace_how h = {.tpl = string_arg(n->args[2]), .src = string_arg(n->args[3])};
     const char *regex = string_arg(n->args[4]);
-    char pat[4096];
-    snprintf(pat, sizeof(pat), "^(%s)$", regex);
     char why[256];
-    if (mw_regex_check(regex, why, sizeof(why)) < 0 || regcomp(&h.re, pat, REG_EXTENDED) != 0) {
+    h.re = mw_regex_compile(regex, why, sizeof(why));
+    if (!h.re) { /* Prometheus's message names the pattern, not the reason */
         qerr(c, PQ_ERR_EXECUTION, "invalid regular expression in label_replace(): %s", regex);
         return in;
     }
+    h.nspans = mw_regex_ngroups(h.re) + 1;
+    h.spans = mw_xcalloc(h.nspans, sizeof(*h.spans));
     val out = relabel(c, &in, string_arg(n->args[1]), replace_value, &h);
-    regfree(&h.re);
+    free(h.spans);
+    mw_regex_free(h.re);
     return out;
 }
 

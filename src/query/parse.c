@@ -9,7 +9,6 @@
 #include "lex.h"
 #include "qinternal.h"
 
-#include "../core/regex_bound.h"
 #include "../core/util.h"
 
 #include <ctype.h>
@@ -189,10 +188,6 @@ static int add_matcher(parser *ps, pq_node *n, mw_match_op op, const char *name,
     char err[256];
     if (n->nmatchers >= 64) {
         pq_errf(ps, pos, "too many label matchers");
-        return -1;
-    }
-    if ((op == MW_MATCH_RE || op == MW_MATCH_NRE) && mw_regex_check(value, err, sizeof(err)) < 0) {
-        pq_errf(ps, pos, "%s", err);
         return -1;
     }
     n->matchers = mw_xrealloc(n->matchers, (n->nmatchers + 1) * sizeof(mw_matcher));

@@ -1,7 +1,6 @@
 /* relabel.c - write_relabel_configs with Prometheus's semantics, see relabel.h. */
 #include "relabel.h"
 #include "../core/bytes.h"
-#include "../core/regex_bound.h"
 #include "../core/util.h"
 
 #include <openssl/evp.h>
@@ -13,174 +12,6 @@ static int fail(char *why, size_t n, const char *fmt, const char *arg)
 {
     snprintf(why, n, fmt, arg);
     return -1;
-}
-
-/* ---- RE2 -> POSIX ERE ---- */
-
-typedef struct out_buf {
-    char *p;
-    size_t n, cap;
-    int overflow;
-} out_buf;
-
-static void put(out_buf *o, const char *s)
-{
-    size_t l = strlen(s);
-    if (o->n + l + 1 > o->cap) {
-        o->overflow = 1;
-        return;
-    }
-    memcpy(o->p + o->n, s, l + 1);
-    o->n += l;
-}
-
-static void putch(out_buf *o, char c)
-{
-    char s[2] = {c, 0};
-    put(o, s);
-}
-
-/* Characters that may follow a backslash outside brackets and mean
- * themselves, in both RE2 and POSIX ERE. */
-static int is_escapable(char c)
-{
-    return c && strchr(".[]{}()\\*+?^$|/-", c) != NULL;
-}
-
-/* Translate a bracket expression starting at re[*i] == '['. */
-static int translate_bracket(const char *re, size_t *i, out_buf *o, char *why, size_t whysize)
-{
-    size_t j = *i + 1;
-    putch(o, '[');
-    if (re[j] == '^') putch(o, re[j++]);
-    if (re[j] == ']') putch(o, re[j++]); /* a literal ] first */
-    for (;;) {
-        char c = re[j];
-        if (!c) return fail(why, whysize, "unterminated character class in '%s'", re);
-        if (c == ']') {
-            putch(o, ']');
-            *i = j + 1;
-            return 0;
-        }
-        if (c == '[' && re[j + 1] == ':') { /* [:alpha:] */
-            const char *end = strstr(re + j + 2, ":]");
-            if (!end) return fail(why, whysize, "unterminated [: :] class in '%s'", re);
-            size_t len = (size_t)(end + 2 - (re + j));
-            char tmp[64];
-            if (len >= sizeof(tmp)) return fail(why, whysize, "bad [: :] class in '%s'", re);
-            memcpy(tmp, re + j, len);
-            tmp[len] = 0;
-            put(o, tmp);
-            j += len;
-            continue;
-        }
-        if (c == '\\') {
-            char e = re[j + 1];
-            if (e == 'd')
-                put(o, "0-9");
-            else if (e == 'w')
-                put(o, "[:alnum:]_");
-            else if (e == 's')
-                put(o, "[:space:]");
-            else if (e && strchr(".*+?()[{}|$/", e))
-                putch(o, e); /* literal in POSIX brackets already */
-            else
-                return fail(why, whysize,
-                            "escape inside [...] not supported by POSIX regexes in '%s' (put ] "
-                            "first and - last instead of escaping them)",
-                            re);
-            j += 2;
-            continue;
-        }
-        putch(o, c);
-        j++;
-    }
-}
-
-int mw_relabel_translate(const char *re, char *outp, size_t outsize, int *icase, int *group_map,
-                         size_t *ngroups, size_t *nposix, char *why, size_t whysize)
-{
-    out_buf o = {outp, 0, outsize, 0};
-    outp[0] = 0;
-    *icase = 0;
-    *ngroups = 0;
-    *nposix = 1; /* the anchoring group */
-    size_t i = 0;
-    if (strncmp(re, "(?i)", 4) == 0) {
-        *icase = 1;
-        i = 4;
-    }
-    while (re[i]) {
-        char c = re[i];
-        if (c == '\\') {
-            char e = re[i + 1];
-            const char *t = NULL;
-            switch (e) {
-            case 'd':
-                t = "[0-9]";
-                break;
-            case 'D':
-                t = "[^0-9]";
-                break;
-            case 'w':
-                t = "[[:alnum:]_]";
-                break;
-            case 'W':
-                t = "[^[:alnum:]_]";
-                break;
-            case 's':
-                t = "[[:space:]]";
-                break;
-            case 'S':
-                t = "[^[:space:]]";
-                break;
-            default:
-                break;
-            }
-            if (t) {
-                put(&o, t);
-            } else if (is_escapable(e)) {
-                putch(&o, '\\');
-                putch(&o, e);
-            } else {
-                char s[3] = {'\\', e, 0};
-                snprintf(why, whysize, "escape '%s' is not supported (POSIX regexes) in '%.200s'",
-                         s, re);
-                return -1;
-            }
-            i += 2;
-            continue;
-        }
-        if (c == '[') {
-            if (translate_bracket(re, &i, &o, why, whysize) < 0) return -1;
-            continue;
-        }
-        if (c == '(') {
-            if (*nposix >= MW_RL_MAX_GROUPS)
-                return fail(why, whysize, "too many groups in '%.200s'", re);
-            (*nposix)++;
-            if (re[i + 1] == '?') {
-                if (re[i + 2] != ':')
-                    return fail(why, whysize,
-                                "only (?:...) groups and a leading (?i) are supported in '%.200s'",
-                                re);
-                putch(&o, '(');
-                i += 3;
-                continue;
-            }
-            (*ngroups)++;
-            group_map[*ngroups] = (int)*nposix;
-            putch(&o, '(');
-            i++;
-            continue;
-        }
-        if ((c == '*' || c == '+' || c == '?' || c == '}') && re[i + 1] == '?')
-            return fail(why, whysize, "non-greedy repetition is not supported in '%.200s'", re);
-        putch(&o, c);
-        i++;
-    }
-    if (o.overflow) return fail(why, whysize, "regex too long: '%.200s'", re);
-    return 0;
 }
 
 /* ---- rules ---- */
@@ -223,7 +54,7 @@ static void rule_free(mw_relabel_rule *r)
     free(r->regex);
     free(r->target_label);
     free(r->replacement);
-    if (r->re_ok) regfree(&r->re);
+    mw_regex_free(r->re);
 }
 
 static int rule_init(mw_relabel_rule *r, const mw_relabel_spec *s, char *why, size_t whysize)
@@ -260,28 +91,11 @@ static int rule_init(mw_relabel_rule *r, const mw_relabel_spec *s, char *why, si
     r->replacement = mw_xstrdup(s->replacement ? s->replacement : "$1");
     r->modulus = s->modulus;
 
-    char body[MW_RL_MAX_TEXT * 3], full[MW_RL_MAX_TEXT * 3 + 8];
-    int icase;
-    char bound[160];
-    if (mw_regex_check(r->regex, bound, sizeof(bound)) < 0) {
-        snprintf(why, whysize, "regex '%.200s': %s", r->regex, bound);
+    char re_why[256];
+    r->re = mw_regex_compile(r->regex, re_why, sizeof(re_why));
+    if (!r->re) {
+        snprintf(why, whysize, "regex '%.200s': %s", r->regex, re_why);
         return -1;
-    }
-    if (mw_relabel_translate(r->regex, body, sizeof(body), &icase, r->group_map, &r->ngroups,
-                             &r->nposix, why, whysize) < 0)
-        return -1;
-    if (!body[0]) {
-        r->matches_empty_only = 1; /* ^(?:)$; glibc refuses an empty group */
-    } else {
-        snprintf(full, sizeof(full), "^(%s)$", body);
-        int rc = regcomp(&r->re, full, REG_EXTENDED | (icase ? REG_ICASE : 0));
-        if (rc != 0) {
-            char msg[128];
-            regerror(rc, &r->re, msg, sizeof(msg));
-            snprintf(why, whysize, "regex '%.200s': %s", r->regex, msg);
-            return -1;
-        }
-        r->re_ok = 1;
     }
 
     switch (r->action) {
@@ -382,84 +196,22 @@ void mw_rl_sort(mw_rl_labels *ls)
 
 /* ---- matching and expansion ---- */
 
-typedef struct match {
-    regmatch_t m[MW_RL_MAX_GROUPS + 1];
-} match;
-
-static int rule_match(const mw_relabel_rule *r, const char *s, match *mt)
+/* The groups of a match of s, in scratch; NULL when s does not match. */
+static mw_regex_span *rule_capture(const mw_relabel_rule *r, const char *s, mw_arena *scratch,
+                                   size_t *nspans)
 {
-    if (r->matches_empty_only) {
-        mt->m[1].rm_so = 0;
-        mt->m[1].rm_eo = 0;
-        return s[0] == '\0';
-    }
-    return regexec(&r->re, s, r->nposix + 1, mt->m, 0) == 0;
+    *nspans = mw_regex_ngroups(r->re) + 1;
+    mw_regex_span *spans = mw_arena_alloc(scratch, *nspans * sizeof(*spans));
+    return mw_regex_capture(r->re, s, spans, *nspans) ? spans : NULL;
 }
 
-/* The text of RE2 group k of the match, or NULL when it did not take part. */
-static const char *group(const mw_relabel_rule *r, const match *mt, const char *s, long k,
-                         size_t *len)
+/* tmpl expanded with the groups of a match of s (Go's regexp.Expand). */
+static char *expand(const mw_relabel_rule *r, const char *tmpl, const mw_regex_span *spans,
+                    size_t nspans, const char *s, mw_arena *scratch)
 {
-    if (k < 0 || (size_t)k > r->ngroups) return NULL;
-    int g = k == 0 ? 1 : r->group_map[k];
-    if (r->matches_empty_only && k == 0) g = 1;
-    regoff_t so = mt->m[g].rm_so, eo = mt->m[g].rm_eo;
-    if (so < 0 || eo < so) return NULL;
-    *len = (size_t)(eo - so);
-    return s + so;
-}
-
-/* Go's regexp.Expand: $name or ${name}; a name of digits is a group number;
- * names of no group (and out-of-range numbers) expand to nothing; "$$" is
- * "$"; a malformed reference leaves the "$" as it is. */
-static char *expand(const mw_relabel_rule *r, const char *tmpl, const match *mt, const char *s,
-                    mw_arena *scratch)
-{
-    size_t cap = strlen(tmpl) + 1, n = 0;
-    for (const char *p = tmpl; *p; p++)
-        if (*p == '$') cap += strlen(s); /* each reference adds at most s */
-    char *out = mw_arena_alloc(scratch, cap);
-    for (const char *p = tmpl; *p;) {
-        if (*p != '$') {
-            out[n++] = *p++;
-            continue;
-        }
-        if (p[1] == '$') {
-            out[n++] = '$';
-            p += 2;
-            continue;
-        }
-        const char *name = p + 1, *end;
-        int braced = *name == '{';
-        if (braced) name++;
-        end = name;
-        while ((*end >= 'a' && *end <= 'z') || (*end >= 'A' && *end <= 'Z') ||
-               (*end >= '0' && *end <= '9') || *end == '_')
-            end++;
-        if (end == name || (braced && *end != '}')) {
-            out[n++] = *p++; /* malformed: the $ itself */
-            continue;
-        }
-        long num = 0;
-        int digits = 1;
-        for (const char *q = name; q < end; q++) {
-            if (*q < '0' || *q > '9') {
-                digits = 0;
-                break;
-            }
-            if (num < 100000000) num = num * 10 + (*q - '0');
-        }
-        if (digits) {
-            size_t len;
-            const char *g = group(r, mt, s, num, &len);
-            if (g) {
-                memcpy(out + n, g, len);
-                n += len;
-            }
-        }
-        p = braced ? end + 1 : end;
-    }
-    out[n] = 0;
+    size_t n = mw_regex_expand(r->re, tmpl, s, spans, nspans, NULL, 0);
+    char *out = mw_arena_alloc(scratch, n + 1);
+    mw_regex_expand(r->re, tmpl, s, spans, nspans, out, n + 1);
     return out;
 }
 
@@ -492,23 +244,24 @@ static const char *join_sources(const mw_relabel_rule *r, const mw_rl_labels *ls
 
 int mw_relabel_apply(const mw_relabel *rl, mw_rl_labels *ls, mw_arena *scratch)
 {
-    match mt;
     for (size_t k = 0; k < rl->n; k++) {
         const mw_relabel_rule *r = &rl->rules[k];
         switch (r->action) {
         case MW_RL_KEEP:
         case MW_RL_DROP: {
-            int m = rule_match(r, join_sources(r, ls, scratch), &mt);
+            int m = mw_regex_match(r->re, join_sources(r, ls, scratch));
             if (m != (r->action == MW_RL_KEEP)) return 0;
             break;
         }
         case MW_RL_REPLACE: {
             const char *val = join_sources(r, ls, scratch);
-            if (!rule_match(r, val, &mt)) break;
+            size_t nspans;
+            const mw_regex_span *spans = rule_capture(r, val, scratch, &nspans);
+            if (!spans) break;
             /* As Prometheus: an invalid expanded target or an empty result
              * deletes the label named by the unexpanded target_label. */
-            char *target = expand(r, r->target_label, &mt, val, scratch);
-            char *res = expand(r, r->replacement, &mt, val, scratch);
+            char *target = expand(r, r->target_label, spans, nspans, val, scratch);
+            char *res = expand(r, r->replacement, spans, nspans, val, scratch);
             if (!mw_rl_valid_name(target) || !res[0])
                 mw_rl_del(ls, r->target_label);
             else if (mw_rl_set(ls, target, res) < 0)
@@ -526,8 +279,10 @@ int mw_relabel_apply(const mw_relabel *rl, mw_rl_labels *ls, mw_arena *scratch)
             size_t n = ls->n;
             for (size_t i = 0; i < n; i++) {
                 const char *name = ls->l[i].name;
-                if (!rule_match(r, name, &mt)) continue;
-                char *to = expand(r, r->replacement, &mt, name, scratch);
+                size_t nspans;
+                const mw_regex_span *spans = rule_capture(r, name, scratch, &nspans);
+                if (!spans) continue;
+                char *to = expand(r, r->replacement, spans, nspans, name, scratch);
                 if (mw_rl_set(ls, to, ls->l[i].value) < 0) return 0;
             }
             break;
@@ -535,7 +290,7 @@ int mw_relabel_apply(const mw_relabel *rl, mw_rl_labels *ls, mw_arena *scratch)
         case MW_RL_LABELDROP:
         case MW_RL_LABELKEEP:
             for (size_t i = 0; i < ls->n;) {
-                int m = rule_match(r, ls->l[i].name, &mt);
+                int m = mw_regex_match(r->re, ls->l[i].name);
                 if (m == (r->action == MW_RL_LABELDROP)) {
                     memmove(&ls->l[i], &ls->l[i + 1], (ls->n - i - 1) * sizeof(ls->l[0]));
                     ls->n--;

@@ -8,18 +8,15 @@
  * Prometheus); an empty replacement result deletes the target label; hashmod
  * is the last 8 bytes of the MD5 of the joined value, big-endian, modulo.
  *
- * Regexes are RE2 syntax in Prometheus. Here they are compiled with POSIX
- * extended regexes (regcomp) after a translation: (?:...) groups, a leading
- * (?i), and \d \w \s \D \W \S are supported; named groups, other flags,
- * non-greedy repetition, \b, \pL and other RE2-only escapes are refused with
- * a precise error. Submatches follow POSIX leftmost-longest rules, which can
- * differ from RE2 only for ambiguous patterns such as (a*)(a*). */
+ * Regexes are RE2 (core/regex.h), anchored with "." matching newlines as
+ * Prometheus 3 compiles them ("^(?s:" + regex + ")$"); named groups expand
+ * by name. */
 #ifndef MW_RELABEL_H
 #define MW_RELABEL_H
 
 #include "../core/arena.h"
+#include "../core/regex.h"
 
-#include <regex.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,7 +31,6 @@ typedef enum {
 } mw_relabel_action;
 
 #define MW_RL_MAX_SOURCES 16
-#define MW_RL_MAX_GROUPS 32
 #define MW_RL_MAX_RULES 64
 #define MW_RL_MAX_TEXT 1024 /* regex, replacement, label names, separator */
 
@@ -47,14 +43,7 @@ typedef struct mw_relabel_rule {
     char *target_label;
     char *replacement;
     uint64_t modulus;
-    regex_t re;
-    int re_ok;
-    /* RE2 capturing group k (1-based) is POSIX group group_map[k]; group 0
-     * is the whole match (POSIX group 1, inside the anchoring group). */
-    int group_map[MW_RL_MAX_GROUPS + 1];
-    size_t ngroups;         /* RE2 capturing groups */
-    size_t nposix;          /* POSIX subexpressions, anchoring group included */
-    int matches_empty_only; /* regex "" */
+    mw_regex *re;
 } mw_relabel_rule;
 
 typedef struct mw_relabel {
@@ -91,11 +80,6 @@ typedef struct mw_relabel_spec {
 
 int mw_relabel_add(mw_relabel *r, const mw_relabel_spec *spec, char *why, size_t whysize);
 void mw_relabel_free(mw_relabel *r);
-
-/* Translate an RE2 regex to POSIX ERE (exposed for tests). Writes the body
- * (without anchoring) to out and fills the group map; returns 0 or -1. */
-int mw_relabel_translate(const char *re2, char *out, size_t outsize, int *icase, int *group_map,
-                         size_t *ngroups, size_t *nposix, char *why, size_t whysize);
 
 /* Apply the rules to ls in place. New strings go into scratch. Returns 1 to
  * keep the series, 0 when it is dropped (by keep/drop, or an empty result). */

@@ -1,15 +1,14 @@
 /* matcher.h - label matchers (=, !=, =~, !~) for selecting series.
  *
- * Regular expressions are POSIX extended (regcomp REG_EXTENDED), fully
- * anchored like Prometheus' RE2 matchers: `a=~"b.*"` matches the whole value.
- * The RE2 shorthands \d \D \w \W \s \S are translated to bracket classes;
- * RE2-only syntax (non-greedy *?, (?i) flags, \pL classes, (?P<name>...))
- * is refused with an error naming the position. A label that a series does
- * not have matches as the empty string, as in Prometheus. */
+ * Regular expressions are RE2 syntax through core/regex.h, fully anchored
+ * and with "." matching newlines as in Prometheus 3: `a=~"b.*"` matches the
+ * whole value. A label that a series does not have matches as the empty
+ * string, as in Prometheus. */
 #ifndef MW_MATCHER_H
 #define MW_MATCHER_H
 
-#include <regex.h>
+#include "../core/regex.h"
+
 #include <stddef.h>
 
 typedef enum { MW_MATCH_EQ, MW_MATCH_NEQ, MW_MATCH_RE, MW_MATCH_NRE } mw_match_op;
@@ -18,8 +17,7 @@ typedef struct mw_matcher {
     mw_match_op op;
     char *name;
     char *value;
-    regex_t re; /* MW_MATCH_RE and MW_MATCH_NRE */
-    int has_re;
+    mw_regex *re;      /* MW_MATCH_RE and MW_MATCH_NRE */
     int matches_empty; /* whether "" (an absent label) matches */
 } mw_matcher;
 
