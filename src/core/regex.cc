@@ -105,8 +105,11 @@ int mw_regex_capture(const mw_regex *re, const char *s, mw_regex_span *spans, si
     re2::StringPiece text(s);
     size_t want = mw_regex_ngroups(re) + 1;
     if (want > nspans) want = nspans;
-    std::vector<re2::StringPiece> sub(want ? want : 1);
-    bool ok = re->re.Match(text, 0, text.size(), RE2::ANCHOR_BOTH, sub.data(), (int)want);
+    // most patterns have a few groups: no allocation for those
+    re2::StringPiece few[16];
+    std::vector<re2::StringPiece> many(want > 16 ? want : 0);
+    re2::StringPiece *sub = want > 16 ? many.data() : few;
+    bool ok = re->re.Match(text, 0, text.size(), RE2::ANCHOR_BOTH, sub, (int)want);
     for (size_t k = 0; k < nspans; k++) {
         if (ok && k < want && sub[k].data() != NULL) {
             spans[k].start = (long)(sub[k].data() - s);

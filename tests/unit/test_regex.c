@@ -225,6 +225,9 @@ static void expand(void **state)
     expect_expand(re, "node-17", "${k-}", "${k-}");
     expect_expand(re, "node-17", "no refs", "no refs");
     expect_expand(re, "node-17", "", "");
+    /* more groups than the shim keeps on its stack */
+    expect_expand("(a)(b)(c)(d)(e)(f)(g)(h)(i)(j)(k)(l)(m)(n)(o)(p)(q)(r)(s)(t)",
+                  "abcdefghijklmnopqrst", "$20${17}$1", "tqa");
     /* a group that took no part is empty */
     expect_expand("(x)|(y)", "y", "[$1][$2]", "[][y]");
     /* snprintf's contract: the whole length, a cut and terminated copy */
