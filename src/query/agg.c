@@ -175,7 +175,7 @@ static val agg_count_values(qctx *c, const pq_node *n, val *in, const char *labe
 {
     vbuild b;
     vb_init(&b, c);
-    char num[64];
+    char num[PQ_VALUE_BUFSIZE];
     for (size_t i = 0; i < in->n && !c->code; i++) {
         for (size_t k = 0; k < c->nsteps && !c->code; k++) {
             if (!in->s[i].ok[k]) continue;

@@ -191,7 +191,7 @@ static json_t *ts_json(int64_t t)
 
 static json_t *point_json(int64_t t, double v)
 {
-    char buf[64];
+    char buf[PQ_VALUE_BUFSIZE];
     pq_format_value(v, buf, sizeof(buf));
     return json_pack("[o, s]", ts_json(t), buf);
 }
@@ -269,7 +269,7 @@ static void put_ts(mw_buf *b, int64_t t)
 
 static void put_point(mw_buf *b, int64_t t, double v)
 {
-    char num[64];
+    char num[PQ_VALUE_BUFSIZE];
     mw_buf_putc(b, '[');
     put_ts(b, t);
     mw_buf_append(b, ",\"", 2);

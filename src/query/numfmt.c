@@ -1,48 +1,32 @@
 /* numfmt.c - PromQL value formatting (pq_format_value): the shortest
  * decimal that reads back to the same double, written without an exponent,
- * as Go's strconv.FormatFloat(v, 'f', -1, 64). A range query formats every
- * point of its answer, so this is on the hot path of the HTTP API.
+ * as Go's strconv.FormatFloat(v, 'f', -1, 64): 1e100 is 1 and 100 zeros,
+ * 5e-324 is "0." with 323 zeros and 5. A range query formats every point of
+ * its answer, so this is on the hot path of the HTTP API.
  *
- * The reference definition (format_slow, the engine's original code) is a
- * binary search over 1..17 significant digits of printf("%.*e") and strtod,
- * then printf("%.*f"): about a dozen printf/strtod calls per value. The fast
- * path gives the same bytes without them: integers below 2^53 are written
- * directly; otherwise the 17 correctly rounded digits (128-bit integer
- * arithmetic for 2^-15 <= |v| < 2^53, else one printf) are rounded in the
- * string to fewer digits (exact unless the dropped digits are exactly
- * 5000..., then the slow path decides), each candidate is checked against
- * v's rounding interval (integer arithmetic again, else strtod), and the
- * fixed notation is written from the digits. Whatever the fast path cannot
- * prove identical (ties, powers of two, huge or tiny values, a short
- * buffer) goes the slow way. tests/unit/test_numfmt.c compares both on
- * millions of values. */
+ * The reference definition (shortest_slow) tries 1..17 significant digits
+ * of printf("%.*e") with strtod: up to some twenty printf/strtod calls per
+ * value. The fast path gives the same digits without them: integers below
+ * 2^53 are written directly; otherwise the 17 correctly rounded digits
+ * (128-bit integer arithmetic for 2^-15 <= |v| < 2^53, else one printf) are
+ * rounded in the string to fewer digits (exact unless the dropped digits
+ * are exactly 5000..., then the slow path decides), each candidate is
+ * checked against v's rounding interval (integer arithmetic again, else
+ * strtod). Whatever the fast path cannot prove identical (ties, powers of
+ * two, huge or tiny values, integers from 2^53) goes the slow way. Both
+ * write the fixed notation from the digits (write_fixed).
+ * tests/unit/test_numfmt.c checks the answers' properties (they read back,
+ * no shorter decimal does, the nearest of the shortest) on millions of
+ * values, and exact strings. */
 #include "promql.h"
+
+#include "../core/util.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void format_slow(double v, char *buf, size_t size)
-{
-    char tmp[64];
-    int lo = 1, hi = 17;
-    while (lo < hi) {
-        int mid = (lo + hi) / 2;
-        snprintf(tmp, sizeof(tmp), "%.*e", mid - 1, v);
-        if (strtod(tmp, NULL) == v)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    int p = lo;
-    snprintf(tmp, sizeof(tmp), "%.*e", p - 1, v);
-    int exp10 = atoi(strchr(tmp, 'e') + 1);
-    int decimals = p - 1 - exp10;
-    if (decimals < 0) decimals = 0;
-    snprintf(buf, size, "%.*f", decimals, v);
-}
 
 typedef struct exact exact;
 static int exact_up(const exact *x, const char *dg, int p, int e);
@@ -203,6 +187,72 @@ static int reads_back(const char *dg, int p, int e, int neg, double v, const exa
     return strtod(s, NULL) == v;
 }
 
+/* The fixed notation of the p digits dg (decimal exponent e of the first)
+ * into out, which holds PQ_VALUE_BUFSIZE bytes: zeros pad the integer part
+ * of a large value, as Go does ("1e100" is 1 and 100 zeros). */
+static void write_fixed(int neg, const char *dg, int p, int e, char *out)
+{
+    size_t n = 0;
+    if (neg) out[n++] = '-';
+    if (e >= 0) {
+        int whole = p < e + 1 ? p : e + 1;
+        memcpy(out + n, dg, (size_t)whole);
+        n += (size_t)whole;
+        for (int i = p; i < e + 1; i++)
+            out[n++] = '0';
+        if (p > e + 1) {
+            out[n++] = '.';
+            memcpy(out + n, dg + e + 1, (size_t)(p - 1 - e));
+            n += (size_t)(p - 1 - e);
+        }
+    } else {
+        out[n++] = '0';
+        out[n++] = '.';
+        for (int i = 0; i < -e - 1; i++)
+            out[n++] = '0';
+        memcpy(out + n, dg, (size_t)p);
+        n += (size_t)p;
+    }
+    out[n] = '\0';
+}
+
+/* The reference definition, for what the fast path cannot prove: the
+ * fewest digits p whose decimal reads back, by printf("%.*e") and strtod.
+ * The correctly rounded p digits are the nearest p-digit decimal, so they
+ * are the answer when they read back. At a power of two the next double
+ * away from zero is twice as far as the one towards it, and the p-digit
+ * decimal on the far side can read back when the nearest does not: Go
+ * takes it, being the shortest. Returns p, digits in dg, exponent in *e. */
+static int shortest_slow(double v, int neg, char *dg, int *e)
+{
+    const exact none = {0};
+    char s[40];
+    for (int p = 1;; p++) {
+        snprintf(s, sizeof(s), "%.*e", p - 1, fabs(v)); /* d.ddd...e[+-]XX */
+        dg[0] = s[0];
+        if (p > 1) memcpy(dg + 1, s + 2, (size_t)(p - 1));
+        *e = atoi(strchr(s, 'e') + 1);
+        if (p == 17 || reads_back(dg, p, *e, neg, v, &none)) return p;
+        if (!(strtod(s, NULL) < fabs(v))) continue;
+        char up[17];
+        int ue = *e, i = p - 1;
+        memcpy(up, dg, (size_t)p);
+        while (i >= 0 && up[i] == '9')
+            up[i--] = '0';
+        if (i >= 0) {
+            up[i]++;
+        } else { /* 99..9 + 1 = 100..0, one decade up */
+            up[0] = '1';
+            ue++;
+        }
+        if (reads_back(up, p, ue, neg, v, &none)) {
+            memcpy(dg, up, (size_t)p);
+            *e = ue;
+            return p;
+        }
+    }
+}
+
 /* Digits d (17, from "%.16e") of |v|: the shortest p whose correctly rounded
  * digits read back, into dg, with their exponent; -1 if it cannot be told
  * without the slow path (a tie). Valid where reading back is monotone in p
@@ -237,6 +287,46 @@ static int shortest(const char *d, int e17, int neg, double v, const exact *x, c
     return hi;
 }
 
+/* Into out (PQ_VALUE_BUFSIZE bytes), from the fast path where it applies. */
+static void format_value(double v, char *out)
+{
+    int neg = signbit(v) != 0;
+    double a = fabs(v);
+    /* An integer below 2^53: every shorter rounding is another integer, at
+     * least 1 away, more than half its spacing, so the shortest digits are
+     * all of it. -0 stays "-0". */
+    if (a < 9007199254740992.0 && a == (double)(int64_t)a) {
+        size_t n = 0;
+        if (neg) out[n++] = '-';
+        n += put_uint(out + n, (uint64_t)a);
+        out[n] = '\0';
+        return;
+    }
+    char dg[17];
+    int e = 0, p = -1;
+    /* Reading back is monotone in the number of digits (a longer correct
+     * rounding is no farther from v) when v's neighbours are equally far on
+     * both sides: not so at a power of two (mantissa field 0). Huge and
+     * tiny values, and integers from 2^53 on, go the slow way. */
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof(bits));
+    if ((bits & 0xFFFFFFFFFFFFFull) != 0 && a <= 1e300 && a >= 1e-300 && a < 9007199254740992.0) {
+        char d[17];
+        int e17;
+        exact x;
+        if (!exact_digits(a, &x, d, &e17)) {
+            char s[40];
+            snprintf(s, sizeof(s), "%.16e", a); /* d.dddddddddddddddde[+-]XX */
+            d[0] = s[0];
+            memcpy(d + 1, s + 2, 16);
+            e17 = atoi(s + 19);
+        }
+        p = shortest(d, e17, neg, v, &x, dg, &e);
+    }
+    if (p < 0) p = shortest_slow(v, neg, dg, &e);
+    write_fixed(neg, dg, p, e, out);
+}
+
 void pq_format_value(double v, char *buf, size_t size)
 {
     if (isnan(v)) {
@@ -247,71 +337,11 @@ void pq_format_value(double v, char *buf, size_t size)
         snprintf(buf, size, v > 0 ? "+Inf" : "-Inf");
         return;
     }
-    if (size < 64) {
-        format_slow(v, buf, size);
+    if (size >= PQ_VALUE_BUFSIZE) {
+        format_value(v, buf);
         return;
     }
-    int neg = signbit(v) != 0;
-    double a = fabs(v);
-    /* An integer below 2^53: every shorter rounding is another integer, at
-     * least 1 away, more than half its spacing, so the shortest digits are
-     * all of it and printf("%.0f") writes exactly those. -0 stays "-0". */
-    if (a < 9007199254740992.0 && a == (double)(int64_t)a) {
-        size_t n = 0;
-        if (neg) buf[n++] = '-';
-        n += put_uint(buf + n, (uint64_t)a);
-        buf[n] = '\0';
-        return;
-    }
-    /* Reading back is monotone in the number of digits (a longer correct
-     * rounding is no farther from v) when v's neighbours are equally far on
-     * both sides: not so at a power of two (mantissa field 0). Huge and
-     * tiny values go the slow way as well. */
-    uint64_t bits;
-    memcpy(&bits, &v, sizeof(bits));
-    if ((bits & 0xFFFFFFFFFFFFFull) == 0 || a > 1e300 || a < 1e-300) {
-        format_slow(v, buf, size);
-        return;
-    }
-    if (a >= 9007199254740992.0) { /* an integer: printed whole by "%.0f" */
-        format_slow(v, buf, size);
-        return;
-    }
-    char d[17];
-    int e17;
-    exact x;
-    if (!exact_digits(a, &x, d, &e17)) {
-        char s[40];
-        snprintf(s, sizeof(s), "%.16e", a); /* d.dddddddddddddddde[+-]XX */
-        d[0] = s[0];
-        memcpy(d + 1, s + 2, 16);
-        e17 = atoi(s + 19);
-    }
-    char dg[17];
-    int e = 0;
-    int p = shortest(d, e17, neg, v, &x, dg, &e);
-    int decimals = p - 1 - e;
-    /* decimals <= 0 (|v| >= 2^53 here) or an answer longer than the
-     * buffer: as the reference does. */
-    if (p < 0 || decimals <= 0 || (size_t)(decimals + (e > 0 ? e : 0) + 4) >= size) {
-        format_slow(v, buf, size);
-        return;
-    }
-    size_t n = 0;
-    if (neg) buf[n++] = '-';
-    if (e >= 0) {
-        memcpy(buf + n, dg, (size_t)e + 1);
-        n += (size_t)e + 1;
-        buf[n++] = '.';
-        memcpy(buf + n, dg + e + 1, (size_t)(p - 1 - e));
-        n += (size_t)(p - 1 - e);
-    } else {
-        buf[n++] = '0';
-        buf[n++] = '.';
-        for (int i = 0; i < -e - 1; i++)
-            buf[n++] = '0';
-        memcpy(buf + n, dg, (size_t)p);
-        n += (size_t)p;
-    }
-    buf[n] = '\0';
+    char out[PQ_VALUE_BUFSIZE];
+    format_value(v, out);
+    if (size) mw_strlcpy(buf, out, size);
 }

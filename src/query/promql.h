@@ -152,7 +152,14 @@ int pq_eval(mw_store *store, const pq_node *expr, int64_t start, int64_t end, in
 void pq_result_free(pq_result *r);
 
 /* Value formatting as Prometheus does (Go's strconv 'f', -1): shortest
- * representation that reads back to the same double, no exponent. */
+ * representation that reads back to the same double, no exponent. A buffer
+ * of PQ_VALUE_BUFSIZE bytes holds every answer; a shorter one gets the
+ * answer cut as snprintf cuts it. */
 void pq_format_value(double v, char *buf, size_t size);
+/* The longest answer is "-0." and 324 decimals, and its NUL: the spacing of
+ * the smallest doubles is 2^-1074 (about 4.9e-324), so a decimal ending at
+ * 10^-324 always reads back, and the shortest one ends there or before
+ * (-3 * 2^-1074 is -0.000...015, 327 characters). DBL_MAX has 309 digits. */
+#define PQ_VALUE_BUFSIZE 328
 
 #endif

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # promql_api.sh - the Prometheus query API of the agent as Grafana calls it:
-# envelope, value encoding, GET and form POST, RFC 3339 and float times,
+# envelope, value encoding (Go's shortest fixed notation, 1e100 and
+# 1.5e-300 written out in full), GET and form POST, RFC 3339 and float times,
 # duration and float steps, series/labels/label values, buildinfo, metadata,
 # and the error types and status codes of bad queries and parameters.
 source "$(dirname "$0")/lib.sh"
@@ -39,6 +40,27 @@ expect_eq "RFC 3339 with an offset" \
 expect_eq "string" \
     '200 {"status":"success","data":{"resultType":"string","result":[1700000000,"hi"]}}' \
     "$(call --get --data-urlencode 'query="hi"' --data-urlencode "time=$T0" "$AGENT_URL/api/v1/query")"
+# Values as Go's strconv.FormatFloat(v, 'f', -1, 64) writes them, however
+# long: 1e100 is 1 and 100 zeros, 1.5e-300 is "0.", 299 zeros and 15.
+e100="1$(printf '%0100d' 0)"
+e_300="0.$(printf '%0299d' 0)15"
+expect_eq "vector(1e100), instant" \
+    "200 {\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{},\"value\":[1700000000,\"$e100\"]}]}}" \
+    "$(call --get --data-urlencode 'query=vector(1e100)' --data-urlencode "time=$T0" "$AGENT_URL/api/v1/query")"
+expect_eq "vector(1.5e-300), instant" \
+    "200 {\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{},\"value\":[1700000000,\"$e_300\"]}]}}" \
+    "$(call --get --data-urlencode 'query=vector(1.5e-300)' --data-urlencode "time=$T0" "$AGENT_URL/api/v1/query")"
+expect_eq "scalar -1e100, instant" \
+    "200 {\"status\":\"success\",\"data\":{\"resultType\":\"scalar\",\"result\":[1700000000,\"-$e100\"]}}" \
+    "$(call --get --data-urlencode 'query=-1e100' --data-urlencode "time=$T0" "$AGENT_URL/api/v1/query")"
+expect_eq "vector(1e100) and vector(1.5e-300), range" \
+    "200 {\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{},\"values\":[[1700000000,\"$e100\"],[1700000060,\"$e100\"]]},{\"metric\":{\"a\":\"b\"},\"values\":[[1700000000,\"$e_300\"],[1700000060,\"$e_300\"]]}]}}" \
+    "$(call --get --data-urlencode 'query=vector(1e100) or label_replace(vector(1.5e-300), "a", "b", "", "")' --data-urlencode "start=$T0" --data-urlencode "end=$((T0 + 60))" --data-urlencode 'step=60' "$AGENT_URL/api/v1/query_range")"
+expect_eq "count_values label of 1e100" \
+    "200 {\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{\"v\":\"$e100\"},\"value\":[1700000000,\"1\"]}]}}" \
+    "$(call --get --data-urlencode 'query=count_values("v", vector(1e100))' --data-urlencode "time=$T0" "$AGENT_URL/api/v1/query")"
+expect_eq "mlwatch query prints them as the API answers" "$e100" \
+    "$("$MLWATCH_BIN" query --url "$AGENT_URL" --time "$T0" 'scalar(vector(1e100))')"
 expect_eq "range query by form POST, duration step" \
     '200 {"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"api_req_total","instance":"a","job":"api"},"values":[[1700000000,"10"],[1700000030,"10"],[1700000060,"70"]]},{"metric":{"__name__":"api_req_total","instance":"b","job":"api"},"values":[[1700000000,"1.5"],[1700000030,"1.5"]]}]}}' \
     "$(call --data-urlencode 'query=api_req_total' --data-urlencode "start=$T0" --data-urlencode "end=$((T0 + 60))" --data-urlencode 'step=30s' "$AGENT_URL/api/v1/query_range")"
