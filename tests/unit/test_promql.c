@@ -194,6 +194,9 @@ static int same(double a, double b)
 {
     if (isnan(a) && isnan(b)) return 1;
     if (a == b) return 1;
+    /* Infinite and finite differ: the relative bound below, infinite
+     * itself, would take 1 for +Inf. */
+    if (isinf(a) || isinf(b)) return 0;
     return fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b));
 }
 

@@ -22,6 +22,8 @@ def same(a, b):
         return True
     if a == b:
         return True
+    if math.isinf(a) or math.isinf(b):  # else inf - 1 <= 1e-9 * inf
+        return False
     return abs(a - b) <= 1e-9 * max(abs(a), abs(b))
 
 def norm(data):

@@ -1,6 +1,7 @@
 # gen_data.py T0_MS: the data set of promql_compare.sh, one sample a line,
 # series by series in time order: counters with a reset, gauges with NaN, a
-# series that goes stale and returns, classic histogram buckets.
+# series that goes stale and returns, classic histogram buckets (and
+# histograms at histogram_quantile's edges).
 import math, sys
 
 t0 = int(sys.argv[1])
@@ -46,5 +47,14 @@ for job, scale in [("api", 1), ("db", 3)]:
     for le, frac in [("0.1", 0.2), ("0.5", 0.6), ("1", 0.9), ("+Inf", 1.0)]:
         series("lat_bucket", [("job", job), ("le", le)],
                [repr(math.floor(i * 10 * scale * frac)) for i in range(n)])
+
+# histogram_quantile's edges: no +Inf bucket, a +Inf count below the
+# previous bucket's, a lone +Inf bucket, no observations (le="-1" first).
+for name, buckets in [("hq_noinf_bucket", [("0.1", 10), ("1", 20)]),
+                      ("hq_nonmono_bucket", [("0.1", 10), ("0.5", 30), ("1", 40), ("+Inf", 35)]),
+                      ("hq_infonly_bucket", [("+Inf", 10)]),
+                      ("hq_empty_bucket", [("-1", 0), ("1", 0), ("+Inf", 0)])]:
+    for le, count in buckets:
+        series(name, [("le", le)], [repr(i * count) for i in range(n)])
 
 print("\n".join(out))
