@@ -3,13 +3,16 @@
  * sharing a GPU by utilization (and by memory), MIG slices, the idle
  * policies, the estimation model, IPMI node power and component "other",
  * a GPU counter reset, a RAPL wrap through the real collector, CO2 per
- * interval. Every interval of every scenario checks conservation: all
+ * interval, power that changes between readings (a ramp, uneven intervals
+ * and a spike on the node meter's trapezoid; a burst only a GPU's energy
+ * counter sees). Every interval of every scenario checks conservation: all
  * container energy samples add up to the node energy fed in. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "core/util.h"
 #include "derive/energy.h"
 #include "testutil.h"
 
@@ -437,6 +440,119 @@ static void ipmi_other(void **state)
     mw_energy_free(e);
 }
 
+/* Power that changes between readings. The node meter (IPMI DCMI, or an
+ * ACPI power meter through hwmon) is sampled power: the model takes the
+ * trapezoid between consecutive readings, the exact energy of power moving
+ * linearly between them, so each interval's joules are written out below.
+ * RAPL (40 W) and the pod's CPU time are counters. The pod runs all the
+ * node's busy time, so it is paid everything, and the node's meter, its
+ * exported total, component other and the pod's total are checked every
+ * interval. */
+typedef struct meter_case {
+    const char *name;
+    int n;
+    int64_t ms[5];
+    double watts[5], joules[5]; /* joules of the interval ending at ms[i] */
+} meter_case;
+
+static const meter_case METER_CASES[] = {
+    /* (100 + 200) / 2, (200 + 300) / 2, (300 + 400) / 2; the last reading
+     * would give 200, 300, 400. */
+    {"ramp 100 to 400 W", 4, {0, 1000, 2000, 3000}, {100, 200, 300, 400}, {0, 150, 250, 350}},
+    /* 1 s, 2.5 s, 0.5 s: (100 + 300) / 2 * 1, (300 + 50) / 2 * 2.5,
+     * (50 + 250) / 2 * 0.5. */
+    {"uneven intervals", 4, {0, 1000, 3500, 4000}, {100, 300, 50, 250}, {0, 200, 437.5, 75}},
+    /* One reading at 1000 W: the rise and the fall share it, 550 J each
+     * (the last reading would give 1000 J, then 100 J). */
+    {"spike", 5, {0, 1000, 2000, 3000, 4000}, {100, 100, 1000, 100, 100}, {0, 100, 550, 550, 100}},
+};
+
+static const mw_metric_desc HWMON_P = {"mlwatch_hwmon_power_watts", "", "watts", MW_GAUGE};
+
+static void node_meter_between_readings(void **state)
+{
+    (void)state;
+    for (int src = 0; src < 2; src++) /* IPMI, then the hwmon power meter */
+        for (size_t c = 0; c < MW_ARRAY_LEN(METER_CASES); c++) {
+            const meter_case *mc = &METER_CASES[c];
+            mw_energy *e = model(MW_IDLE_CPU);
+            double node = 0, other = 0;
+            for (int i = 0; i < mc->n; i++) {
+                double t = (double)mc->ms[i] / 1000, dt = i ? t - (double)mc->ms[i - 1] / 1000 : 0;
+                mw_snapshot *s = at(mc->ms[i]);
+                node_cpu(s, 2, 1.5 * t, 0.5 * t);
+                pod_cpu(s, "ml", "a", "main", 1.5 * t);
+                mw_emit(s, &RAPL, 40 * t, "zone", "package-0", MW_END);
+                if (src == 0)
+                    mw_emit(s, &IPMI, mc->watts[i], MW_END);
+                else
+                    mw_emit(s, &HWMON_P, mc->watts[i], "chip", "power_meter", "sensor", "power1",
+                            MW_END);
+                mw_energy_step(e, s, -1);
+                node += mc->joules[i];
+                other += i ? mc->joules[i] - 40 * dt : 0;
+                assert_conserved(e, s, node);
+                const mw_energy_interval *iv = mw_energy_last(e);
+                if (i) {
+                    if (fabs(iv->node_joules - mc->joules[i]) > 1e-9)
+                        fail_msg("%s, %s, interval %d: node %.17g J, want %.17g", mc->name,
+                                 src ? "hwmon" : "ipmi", i, iv->node_joules, mc->joules[i]);
+                    assert_near(iv->component[MW_EC_OTHER][MW_EK_DYNAMIC] +
+                                    iv->component[MW_EC_OTHER][MW_EK_IDLE],
+                                mc->joules[i] - 40 * dt);
+                }
+                assert_near(cj(s, "a", "other", "dynamic") + cj(s, "a", "other", "idle"), other);
+                assert_near(cj(s, "a", "cpu", "dynamic") + cj(s, "a", "cpu", "idle") +
+                                cj(s, "a", "other", "dynamic") + cj(s, "a", "other", "idle"),
+                            node);
+                double v = 0;
+                if (src == 0) {
+                    assert_int_equal(mw_snapshot_get(s, "mlwatch_node_energy_joules_total", &v,
+                                                     "source", "ipmi", "zone", "node", MW_END),
+                                     0);
+                    assert_near(v, node);
+                }
+                mw_snapshot_free(s);
+            }
+            mw_energy_free(e);
+        }
+}
+
+/* A GPU with an energy counter: the counter's difference is the energy,
+ * whatever the power readings say. Here the power reads 100 W at both ends
+ * of each 1 s interval while the counter saw a 0.2 s burst at 1000 W in the
+ * second one (100 * 0.8 + 1000 * 0.2 = 280 J), and a ramp from 100 to
+ * 300 W in the third (200 J); sampled power would give 100 J for each. */
+static void gpu_counter_between_readings(void **state)
+{
+    (void)state;
+    mw_energy *e = model(MW_IDLE_NONE);
+    const double counter[] = {1000, 1100, 1380, 1580}, want[] = {0, 100, 280, 200};
+    double total = 0;
+    for (int i = 0; i < 4; i++) {
+        mw_snapshot *s = at(i * 1000);
+        mw_emit(s, &GPU_E, counter[i], "gpu", "0", "uuid", "GPU-0", MW_END);
+        mw_emit(s, &GPU_P, 100, "gpu", "0", "uuid", "GPU-0", MW_END);
+        gpu_util(s, "solo", 1);
+        mw_energy_step(e, s, -1);
+        total += want[i];
+        assert_conserved(e, s, total);
+        const mw_energy_interval *iv = mw_energy_last(e);
+        if (i)
+            assert_near(iv->component[MW_EC_GPU][MW_EK_DYNAMIC] +
+                            iv->component[MW_EC_GPU][MW_EK_IDLE],
+                        want[i]);
+        assert_near(cj(s, "solo", "gpu", "dynamic") + cj(s, "solo", "gpu", "idle"), total);
+        double v = 0;
+        assert_int_equal(mw_snapshot_get(s, "mlwatch_node_energy_joules_total", &v, "source", "gpu",
+                                         "zone", "0", MW_END),
+                         0);
+        assert_near(v, total);
+        mw_snapshot_free(s);
+    }
+    mw_energy_free(e);
+}
+
 /* CO2 integrates each interval's energy times that interval's intensity. */
 static void co2_per_interval(void **state)
 {
@@ -523,6 +639,8 @@ int main(void)
         cmocka_unit_test(estimated_model),
         cmocka_unit_test(cpu_ahead_of_node),
         cmocka_unit_test(ipmi_other),
+        cmocka_unit_test(node_meter_between_readings),
+        cmocka_unit_test(gpu_counter_between_readings),
         cmocka_unit_test(co2_per_interval),
         cmocka_unit_test(rapl_wrap_through_collector),
         cmocka_unit_test(container_restart),
