@@ -17,9 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-const char *const mw_store_refusal_names[8] = {
-    "malformed",    "out_of_order", "duplicate",     "series_limit",
-    "tenant_limit", "label_limit",  "samples_limit", "disk_full",
+const char *const mw_store_refusal_names[MW_REFUSE_COUNT] = {
+    "malformed",   "out_of_order",  "duplicate", "series_limit", "tenant_limit",
+    "label_limit", "samples_limit", "disk_full", "too_large",
 };
 
 void mw_store_default_limits(mw_store_limits *l)
@@ -704,7 +704,7 @@ void mw_store_get_stats(mw_store *s, mw_store_stats *o)
     o->series_created = atomic_load(&s->series_created);
     o->samples_appended = atomic_load(&s->samples_appended);
     o->samples_duplicate = atomic_load(&s->samples_duplicate);
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < MW_REFUSE_COUNT; i++)
         o->refused[i] = atomic_load(&s->refused[i]);
     mw_wal_stats ws;
     mw_wal_get_stats(s->wal, &ws);

@@ -106,21 +106,6 @@ void mw_select_labels_free(void *labels);
 int mw_store_snapshot(mw_store *s);
 int mw_store_compact(mw_store *s, int force);
 
-typedef struct mw_store_stats {
-    uint64_t series; /* active series in the head */
-    uint64_t series_created;
-    uint64_t samples_appended;
-    uint64_t samples_duplicate; /* exact duplicates skipped */
-    uint64_t wal_fsyncs, wal_write_errors;
-    uint64_t bytes_on_disk; /* WAL + chunk files + blocks + snapshot */
-    uint64_t blocks;
-    uint64_t head_memory_bytes;
-    uint64_t refused[8]; /* by mw_store_refusal */
-    uint64_t wal_records_replayed, wal_bytes_cut;
-    uint64_t unknown_series_samples; /* replay: samples of series never defined */
-    int restored_from_previous;      /* the latest head snapshot was unusable */
-    int disk_full;
-} mw_store_stats;
 typedef enum {
     MW_REFUSE_MALFORMED,
     MW_REFUSE_OUT_OF_ORDER,
@@ -130,8 +115,25 @@ typedef enum {
     MW_REFUSE_LABEL_LIMIT,
     MW_REFUSE_SAMPLES_LIMIT,
     MW_REFUSE_DISK_FULL,
+    MW_REFUSE_TOO_LARGE, /* over the decoding budget (remote_write.h) */
+    MW_REFUSE_COUNT,
 } mw_store_refusal;
-extern const char *const mw_store_refusal_names[8];
+typedef struct mw_store_stats {
+    uint64_t series; /* active series in the head */
+    uint64_t series_created;
+    uint64_t samples_appended;
+    uint64_t samples_duplicate; /* exact duplicates skipped */
+    uint64_t wal_fsyncs, wal_write_errors;
+    uint64_t bytes_on_disk; /* WAL + chunk files + blocks + snapshot */
+    uint64_t blocks;
+    uint64_t head_memory_bytes;
+    uint64_t refused[MW_REFUSE_COUNT]; /* by mw_store_refusal */
+    uint64_t wal_records_replayed, wal_bytes_cut;
+    uint64_t unknown_series_samples; /* replay: samples of series never defined */
+    int restored_from_previous;      /* the latest head snapshot was unusable */
+    int disk_full;
+} mw_store_stats;
+extern const char *const mw_store_refusal_names[MW_REFUSE_COUNT];
 void mw_store_get_stats(mw_store *s, mw_store_stats *out);
 /* Count a refusal that happened before the store saw the request (a body
  * that does not decode). */

@@ -46,7 +46,7 @@ struct mw_store {
     pthread_cond_t bg_cv;
     int stopping;
     /* counters */
-    _Atomic uint64_t refused[8];
+    _Atomic uint64_t refused[MW_REFUSE_COUNT];
     _Atomic uint64_t samples_appended, samples_duplicate, series_created;
     uint64_t replayed_records, wal_bytes_cut;
     uint64_t unknown_series_samples; /* replay: samples of series never defined */

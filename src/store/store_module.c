@@ -100,10 +100,13 @@ static void write_handler(void *cls, const mw_http_request *req, mw_http_respons
     }
     mw_rw_request r;
     char err[512];
-    if (mw_rw_decode((const uint8_t *)req->body, req->body_len, &r, err, sizeof(err)) < 0) {
+    int drc = mw_rw_decode((const uint8_t *)req->body, req->body_len, &r, err, sizeof(err));
+    if (drc < 0) {
         mw_rw_request_free(&r);
-        mw_store_count_refusal(m->store, MW_REFUSE_MALFORMED);
-        mw_http_text(resp, 400, "malformed remote-write body: %s; nothing was stored\n", err);
+        int too_large = drc == MW_RW_OVER_BUDGET;
+        mw_store_count_refusal(m->store, too_large ? MW_REFUSE_TOO_LARGE : MW_REFUSE_MALFORMED);
+        mw_http_text(resp, 400, "%s remote-write body: %s; nothing was stored\n",
+                     too_large ? "oversized" : "malformed", err);
         return;
     }
     int rc = mw_store_append(m->store, r.ts, r.n, MW_STORE_WAIT, err, sizeof(err));
@@ -251,7 +254,7 @@ static void module_derive(void *state, mw_snapshot *snap)
     mw_emit(snap, &DISK, (double)st.bytes_on_disk, MW_END);
     mw_emit(snap, &MEMORY, (double)st.head_memory_bytes, MW_END);
     mw_emit(snap, &BLOCKS, (double)st.blocks, MW_END);
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < MW_REFUSE_COUNT; i++)
         mw_emit(snap, &REFUSED, (double)st.refused[i], "reason", mw_store_refusal_names[i], MW_END);
     mw_emit(snap, &DISK_FULL, st.disk_full ? 1.0 : 0.0, MW_END);
     mw_emit(snap, &TORN, (double)st.wal_bytes_cut, MW_END);

@@ -5,6 +5,8 @@
  *       value round*100000+s at T0 + round*1000; prints "ACK round first last" after each
  *       2xx (flushed), "FAIL code body" otherwise; stops at the first connection error.
  *   store_rw_client one URL NAME LABEL VALUE T V   one sample; prints "STATUS body".
+ *   store_rw_client bomb URL N   a decompression bomb: N empty TimeSeries (2 bytes
+ *       each, ~48:1 once snappy-compressed); prints "STATUS body".
  * Encodes the protobuf by hand (field numbers of src/proto/remote.proto) so
  * that the test does not share the receiver's encoder. */
 #include <curl/curl.h>
@@ -143,7 +145,15 @@ int main(int argc, char **argv)
         printf("%ld %s", code, (char *)out.p);
         return 0;
     }
+    if (argc == 4 && strcmp(argv[1], "bomb") == 0) {
+        long n = atol(argv[3]);
+        for (long i = 0; i < n; i++)
+            lenfield(&req, 1, "", 0);
+        long code = post(c, argv[2], &req, &out);
+        printf("%ld %s", code, (char *)out.p);
+        return 0;
+    }
     fprintf(stderr, "usage: store_rw_client send URL SERIES ROUNDS BATCH T0_MS | one URL NAME "
-                    "LABEL VALUE T V\n");
+                    "LABEL VALUE T V | bomb URL N\n");
     return 2;
 }

@@ -1,7 +1,10 @@
 /* test_remote_write.c - remote-write bodies through protobuf-c, which the
  * agent loads on first use (src/core/lazylib.c): encoding
  * (src/proto/rw_encode.c) and decoding (src/store/remote_write.c) agree,
- * and strings left at their default are not freed as if allocated. */
+ * and strings left at their default are not freed as if allocated; the
+ * decoder's own walk: unknown fields skipped, metadata, refusals with their
+ * exact messages, and the memory budget counted before anything is
+ * allocated. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +17,7 @@
 #include "store/remote_write.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Runs first: nothing before it has encoded or decoded a message. */
@@ -71,11 +75,128 @@ static void default_strings_not_freed(void **state)
     assert_null(prometheus__label__unpack(NULL, sizeof(bad), bad));
 }
 
+/* Snappy-compress raw and decode it; the status, the message in err. */
+static int decode_raw(const void *raw, size_t n, mw_rw_request *r, char *err, size_t errsize)
+{
+    mw_buf body;
+    mw_buf_init(&body, 0);
+    assert_int_equal(mw_rw_snappy(raw, n, &body), 0);
+    err[0] = '\0';
+    int rc = mw_rw_decode((const uint8_t *)body.data, body.len, r, err, errsize);
+    mw_buf_free(&body);
+    return rc;
+}
+
+/* Fields the receiver does not know (a newer sender's) are skipped, of
+ * every wire type; metadata comes back with its type's name. */
+static void unknown_fields_and_metadata(void **state)
+{
+    (void)state;
+    static const uint8_t raw[] = {
+        0x0a, 0x19,                                                /* timeseries, 25 bytes */
+        0x0a, 0x08, 0x0a, 0x01, 'a',  0x12, 0x03, 'x',  'y',  'z', /* label a="xyz" */
+        0x18, 0x05,                                                /* field 3, varint: skipped */
+        0x12, 0x0b, 0x09, 0,    0,    0,    0,    0,    0,    0xf0, 0x3f, /* sample value 1.0 */
+        0x10, 0x07,                /* timestamp 7 (after the value) */
+        0x25, 1,    2,    3,    4, /* WriteRequest field 4, fixed32: skipped */
+        0x1a, 0x0a, 0x08, 0x01, 0x12, 0x01, 'm',  0x22, 0x01, 'h',  0x2a, 0x00, /* metadata */
+    };
+    mw_rw_request r;
+    char err[256];
+    assert_int_equal(decode_raw(raw, sizeof(raw), &r, err, sizeof(err)), 0);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.ts[0].nlabels, 1);
+    assert_string_equal(r.ts[0].labels[0].name, "a");
+    assert_string_equal(r.ts[0].labels[0].value, "xyz");
+    assert_int_equal(r.ts[0].nsamples, 1);
+    assert_int_equal(r.nsamples, 1);
+    assert_true(r.ts[0].samples[0].v == 1.0);
+    assert_int_equal(r.ts[0].samples[0].t, 7);
+    assert_int_equal(r.nmeta, 1);
+    assert_string_equal(r.meta[0].name, "m");
+    assert_string_equal(r.meta[0].type, "counter");
+    assert_string_equal(r.meta[0].help, "h");
+    assert_string_equal(r.meta[0].unit, "");
+    mw_rw_request_free(&r);
+}
+
+static void refusals_say_why(void **state)
+{
+    (void)state;
+    mw_rw_request r;
+    char err[256];
+    static const uint8_t nul[] = {0x0a, 0x07, 0x0a, 0x05, 0x0a, 0x03, 'a', 0, 'b'};
+    assert_int_equal(decode_raw(nul, sizeof(nul), &r, err, sizeof(err)), -1);
+    assert_string_equal(err, "protobuf: a label name contains a NUL byte");
+    mw_rw_request_free(&r);
+    static const uint8_t truncated[] = {0x0a, 0x05, 0x0a, 0x09, 0x0a};
+    assert_int_equal(decode_raw(truncated, sizeof(truncated), &r, err, sizeof(err)), -1);
+    assert_string_equal(err, "protobuf: field 1 is truncated");
+    mw_rw_request_free(&r);
+    static const uint8_t wrong_type[] = {0x08, 0x01};
+    assert_int_equal(decode_raw(wrong_type, sizeof(wrong_type), &r, err, sizeof(err)), -1);
+    assert_string_equal(err, "protobuf: WriteRequest.timeseries (field 1) has wire type 0 "
+                             "instead of 2");
+    mw_rw_request_free(&r);
+    static const uint8_t group[] = {0x0b};
+    assert_int_equal(decode_raw(group, sizeof(group), &r, err, sizeof(err)), -1);
+    assert_string_equal(err, "protobuf: field 1 has the unsupported wire type 3");
+    mw_rw_request_free(&r);
+}
+
+/* n empty TimeSeries: 2 bytes each on the wire, 96 bytes once decoded and
+ * appended (remote_write.c, SERIES_COST). */
+static int decode_empty_series(size_t n, mw_rw_request *r, char *err, size_t errsize)
+{
+    uint8_t *raw = malloc(2 * n);
+    assert_non_null(raw);
+    for (size_t i = 0; i < n; i++) {
+        raw[2 * i] = 0x0a;
+        raw[2 * i + 1] = 0;
+    }
+    int rc = decode_raw(raw, 2 * n, r, err, errsize);
+    free(raw);
+    return rc;
+}
+
+/* The decompressed limit is checked from the snappy header, before the
+ * body is decompressed; the budget as the walk counts, before the arrays
+ * are allocated: 32 MiB of series leave 16 MiB, 174,762 series of 96
+ * bytes. */
+static void budget_counted_before_allocating(void **state)
+{
+    (void)state;
+    mw_rw_request r;
+    char err[256];
+    assert_int_equal(decode_empty_series((MW_RW_MAX_DECODED / 2) + 1, &r, err, sizeof(err)),
+                     MW_RW_OVER_BUDGET);
+    assert_string_equal(err, "snappy: the body would decompress to 33554434 bytes, more than "
+                             "the limit of 33554432");
+    mw_rw_request_free(&r);
+    assert_int_equal(decode_empty_series(MW_RW_MAX_DECODED / 2, &r, err, sizeof(err)),
+                     MW_RW_OVER_BUDGET);
+    assert_string_equal(err, "the request needs more than the decoding budget of 50331648 bytes "
+                             "(33554432 decompressed bytes; counted before the budget ran out: "
+                             "174763 series, 0 labels, 0 samples)");
+    assert_true(r.arena.used_bytes == 0);
+    mw_rw_request_free(&r);
+    /* What fits is decoded: 98 bytes a series (2 on the wire, 96 decoded)
+     * in 48 MiB. */
+    assert_int_equal(decode_empty_series(513588, &r, err, sizeof(err)), 0);
+    assert_int_equal(r.n, 513588);
+    mw_rw_request_free(&r);
+    assert_int_equal(decode_empty_series(513589, &r, err, sizeof(err)), MW_RW_OVER_BUDGET);
+    mw_rw_request_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(loaded_by_first_message),
         cmocka_unit_test(default_strings_not_freed),
+        cmocka_unit_test(unknown_fields_and_metadata),
+        cmocka_unit_test(refusals_say_why),
+        cmocka_unit_test(budget_counted_before_allocating),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
