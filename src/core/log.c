@@ -21,6 +21,7 @@ static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
     uint64_t hash;
     int64_t last_ns;
+    uint64_t suppressed; /* lines of this key left out since it was last printed */
 } once_table[ONCE_SLOTS];
 
 static const char *level_names[] = {"debug", "info", "warn", "error"};
@@ -88,19 +89,34 @@ int mw_log_once(mw_log_level level, const char *component, const char *key, cons
     uint64_t h = fnv1a(component, key);
     int64_t now = mw_mono_ns();
     int print = 0;
+    uint64_t left_out = 0;
     pthread_mutex_lock(&log_lock);
     size_t slot = h % ONCE_SLOTS;
-    if (once_table[slot].hash != h ||
-        now - once_table[slot].last_ns >= (int64_t)quiet_period_s * 1000000000) {
+    if (once_table[slot].hash != h) {
         once_table[slot].hash = h;
         once_table[slot].last_ns = now;
+        once_table[slot].suppressed = 0;
         print = 1;
+    } else if (now - once_table[slot].last_ns >= (int64_t)quiet_period_s * 1000000000) {
+        once_table[slot].last_ns = now;
+        left_out = once_table[slot].suppressed;
+        once_table[slot].suppressed = 0;
+        print = 1;
+    } else {
+        once_table[slot].suppressed++;
     }
     pthread_mutex_unlock(&log_lock);
     if (!print) return 0;
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vlog(level, component, fmt, ap);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    /* The count says how often the cause recurred while it stayed quiet. */
+    if (left_out)
+        mw_log(level, component, "%s (%llu more like it since the last such line)", msg,
+               (unsigned long long)left_out);
+    else
+        mw_log(level, component, "%s", msg);
     return 1;
 }

@@ -18,7 +18,9 @@ void mw_log_set_quiet_period(int seconds);
 
 void mw_log(mw_log_level level, const char *component, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Returns 1 if the line was printed, 0 if suppressed. */
+/* Returns 1 if the line was printed, 0 if suppressed. A line printed again
+ * after its quiet period ends with how many were suppressed meanwhile:
+ * "... (N more like it since the last such line)". */
 int mw_log_once(mw_log_level level, const char *component, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

@@ -28,7 +28,10 @@
 /* Chunk files rotate at this size. */
 #define MW_CHUNK_FILE_MAX (256u << 20)
 
-enum { MW_SERIES_LIVE = 1, MW_SERIES_HAS_LAST = 2 };
+/* MW_SERIES_OWN: the agent appends its own samples to the series
+ * (mw_store_append_snapshot), so remote writers may not; kept in the head
+ * snapshot with the other flags. */
+enum { MW_SERIES_LIVE = 1, MW_SERIES_HAS_LAST = 2, MW_SERIES_OWN = 4 };
 
 typedef struct mw_series {
     uint8_t *chunk;     /* open chunk bytes (NULL when empty) */

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 const char *const mw_store_refusal_names[MW_REFUSE_COUNT] = {
-    "malformed",   "out_of_order",  "duplicate", "series_limit", "tenant_limit",
-    "label_limit", "samples_limit", "disk_full", "too_large",
+    "malformed",     "out_of_order", "duplicate", "series_limit", "tenant_limit", "label_limit",
+    "samples_limit", "disk_full",    "too_large", "future",       "own_series",
 };
 
 void mw_store_default_limits(mw_store_limits *l)
@@ -30,6 +30,7 @@ void mw_store_default_limits(mw_store_limits *l)
     l->max_label_value_len = 4096;
     l->max_labels = 64;
     l->max_samples_per_request = 1000000;
+    l->max_future_ms = MW_STORE_DEFAULT_MAX_FUTURE_MS;
 }
 
 void mw_store_path(const mw_store *s, const char *name, char *out, size_t size)

@@ -29,6 +29,10 @@ typedef struct mw_store_limits {
     uint32_t max_label_value_len;
     uint32_t max_labels; /* per series (at most 255) */
     uint64_t max_samples_per_request;
+    /* Samples stamped more than this after the store's clock are refused
+     * (400): one far in the future would make every later sample of its
+     * series out of order. 0 = no limit. */
+    int64_t max_future_ms;
 } mw_store_limits;
 
 typedef struct mw_store_options {
@@ -44,6 +48,9 @@ typedef struct mw_store_options {
     int64_t background_ms; /* period of the maintenance thread; 0 = 1 s, -1 = none */
 } mw_store_options;
 
+/* Prometheus' own TSDB refuses samples more than 10 minutes ahead of its
+ * clock; 5 leaves room for a writer whose clock runs a little fast. */
+#define MW_STORE_DEFAULT_MAX_FUTURE_MS (5 * 60 * 1000)
 void mw_store_default_limits(mw_store_limits *l);
 
 /* Open (creating) the store in o->dir and recover it. NULL with a one-line
@@ -66,9 +73,10 @@ typedef struct mw_store_ts {
     size_t nsamples;
 } mw_store_ts;
 
-/* How a write ended: 0 stored (and durable when wait was set); 400 invalid
- * or out of order, 429 over a series limit, 503 storage unavailable (disk
- * full). For 400 and 429 nothing of the write was stored. */
+/* How a write ended: 0 stored (and durable when wait was set); 400 invalid,
+ * out of order, too far in the future or into one of the agent's own
+ * series, 429 over a series limit, 503 storage unavailable (disk full). For
+ * 400 and 429 nothing of the write was stored. */
 enum { MW_STORE_WAIT = 1 };
 int mw_store_append(mw_store *s, mw_store_ts *ts, size_t n, int flags, char *msg, size_t msgsize);
 /* Append a collection snapshot (the agent's own metrics, __name__ from the
@@ -115,7 +123,9 @@ typedef enum {
     MW_REFUSE_LABEL_LIMIT,
     MW_REFUSE_SAMPLES_LIMIT,
     MW_REFUSE_DISK_FULL,
-    MW_REFUSE_TOO_LARGE, /* over the decoding budget (remote_write.h) */
+    MW_REFUSE_TOO_LARGE,  /* over the decoding budget (remote_write.h) */
+    MW_REFUSE_FUTURE,     /* a sample too far in the future */
+    MW_REFUSE_OWN_SERIES, /* a remote write into one of the agent's own series */
     MW_REFUSE_COUNT,
 } mw_store_refusal;
 typedef struct mw_store_stats {

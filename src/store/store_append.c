@@ -63,6 +63,9 @@ static int label_cmp(const void *a, const void *b)
     return strcmp(((const mw_label *)a)->name, ((const mw_label *)b)->name);
 }
 
+/* The cause of this thread's latest refusal, for the own-samples log. */
+static _Thread_local mw_store_refusal last_refusal;
+
 static int refuse(mw_store *s, mw_store_refusal why, int status, char *msg, size_t msgsize,
                   const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 static int refuse(mw_store *s, mw_store_refusal why, int status, char *msg, size_t msgsize,
@@ -73,6 +76,7 @@ static int refuse(mw_store *s, mw_store_refusal why, int status, char *msg, size
     vsnprintf(msg, msgsize, fmt, ap);
     va_end(ap);
     atomic_fetch_add(&s->refused[why], 1);
+    last_refusal = why;
     return status;
 }
 
@@ -195,7 +199,28 @@ static int check_tenants(mw_store *s, req_series *rs, size_t nrs, char *msg, siz
     return rc;
 }
 
-int mw_store_append(mw_store *s, mw_store_ts *ts, size_t n, int flags, char *msg, size_t msgsize)
+/* A sample far ahead of the clock would make every later sample of its
+ * series out of order until that time comes (a writer's sample ten years
+ * ahead stopped the agent's own series for good). */
+static int check_future(mw_store *s, const mw_store_ts *ts, int64_t horizon, char *msg,
+                        size_t msgsize)
+{
+    for (size_t j = 0; j < ts->nsamples; j++) {
+        if (ts->samples[j].t <= horizon) continue;
+        char l[320];
+        fmt_labels(ts->labels, ts->nlabels, l, sizeof(l));
+        return refuse(s, MW_REFUSE_FUTURE, 400, msg, msgsize,
+                      "sample too far in the future for series %s: timestamp %lld is more than "
+                      "%lld ms after the store's clock; nothing of this request was stored",
+                      l, (long long)ts->samples[j].t, (long long)s->opt.limits.max_future_ms);
+    }
+    return 0;
+}
+
+/* own: the agent's own samples, which mark their series MW_SERIES_OWN;
+ * a remote write (own 0) into such a series is refused. */
+static int append(mw_store *s, mw_store_ts *ts, size_t n, int flags, int own, char *msg,
+                  size_t msgsize)
 {
     msg[0] = '\0';
     uint64_t total = 0;
@@ -206,8 +231,11 @@ int mw_store_append(mw_store *s, mw_store_ts *ts, size_t n, int flags, char *msg
         return refuse(s, MW_REFUSE_SAMPLES_LIMIT, 400, msg, msgsize,
                       "request has %llu samples, more than the limit of %llu per request",
                       (unsigned long long)total, (unsigned long long)maxs);
+    int64_t max_future = s->opt.limits.max_future_ms;
+    int64_t horizon = max_future > 0 ? mw_now_ms() + max_future : INT64_MAX;
     for (size_t i = 0; i < n; i++) {
         int rc = check_labels(s, &ts[i], i, msg, msgsize);
+        if (!rc) rc = check_future(s, &ts[i], horizon, msg, msgsize);
         if (rc) return rc;
     }
     int werr = mw_wal_error(s->wal);
@@ -244,6 +272,14 @@ int mw_store_append(mw_store *s, mw_store_ts *ts, size_t n, int flags, char *msg
             uint32_t id;
             if (mw_head_lookup(h, ts[i].labels, ts[i].nlabels, hash[i], &id) == 0) {
                 const mw_series *se = mw_head_series(h, id);
+                if (!own && (se->flags & MW_SERIES_OWN)) {
+                    fmt_labels(ts[i].labels, ts[i].nlabels, l, sizeof(l));
+                    status = refuse(s, MW_REFUSE_OWN_SERIES, 400, msg, msgsize,
+                                    "series %s is the agent's own: remote writes may not add "
+                                    "to it; nothing of this request was stored",
+                                    l);
+                    break;
+                }
                 *r = (req_series){id, (se->flags & MW_SERIES_HAS_LAST) != 0, se->enc.t,
                                   se->enc.vbits, NULL};
             } else {
@@ -309,6 +345,7 @@ int mw_store_append(mw_store *s, mw_store_ts *ts, size_t n, int flags, char *msg
                 atomic_fetch_add(&s->series_created, 1);
             }
             mw_series *se = mw_head_series(h, r->id);
+            if (own) se->flags |= MW_SERIES_OWN;
             for (size_t j = 0; j < ts[i].nsamples; j++) {
                 const mw_store_sample *sm = &ts[i].samples[j];
                 /* Duplicates are logged too (replay skips them the same
@@ -360,16 +397,26 @@ int mw_store_append(mw_store *s, mw_store_ts *ts, size_t n, int flags, char *msg
     return 0;
 }
 
+int mw_store_append(mw_store *s, mw_store_ts *ts, size_t n, int flags, char *msg, size_t msgsize)
+{
+    return append(s, ts, n, flags, 0, msg, msgsize);
+}
+
 /* Append n prepared series; one bad series (a collector bug) must not lose
- * the whole cycle: skip the series the store refuses, store the rest. */
+ * the whole cycle: skip the series the store refuses, store the rest. The
+ * log has one line per cause (not per series, whose message changes every
+ * cycle with its timestamp) per quiet period, with a count. */
 static int append_own(mw_store *s, mw_store_ts *ts, size_t n, char *msg, size_t msgsize)
 {
-    int rc = mw_store_append(s, ts, n, 0, msg, msgsize);
+    int rc = append(s, ts, n, 0, 1, msg, msgsize);
     if (rc == 400) {
         for (size_t i = 0; i < n; i++) {
             char m2[512];
-            if (mw_store_append(s, &ts[i], 1, 0, m2, sizeof(m2)) == 0) continue;
-            mw_log_once(MW_LOG_WARN, "store", m2, "own sample not stored: %s", m2);
+            if (append(s, &ts[i], 1, 0, 1, m2, sizeof(m2)) == 0) continue;
+            char key[64];
+            snprintf(key, sizeof(key), "own sample refused: %s",
+                     mw_store_refusal_names[last_refusal]);
+            mw_log_once(MW_LOG_WARN, "store", key, "own sample not stored: %s", m2);
         }
         rc = 0;
     }

@@ -210,6 +210,9 @@ static void module_routes(void *state, mw_http_server *http)
     o.limits.max_label_value_len = (uint32_t)cfg->store_max_label_value_length;
     o.limits.max_labels = (uint32_t)cfg->store_max_labels;
     o.limits.max_samples_per_request = (uint64_t)cfg->store_max_samples_per_request;
+    /* TODO(option): a --store-max-future flag once the parts declare their
+     * own options (issue 22); until then the default, 5 minutes. */
+    o.limits.max_future_ms = MW_STORE_DEFAULT_MAX_FUTURE_MS;
     o.no_sync = getenv("MLWATCH_STORE_NO_FSYNC") != NULL; /* benchmarks of CPU cost only */
     /* Millions of small, long-lived chunk buffers share the heap with each
      * request's short-lived decoding arena (megabytes). Large blocks go to

@@ -11,7 +11,9 @@
 CLIENT=$WORK/client
 cc -O1 -o "$CLIENT" "$MLWATCH_SRC/tests/integration/store_rw_client.c" -lsnappy -lcurl ||
     fail "cannot compile the remote-write client"
-T0=$(( $(date +%s) * 1000 - 3600000 ))
+# 12 hours back: the kill -9 rounds write up to T0 + 8.6 h, and the store
+# refuses samples more than 5 minutes ahead of its clock.
+T0=$(( $(date +%s) * 1000 - 12 * 3600000 ))
 
 start_store_agent() { # DATADIR ARGS...
     local dd=$1
