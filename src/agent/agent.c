@@ -55,14 +55,18 @@ static void healthy_handler(void *cls, const mw_http_request *req, mw_http_respo
     mw_http_text(resp, 200, "mlwatch is healthy\n");
 }
 
+/* cls: the module set, whose modules may say they cannot serve (the
+ * store while disabled). */
 static void ready_handler(void *cls, const mw_http_request *req, mw_http_response *resp)
 {
-    (void)cls;
     (void)req;
-    if (atomic_load(&ready))
-        mw_http_text(resp, 200, "mlwatch is ready\n");
-    else
+    char why[600];
+    if (!atomic_load(&ready))
         mw_http_text(resp, 503, "mlwatch is starting: no collection has completed yet\n");
+    else if (mw_module_set_ready(cls, why, sizeof(why)) < 0)
+        mw_http_text(resp, 503, "mlwatch is not ready: %s\n", why);
+    else
+        mw_http_text(resp, 200, "mlwatch is ready\n");
 }
 
 typedef struct runtime {
@@ -171,7 +175,7 @@ int mw_agent_run(const mw_config *cfg)
     mw_http_server *http = mw_http_new(0);
     mw_http_route(http, "GET", "/metrics", 0, mw_metrics_handler, pub);
     mw_http_route(http, "GET", "/-/healthy", 0, healthy_handler, NULL);
-    mw_http_route(http, "GET", "/-/ready", 0, ready_handler, NULL);
+    mw_http_route(http, "GET", "/-/ready", 0, ready_handler, rt.modules);
     mw_module_set_routes(rt.modules, http);
     mw_http_route(http, "GET", "/", 1, landing_handler, NULL);
     char err[512];

@@ -34,6 +34,9 @@ typedef struct mw_module {
     void (*derive)(void *state, mw_snapshot *snap);        /* optional */
     void (*consume)(void *state, const mw_snapshot *snap); /* optional */
     void (*destroy)(void *state);                          /* optional */
+    /* optional, called from HTTP threads for /-/ready: 0 when the module
+     * serves, or -1 with why it does not (the store while disabled). */
+    int (*ready)(void *state, char *why, size_t size);
 } mw_module;
 
 extern const mw_module *const mw_modules[];
@@ -46,6 +49,9 @@ mw_module_set *mw_module_set_new(const mw_env *env, int oneshot);
 void mw_module_set_routes(mw_module_set *set, mw_http_server *http);
 void mw_module_set_derive(mw_module_set *set, mw_snapshot *snap);
 void mw_module_set_consume(mw_module_set *set, const mw_snapshot *snap);
+/* 0 when every module is ready, or -1 with "NAME: why" of the first that
+ * is not. */
+int mw_module_set_ready(mw_module_set *set, char *why, size_t size);
 void mw_module_set_free(mw_module_set *set);
 
 #endif

@@ -84,6 +84,18 @@ void mw_module_set_consume(mw_module_set *set, const mw_snapshot *snap)
         if (set->items[i].m->consume) set->items[i].m->consume(set->items[i].state, snap);
 }
 
+int mw_module_set_ready(mw_module_set *set, char *why, size_t size)
+{
+    for (size_t i = 0; i < set->n; i++) {
+        const mw_module *m = set->items[i].m;
+        char reason[512];
+        if (!m->ready || m->ready(set->items[i].state, reason, sizeof(reason)) == 0) continue;
+        snprintf(why, size, "%s: %s", m->name, reason);
+        return -1;
+    }
+    return 0;
+}
+
 void mw_module_set_free(mw_module_set *set)
 {
     if (!set) return;

@@ -1,14 +1,16 @@
 /* store_query.c - the store module with the PromQL HTTP API over it: the
  * agent's wiring of store/ and query/. The store knows nothing of queries
  * and the query API nothing of modules; this module runs the store module
- * (store/store_module.c) and, once its store is open, registers the query
- * API (query/api.c) over it, with the metadata for /api/v1/metadata noted
- * from each snapshot and from remote-write requests. */
+ * (store/store_module.c) and registers the query API (query/api.c) over
+ * it, which answers 503 until the store is open (at start, or when a store
+ * that could not open comes back), with the metadata for /api/v1/metadata
+ * noted from each snapshot and from remote-write requests. */
 #include "module.h"
 #include "../core/util.h"
 #include "../query/api.h"
 #include "../store/store_module.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 
 typedef struct store_query {
@@ -20,6 +22,12 @@ typedef struct store_query {
 static void note_metadata(void *ctx, const mw_rw_metadata *meta)
 {
     mw_metadata_set(ctx, meta->name, meta->type, meta->help, meta->unit);
+}
+
+static void store_opened(void *ctx, mw_store *store)
+{
+    store_query *q = ctx;
+    atomic_store(&q->api.store, store);
 }
 
 static int store_query_init(const mw_env *env, void **state)
@@ -37,10 +45,10 @@ static int store_query_init(const mw_env *env, void **state)
 static void store_query_routes(void *state, mw_http_server *http)
 {
     store_query *q = state;
-    mw_module_store.routes(q->store_module, http);
-    q->api.store = mw_store_module_store(q->store_module);
     q->api.meta = mw_metadata_new();
+    mw_store_module_on_open(q->store_module, store_opened, q);
     mw_store_module_on_metadata(q->store_module, note_metadata, q->api.meta);
+    mw_module_store.routes(q->store_module, http);
     pq_default_limits(&q->api.limits);
     q->api.limits.max_samples = (size_t)q->cfg->query_max_samples;
     q->api.limits.timeout_ms = q->cfg->query_timeout_ms;
@@ -62,6 +70,12 @@ static void store_query_consume(void *state, const mw_snapshot *snap)
     mw_module_store.consume(q->store_module, snap);
 }
 
+static int store_query_ready(void *state, char *why, size_t size)
+{
+    store_query *q = state;
+    return mw_module_store.ready(q->store_module, why, size);
+}
+
 static void store_query_destroy(void *state)
 {
     store_query *q = state;
@@ -78,4 +92,5 @@ const mw_module mw_module_store_query = {
     .derive = store_query_derive,
     .consume = store_query_consume,
     .destroy = store_query_destroy,
+    .ready = store_query_ready,
 };

@@ -128,6 +128,15 @@ static void respond_error(mw_http_response *resp, int status, const char *fmt, .
     respond_json(resp, status, root);
 }
 
+/* The store could not open (or is being reopened): 503, as Prometheus
+ * answers while its TSDB is not ready. */
+static void respond_store_unavailable(mw_http_response *resp)
+{
+    respond_json(resp, 503,
+                 json_pack("{s:s, s:s, s:s}", "status", "error", "errorType", "unavailable",
+                           "error", "store unavailable"));
+}
+
 static void respond_data(mw_http_response *resp, json_t *data)
 {
     respond_json(resp, 200, json_pack("{s:s, s:o}", "status", "success", "data", data));
@@ -398,7 +407,7 @@ static void query_handler(void *cls, const mw_http_request *req, mw_http_respons
         goto done;
     }
     if (!api->store) {
-        respond_error(resp, 422, "store unavailable");
+        respond_store_unavailable(resp);
         goto done;
     }
     pq_result r;
@@ -432,7 +441,7 @@ static int for_series(mw_query_api *api, mw_http_response *resp, const params *p
         parse_time_param(resp, p, "end", INT64_MAX / 2, &end) < 0)
         return -1;
     if (!api->store) {
-        respond_error(resp, 422, "store unavailable");
+        respond_store_unavailable(resp);
         return -1;
     }
     int nmatch = 0;

@@ -8,7 +8,9 @@
 #include "promql.h"
 
 typedef struct mw_query_api {
-    mw_store *store; /* NULL: every query answers "store unavailable" */
+    /* NULL: every query answers 503 "store unavailable". Atomic: the store
+     * module sets it when a store that could not open comes back. */
+    mw_store *_Atomic store;
     pq_limits limits;
     mw_metadata *meta; /* for /api/v1/metadata; NULL: an empty answer */
 } mw_query_api;

@@ -145,6 +145,9 @@ typedef struct mw_store_stats {
 } mw_store_stats;
 extern const char *const mw_store_refusal_names[MW_REFUSE_COUNT];
 void mw_store_get_stats(mw_store *s, mw_store_stats *out);
+/* 0 while the WAL can be written, or -1 with why not ("cannot write the
+ * WAL in DIR: No space left on device"); cheap, for readiness checks. */
+int mw_store_writable(mw_store *s, char *why, size_t size);
 /* Count a refusal that happened before the store saw the request (a body
  * that does not decode). */
 void mw_store_count_refusal(mw_store *s, mw_store_refusal r);

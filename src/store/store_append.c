@@ -402,6 +402,14 @@ int mw_store_append(mw_store *s, mw_store_ts *ts, size_t n, int flags, char *msg
     return append(s, ts, n, flags, 0, msg, msgsize);
 }
 
+int mw_store_writable(mw_store *s, char *why, size_t size)
+{
+    int werr = mw_wal_error(s->wal);
+    if (!werr) return 0;
+    snprintf(why, size, "cannot write the WAL in %s: %s", s->dir, strerror(-werr));
+    return -1;
+}
+
 /* Append n prepared series; one bad series (a collector bug) must not lose
  * the whole cycle: skip the series the store refuses, store the rest. The
  * log has one line per cause (not per series, whose message changes every

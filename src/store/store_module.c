@@ -5,7 +5,11 @@
  * The store opens when the agent registers its routes, so one-shot commands
  * (`mlwatch metrics`) never touch the data folder, and the agent reports
  * ready only once recovery is done. The PromQL API over it is the agent's
- * wiring (agent/store_query.c): the store knows nothing of queries. */
+ * wiring (agent/store_query.c): the store knows nothing of queries. A store
+ * that cannot open (a full disk, an I/O error, a folder another process
+ * holds) is retried every second by a thread of its own until it opens;
+ * meanwhile writes, queries and /-/ready answer 503 with the reason and
+ * mlwatch_store_up is 0. */
 #include "store_module.h"
 #include "../core/log.h"
 #include "../core/util.h"
@@ -13,16 +17,32 @@
 
 #include <limits.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Seconds between attempts to open a store that could not open. */
+#define REOPEN_EVERY_S 1
+
 typedef struct store_module {
     const mw_config *cfg;
-    mw_store *store;
+    mw_store *_Atomic store; /* NULL while disabled; set once, by the opener */
+    pthread_mutex_t mu;      /* open_error, stop */
+    pthread_cond_t cv;
     char open_error[512];
+    int stop;
+    int reopening; /* the reopen thread was started */
+    int opened;    /* routes() ran: an agent, not a one-shot `mlwatch metrics` */
+    pthread_t reopen_thread;
+    char dir[PATH_MAX + 8];
+    mw_store_options opts;
     mw_store_metadata_fn on_metadata; /* remote-write metadata, for the layers above */
     void *on_metadata_ctx;
+    mw_store_open_fn on_open; /* a store that could not open did */
+    void *on_open_ctx;
 } store_module;
 
 static const mw_metric_desc ACTIVE = {"mlwatch_store_active_series",
@@ -56,6 +76,10 @@ static const mw_metric_desc REFUSED = {"mlwatch_store_refused_requests_total",
 static const mw_metric_desc DISK_FULL = {"mlwatch_store_disk_full",
                                          "1 while the WAL cannot be written (ingest gets 503).", "",
                                          MW_GAUGE};
+static const mw_metric_desc UP = {"mlwatch_store_up",
+                                  "1 while the store accepts writes; 0 while it is disabled (its "
+                                  "folder cannot be opened) or its WAL cannot be written.",
+                                  "", MW_GAUGE};
 static const mw_metric_desc TORN = {"mlwatch_store_wal_torn_bytes",
                                     "Bytes of torn or corrupt WAL tail cut off at the last start.",
                                     "bytes", MW_GAUGE};
@@ -65,25 +89,54 @@ static int module_init(const mw_env *env, void **state)
     if (!env->cfg->store) return MW_COLLECTOR_ABSENT;
     store_module *m = mw_xcalloc(1, sizeof(*m));
     m->cfg = env->cfg;
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_cond_init(&m->cv, NULL);
     *state = m;
     return 0;
 }
 
-/* 1 when the store is open; else answers 503 with why it did not open. */
-static int store_ready(const store_module *m, mw_http_response *resp)
+/* The store, or NULL with why it is unavailable in why. */
+static mw_store *store_or_why(store_module *m, char *why, size_t size)
 {
-    if (m->store) return 1;
-    mw_http_text(resp, 503, "store unavailable: %s\n", m->open_error);
-    return 0;
+    mw_store *st = atomic_load(&m->store);
+    if (st) return st;
+    pthread_mutex_lock(&m->mu);
+    snprintf(why, size, "%s", m->open_error);
+    pthread_mutex_unlock(&m->mu);
+    return NULL;
+}
+
+/* The store; else answers 503 with why it is unavailable, and NULL. */
+static mw_store *store_ready(store_module *m, mw_http_response *resp)
+{
+    char why[512];
+    mw_store *st = store_or_why(m, why, sizeof(why));
+    if (!st) mw_http_text(resp, 503, "store unavailable: %s\n", why);
+    return st;
+}
+
+static int module_ready(void *state, char *why, size_t size)
+{
+    store_module *m = state;
+    char reason[512];
+    mw_store *st = store_or_why(m, reason, sizeof(reason));
+    if (!st) {
+        snprintf(why, size, "store unavailable: %s", reason);
+        return -1;
+    }
+    if (mw_store_writable(st, reason, sizeof(reason)) == 0) return 0;
+    snprintf(why, size, "store unavailable: %s", reason);
+    return -1;
 }
 
 static void write_handler(void *cls, const mw_http_request *req, mw_http_response *resp)
 {
     store_module *m = cls;
-    if (!store_ready(m, resp)) return;
+    mw_store *st = store_ready(m, resp);
+    if (!st) return;
     const char *enc = mw_http_header(req, "Content-Encoding");
     if (enc && strcasecmp(enc, "snappy") != 0) {
-        mw_store_count_refusal(m->store, MW_REFUSE_MALFORMED);
+        mw_store_count_refusal(st, MW_REFUSE_MALFORMED);
         mw_http_text(resp, 415,
                      "unsupported Content-Encoding '%.64s': remote write 1.0 bodies are snappy "
                      "blocks\n",
@@ -92,7 +145,7 @@ static void write_handler(void *cls, const mw_http_request *req, mw_http_respons
     }
     const char *ct = mw_http_header(req, "Content-Type");
     if (ct && strstr(ct, "io.prometheus.write.v2")) {
-        mw_store_count_refusal(m->store, MW_REFUSE_MALFORMED);
+        mw_store_count_refusal(st, MW_REFUSE_MALFORMED);
         mw_http_text(resp, 415,
                      "remote write 2.0 is not supported; send protocol 1.0 "
                      "(prometheus.WriteRequest)\n");
@@ -104,12 +157,12 @@ static void write_handler(void *cls, const mw_http_request *req, mw_http_respons
     if (drc < 0) {
         mw_rw_request_free(&r);
         int too_large = drc == MW_RW_OVER_BUDGET;
-        mw_store_count_refusal(m->store, too_large ? MW_REFUSE_TOO_LARGE : MW_REFUSE_MALFORMED);
+        mw_store_count_refusal(st, too_large ? MW_REFUSE_TOO_LARGE : MW_REFUSE_MALFORMED);
         mw_http_text(resp, 400, "%s remote-write body: %s; nothing was stored\n",
                      too_large ? "oversized" : "malformed", err);
         return;
     }
-    int rc = mw_store_append(m->store, r.ts, r.n, MW_STORE_WAIT, err, sizeof(err));
+    int rc = mw_store_append(st, r.ts, r.n, MW_STORE_WAIT, err, sizeof(err));
     for (size_t i = 0; rc == 0 && m->on_metadata && i < r.nmeta; i++)
         m->on_metadata(m->on_metadata_ctx, &r.meta[i]);
     mw_rw_request_free(&r);
@@ -135,7 +188,8 @@ static int64_t arg_ms(const mw_http_request *req, const char *name, int64_t def)
 static void read_handler(void *cls, const mw_http_request *req, mw_http_response *resp)
 {
     store_module *m = cls;
-    if (!store_ready(m, resp)) return;
+    mw_store *st = store_ready(m, resp);
+    if (!st) return;
     const char *name = mw_http_arg(req, "match");
     mw_matcher mt;
     char err[256];
@@ -148,7 +202,7 @@ static void read_handler(void *cls, const mw_http_request *req, mw_http_response
         nm = 1;
     }
     mw_select_result res;
-    int rc = mw_store_select(m->store, nm ? &mt : NULL, nm, arg_ms(req, "start", INT64_MIN),
+    int rc = mw_store_select(st, nm ? &mt : NULL, nm, arg_ms(req, "start", INT64_MIN),
                              arg_ms(req, "end", INT64_MAX), 50000000, &res, err, sizeof(err));
     if (nm) mw_matcher_free(&mt);
     if (rc < 0) {
@@ -185,23 +239,55 @@ static void read_handler(void *cls, const mw_http_request *req, mw_http_response
 static void admin_handler(void *cls, const mw_http_request *req, mw_http_response *resp)
 {
     store_module *m = cls;
-    if (!store_ready(m, resp)) return;
-    int rc = strcmp(req->path, "/api/v1/store/compact") == 0 ? mw_store_compact(m->store, 1)
-                                                             : mw_store_snapshot(m->store);
+    mw_store *st = store_ready(m, resp);
+    if (!st) return;
+    int rc = strcmp(req->path, "/api/v1/store/compact") == 0 ? mw_store_compact(st, 1)
+                                                             : mw_store_snapshot(st);
     if (rc < 0)
         mw_http_text(resp, 503, "failed: %s\n", strerror(-rc));
     else
         mw_http_text(resp, 200, "done\n");
 }
 
+/* Try to open the store every REOPEN_EVERY_S seconds until it opens (the
+ * disk has room again, the I/O error has cleared, the other process let
+ * go) or the module is destroyed. */
+static void *reopen_main(void *arg)
+{
+    store_module *m = arg;
+    for (unsigned attempt = 1;; attempt++) {
+        pthread_mutex_lock(&m->mu);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += REOPEN_EVERY_S;
+        while (!m->stop && pthread_cond_timedwait(&m->cv, &m->mu, &until) == 0) {
+        }
+        int stop = m->stop;
+        pthread_mutex_unlock(&m->mu);
+        if (stop) return NULL;
+        char err[512];
+        mw_store *st = mw_store_open(&m->opts, err, sizeof(err));
+        if (st) {
+            atomic_store(&m->store, st);
+            if (m->on_open) m->on_open(m->on_open_ctx, st);
+            mw_log(MW_LOG_INFO, "store", "store enabled after %u attempts: %s is usable again",
+                   attempt, m->dir);
+            return NULL;
+        }
+        pthread_mutex_lock(&m->mu);
+        snprintf(m->open_error, sizeof(m->open_error), "%s", err);
+        pthread_mutex_unlock(&m->mu);
+        mw_log_once(MW_LOG_ERROR, "store", "reopen", "store still disabled: %s", err);
+    }
+}
+
 static void module_routes(void *state, mw_http_server *http)
 {
     store_module *m = state;
     const mw_config *cfg = m->cfg;
-    char dir[PATH_MAX + 8];
-    snprintf(dir, sizeof(dir), "%s/data", cfg->data_dir);
+    snprintf(m->dir, sizeof(m->dir), "%s/data", cfg->data_dir);
     mw_store_options o = {
-        .dir = dir, .retention_ms = cfg->retention_ms, .retention_bytes = cfg->retention_size};
+        .dir = m->dir, .retention_ms = cfg->retention_ms, .retention_bytes = cfg->retention_size};
     mw_store_default_limits(&o.limits);
     o.limits.max_series = (uint64_t)cfg->store_max_series;
     o.limits.max_series_per_tenant = (uint64_t)cfg->store_max_series_per_tenant;
@@ -221,8 +307,18 @@ static void module_routes(void *state, mw_http_server *http)
      * the kernel instead of staying resident between the chunk buffers. */
     mallopt(M_MMAP_THRESHOLD, 128 * 1024);
     mallopt(M_ARENA_MAX, 1);
-    m->store = mw_store_open(&o, m->open_error, sizeof(m->open_error));
-    if (!m->store) mw_log(MW_LOG_ERROR, "store", "store disabled: %s", m->open_error);
+    m->opts = o;
+    m->opened = 1;
+    mw_store *st = mw_store_open(&m->opts, m->open_error, sizeof(m->open_error));
+    atomic_store(&m->store, st);
+    if (!st) {
+        mw_log(MW_LOG_ERROR, "store", "store disabled: %s; retrying every %d s", m->open_error,
+               REOPEN_EVERY_S);
+        m->reopening = pthread_create(&m->reopen_thread, NULL, reopen_main, m) == 0;
+        if (!m->reopening) mw_log(MW_LOG_ERROR, "store", "cannot start the thread to reopen it");
+    } else if (m->on_open) {
+        m->on_open(m->on_open_ctx, st);
+    }
     mw_http_route(http, "POST", "/api/v1/write", 0, write_handler, m);
     mw_http_route(http, "GET", "/api/v1/store/export", 0, read_handler, m);
     mw_http_route(http, "GET", "/api/v1/store/count", 0, read_handler, m);
@@ -232,7 +328,7 @@ static void module_routes(void *state, mw_http_server *http)
 
 mw_store *mw_store_module_store(void *state)
 {
-    return ((store_module *)state)->store;
+    return atomic_load(&((store_module *)state)->store);
 }
 
 void mw_store_module_on_metadata(void *state, mw_store_metadata_fn fn, void *ctx)
@@ -242,12 +338,24 @@ void mw_store_module_on_metadata(void *state, mw_store_metadata_fn fn, void *ctx
     m->on_metadata_ctx = ctx;
 }
 
+void mw_store_module_on_open(void *state, mw_store_open_fn fn, void *ctx)
+{
+    store_module *m = state;
+    m->on_open = fn;
+    m->on_open_ctx = ctx;
+}
+
 static void module_derive(void *state, mw_snapshot *snap)
 {
     store_module *m = state;
-    if (!m->store) return;
+    if (!m->opened) return;
+    mw_store *store = atomic_load(&m->store);
+    char why[512];
+    mw_emit(snap, &UP, store && mw_store_writable(store, why, sizeof(why)) == 0 ? 1.0 : 0.0,
+            MW_END);
+    if (!store) return;
     mw_store_stats st;
-    mw_store_get_stats(m->store, &st);
+    mw_store_get_stats(store, &st);
     mw_emit(snap, &ACTIVE, (double)st.series, MW_END);
     mw_emit(snap, &CREATED, (double)st.series_created, MW_END);
     mw_emit(snap, &APPENDED, (double)st.samples_appended, MW_END);
@@ -266,9 +374,10 @@ static void module_derive(void *state, mw_snapshot *snap)
 static void module_consume(void *state, const mw_snapshot *snap)
 {
     store_module *m = state;
-    if (!m->store) return;
+    mw_store *store = atomic_load(&m->store);
+    if (!store) return;
     char msg[512];
-    int rc = mw_store_append_snapshot(m->store, snap, msg, sizeof(msg));
+    int rc = mw_store_append_snapshot(store, snap, msg, sizeof(msg));
     if (rc) mw_log_once(MW_LOG_WARN, "store", "own-samples", "own samples not stored: %s", msg);
 }
 
@@ -276,7 +385,16 @@ static void module_destroy(void *state)
 {
     store_module *m = state;
     if (!m) return;
-    mw_store_close(m->store);
+    if (m->reopening) {
+        pthread_mutex_lock(&m->mu);
+        m->stop = 1;
+        pthread_cond_signal(&m->cv);
+        pthread_mutex_unlock(&m->mu);
+        pthread_join(m->reopen_thread, NULL);
+    }
+    mw_store_close(atomic_load(&m->store));
+    pthread_cond_destroy(&m->cv);
+    pthread_mutex_destroy(&m->mu);
     free(m);
 }
 
@@ -287,4 +405,5 @@ const mw_module mw_module_store = {
     .derive = module_derive,
     .consume = module_consume,
     .destroy = module_destroy,
+    .ready = module_ready,
 };

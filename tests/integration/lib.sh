@@ -232,7 +232,8 @@ start_agent() {
         fail "the agent exited with status $rc before it listened: $(head -c 600 "$WORK/agent.log")"
     fi
     AGENT_URL="http://127.0.0.1:$port"
-    wait_http "$AGENT_URL/-/ready"
+    # AGENT_WAIT_FOR=/-/healthy: for an agent that is not meant to be ready
+    wait_http "$AGENT_URL${AGENT_WAIT_FOR:-/-/ready}"
 }
 
 # Copy a fixture tree into the work folder and print its path.
