@@ -84,6 +84,9 @@ typedef struct undo_rec {
     uint8_t *old;
     uint64_t nold;
     uint64_t old_size; /* the size before the write */
+    uint64_t len;      /* bytes written (0: a truncation, never torn) */
+    int keep;          /* the crash keeps it: 1 whole, 2 its first torn bytes */
+    uint64_t torn;
 } undo_rec;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -109,6 +112,8 @@ static undo_rec *undos;
 static size_t nundos, undos_cap;
 static int crash_on;
 static char stash_dir[PATH_MAX];
+static faultfs_loss crash_loss;
+static unsigned crash_seed;
 static atomic_uint_fast64_t crash_countdown;
 static atomic_int crashing;
 
@@ -260,6 +265,7 @@ static void save_before_write(int fd, int file, uint64_t off, uint64_t n, uint64
     u->path = dup_str(files[file].path);
     u->off = off;
     u->old_size = (uint64_t)st.st_size;
+    u->len = n;
     uint64_t end = off + n < u->old_size ? off + n : u->old_size;
     if (off < end) {
         u->nold = end - off;
@@ -461,9 +467,11 @@ int ftruncate(int fd, off_t size)
     struct stat st;
     pthread_mutex_lock(&mu);
     uint64_t s = ++seq;
-    if (fstat(fd, &st) == 0)
+    if (fstat(fd, &st) == 0) {
         save_before_write(fd, file, (uint64_t)(size < st.st_size ? size : st.st_size),
                           (uint64_t)(size < st.st_size ? st.st_size - size : 0), s);
+        if (crash_on) undos[nundos - 1].len = 0; /* all or nothing */
+    }
     pthread_mutex_unlock(&mu);
     int rc = real.ftruncate(fd, size);
     leave();
@@ -555,6 +563,7 @@ void faultfs_watch(const char *p)
     }
     free_undos();
     crash_on = 0;
+    crash_loss = FAULTFS_LOSE_ALL;
     atomic_store(&crash_countdown, 0);
     pthread_mutex_unlock(&mu);
 }
@@ -630,10 +639,16 @@ static void undo_one(const undo_rec *u)
 {
     switch (u->kind) {
     case UNDO_DATA: {
+        if (u->keep == 1) break;
+        /* Torn: the first u->torn bytes of the write stay. */
+        uint64_t kept = u->keep == 2 ? u->torn : 0;
         int fd = real.open(u->path, O_WRONLY | O_CLOEXEC, 0);
         if (fd < 0) return; /* the file is gone in the state being restored */
-        if (u->nold && real.pwrite(fd, u->old, u->nold, (off_t)u->off) != (ssize_t)u->nold) abort();
-        if (real.ftruncate(fd, (off_t)u->old_size) < 0) abort();
+        if (u->nold > kept && real.pwrite(fd, u->old + kept, u->nold - kept,
+                                          (off_t)(u->off + kept)) != (ssize_t)(u->nold - kept))
+            abort();
+        uint64_t size = u->off + kept > u->old_size ? u->off + kept : u->old_size;
+        if (real.ftruncate(fd, (off_t)size) < 0) abort();
         real.close(fd);
         break;
     }
@@ -650,6 +665,38 @@ static void undo_one(const undo_rec *u)
     }
 }
 
+void faultfs_crash_loss(faultfs_loss loss, unsigned seed)
+{
+    pthread_mutex_lock(&mu);
+    crash_loss = loss;
+    crash_seed = seed;
+    pthread_mutex_unlock(&mu);
+}
+
+/* FAULTFS_KEEP_SOME_TORN: choose, file by file, how many of the writes no
+ * sync covers survive, and how much of the next one (mu held). */
+static void choose_survivors(void)
+{
+    for (size_t f = 0; f < nfiles; f++) {
+        size_t lost = 0;
+        for (size_t i = 0; i < nundos; i++)
+            lost += undos[i].kind == UNDO_DATA && undos[i].file == (int)f && !undos[i].durable;
+        if (!lost) continue;
+        size_t keep = (size_t)rand_r(&crash_seed) % (lost + 1), k = 0;
+        for (size_t i = 0; i < nundos; i++) {
+            undo_rec *u = &undos[i];
+            if (u->kind != UNDO_DATA || u->file != (int)f || u->durable) continue;
+            if (k < keep) {
+                u->keep = 1;
+            } else if (k == keep && u->len > 0) {
+                u->keep = 2;
+                u->torn = (uint64_t)rand_r(&crash_seed) % u->len;
+            }
+            k++;
+        }
+    }
+}
+
 void faultfs_crash_now(int status)
 {
     need_real();
@@ -657,6 +704,7 @@ void faultfs_crash_now(int status)
     atomic_store(&crashing, 1);
     pthread_rwlock_wrlock(&gate); /* every call in flight has returned */
     pthread_mutex_lock(&mu);
+    if (crash_on && crash_loss == FAULTFS_KEEP_SOME_TORN) choose_survivors();
     if (crash_on)
         for (size_t i = nundos; i-- > 0;)
             if (!undos[i].durable) undo_one(&undos[i]);

@@ -17,7 +17,8 @@
  *    and when it returned; test code adds its own marks (faultfs_mark),
  *  - simulate a power loss (faultfs_crash_arm, faultfs_crash_now): every
  *    write not covered by a completed sync of its file is undone (the bytes
- *    it overwrote put back, the size it had restored), and so is every
+ *    it overwrote put back, the size it had restored; or some of them kept
+ *    and one torn, faultfs_crash_loss), and so is every
  *    create, rename and unlink after the start of the last completed fsync
  *    of a directory (a journaling file system commits name changes in
  *    order, all of them at once), then the process ends with _exit. In the
@@ -79,6 +80,12 @@ const char *faultfs_file_path(int file);
  * stash is a folder outside the watched prefix where unlinked and replaced
  * files are kept until they are known gone. */
 void faultfs_crash_init(const char *stash);
+/* What a power loss keeps of the writes that no sync covers: nothing (the
+ * default), or, file by file, a random run of them in the order they were
+ * made with the write after that run torn at a random byte (a disk that
+ * wrote back in order and lost power in the middle of a write). */
+typedef enum { FAULTFS_LOSE_ALL, FAULTFS_KEEP_SOME_TORN } faultfs_loss;
+void faultfs_crash_loss(faultfs_loss loss, unsigned seed);
 /* The exit status of a process that crashed at a watched call. */
 #define FAULTFS_CRASH_EXIT 86
 /* Crash at the n-th watched call from now (0: never). */
