@@ -250,7 +250,7 @@ mw_store *mw_store_open(const mw_store_options *o, char *err, size_t errsize)
         snprintf(err, errsize, "cannot read the WAL in %s: %s", path, strerror(-rc));
         goto fail;
     }
-    s->wal_bytes_cut = rep.cut_bytes;
+    s->wal_bytes_cut = rep.cut_bytes + rep.skipped_bytes;
     s->wal = mw_wal_open(path, end, !s->opt.no_sync, s->opt.wal_segment_bytes, &rc);
     if (!s->wal) {
         snprintf(err, errsize, "cannot write the WAL in %s: %s", path, strerror(-rc));

@@ -80,9 +80,11 @@ static const mw_metric_desc UP = {"mlwatch_store_up",
                                   "1 while the store accepts writes; 0 while it is disabled (its "
                                   "folder cannot be opened) or its WAL cannot be written.",
                                   "", MW_GAUGE};
-static const mw_metric_desc TORN = {"mlwatch_store_wal_torn_bytes",
-                                    "Bytes of torn or corrupt WAL tail cut off at the last start.",
-                                    "bytes", MW_GAUGE};
+static const mw_metric_desc TORN = {
+    "mlwatch_store_wal_torn_bytes",
+    "Bytes of WAL not replayed at the last start: torn or corrupt tails cut off, damaged "
+    "records skipped.",
+    "bytes", MW_GAUGE};
 
 static int module_init(const mw_env *env, void **state)
 {

@@ -398,6 +398,23 @@ size_t mw_wal_parse(const uint8_t *p, size_t n, mw_wal_record_fn fn, void *arg, 
     return off;
 }
 
+/* Where the record after the one at p[off] starts, when that record fails
+ * its checksum but its length still leads exactly to a whole, valid record:
+ * a flipped byte in its payload, checksum or type. Replay skips that record
+ * only and goes on. 0 when the length leads nowhere valid (a torn tail, or
+ * the length itself damaged): the rest of the segment cannot be framed. */
+static size_t next_after_damaged(const uint8_t *p, size_t off, size_t n)
+{
+    if (n - off < 9) return 0;
+    uint32_t len = mw_get_le32(p + off);
+    if (len > MW_WAL_MAX_RECORD || len > n - off - 9) return 0;
+    size_t next = off + 9 + (size_t)len;
+    if (n - next < 9) return 0;
+    uint32_t nlen = mw_get_le32(p + next);
+    if (nlen > MW_WAL_MAX_RECORD || nlen > n - next - 9) return 0;
+    return (uint32_t)crc32(0, p + next + 8, nlen + 1) == mw_get_le32(p + next + 4) ? next : 0;
+}
+
 typedef struct skip_ctx {
     mw_wal_record_fn fn;
     void *arg;
@@ -451,9 +468,24 @@ int mw_wal_replay(const char *dir, uint64_t from_lsn, mw_wal_record_fn fn, void 
             snprintf(reason, sizeof(reason), "bad segment header");
         } else {
             skip_ctx s = {fn, arg, l.start[i], from_lsn};
-            good = sizeof(wal_magic) + mw_wal_parse(map + sizeof(wal_magic),
-                                                    size - sizeof(wal_magic), skip_before, &s,
-                                                    &rep->records, reason, sizeof(reason));
+            good = sizeof(wal_magic);
+            for (;;) {
+                good += mw_wal_parse(map + good, size - good, skip_before, &s, &rep->records,
+                                     reason, sizeof(reason));
+                if (good == size || strcmp(reason, "checksum mismatch") != 0) break;
+                size_t resume = next_after_damaged(map, good, size);
+                if (!resume) break;
+                /* One damaged record loses itself, not the rest. */
+                mw_log(MW_LOG_WARN, "store",
+                       "WAL segment %s: checksum mismatch at offset %zu; skipped that record "
+                       "(%zu bytes), the records after it are replayed",
+                       path, good, resume - good);
+                rep->skipped_records++;
+                rep->skipped_bytes += resume - good;
+                s.lsn = l.start[i] + (resume - sizeof(wal_magic));
+                good = resume;
+                reason[0] = '\0';
+            }
         }
         if (map) munmap(map, size);
         rep->bytes += good;

@@ -54,18 +54,21 @@ void mw_wal_get_stats(mw_wal *w, mw_wal_stats *out);
 
 typedef struct mw_wal_replay_report {
     uint64_t records, bytes, segments;
-    uint64_t cut_bytes;   /* torn or corrupt bytes cut off */
-    char cut_segment[64]; /* the segment that was cut ("" when none) */
-    uint64_t cut_offset;  /* where */
-    char reason[128];     /* why */
+    uint64_t cut_bytes;                      /* torn or corrupt bytes cut off */
+    char cut_segment[64];                    /* the segment that was cut ("" when none) */
+    uint64_t cut_offset;                     /* where */
+    char reason[128];                        /* why */
+    uint64_t skipped_records, skipped_bytes; /* damaged records skipped */
 } mw_wal_replay_report;
 
 /* Called for each record at or after from_lsn; a nonzero return stops. */
 typedef int (*mw_wal_record_fn)(void *arg, uint8_t type, const uint8_t *p, size_t n);
 
 /* Read every segment in order and hand over the records at or after
- * from_lsn. A torn or corrupt record ends its segment: the rest is cut off
- * (the file truncated) and reported, never fatal. *end_lsn is where writing
+ * from_lsn. A record failing its checksum whose length still leads to a
+ * valid record is skipped alone (one flipped byte loses one record); a
+ * torn record, or one whose length leads nowhere valid, ends its segment:
+ * the rest is cut off (the file truncated) and reported, never fatal. *end_lsn is where writing
  * resumes. Returns 0, or a negative errno when the folder cannot be read. */
 int mw_wal_replay(const char *dir, uint64_t from_lsn, mw_wal_record_fn fn, void *arg,
                   uint64_t *end_lsn, mw_wal_replay_report *rep);
