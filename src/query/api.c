@@ -287,6 +287,17 @@ static void put_point(mw_buf *b, int64_t t, double v)
     mw_buf_append(b, "\"]", 2);
 }
 
+/* The warning of an answer some of whose stored samples failed their
+ * checksum: fewer samples, said so, never silently. */
+static void damaged_warning(const pq_result *r, char *out, size_t size)
+{
+    snprintf(out, size,
+             "%zu stored chunk%s failed %s checksum: %s samples are missing from this answer "
+             "(the agent's log names the files)",
+             r->damaged_chunks, r->damaged_chunks == 1 ? "" : "s",
+             r->damaged_chunks == 1 ? "its" : "their", r->damaged_chunks == 1 ? "its" : "their");
+}
+
 static char *result_text(const pq_result *r, size_t *len)
 {
     mw_buf b;
@@ -316,7 +327,18 @@ static char *result_text(const pq_result *r, size_t *len)
         }
         mw_buf_putc(&b, '}');
     }
-    mw_buf_puts(&b, "]}}");
+    mw_buf_puts(&b, "]}");
+    if (r->damaged_chunks) {
+        char w[200];
+        damaged_warning(r, w, sizeof(w));
+        json_t *ws = json_pack("[s]", w);
+        char *text = json_dumps(ws, JSON_COMPACT);
+        json_decref(ws);
+        mw_buf_puts(&b, ",\"warnings\":");
+        mw_buf_puts(&b, text ? text : "[]");
+        free(text);
+    }
+    mw_buf_putc(&b, '}');
     return mw_buf_steal(&b, len);
 }
 
@@ -420,6 +442,12 @@ static void query_handler(void *cls, const mw_http_request *req, mw_http_respons
         resp->status = 200;
         resp->content_type = "application/json";
         resp->body = result_text(&r, &resp->len);
+    } else if (r.damaged_chunks) {
+        char w[200];
+        damaged_warning(&r, w, sizeof(w));
+        respond_json(resp, 200,
+                     json_pack("{s:s, s:o, s:[s]}", "status", "success", "data", result_json(&r),
+                               "warnings", w));
     } else {
         respond_data(resp, result_json(&r));
     }

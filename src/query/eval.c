@@ -46,6 +46,7 @@ static int store_select(qctx *c, const pq_node *vs, int64_t mint, int64_t maxt, 
              err);
         return -1;
     }
+    c->damaged_chunks += r->damaged_chunks;
     if (qcharge(c, r->nsamples) < 0) {
         mw_select_result_free(r);
         return -1;
@@ -159,6 +160,7 @@ int eval_range_arg(qctx *c, const pq_node *n, rangearg *out)
     val v = eval_node(&sub, n->args[0]);
     c->samples = sub.samples;
     c->peak = sub.peak;
+    c->damaged_chunks = sub.damaged_chunks;
     if (sub.code) {
         c->code = sub.code;
         val_free(NULL, &v);
@@ -704,6 +706,7 @@ int pq_eval(mw_store *store, const pq_node *expr, int64_t start, int64_t end, in
         return c.code;
     }
     out->t = start;
+    out->damaged_chunks = c.damaged_chunks;
     if (v.type == PQ_T_SCALAR && !range) {
         out->type = PQ_T_SCALAR;
         out->scalar = v.scalar[0];

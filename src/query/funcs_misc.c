@@ -188,6 +188,7 @@ val pq_call_timestamp(qctx *c, const pq_node *n)
         qerr(c, PQ_ERR_EXECUTION, "%s", err);
         return out;
     }
+    c->damaged_chunks += r.damaged_chunks;
     vbuild vb;
     vb_init(&vb, c);
     for (size_t i = 0; i < r.nseries && !c->code; i++) {

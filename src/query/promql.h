@@ -140,6 +140,9 @@ typedef struct pq_result {
     pq_series *series; /* vector: one point each; matrix: points */
     size_t nseries;
     int64_t t; /* instant queries: the evaluation time */
+    /* Stored chunks that failed their checksum: their samples are missing
+     * from the result, and the API answers with a warning. */
+    size_t damaged_chunks;
 } pq_result;
 
 enum { PQ_ERR_BAD_DATA = 400, PQ_ERR_EXECUTION = 422, PQ_ERR_TIMEOUT = 503 };

@@ -42,7 +42,8 @@ typedef struct qctx {
     int64_t deadline_ns;
     size_t samples; /* in memory now */
     size_t peak;
-    int code; /* PQ_ERR_* once failed */
+    size_t damaged_chunks; /* skipped by the store (bad checksum): a warning */
+    int code;              /* PQ_ERR_* once failed */
     char *err;
     size_t errsize;
 } qctx;

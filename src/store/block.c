@@ -308,6 +308,7 @@ int mw_block_read(const mw_block *b, uint32_t id, int64_t mint, int64_t maxt, mw
                         "block %s: chunk at offset %llu has a "
                         "bad checksum; its samples are skipped",
                         b->path, (unsigned long long)off);
+            out->damaged++;
             continue;
         }
         mw_gorilla_dec d;

@@ -127,6 +127,7 @@ typedef struct mw_samples {
     int64_t *t;
     double *v;
     size_t n, cap, max;
+    size_t damaged; /* chunks skipped for failing their checks (queries warn) */
 } mw_samples;
 int mw_samples_push(mw_samples *s, int64_t t, double v);
 /* One series on its own (a pread per chunk); queries use mw_head_read_batch. */
@@ -135,9 +136,11 @@ int mw_head_read(mw_head *h, uint32_t id, int64_t mint, int64_t maxt, mw_samples
  * order (head_read.c): per series i exact-size arrays t[i], v[i] of cnt[i]
  * samples (left as they are for a series without samples). *total is shared
  * with concurrent callers (atomic) and counts against max (0 = no limit);
- * returns 0, or -1 once more than max samples would be needed. */
+ * *damaged counts the chunk records skipped for failing their checksum.
+ * Returns 0, or -1 once more than max samples would be needed. */
 int mw_head_read_batch(mw_head *h, const uint32_t *ids, size_t n, int64_t mint, int64_t maxt,
-                       size_t max, size_t *total, int64_t **t, double **v, size_t *cnt);
+                       size_t max, size_t *total, int64_t **t, double **v, size_t *cnt,
+                       size_t *damaged);
 
 /* Chunk files. */
 int mw_head_chunks_open(mw_head *h, uint32_t active_seq, uint64_t active_size);

@@ -241,7 +241,8 @@ static int over(size_t max, const size_t *total, size_t mine)
 }
 
 int mw_head_read_batch(mw_head *h, const uint32_t *ids, size_t n, int64_t mint, int64_t maxt,
-                       size_t max, size_t *total, int64_t **t, double **v, size_t *cnt)
+                       size_t max, size_t *total, int64_t **t, double **v, size_t *cnt,
+                       size_t *damaged)
 {
     reader r = {.h = h, .win_off = UINT64_MAX, .fd = -1, .fd_seq = UINT32_MAX, .gap = 1024};
     pend *hp = mw_xmalloc((n ? n : 1) * sizeof(pend));
@@ -266,6 +267,7 @@ int mw_head_read_batch(mw_head *h, const uint32_t *ids, size_t n, int64_t mint, 
             mw_chunk_hdr hdr;
             const uint8_t *rec = record_whole(&r, e.ref, p, avail, &hdr);
             if (!rec) {
+                (*damaged)++;
                 mw_log_once(MW_LOG_ERROR, "store", "chunk-crc",
                             "chunk file %08u offset %u: bad checksum; its samples are skipped",
                             (unsigned)(e.ref >> 32), (unsigned)e.ref);

@@ -476,6 +476,7 @@ typedef struct head_part {
     int64_t **t;
     double **v;
     size_t *cnt;
+    size_t damaged;
     int rc;
 } head_part;
 
@@ -485,7 +486,7 @@ static void *head_read_part(void *arg)
 {
     head_part *hp = arg;
     hp->rc = mw_head_read_batch(hp->h, hp->ids, hp->n, hp->mint, hp->maxt, hp->max, hp->total,
-                                hp->t, hp->v, hp->cnt);
+                                hp->t, hp->v, hp->cnt, &hp->damaged);
     return NULL;
 }
 
@@ -562,7 +563,10 @@ int mw_store_select(mw_store *s, const mw_matcher *ms, size_t nm, int64_t mint, 
             if (mw_block_labels(blocks[b], ids.v[i], lab, 256, &nl) < 0) continue;
             sm.n = 0;
             int r = mw_block_read(blocks[b], ids.v[i], mint, maxt, &sm);
-            if (r == -2) continue;
+            if (r == -2) { /* the series' chunk list does not parse */
+                sm.damaged++;
+                continue;
+            }
             if (sm.n == 0) continue;
             if (sel_add(sel_get(p, lab, nl), &sm, &total, max_samples) < 0) rc = -1;
         }
@@ -573,6 +577,7 @@ int mw_store_select(mw_store *s, const mw_matcher *ms, size_t nm, int64_t mint, 
         mw_index_select(&mw_head_index_ops, h, ms, nm, &ids);
         head_part hp[2];
         if (head_read_parallel(h, &ids, mint, maxt, max_samples, total, hp) < 0) rc = -1;
+        sm.damaged += hp[0].damaged + hp[1].damaged;
         for (size_t i = 0; i < ids.n && rc == 0; i++) {
             const head_part *part = &hp[i >= hp[0].n];
             size_t j = i - (i >= hp[0].n ? hp[0].n : 0);
@@ -630,6 +635,7 @@ int mw_store_select(mw_store *s, const mw_matcher *ms, size_t nm, int64_t mint, 
     out->series = arr;
     out->nseries = p->n;
     out->nsamples = total;
+    out->damaged_chunks = sm.damaged;
     out->priv = p;
     free(p->all);
     p->all = NULL;

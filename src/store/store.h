@@ -97,6 +97,9 @@ typedef struct mw_select_result {
     mw_series_data *series;
     size_t nseries;
     size_t nsamples;
+    /* Chunks that failed their checksum: their samples are missing from
+     * the result (queries answer with a warning). */
+    size_t damaged_chunks;
     void *priv;
 } mw_select_result;
 int mw_store_select(mw_store *s, const mw_matcher *ms, size_t nm, int64_t mint, int64_t maxt,
