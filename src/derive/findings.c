@@ -321,6 +321,49 @@ static int cpu_freq_in(const window *w, size_t j, int32_t id, double *hz, double
     return 0;
 }
 
+/* Where a container's span in the window starts: the window's first frame,
+ * or, for a container younger than the window, the first frame it is in
+ * (a rule judges it on the frames it has, not on none). */
+typedef struct ctr_span {
+    dr_container start; /* its values in that frame */
+    double dt_s;        /* from that frame to the newest */
+    int young;          /* absent from the window's first frame */
+} ctr_span;
+
+static int container_span(const window *w, const char *key, ctr_span *s)
+{
+    const dr_container *o = dr_frame_container(w->first, key);
+    if (o) {
+        *s = (ctr_span){*o, w->dt_s, 0};
+        return 0;
+    }
+    for (size_t j = 1; j + 1 < w->n; j++) {
+        const dr_frame *f = w->frames[j];
+        long k = dr_frame_find(f, key);
+        if (k < 0) continue;
+        if (f->ctrs) {
+            s->start = f->ctrs[k];
+        } else {
+            dr_container *values = dr_history_values(w->h, w->i0 + j);
+            s->start = values[k];
+            free(values);
+        }
+        s->dt_s = (double)(w->last->t_ms - f->t_ms) / 1000;
+        s->young = 1;
+        return 0;
+    }
+    return -1;
+}
+
+/* The evidence and the words of a young container's shorter span. */
+static void span_evidence(dr_finding *f, const ctr_span *s, char *words, size_t n)
+{
+    words[0] = '\0';
+    if (!s->young) return;
+    evidence(f, "seconds_observed", s->dt_s);
+    snprintf(words, n, " over the %.0f s it has existed", s->dt_s);
+}
+
 /* ---- the rules ---- */
 
 static void rule_cpu_governor(const window *w, dr_list *out)
@@ -397,8 +440,10 @@ static void rule_cpu_throttling(const window *w, dr_list *out)
     for (size_t i = 0; i < w->last->nctrs && w->n >= 2; i++) {
         const dr_container *c = &w->last->ctrs[i];
         const dr_ctr_now *cn = &w->last->now[i];
-        const dr_container *o = dr_frame_container(w->first, c->id->key);
-        if (!o || c->periods < 0 || o->periods < 0 || c->throttled_periods < 0 ||
+        ctr_span sp;
+        if (container_span(w, c->id->key, &sp) < 0) continue;
+        const dr_container *o = &sp.start;
+        if (c->periods < 0 || o->periods < 0 || c->throttled_periods < 0 ||
             o->throttled_periods < 0)
             continue;
         double periods = c->periods - o->periods;
@@ -412,20 +457,21 @@ static void rule_cpu_throttling(const window *w, dr_list *out)
         f->severity = ratio >= w->t->throttled_critical_ratio ? DR_CRITICAL : DR_WARNING;
         f->magnitude = ratio;
         set_workload(f, c);
-        double tps = rate(o->throttled_s, c->throttled_s, w->dt_s);
-        double use = rate(o->cpu_s, c->cpu_s, w->dt_s);
+        double tps = rate(o->throttled_s, c->throttled_s, sp.dt_s);
+        double use = rate(o->cpu_s, c->cpu_s, sp.dt_s);
         evidence(f, "throttled_periods_ratio", ratio);
         evidence(f, "throttled_periods", thr);
         evidence(f, "periods", periods);
         if (tps >= 0) evidence(f, "throttled_seconds_per_second", tps);
         if (cn->quota_cpus >= 0) evidence(f, "quota_cpus", cn->quota_cpus);
         if (use >= 0) evidence(f, "cpu_usage_cpus", use);
-        char q[64] = "no quota now";
+        char q[64] = "no quota now", since[64];
         if (cn->quota_cpus >= 0) snprintf(q, sizeof(q), "a quota of %.2f CPUs", cn->quota_cpus);
+        span_evidence(f, &sp, since, sizeof(since));
         summary(f,
-                "Throttled in %.0f%% of its CFS periods (%.0f of %.0f) with %s; it used %.2f "
+                "Throttled in %.0f%% of its CFS periods (%.0f of %.0f)%s with %s; it used %.2f "
                 "CPUs and waited %.2f s per second.",
-                100 * ratio, thr, periods, q, use >= 0 ? use : 0, tps >= 0 ? tps : 0);
+                100 * ratio, thr, periods, since, q, use >= 0 ? use : 0, tps >= 0 ? tps : 0);
     }
 }
 
@@ -602,19 +648,20 @@ static void rule_input_bound(const window *w, dr_list *out)
         const dr_container *c = &last->ctrs[ci];
         const dr_ctr_now *cn = &last->now[ci];
         if (!cn->uses_gpu) continue;
-        const dr_container *o = dr_frame_container(w->first, c->id->key);
-        if (!o) continue;
+        ctr_span sp;
+        if (container_span(w, c->id->key, &sp) < 0) continue;
+        const dr_container *o = &sp.start;
         char ids[64];
         double util = used_gpu_util(w, ci, ids, sizeof(ids));
         if (util < 0 || util >= w->t->input_gpu_utilization) continue;
-        double use = rate(o->cpu_s, c->cpu_s, w->dt_s);
+        double use = rate(o->cpu_s, c->cpu_s, sp.dt_s);
         double cap = cn->quota_cpus > 0      ? cn->quota_cpus
                      : cn->ncpus_allowed > 0 ? (double)cn->ncpus_allowed
                                              : (double)last->ncpus;
         double sat = use >= 0 && cap > 0 ? use / cap : -1;
-        double io = rate(o->io_some_s, c->io_some_s, w->dt_s) > 0
+        double io = rate(o->io_some_s, c->io_some_s, sp.dt_s) > 0
                         ? psi_rate(w, c->id->key, offsetof(dr_container, io_some_s))
-                        : rate(o->io_some_s, c->io_some_s, w->dt_s);
+                        : rate(o->io_some_s, c->io_some_s, sp.dt_s);
         int cpu_bound = sat >= w->t->input_cpu_saturation;
         int io_bound = io >= w->t->input_io_pressure;
         if (!cpu_bound && !io_bound) continue;
@@ -630,13 +677,14 @@ static void rule_input_bound(const window *w, dr_list *out)
         if (use >= 0) evidence(f, "cpu_usage_cpus", use);
         if (cap > 0) evidence(f, "cpu_capacity_cpus", cap);
         if (io >= 0) evidence(f, "io_pressure_ratio", io);
-        char why[160];
+        char why[160], since[64];
+        span_evidence(f, &sp, since, sizeof(since));
         if (cpu_bound)
             snprintf(why, sizeof(why), "its CPUs are saturated (%.2f of %.2f CPUs, %.0f%%)", use,
                      cap, 100 * sat);
         else
             snprintf(why, sizeof(why), "it stalls on I/O %.0f%% of the time", 100 * io);
-        summary(f, "GPU %s is only %.0f%% busy while %s.", ids, 100 * util, why);
+        summary(f, "GPU %s is only %.0f%% busy while %s%s.", ids, 100 * util, why, since);
     }
 }
 
@@ -646,11 +694,13 @@ static void rule_memory_pressure(const window *w, dr_list *out)
     for (size_t ci = 0; ci < last->nctrs; ci++) {
         const dr_container *c = &last->ctrs[ci];
         const dr_ctr_now *cn = &last->now[ci];
-        const dr_container *o = w->n >= 2 ? dr_frame_container(w->first, c->id->key) : NULL;
+        ctr_span sp = {.dt_s = 0};
+        const dr_container *o =
+            w->n >= 2 && container_span(w, c->id->key, &sp) == 0 ? &sp.start : NULL;
         double ratio =
             cn->ws_bytes >= 0 && cn->limit_bytes > 0 ? cn->ws_bytes / cn->limit_bytes : -1;
-        double some = o ? rate(o->mem_some_s, c->mem_some_s, w->dt_s) : -1;
-        double full = o ? rate(o->mem_full_s, c->mem_full_s, w->dt_s) : -1;
+        double some = o ? rate(o->mem_some_s, c->mem_some_s, sp.dt_s) : -1;
+        double full = o ? rate(o->mem_full_s, c->mem_full_s, sp.dt_s) : -1;
         /* Only a container that stalled at all costs the exact rate. */
         if (some > 0) some = psi_rate(w, c->id->key, offsetof(dr_container, mem_some_s));
         if (full > 0) full = psi_rate(w, c->id->key, offsetof(dr_container, mem_full_s));
@@ -671,14 +721,15 @@ static void rule_memory_pressure(const window *w, dr_list *out)
         if (ratio >= 0) evidence(f, "working_set_ratio", ratio);
         if (some >= 0) evidence(f, "memory_stall_some_ratio", some);
         if (full >= 0) evidence(f, "memory_stall_full_ratio", full);
-        char a[128] = "", b[128] = "";
+        char a[128] = "", b[128] = "", since[64] = "";
+        if (o) span_evidence(f, &sp, since, sizeof(since));
         if (ratio >= 0)
             snprintf(a, sizeof(a),
                      "Its working set is %.0f%% of its memory limit (%.2f of %.2f GiB)",
                      100 * ratio, cn->ws_bytes / 1073741824.0, cn->limit_bytes / 1073741824.0);
         if (some >= 0)
-            snprintf(b, sizeof(b), "%sit stalled on memory %.0f%% of the time", a[0] ? "; " : "It ",
-                     100 * some);
+            snprintf(b, sizeof(b), "%sit stalled on memory %.0f%% of the time%s",
+                     a[0] ? "; " : "It ", 100 * some, since);
         summary(f, "%s%s.", a, b);
     }
 }

@@ -461,6 +461,47 @@ static void cpu_throttling(void **state)
     world_close(w);
 }
 
+/* A container younger than the window is judged on the frames it has: its
+ * rates over its own span, which the evidence states. */
+static void cpu_throttling_young_container(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    w->quota_us = 100000;
+    w->train_cpus[0] = 0.95;
+    w->periods_per_s = 10;
+    w->throttled_per_s = 10; /* every period */
+    world_open(w);
+    char there[4096], away[4200];
+    snprintf(there, sizeof(there), "%s/%s", w->root, TRAIN_CG[0]);
+    snprintf(away, sizeof(away), "%s.away", there);
+    assert_int_equal(rename(there, away), 0);
+    world_run_from(w, 0, 1); /* train-0 is not there yet */
+    assert_int_equal(rename(away, there), 0);
+    world_run_from(w, 1, 3); /* there from the second frame on */
+    dr_list l;
+    dr_list_init(&l);
+    mw_doctor_findings(w->doctor, 0, &l);
+    if (l.n != 1) dump(&l);
+    assert_int_equal(l.n, 1);
+    expect(&l.items[0], DR_CPU_THROTTLING, DR_CRITICAL, "train-0", "");
+    assert_true(ev(&l.items[0], "throttled_periods_ratio") == 1);
+    assert_true(ev(&l.items[0], "periods") == 20);
+    assert_true(ev(&l.items[0], "throttled_periods") == 20);
+    assert_true(ev(&l.items[0], "seconds_observed") == 2);
+    assert_true(fabs(ev(&l.items[0], "throttled_seconds_per_second") - 0.8) < 1e-12);
+    assert_true(fabs(ev(&l.items[0], "cpu_usage_cpus") - 0.95) < 1e-6);
+    assert_string_equal(l.items[0].summary,
+                        "Throttled in 100% of its CFS periods (20 of 20) over the 2 s it has "
+                        "existed with a quota of 1.00 CPUs; it used 0.95 CPUs and waited 0.80 s "
+                        "per second.");
+    assert_true(tu_value(w->last, "mlwatch_finding", "kind", "cpu_throttling", "severity",
+                         "critical", "namespace", "ml-team", "pod", "train-0", "container", "main",
+                         "gpu", "", MW_END) == 1);
+    dr_list_free(&l);
+    world_close(w);
+}
+
 static void numa_mismatch(void **state)
 {
     (void)state;
@@ -1269,6 +1310,7 @@ int main(void)
         cmocka_unit_test_teardown(healthy_busy_node, teardown),
         cmocka_unit_test_teardown(cpu_governor, teardown),
         cmocka_unit_test_teardown(cpu_throttling, teardown),
+        cmocka_unit_test_teardown(cpu_throttling_young_container, teardown),
         cmocka_unit_test_teardown(numa_mismatch, teardown),
         cmocka_unit_test_teardown(gpu_thermal_throttle, teardown),
         cmocka_unit_test_teardown(gpu_power_throttle, teardown),
