@@ -82,6 +82,13 @@ static void usage(FILE *out)
         fprintf(out, "  %-12s %s\n", mw_collectors[i]->name, mw_collectors[i]->help);
 }
 
+static void command_usage(const command *cmd, FILE *out)
+{
+    fprintf(out, "Usage:\n  %s\n\nFlags (each also a key in the --config YAML file):\n",
+            cmd->usage);
+    mw_config_print_help_for(out, cmd->name);
+}
+
 int main(int argc, char **argv)
 {
     mw_config_collector_exists = collector_exists;
@@ -109,6 +116,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "mlwatch: unknown command '%s' (see `mlwatch help`)\n", name);
         return 2;
     }
+    /* `mlwatch CMD --help`: before "--", which starts a command's own
+     * arguments (`mlwatch run -- tool --help`). */
+    for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            command_usage(cmd, stdout);
+            return 0;
+        }
     static mw_config cfg; /* large (paths): not on the stack */
     mw_config_defaults(&cfg);
     char err[1024];

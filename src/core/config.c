@@ -209,7 +209,7 @@ static const option options[] = {
         "`mlwatch doctor`: only findings of this pod (and the node's own)", NULL),
     OPT("pid", OPT_STRING, doctor_pid, "",
         "`mlwatch doctor`: only findings of the container this process runs in", check_pid),
-    OPT("json", OPT_BOOL, doctor_json, "false", "`mlwatch doctor`, `mlwatch query`: print JSON",
+    OPT("json", OPT_BOOL, doctor_json, "false", "`mlwatch doctor`, `mlwatch run`, `mlwatch query`: print JSON",
         NULL),
     OPT("window", OPT_DURATION, doctor_window_ms, "auto",
         "`mlwatch doctor`: how far back to look (auto: the agent's whole history, or 10s of "
@@ -773,11 +773,29 @@ int mw_config_from_args(mw_config *c, int argc, char **argv, int first, char **r
     return 0;
 }
 
+/* An option whose help names commands ("`mlwatch doctor`: ...") is theirs;
+ * any other applies to every command. */
+static int option_applies(const option *o, const char *command)
+{
+    if (!command || strncmp(o->help, "`mlwatch ", 9) != 0) return 1;
+    char tag[64];
+    snprintf(tag, sizeof(tag), "`mlwatch %s`", command);
+    const char *colon = strchr(o->help, ':');
+    const char *at = strstr(o->help, tag);
+    return at && (!colon || at < colon);
+}
+
 void mw_config_print_help(FILE *out)
+{
+    mw_config_print_help_for(out, NULL);
+}
+
+void mw_config_print_help_for(FILE *out, const char *command)
 {
     for (size_t i = 0; i < MW_ARRAY_LEN(options); i++) {
         const option *o = &options[i];
         if (o->type == OPT_SECTION) continue; /* config-file only: see docs/configuration.md */
+        if (!option_applies(o, command)) continue;
         char flag[80];
         snprintf(flag, sizeof(flag), "--%s %s", o->name,
                  o->type == OPT_DURATION ? "DURATION"

@@ -145,6 +145,9 @@ int mw_parse_listen(const char *s, char *host, size_t hostsize, uint16_t *port);
 
 /* Print the options table (for `mlwatch help`). */
 void mw_config_print_help(FILE *out);
+/* The flags that apply to one command: its own (their help names it) and
+ * those of no command in particular. */
+void mw_config_print_help_for(FILE *out, const char *command);
 /* Print the options table as a Markdown table (docs/configuration.md). */
 void mw_config_print_markdown(FILE *out);
 

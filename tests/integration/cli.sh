@@ -29,6 +29,36 @@ for word in "mlwatch agent" "mlwatch metrics" "--root" "--listen" "--interval" "
     ok
 done
 
+# `mlwatch CMD --help` (or -h): the command's usage and its flags, exit 0.
+for cmd in agent metrics doctor run query; do
+    for flag in --help -h; do
+        "$MLWATCH_BIN" "$cmd" "$flag" >"$WORK/cmdhelp" 2>"$WORK/cmdhelp.err" ||
+            fail "mlwatch $cmd $flag: exit status $?"
+        expect_eq "mlwatch $cmd $flag: first line" "Usage:" "$(head -1 "$WORK/cmdhelp")"
+        expect_eq "mlwatch $cmd $flag: usage" "  mlwatch $cmd" "$(sed -n 2p "$WORK/cmdhelp" | cut -c1-$((10 + ${#cmd})))"
+        expect_eq "mlwatch $cmd $flag: stderr" "" "$(cat "$WORK/cmdhelp.err")"
+        grep -q -- "^  --root PATH " "$WORK/cmdhelp" || fail "mlwatch $cmd $flag: no --root"
+        ok
+    done
+done
+# Each command's own flags, and none of another command's.
+"$MLWATCH_BIN" doctor --help >"$WORK/cmdhelp"
+grep -q -- "^  --pod VALUE .*\`mlwatch doctor\`: only findings of this pod" "$WORK/cmdhelp" || fail "doctor --help: no --pod"
+grep -q -- "^  --url VALUE " "$WORK/cmdhelp" || fail "doctor --help: no --url"
+! grep -q -- "^  --work " "$WORK/cmdhelp" || fail "doctor --help lists run's --work"
+ok
+"$MLWATCH_BIN" run --help >"$WORK/cmdhelp"
+grep -q -- "^  --work NUMBER " "$WORK/cmdhelp" || fail "run --help: no --work"
+grep -q -- "^  --json " "$WORK/cmdhelp" || fail "run --help: no --json"
+! grep -q -- "^  --pod " "$WORK/cmdhelp" || fail "run --help lists doctor's --pod"
+ok
+"$MLWATCH_BIN" agent --help >"$WORK/cmdhelp"
+grep -q -- "^  --listen VALUE " "$WORK/cmdhelp" || fail "agent --help: no --listen"
+! grep -q -- "^  --time " "$WORK/cmdhelp" || fail "agent --help lists query's --time"
+ok
+# After "--", --help is the command's own (mlwatch run -- tool --help).
+expect_usage_error "mlwatch doctor: unknown flag '--bogus' (see \`mlwatch help\`)" doctor --bogus
+
 expect_usage_error "mlwatch: unknown command 'frobnicate' (see \`mlwatch help\`)" frobnicate
 expect_usage_error "mlwatch agent: unknown flag '--bogus' (see \`mlwatch help\`)" agent --bogus
 expect_usage_error "mlwatch agent: --interval: invalid duration 'soon' (examples: 1s, 500ms, 1m30s)" agent --interval soon
