@@ -49,8 +49,10 @@ static const command commands[] = {
      cmd_metrics, 0},
     {"doctor",
      "mlwatch doctor [--namespace NS] [--pod POD] [--pid PID] [--json] [--window DURATION]\n"
-     "                            why is my training slow? findings from the agent at --listen,\n"
-     "                            else from sampling for the window (exit 1 when any)",
+     "               [--root DIR] [--url URL]\n"
+     "                            why is my training slow? findings from the agent at --listen\n"
+     "                            (or --url) watching the same root, else from sampling for the\n"
+     "                            window (exit 1 when any)",
      mw_doctor_command, 0},
     {"run",
      "mlwatch run [--json] [--interval DURATION] [--work N --unit NAME] -- COMMAND [ARGS...]\n"

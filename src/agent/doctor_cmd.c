@@ -1,10 +1,13 @@
 /* doctor_cmd.c - `mlwatch doctor`: "why is my training slow?" from the
  * command line.
  *
- * It asks the agent at --listen for its findings (GET /api/v1/findings,
- * served by the doctor module, src/derive/doctor.c, from its history); when
- * no agent answers it runs the collectors and the same module in-process
- * for --window and reports what it saw. --pid is resolved to its container
+ * It asks the agent at --listen, or at --url, for its findings (GET
+ * /api/v1/findings, served by the doctor module, src/derive/doctor.c, from
+ * its history); when no agent answers on --listen it runs the collectors and
+ * the same module in-process for --window and reports what it saw. Every
+ * answer says which root the agent watches ("root"): with a --root of its
+ * own, the doctor samples that root when the agent on --listen watches
+ * another, and fails when the agent at --url does. --pid is resolved to its container
  * by one walk of the cgroup collector. Exit status: 0 nothing found, 1
  * findings, 3 error (2, a usage error, comes from main). */
 #include "doctor_cmd.h"
@@ -17,6 +20,7 @@
 #include "../derive/doctor.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,20 +101,28 @@ static int resolve_pid(const mw_config *cfg, filter *fl)
 static int ask_agent(const mw_config *cfg, int64_t window_ms, dr_list *out, char *url,
                      size_t urlsize)
 {
-    char host[256];
-    uint16_t port;
-    if (mw_parse_listen(cfg->listen, host, sizeof(host), &port) < 0 || port == 0) return 0;
-    const char *h = host;
-    if (!*h || strcmp(h, "0.0.0.0") == 0) h = "127.0.0.1";
-    if (strcmp(h, "::") == 0) h = "::1";
-    int v6 = strchr(h, ':') != NULL;
     char window[64] = "";
     if (window_ms > 0) snprintf(window, sizeof(window), "?window=%lldms", (long long)window_ms);
-    snprintf(url, urlsize, "http://%s%s%s:%u/api/v1/findings%s", v6 ? "[" : "", h, v6 ? "]" : "",
-             port, window);
-    /* The agent is on this machine: never through a proxy. */
+    if (cfg->query_url[0]) {
+        size_t len = strlen(cfg->query_url);
+        while (len && cfg->query_url[len - 1] == '/')
+            len--;
+        snprintf(url, urlsize, "%.*s/api/v1/findings%s", (int)len, cfg->query_url, window);
+    } else {
+        char host[256];
+        uint16_t port;
+        if (mw_parse_listen(cfg->listen, host, sizeof(host), &port) < 0 || port == 0) return 0;
+        const char *h = host;
+        if (!*h || strcmp(h, "0.0.0.0") == 0) h = "127.0.0.1";
+        if (strcmp(h, "::") == 0) h = "::1";
+        int v6 = strchr(h, ':') != NULL;
+        snprintf(url, urlsize, "http://%s%s%s:%u/api/v1/findings%s", v6 ? "[" : "", h,
+                 v6 ? "]" : "", port, window);
+    }
+    /* The agent at --listen is on this machine: never through a proxy;
+     * one at --url goes the way the environment says. */
     mw_http_call call = {.url = url,
-                         .no_proxy = "*",
+                         .no_proxy = cfg->query_url[0] ? NULL : "*",
                          .connect_timeout_ms = 1000,
                          .timeout_ms = 10000,
                          .max_body = 64u << 20};
@@ -146,6 +158,14 @@ static int ask_agent(const mw_config *cfg, int64_t window_ms, dr_list *out, char
     return result;
 }
 
+/* The same folder, written alike or resolving to it. */
+static int same_root(const char *a, const char *b)
+{
+    if (strcmp(a, b) == 0) return 1;
+    char ra[PATH_MAX], rb[PATH_MAX];
+    return realpath(a, ra) && realpath(b, rb) && strcmp(ra, rb) == 0;
+}
+
 static void sleep_until(struct timespec *next, int64_t add_ms)
 {
     next->tv_sec += add_ms / 1000;
@@ -158,8 +178,9 @@ static void sleep_until(struct timespec *next, int64_t add_ms)
     }
 }
 
-/* Run the collectors and the doctor every interval for the window. */
-static int sample(const mw_config *cfg, int64_t window_ms, dr_list *out)
+/* Run the collectors and the doctor every interval for the window; why
+ * (no agent, another root) goes into the note on stderr. */
+static int sample(const mw_config *cfg, int64_t window_ms, const char *why, dr_list *out)
 {
     static mw_config c;
     c = *cfg;
@@ -173,7 +194,7 @@ static int sample(const mw_config *cfg, int64_t window_ms, dr_list *out)
     if (cycles < 2) cycles = 2; /* rates need two frames */
     char w[32];
     mw_format_duration((cycles - 1) * c.interval_ms, w, sizeof(w));
-    mw_log(MW_LOG_INFO, "doctor", "no agent answers on %s: sampling for %s", c.listen, w);
+    mw_log(MW_LOG_INFO, "doctor", "%s: sampling for %s", why, w);
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     for (int64_t i = 0; i < cycles; i++) {
@@ -201,6 +222,28 @@ int mw_doctor_command(const mw_config *cfg, char **rest, size_t nrest)
     char source[600];
     double window_s;
     int agent = ask_agent(cfg, cfg->doctor_window_ms, &l, url, sizeof(url));
+    char why[PATH_MAX + 700];
+    snprintf(why, sizeof(why), "no agent answers on %s", cfg->listen);
+    if (agent == 0 && cfg->query_url[0]) {
+        fprintf(stderr, "mlwatch doctor: no agent answers at %s (--url)\n", url);
+        agent = -1;
+    }
+    /* A --root of its own is judged on that root: the agent on --listen
+     * may watch another (its own start's --root). */
+    if (agent > 0 && strcmp(cfg->root, "/") != 0 && !same_root(l.root, cfg->root)) {
+        if (cfg->query_url[0]) {
+            fprintf(stderr,
+                    "mlwatch doctor: the agent at %s watches the root '%s', not '%s' (--root); "
+                    "leave out --url to sample %s\n",
+                    url, l.root[0] ? l.root : "(not said)", cfg->root, cfg->root);
+            agent = -1;
+        } else {
+            snprintf(why, sizeof(why), "the agent on %s watches the root '%s', not '%s'",
+                     cfg->listen, l.root[0] ? l.root : "(not said)", cfg->root);
+            dr_list_free(&l);
+            agent = 0;
+        }
+    }
     if (agent < 0) {
         dr_list_free(&l);
         return 3;
@@ -211,7 +254,7 @@ int mw_doctor_command(const mw_config *cfg, char **rest, size_t nrest)
             (double)(cfg->doctor_window_ms ? cfg->doctor_window_ms : cfg->doctor.history_ms) / 1000;
     } else {
         int64_t w = cfg->doctor_window_ms ? cfg->doctor_window_ms : 10000;
-        if (sample(cfg, w, &l) < 0) {
+        if (sample(cfg, w, why, &l) < 0) {
             dr_list_free(&l);
             return 3;
         }

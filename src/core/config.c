@@ -209,8 +209,8 @@ static const option options[] = {
         "`mlwatch doctor`: only findings of this pod (and the node's own)", NULL),
     OPT("pid", OPT_STRING, doctor_pid, "",
         "`mlwatch doctor`: only findings of the container this process runs in", check_pid),
-    OPT("json", OPT_BOOL, doctor_json, "false", "`mlwatch doctor`, `mlwatch run`, `mlwatch query`: print JSON",
-        NULL),
+    OPT("json", OPT_BOOL, doctor_json, "false",
+        "`mlwatch doctor`, `mlwatch run`, `mlwatch query`: print JSON", NULL),
     OPT("window", OPT_DURATION, doctor_window_ms, "auto",
         "`mlwatch doctor`: how far back to look (auto: the agent's whole history, or 10s of "
         "sampling when no agent answers on --listen)",
@@ -295,7 +295,9 @@ static const option options[] = {
         "`mlwatch query`: range query step, a duration (15s) or float seconds",
         mw_query_check_step),
     OPT("url", OPT_STRING, query_url, "",
-        "`mlwatch query`: Prometheus-compatible base URL (default: the agent on --listen)", NULL),
+        "`mlwatch query`, `mlwatch doctor`: base URL of the agent to ask (query: or of any "
+        "Prometheus-compatible server; default: the agent on --listen)",
+        NULL),
     OPT("query-url", OPT_STRING, ui_query_url, "",
         "Web UI: send its PromQL queries to this Prometheus-compatible base URL (Prometheus, "
         "Thanos, Mimir, VictoriaMetrics) instead of the embedded store",

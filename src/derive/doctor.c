@@ -96,6 +96,7 @@ static void findings_handler(void *cls, const mw_http_request *req, mw_http_resp
     dr_list l;
     dr_list_init(&l);
     mw_doctor_findings(s, window_ms, &l);
+    l.root = dr_list_str(&l, s->env->cfg->root, DR_ROOT_MAX);
     dr_list_filter(&l, mw_http_arg(req, "namespace"), mw_http_arg(req, "pod"),
                    mw_http_arg(req, "container"));
     char *json = dr_list_to_json(&l, mw_now_ms(), "agent",

@@ -96,6 +96,7 @@ int dr_severity_parse(const char *s)
 void dr_list_init(dr_list *l)
 {
     memset(l, 0, sizeof(*l));
+    l->root = "";
     mw_arena_init(&l->strs, 4096);
 }
 

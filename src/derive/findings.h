@@ -75,10 +75,12 @@ typedef struct dr_finding {
 /* A growable list of findings, bounded (DR_MAX_FINDINGS), and their
  * strings. Not to be copied by value (its findings point at it). */
 #define DR_MAX_FINDINGS 4096
+#define DR_ROOT_MAX 4096 /* a --root path */
 typedef struct dr_list {
     dr_finding *items;
     size_t n, cap;
-    size_t dropped; /* findings left out at the bound */
+    size_t dropped;   /* findings left out at the bound */
+    const char *root; /* the host root (--root) the findings are of; "" unknown */
     mw_arena strs;
 } dr_list;
 

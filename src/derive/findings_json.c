@@ -18,6 +18,7 @@ char *dr_list_to_json(const dr_list *l, int64_t now_ms, const char *source, doub
     json_object_set_new(root, "generated_at_ms", json_integer(now_ms));
     json_object_set_new(root, "source", json_string(source));
     json_object_set_new(root, "window_seconds", json_real(window_s));
+    if (l->root[0]) json_object_set_new(root, "root", json_string(l->root));
     json_t *arr = json_array();
     for (size_t i = 0; i < l->n; i++) {
         const dr_finding *f = &l->items[i];
@@ -75,6 +76,9 @@ int dr_list_from_json(const char *text, size_t len, dr_list *out, char *err, siz
         snprintf(err, errsize, "no \"findings\" array");
         goto done;
     }
+    json_t *host_root = json_object_get(root, "root");
+    if (json_is_string(host_root))
+        out->root = dr_list_str(out, json_string_value(host_root), DR_ROOT_MAX);
     size_t i;
     json_t *o;
     json_array_foreach(arr, i, o)

@@ -112,4 +112,34 @@ head -1 "$WORK/out.txt" | grep -q "^mlwatch doctor: 3 findings over the last 2 s
     fail "doctor via agent: headline: $(head -1 "$WORK/out.txt")"
 ok
 
+# The agent says which root it watches; a doctor with a --root of its own
+# samples that root when the agent on --listen watches another, and fails
+# when the agent it was told to ask (--url) does.
+expect_eq "agent: root" "$root" "$(curl -sf "$AGENT_URL/api/v1/findings" | jq -r .root)"
+bare=$MLWATCH_FIXTURES/bare-vm
+doctor --listen "$agent_listen" --root "$bare" --collectors cgroup --window 1s --interval 500ms --json
+expect_eq "--root of its own: exit status" 0 "$RC"
+expect_eq "--root of its own: source" sampled "$(jq -r .source "$WORK/out.txt")"
+expect_eq "--root of its own: findings" 0 "$(jq '.findings | length' "$WORK/out.txt")"
+grep -qF "the agent on $agent_listen watches the root '$root', not '$bare': sampling for 1s" \
+    "$WORK/err.txt" || fail "--root of its own: note: $(cat "$WORK/err.txt")"
+ok
+doctor --listen "$agent_listen" --root "$root" --json
+expect_eq "--root the agent's: source" agent "$(jq -r .source "$WORK/out.txt")"
+expect_eq "--root the agent's: findings" 3 "$(jq '.findings | length' "$WORK/out.txt")"
+doctor --listen "$nobody" --url "$AGENT_URL" --root "$root" --json
+expect_eq "--url, same root: exit status" 1 "$RC"
+expect_eq "--url, same root: source" agent "$(jq -r .source "$WORK/out.txt")"
+expect_eq "--url, same root: findings" 3 "$(jq '.findings | length' "$WORK/out.txt")"
+doctor --url "$AGENT_URL/" --root "$bare"
+expect_eq "--url, another root: exit status" 3 "$RC"
+expect_eq "--url, another root: message" \
+    "mlwatch doctor: the agent at $AGENT_URL/api/v1/findings watches the root '$root', not '$bare' (--root); leave out --url to sample $bare" \
+    "$(cat "$WORK/err.txt")"
+expect_eq "--url, another root: stdout" "" "$(cat "$WORK/out.txt")"
+doctor --url "http://$nobody" --root "$root"
+expect_eq "--url, no agent: exit status" 3 "$RC"
+expect_eq "--url, no agent: message" \
+    "mlwatch doctor: no agent answers at http://$nobody/api/v1/findings (--url)" "$(cat "$WORK/err.txt")"
+
 done_ok
