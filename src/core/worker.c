@@ -23,7 +23,8 @@ int mw_worker_start(mw_worker *w, void *(*fn)(void *), void *arg)
     return 0;
 }
 
-int mw_worker_wait_locked(mw_worker *w, int64_t ms)
+/* The CLOCK_MONOTONIC time ms from now. */
+static struct timespec deadline_in(int64_t ms)
 {
     struct timespec dl;
     clock_gettime(CLOCK_MONOTONIC, &dl);
@@ -34,9 +35,20 @@ int mw_worker_wait_locked(mw_worker *w, int64_t ms)
         dl.tv_sec++;
         dl.tv_nsec -= 1000000000L;
     }
-    /* Loop: a spurious wake-up must not end the wait early. */
-    while (!w->stop && !w->kicked)
-        if (pthread_cond_timedwait(&w->cv, &w->mu, &dl) == ETIMEDOUT) break;
+    return dl;
+}
+
+int mw_worker_wait_locked(mw_worker *w, int64_t ms)
+{
+    if (ms == MW_WORKER_NO_TIMEOUT) {
+        while (!w->stop && !w->kicked)
+            pthread_cond_wait(&w->cv, &w->mu);
+    } else {
+        struct timespec dl = deadline_in(ms);
+        /* Loop: a spurious wake-up must not end the wait early. */
+        while (!w->stop && !w->kicked)
+            if (pthread_cond_timedwait(&w->cv, &w->mu, &dl) == ETIMEDOUT) break;
+    }
     w->kicked = 0;
     return !w->stop;
 }
@@ -70,14 +82,30 @@ void mw_worker_kick(mw_worker *w)
     pthread_mutex_unlock(&w->mu);
 }
 
-void mw_worker_stop(mw_worker *w)
+static void ask_to_stop(mw_worker *w)
 {
     pthread_mutex_lock(&w->mu);
     w->stop = 1;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
+}
+
+void mw_worker_stop(mw_worker *w)
+{
+    ask_to_stop(w);
     if (w->started) pthread_join(w->thread, NULL);
     w->started = 0;
+}
+
+int mw_worker_stop_within(mw_worker *w, int64_t ms)
+{
+    ask_to_stop(w);
+    if (!w->started) return 0;
+    w->started = 0;
+    struct timespec dl = deadline_in(ms);
+    if (pthread_clockjoin_np(w->thread, NULL, CLOCK_MONOTONIC, &dl) == 0) return 0;
+    pthread_detach(w->thread);
+    return -1;
 }
 
 void mw_worker_destroy(mw_worker *w)
