@@ -346,7 +346,7 @@ int mw_store_compact(mw_store *s, int force)
          * them too (recovery may fall back to it, see snapshot.c). */
         if (rc == 0) rc = mw_snapshot_write(s);
         if (rc == 0) rc = mw_snapshot_write(s);
-        if (rc == 0) s->last_snapshot_ms = mw_now_ms();
+        if (rc == 0) s->last_snapshot_ns = mw_mono_ns();
     } else {
         /* A chunk file older than two hours is sealed so that compaction
          * and retention keep up at low ingest rates. */

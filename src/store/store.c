@@ -192,8 +192,7 @@ mw_store *mw_store_open(const mw_store_options *o, char *err, size_t errsize)
     pthread_rwlock_init(&s->lock, NULL);
     pthread_mutex_init(&s->blocks_mu, NULL);
     pthread_mutex_init(&s->maint_mu, NULL);
-    pthread_mutex_init(&s->bg_mu, NULL);
-    pthread_cond_init(&s->bg_cv, NULL);
+    mw_worker_init(&s->maintainer);
     int rc = mkdir_p(s->dir);
     char path[PATH_MAX + 32];
     if (rc < 0) {
@@ -267,10 +266,8 @@ mw_store *mw_store_open(const mw_store_options *o, char *err, size_t errsize)
     if (s->unknown_series_samples)
         mw_log(MW_LOG_WARN, "store", "WAL replay: %llu samples of undefined series skipped",
                (unsigned long long)s->unknown_series_samples);
-    s->last_snapshot_ms = mw_now_ms();
-    if (s->opt.background_ms > 0) {
-        if (pthread_create(&s->thread, NULL, maintenance, s) == 0) s->thread_started = 1;
-    }
+    s->last_snapshot_ns = mw_mono_ns();
+    if (s->opt.background_ms > 0) mw_worker_start(&s->maintainer, maintenance, s);
     return s;
 fail:
     if (s->lock_fd >= 0) close(s->lock_fd);
@@ -286,13 +283,7 @@ fail:
 void mw_store_close(mw_store *s)
 {
     if (!s) return;
-    if (s->thread_started) {
-        pthread_mutex_lock(&s->bg_mu);
-        s->stopping = 1;
-        pthread_cond_signal(&s->bg_cv);
-        pthread_mutex_unlock(&s->bg_mu);
-        pthread_join(s->thread, NULL);
-    }
+    mw_worker_stop(&s->maintainer);
     mw_wal_flush(s->wal);
     /* A snapshot now makes the next start fast. */
     pthread_mutex_lock(&s->maint_mu);
@@ -307,8 +298,7 @@ void mw_store_close(mw_store *s)
     pthread_rwlock_destroy(&s->lock);
     pthread_mutex_destroy(&s->blocks_mu);
     pthread_mutex_destroy(&s->maint_mu);
-    pthread_mutex_destroy(&s->bg_mu);
-    pthread_cond_destroy(&s->bg_cv);
+    mw_worker_destroy(&s->maintainer);
     free(s);
 }
 
@@ -316,7 +306,7 @@ int mw_store_snapshot(mw_store *s)
 {
     pthread_mutex_lock(&s->maint_mu);
     int rc = mw_snapshot_write(s);
-    if (rc == 0) s->last_snapshot_ms = mw_now_ms();
+    if (rc == 0) s->last_snapshot_ns = mw_mono_ns();
     pthread_mutex_unlock(&s->maint_mu);
     return rc;
 }
@@ -324,29 +314,19 @@ int mw_store_snapshot(mw_store *s)
 static void *maintenance(void *arg)
 {
     mw_store *s = arg;
-    pthread_mutex_lock(&s->bg_mu);
-    while (!s->stopping) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        int64_t ns = ts.tv_nsec + s->opt.background_ms * 1000000;
-        ts.tv_sec += ns / 1000000000;
-        ts.tv_nsec = ns % 1000000000;
-        pthread_cond_timedwait(&s->bg_cv, &s->bg_mu, &ts);
-        if (s->stopping) break;
-        pthread_mutex_unlock(&s->bg_mu);
+    /* Each background_ms, or sooner when an append kicks it. */
+    while (mw_worker_sleep(&s->maintainer, s->opt.background_ms)) {
         /* Samples appended without waiting (the agent's own) become durable
          * here, and a WAL that failed (disk full) is retried. */
         int rc = mw_wal_flush(s->wal);
         if (rc == 0) {
             uint64_t grown = mw_wal_appended(s->wal) - s->snap_lsn;
             if (grown >= s->opt.snapshot_wal_bytes ||
-                (grown > 0 && mw_now_ms() - s->last_snapshot_ms > 15 * 60 * 1000))
+                (grown > 0 && mw_mono_ns() - s->last_snapshot_ns > 15 * 60 * 1000000000LL))
                 mw_store_snapshot(s);
             mw_store_compact(s, 0);
         }
-        pthread_mutex_lock(&s->bg_mu);
     }
-    pthread_mutex_unlock(&s->bg_mu);
     return NULL;
 }
 

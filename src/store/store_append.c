@@ -390,9 +390,7 @@ static int append(mw_store *s, mw_store_ts *ts, size_t n, int flags, int own, ch
         /* Samples that need not wait are made durable by the maintenance
          * thread every second; at short intervals and on large nodes that is
          * megabytes of buffer (twice: the WAL double-buffers). Wake it now. */
-        pthread_mutex_lock(&s->bg_mu);
-        pthread_cond_signal(&s->bg_cv);
-        pthread_mutex_unlock(&s->bg_mu);
+        mw_worker_kick(&s->maintainer);
     }
     return 0;
 }

@@ -4,6 +4,7 @@
 #ifndef MW_STORE_INTERNAL_H
 #define MW_STORE_INTERNAL_H
 
+#include "../core/worker.h"
 #include "block.h"
 #include "head.h"
 #include "store.h"
@@ -39,18 +40,13 @@ struct mw_store {
     size_t nblocks;
     uint64_t next_block_seq;
     pthread_mutex_t maint_mu; /* one snapshot or compaction at a time */
-    /* maintenance thread */
-    pthread_t thread;
-    int thread_started;
-    pthread_mutex_t bg_mu;
-    pthread_cond_t bg_cv;
-    int stopping;
+    mw_worker maintainer;     /* the maintenance thread (store.c) */
     /* counters */
     _Atomic uint64_t refused[MW_REFUSE_COUNT];
     _Atomic uint64_t samples_appended, samples_duplicate, series_created;
     uint64_t replayed_records, wal_bytes_cut;
     uint64_t unknown_series_samples; /* replay: samples of series never defined */
-    int64_t last_snapshot_ms;
+    int64_t last_snapshot_ns;        /* CLOCK_MONOTONIC: an interval, not a date */
 };
 
 /* Paths inside the data folder. */
