@@ -7,9 +7,11 @@
  * The encoded records go to an in-memory inbox (bounded; when the writer is
  * far behind, new data is dropped and counted) and consume() returns.
  * A writer thread appends the inbox to the shards' on-disk queues
- * (queue.h) and syncs them once per interval; one sender thread per shard
- * reads its queue in order, batches by size (max_samples_per_send) and time
- * (batch_send_deadline), posts, and acknowledges.
+ * (queue.h), syncs them once per interval and wakes their senders; one
+ * sender thread per shard reads its queue in order, batches by size
+ * (max_samples_per_send) and time (batch_send_deadline), posts, and
+ * acknowledges. Both are mw_workers (core/worker.h): their waits run on
+ * CLOCK_MONOTONIC, so a step of the wall clock delays no batch or retry.
  *
  * Folders: DATA_DIR/remote-write/ENDPOINT/shard-N. When max_shards shrinks,
  * the extra shards' queues are still drained. */
@@ -17,6 +19,7 @@
 #include "../core/hash.h"
 #include "../core/log.h"
 #include "../core/util.h"
+#include "../core/worker.h"
 #include "../proto/rw_encode.h"
 #include "queue.h"
 #include "rw_config.h"
@@ -84,8 +87,7 @@ typedef struct shard {
     endpoint *ep;
     int idx;
     mw_rwq *q;
-    pthread_t th;
-    int started;
+    mw_worker sender; /* kicked by the writer when q grows */
     mw_rw_client *client;
     unsigned seed;
 } shard;
@@ -94,15 +96,12 @@ struct endpoint {
     mw_rw_endpoint_cfg *cfg;
     const char *label; /* the endpoint label: name, else the display URL */
     shard shards[MAX_SHARDS];
-    int nshards; /* threads and queues (>= active) */
-    int nactive; /* shards new data goes to: max_shards */
-    pthread_t writer;
-    int writer_started;
-    pthread_mutex_t mu;
-    pthread_cond_t inbox_cv, send_cv;
+    int nshards;      /* threads and queues (>= active) */
+    int nactive;      /* shards new data goes to: max_shards */
+    mw_worker writer; /* its mutex guards the inbox: head, tail, inbox_bytes */
     inbox_item *head, *tail;
     size_t inbox_bytes;
-    volatile int stop;
+    volatile int stop; /* set first at shutdown; in-flight posts poll it and abort */
     atomic_uint_fast64_t sent, failed, retried, drop_relabel, drop_backlog, drop_invalid;
     _Atomic int64_t highest_ms;
     /* consume()'s scratch, agent thread only */
@@ -124,22 +123,6 @@ static int64_t mono_ms(void)
     return mw_mono_ns() / 1000000;
 }
 
-/* Wait on the endpoint's send condition for at most ms (or until stop). */
-static void wait_ms(endpoint *ep, int64_t ms)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    t.tv_sec += ms / 1000;
-    t.tv_nsec += (ms % 1000) * 1000000;
-    if (t.tv_nsec >= 1000000000) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000;
-    }
-    pthread_mutex_lock(&ep->mu);
-    if (!ep->stop) pthread_cond_timedwait(&ep->send_cv, &ep->mu, &t);
-    pthread_mutex_unlock(&ep->mu);
-}
-
 static void *shard_main(void *arg)
 {
     shard *sh = arg;
@@ -153,12 +136,12 @@ static void *shard_main(void *arg)
         mw_rwq_batch b;
         size_t nrec = mw_rwq_peek(sh->q, cfg->max_samples_per_send, BATCH_MAX_BYTES, &batch, &b);
         if (!nrec) {
-            wait_ms(ep, 1000);
+            mw_worker_sleep(&sh->sender, 1000);
             continue;
         }
         int64_t due = last_send + cfg->batch_send_deadline_ms;
         if (!b.full && b.samples < cfg->max_samples_per_send && mono_ms() < due) {
-            wait_ms(ep, due - mono_ms());
+            mw_worker_sleep(&sh->sender, due - mono_ms());
             continue; /* peek again: more may have come */
         }
         if (mw_rw_snappy(batch.data, batch.len, &body) < 0) {
@@ -199,8 +182,9 @@ static void *shard_main(void *arg)
             mw_log_once(MW_LOG_WARN, "remote-write", key, "%s: shard %d: %s; retrying with backoff",
                         ep->label, sh->idx, res.detail);
             double r = (double)rand_r(&sh->seed) / ((double)RAND_MAX + 1.0);
-            wait_ms(ep, mw_rw_backoff_ms(attempt, cfg->min_backoff_ms, cfg->max_backoff_ms,
-                                         res.retry_after_ms, r));
+            mw_worker_sleep(&sh->sender,
+                            mw_rw_backoff_ms(attempt, cfg->min_backoff_ms, cfg->max_backoff_ms,
+                                             res.retry_after_ms, r));
             if (attempt < 30) attempt++;
             if (ep->stop) break;
         }
@@ -224,8 +208,11 @@ static void write_item(endpoint *ep, inbox_item *it)
             mw_log_once(MW_LOG_ERROR, "remote-write", "rw-append", "%s: %s", ep->label, err);
         touched[r->shard] = 1;
     }
-    for (int s = 0; s < ep->nshards; s++)
-        if (touched[s]) mw_rwq_sync(ep->shards[s].q);
+    for (int s = 0; s < ep->nshards; s++) {
+        if (!touched[s]) continue;
+        mw_rwq_sync(ep->shards[s].q);
+        mw_worker_kick(&ep->shards[s].sender);
+    }
 }
 
 static void item_free(inbox_item *it)
@@ -238,22 +225,23 @@ static void item_free(inbox_item *it)
 static void *writer_main(void *arg)
 {
     endpoint *ep = arg;
-    pthread_mutex_lock(&ep->mu);
+    mw_worker *w = &ep->writer;
+    pthread_mutex_lock(&w->mu);
     for (;;) {
-        while (!ep->head && !ep->stop)
-            pthread_cond_wait(&ep->inbox_cv, &ep->mu);
+        /* consume() kicks; once stopping, what is left is drained. */
+        while (!ep->head && mw_worker_wait_locked(w, MW_WORKER_NO_TIMEOUT)) {
+        }
         inbox_item *it = ep->head;
         if (!it) break; /* stopping with an empty inbox */
         ep->head = it->next;
         if (!ep->head) ep->tail = NULL;
         ep->inbox_bytes -= it->data.len;
-        pthread_mutex_unlock(&ep->mu);
+        pthread_mutex_unlock(&w->mu);
         write_item(ep, it);
         item_free(it);
-        pthread_mutex_lock(&ep->mu);
-        pthread_cond_broadcast(&ep->send_cv);
+        pthread_mutex_lock(&w->mu);
     }
-    pthread_mutex_unlock(&ep->mu);
+    pthread_mutex_unlock(&w->mu);
     return NULL;
 }
 
@@ -340,9 +328,9 @@ static void consume_endpoint(endpoint *ep, const mw_snapshot *snap)
         item_free(it);
         return;
     }
-    pthread_mutex_lock(&ep->mu);
+    pthread_mutex_lock(&ep->writer.mu);
     if (ep->inbox_bytes + it->data.len > INBOX_MAX_BYTES) {
-        pthread_mutex_unlock(&ep->mu);
+        pthread_mutex_unlock(&ep->writer.mu);
         atomic_fetch_add(&ep->drop_backlog, total);
         mw_log_once(MW_LOG_WARN, "remote-write", "rw-backlog",
                     "%s: the disk queue writer is behind by more than %u MiB; dropping new data",
@@ -356,24 +344,23 @@ static void consume_endpoint(endpoint *ep, const mw_snapshot *snap)
     else
         ep->head = it;
     ep->tail = it;
-    pthread_cond_signal(&ep->inbox_cv);
-    pthread_mutex_unlock(&ep->mu);
+    mw_worker_kick_locked(&ep->writer);
+    pthread_mutex_unlock(&ep->writer.mu);
 }
 
 /* ---- module ---- */
 
 static void endpoint_stop(endpoint *ep)
 {
-    pthread_mutex_lock(&ep->mu);
+    pthread_mutex_lock(&ep->writer.mu);
     ep->stop = 1;
-    pthread_cond_broadcast(&ep->inbox_cv);
-    pthread_cond_broadcast(&ep->send_cv);
-    pthread_mutex_unlock(&ep->mu);
+    pthread_mutex_unlock(&ep->writer.mu);
+    for (int i = 0; i < ep->nshards; i++)
+        mw_worker_stop(&ep->shards[i].sender);
     /* The writer drains the inbox to disk before it exits: nothing that
      * consume() accepted is lost by a clean stop. */
-    if (ep->writer_started) pthread_join(ep->writer, NULL);
+    mw_worker_stop(&ep->writer);
     for (int i = 0; i < ep->nshards; i++) {
-        if (ep->shards[i].started) pthread_join(ep->shards[i].th, NULL);
         mw_rw_client_free(ep->shards[i].client);
         mw_rwq_close(ep->shards[i].q);
     }
@@ -385,9 +372,9 @@ static void endpoint_stop(endpoint *ep)
     for (int i = 0; i < MAX_SHARDS; i++)
         mw_buf_free(&ep->cur[i]);
     mw_arena_free(&ep->scratch);
-    pthread_mutex_destroy(&ep->mu);
-    pthread_cond_destroy(&ep->inbox_cv);
-    pthread_cond_destroy(&ep->send_cv);
+    for (int i = 0; i < MAX_SHARDS; i++)
+        mw_worker_destroy(&ep->shards[i].sender);
+    mw_worker_destroy(&ep->writer);
 }
 
 /* Shards already on disk (from a larger max_shards before). */
@@ -413,12 +400,12 @@ static int endpoint_start(endpoint *ep, mw_rw_endpoint_cfg *cfg, const char *dat
     memset(ep, 0, sizeof(*ep));
     ep->cfg = cfg;
     ep->label = cfg->name[0] ? cfg->name : cfg->display_url;
-    pthread_mutex_init(&ep->mu, NULL);
-    pthread_cond_init(&ep->inbox_cv, NULL);
-    pthread_cond_init(&ep->send_cv, NULL);
+    mw_worker_init(&ep->writer);
     mw_arena_init(&ep->scratch, 16384);
-    for (int i = 0; i < MAX_SHARDS; i++)
+    for (int i = 0; i < MAX_SHARDS; i++) {
         mw_buf_init(&ep->cur[i], 0);
+        mw_worker_init(&ep->shards[i].sender);
+    }
     char dir[4096];
     snprintf(dir, sizeof(dir), "%s/remote-write/%s", data_dir, cfg->dirname);
     ep->nactive = cfg->max_shards;
@@ -444,12 +431,11 @@ static int endpoint_start(endpoint *ep, mw_rw_endpoint_cfg *cfg, const char *dat
         }
     }
     for (int i = 0; i < ep->nshards; i++)
-        ep->shards[i].started =
-            pthread_create(&ep->shards[i].th, NULL, shard_main, &ep->shards[i]) == 0;
-    ep->writer_started = pthread_create(&ep->writer, NULL, writer_main, ep) == 0;
+        mw_worker_start(&ep->shards[i].sender, shard_main, &ep->shards[i]);
+    int started = mw_worker_start(&ep->writer, writer_main, ep);
     mw_log(MW_LOG_INFO, "remote-write", "%s: shipping to %s with %d shard(s), queue in %s",
            ep->label, cfg->display_url, ep->nactive, dir);
-    return ep->writer_started ? 0 : -1;
+    return started;
 }
 
 static void rw_destroy(void *state)
