@@ -11,12 +11,14 @@
  * the process map (gpu_emit.c); it waits only on its very first run, for at
  * most a few seconds, so that `mlwatch metrics` shows GPUs. Readings older
  * than 3 slow intervals (10 s at least) are not reported: a hung driver
- * shows as errors and missing GPU samples, not as frozen values. */
+ * shows as errors and missing GPU samples, not as frozen values. The thread
+ * is an mw_worker (core/worker.h), whose mutex guards the published state. */
 #include "gpu.h"
 #include "gpu_emit.h"
 #include "../collector.h"
 #include "../../core/log.h"
 #include "../../core/util.h"
+#include "../../core/worker.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -52,13 +54,12 @@ struct gpu_state {
     backend_slot slots[2];
     unsigned nslots, n;
     mw_gpu_dev *work;   /* owned by the thread */
-    mw_gpu_dev *latest; /* published, under lock */
+    mw_gpu_dev *latest; /* published, under poller.mu */
     uint64_t *energy_base, *energy_last;
     mw_gpu_emitter *emitter;
-    pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t wake, done;
-    int stop, opened; /* opened: 0 pending, 1 devices found, -1 nothing */
+    mw_worker poller;    /* the polling thread; kicked by a sync request */
+    pthread_cond_t done; /* a publication, or the libraries' answer */
+    int opened;          /* 0 pending, 1 devices found, -1 nothing */
     char why[768];
     uint64_t sync_req, sync_done, published;
     int64_t published_ns;
@@ -76,7 +77,7 @@ static void on_error(void *ctx, unsigned dev, const char *call, const char *what
 {
     backend_slot *s = ctx;
     gpu_state *st = s->st;
-    pthread_mutex_lock(&st->lock);
+    pthread_mutex_lock(&st->poller.mu);
     if (st->nerrs < MAX_PENDING) {
         pending_error *e = &st->errs[st->nerrs++];
         if (dev == MW_GPU_NONE)
@@ -87,7 +88,7 @@ static void on_error(void *ctx, unsigned dev, const char *call, const char *what
     } else {
         st->dropped_errs++;
     }
-    pthread_mutex_unlock(&st->lock);
+    pthread_mutex_unlock(&st->poller.mu);
 }
 
 static void on_xid(void *ctx, unsigned dev, uint64_t xid)
@@ -214,25 +215,23 @@ static void *poll_thread(void *arg)
 {
     gpu_state *st = arg;
     open_backends(st);
-    pthread_mutex_lock(&st->lock);
+    pthread_mutex_lock(&st->poller.mu);
     st->opened = st->n ? 1 : -1;
     pthread_cond_broadcast(&st->done);
-    pthread_mutex_unlock(&st->lock);
+    pthread_mutex_unlock(&st->poller.mu);
     if (st->opened < 0) return NULL;
     int64_t next_fast = mw_mono_ns(), next_slow = next_fast;
     for (;;) {
-        pthread_mutex_lock(&st->lock);
+        pthread_mutex_lock(&st->poller.mu);
         for (;;) {
-            if (st->stop || st->sync_req > st->sync_done) break;
+            if (st->poller.stop || st->sync_req > st->sync_done) break;
             int64_t now = mw_mono_ns();
             if (now >= next_fast) break;
-            struct timespec ts;
-            deadline_after(&ts, next_fast - now);
-            pthread_cond_timedwait(&st->wake, &st->lock, &ts);
+            mw_worker_wait_locked(&st->poller, (next_fast - now + 999999) / 1000000);
         }
         uint64_t req = st->sync_req;
-        int stop = st->stop;
-        pthread_mutex_unlock(&st->lock);
+        int stop = st->poller.stop;
+        pthread_mutex_unlock(&st->poller.mu);
         if (stop) break;
         int64_t now = mw_mono_ns();
         unsigned what = MW_GPU_FAST;
@@ -253,14 +252,14 @@ static void *poll_thread(void *arg)
         }
         next_fast += st->interval_ns;
         if (next_fast < mw_mono_ns()) next_fast = mw_mono_ns() + st->interval_ns;
-        pthread_mutex_lock(&st->lock);
+        pthread_mutex_lock(&st->poller.mu);
         for (size_t i = 0; i < st->n; i++)
             copy_dev(&st->latest[i], &st->work[i]);
         st->published++;
         st->published_ns = mw_mono_ns();
         if (req > st->sync_done) st->sync_done = req;
         pthread_cond_broadcast(&st->done);
-        pthread_mutex_unlock(&st->lock);
+        pthread_mutex_unlock(&st->poller.mu);
     }
     return NULL;
 }
@@ -274,8 +273,7 @@ static void free_state(gpu_state *st)
     free(st->latest);
     free(st->energy_base);
     free(st->energy_last);
-    pthread_mutex_destroy(&st->lock);
-    pthread_cond_destroy(&st->wake);
+    mw_worker_destroy(&st->poller);
     pthread_cond_destroy(&st->done);
     free(st);
 }
@@ -287,27 +285,25 @@ static int gpu_init(const mw_env *env, void **state)
     st->interval_ns = env->cfg->interval_ms * 1000000;
     st->slow_interval_ns = env->cfg->gpu_process_interval_ms * 1000000;
     if (st->slow_interval_ns < st->interval_ns) st->slow_interval_ns = st->interval_ns;
-    pthread_mutex_init(&st->lock, NULL);
+    mw_worker_init(&st->poller);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&st->wake, &ca);
     pthread_cond_init(&st->done, &ca);
     pthread_condattr_destroy(&ca);
-    int rc = pthread_create(&st->thread, NULL, poll_thread, st);
-    if (rc != 0) {
+    if (mw_worker_start(&st->poller, poll_thread, st) < 0) {
         free_state(st);
-        return -rc;
+        return -EAGAIN;
     }
     struct timespec ts;
     deadline_after(&ts, (int64_t)OPEN_WAIT_S * 1000000000);
-    pthread_mutex_lock(&st->lock);
+    pthread_mutex_lock(&st->poller.mu);
     while (st->opened == 0)
-        if (pthread_cond_timedwait(&st->done, &st->lock, &ts) == ETIMEDOUT) break;
+        if (pthread_cond_timedwait(&st->done, &st->poller.mu, &ts) == ETIMEDOUT) break;
     int opened = st->opened;
-    pthread_mutex_unlock(&st->lock);
+    pthread_mutex_unlock(&st->poller.mu);
     if (opened < 0) {
-        pthread_join(st->thread, NULL);
+        mw_worker_stop(&st->poller); /* the thread has ended or is ending */
         mw_log(MW_LOG_INFO, "gpu", "no GPU telemetry (%s)", st->why);
         free_state(st);
         return MW_COLLECTOR_ABSENT;
@@ -335,18 +331,18 @@ static int gpu_init(const mw_env *env, void **state)
 static void gpu_collect(void *state, mw_collect_ctx *ctx)
 {
     gpu_state *st = state;
-    pthread_mutex_lock(&st->lock);
+    pthread_mutex_lock(&st->poller.mu);
     if (!st->collected_once) {
         /* The very first cycle (and `mlwatch metrics`) waits for a poll. */
         st->collected_once = 1;
         struct timespec ts;
         deadline_after(&ts, (int64_t)FIRST_WAIT_S * 1000000000);
         while (st->published == 0 && st->opened >= 0)
-            if (pthread_cond_timedwait(&st->done, &st->lock, &ts) == ETIMEDOUT) break;
+            if (pthread_cond_timedwait(&st->done, &st->poller.mu, &ts) == ETIMEDOUT) break;
     }
     if (st->opened < 0) {
         /* The libraries answered after init() had given up waiting. */
-        pthread_mutex_unlock(&st->lock);
+        pthread_mutex_unlock(&st->poller.mu);
         if (!st->absent_logged) mw_log(MW_LOG_INFO, "gpu", "no GPU telemetry (%s)", st->why);
         st->absent_logged = 1;
         return;
@@ -365,7 +361,7 @@ static void gpu_collect(void *state, mw_collect_ctx *ctx)
     /* Emitting from the published copy under the lock costs the poller at
      * most this long a wait before its next publication; no copy needed. */
     if (published && age <= stale_ns) mw_gpu_emit(st->emitter, ctx, st->latest, n);
-    pthread_mutex_unlock(&st->lock);
+    pthread_mutex_unlock(&st->poller.mu);
 
     for (unsigned k = 0; k < nerrs; k++)
         mw_collect_error(ctx, errs[k].path, 0, errs[k].what);
@@ -389,18 +385,10 @@ static void gpu_destroy(void *state)
     for (size_t k = 0; k < MW_ARRAY_LEN(registry); k++)
         if (registry[k] == st) registry[k] = NULL;
     pthread_mutex_unlock(&registry_lock);
-    pthread_mutex_lock(&st->lock);
-    st->stop = 1;
-    pthread_cond_broadcast(&st->wake);
-    pthread_mutex_unlock(&st->lock);
     /* A driver call can hang for good: then the agent stops without it
      * (the thread and what it uses are left to the exiting process). */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += STOP_WAIT_S;
-    if (pthread_timedjoin_np(st->thread, NULL, &ts) != 0) {
+    if (mw_worker_stop_within(&st->poller, (int64_t)STOP_WAIT_S * 1000) < 0) {
         mw_log(MW_LOG_WARN, "gpu", "the GPU poller is stuck in a driver call; not waiting for it");
-        pthread_detach(st->thread);
         return;
     }
     free_state(st);
@@ -415,15 +403,15 @@ int mw_gpu_collector_sync(void)
         if (!st) continue;
         struct timespec ts;
         deadline_after(&ts, (int64_t)SYNC_WAIT_S * 1000000000);
-        pthread_mutex_lock(&st->lock);
+        pthread_mutex_lock(&st->poller.mu);
         uint64_t req = ++st->sync_req;
-        pthread_cond_broadcast(&st->wake);
+        mw_worker_kick_locked(&st->poller);
         while (st->sync_done < req && st->opened >= 0)
-            if (pthread_cond_timedwait(&st->done, &st->lock, &ts) == ETIMEDOUT) {
+            if (pthread_cond_timedwait(&st->done, &st->poller.mu, &ts) == ETIMEDOUT) {
                 rc = -1;
                 break;
             }
-        pthread_mutex_unlock(&st->lock);
+        pthread_mutex_unlock(&st->poller.mu);
     }
     pthread_mutex_unlock(&registry_lock);
     return rc;
