@@ -14,10 +14,13 @@
 source "$(dirname "$0")/lib.sh"
 shim="$MLWATCH_BUILD/tests/fakeclock/libfake_wallclock.so"
 [ -f "$shim" ] || fail "$shim is not built"
-# Only the agent runs under the shim; a sanitized build must find its
+# Only the agent runs under the shim (through a wrapper that start_agent
+# runs; curl and the receiver do not); a sanitized build must find its
 # runtime first in the library list.
 asan=$(ldd "$MLWATCH_BIN" | awk '/libasan/ {print $3}')
-preload="${asan:+$asan }$shim"
+printf '#!/bin/sh\nLD_PRELOAD="%s" exec "%s" "$@"\n' "${asan:+$asan }$shim" "$MLWATCH_BIN" >"$WORK/mlwatch"
+chmod +x "$WORK/mlwatch"
+MLWATCH_BIN="$WORK/mlwatch"
 export MW_FAKE_WALLCLOCK_TRIGGER="$WORK/jump" MW_FAKE_WALLCLOCK_JUMP_S=31536000
 root=$(fixture_copy rapl-cpufreq)
 
@@ -26,7 +29,7 @@ at_least() { [ "$("$1")" -ge "$2" ]; }
 jumped() { grep -q 'fake_wallclock: the wall clock jumped' "$WORK/agent.log"; }
 
 # ---- 1. WAL flushes ----
-LD_PRELOAD=$preload start_agent --root "$root" --interval 500ms
+start_agent --root "$root" --interval 500ms
 wait_for 20 at_least fsyncs 2 || fail "no WAL fsyncs before the jump: $(fsyncs)"
 ok
 touch "$WORK/jump"
@@ -54,7 +57,7 @@ remote_write:
     queue_config: {max_shards: 1, batch_send_deadline: 100ms, min_backoff: 100ms, max_backoff: 200ms}
 YAML
 accepted() { [ "$(awk '$2 == 204' "$WORK/rx.log" 2>/dev/null | wc -l)" -ge "$1" ]; }
-LD_PRELOAD=$preload start_agent --root "$root" --interval 15s --config "$WORK/mlwatch.yml"
+start_agent --root "$root" --interval 15s --config "$WORK/mlwatch.yml"
 wait_for 20 accepted 1 || fail "the first cycle was not shipped: $(cat "$WORK/rx.log" 2>/dev/null)"
 ok
 # The next cycle's batch is refused twice, after the jump.
