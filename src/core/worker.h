@@ -26,7 +26,7 @@
  *   backoff.
  * Not workers: the short-lived helpers that split one computation and are
  * joined before it returns (store.c's head_read_part during a select,
- * query/funcs.c's range-function halves); the HTTP server's threads,
+ * query/funcs_range.c's range-function halves); the HTTP server's threads,
  * owned by libmicrohttpd; the agent's main thread, which waits for its
  * next cycle and for signals with sigtimedwait() (agent/agent.c). */
 #ifndef MW_WORKER_H
