@@ -40,6 +40,9 @@ add_custom_command(OUTPUT ${UI_ASSETS_C}
                    COMMENT "Embedding the web UI"
                    VERBATIM)
 target_sources(mlwatch_core PRIVATE ${UI_ASSETS_C})
+# The blob's own mapping (ui/ui_files.ld says why), in every program that
+# links the library.
+target_link_options(mlwatch_core INTERFACE "LINKER:-T,${CMAKE_SOURCE_DIR}/ui/ui_files.ld")
 
 # The Grafana dashboards in deploy/grafana/ are generated from the same spec:
 # they must be up to date and valid.
