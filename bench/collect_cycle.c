@@ -8,6 +8,7 @@
  * number of samples per cycle. */
 #include "collect/collector.h"
 #include "collect/procmap.h"
+#include "agent/agent.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -15,11 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int exists(const char *name)
-{
-    return mw_collector_find(name) != NULL;
-}
 
 int main(int argc, char **argv)
 {
@@ -29,10 +25,10 @@ int main(int argc, char **argv)
     }
     int cycles = argc > 2 ? atoi(argv[2]) : 1000;
     if (cycles < 1) cycles = 1;
-    mw_config_collector_exists = exists;
     mw_tune_allocator(); /* as main() does for the agent */
     mw_log_set_level(MW_LOG_ERROR);
     mw_config cfg;
+    mw_options_register_all();
     mw_config_defaults(&cfg);
     mw_strlcpy(cfg.root, argv[1], sizeof(cfg.root));
     mw_hostfs host;

@@ -26,6 +26,7 @@
 #include "collect/collector.h"
 #include "collect/gpu/gpu.h"
 #include "collect/procmap.h"
+#include "agent/agent.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -129,17 +130,12 @@ static void read_node_pids(void)
     pclose(p);
 }
 
-static int exists(const char *name)
-{
-    return mw_collector_find(name) != NULL;
-}
-
 /* Microseconds of the gpu collector per cycle (main thread). */
 static double cycle_cost(const char *lib, int cycles, size_t *samples)
 {
     mw_config cfg;
+    mw_options_register_all();
     mw_config_defaults(&cfg);
-    mw_config_collector_exists = exists;
     char err[256];
     char *argv[] = {"x",
                     "x",

@@ -3,6 +3,8 @@
  * loader's promises: an error is one line that starts with the file name and
  * leaves the settings untouched; a success leaves only valid settings.
  * Inputs starting with byte 0x01 go to the flag parser instead. */
+#include "agent/agent.h"
+#include "collect/collector.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/units.h"
@@ -33,23 +35,26 @@ static void check_one_line(const char *err, size_t size)
         check((unsigned char)*p >= 0x20 && *p != 0x7f);
 }
 
-static void check_valid(const mw_config *c, const mw_config *before)
+static void check_valid(const mw_config *config, const mw_config *before)
 {
+    const mw_config *c = config;
+    const mw_metrics_settings *m = mw_config_group(config, &mw_metrics_options);
+    const mw_collector_set_settings *cs = mw_config_group(config, &mw_collector_set_options);
     check(terminated(c->root, sizeof(c->root)) && terminated(c->listen, sizeof(c->listen)));
     check(terminated(c->log_level, sizeof(c->log_level)));
-    check(terminated(c->format, sizeof(c->format)));
+    check(terminated(m->format, sizeof(m->format)));
     char host[256];
     uint16_t port;
     check(mw_parse_listen(c->listen, host, sizeof(host), &port) == 0);
     check(c->interval_ms > 0);
     mw_log_level level;
     check(mw_log_level_parse(c->log_level, &level) == 0);
-    check(strcmp(c->format, "text") == 0 || strcmp(c->format, "openmetrics") == 0);
-    check(c->ncollectors <= MW_MAX_LIST && c->ndisable_collectors <= MW_MAX_LIST);
-    for (size_t i = 0; i < c->ncollectors; i++)
-        check(known(c->collectors[i]));
-    for (size_t i = 0; i < c->ndisable_collectors; i++)
-        check(known(c->disable_collectors[i]));
+    check(strcmp(m->format, "text") == 0 || strcmp(m->format, "openmetrics") == 0);
+    check(cs->ncollectors <= MW_MAX_LIST && cs->ndisable_collectors <= MW_MAX_LIST);
+    for (size_t i = 0; i < cs->ncollectors; i++)
+        check(known(cs->collectors[i]));
+    for (size_t i = 0; i < cs->ndisable_collectors; i++)
+        check(known(cs->disable_collectors[i]));
     check(strcmp(c->config_path, before->config_path) == 0); /* only --config sets it */
 }
 
@@ -67,6 +72,7 @@ static void fuzz_args(const uint8_t *data, size_t size)
         argv[argc++] = p;
     }
     mw_config c, before;
+    mw_options_register_all();
     mw_config_defaults(&c);
     before = c;
     char *rest[4];
@@ -87,12 +93,13 @@ static void fuzz_args(const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    mw_config_collector_exists = known;
+    mw_collector_name_check = known;
     if (size && data[0] == 1) {
         fuzz_args(data + 1, size - 1);
         return 0;
     }
     mw_config c, before;
+    mw_options_register_all();
     mw_config_defaults(&c);
     before = c;
     char err[512];

@@ -3,6 +3,7 @@
  * arbitrary bytes, then the compiled rules applied to a fixed series. An
  * accepted file must build the same endpoints again from mw_config (what the
  * shipper does at start), and relabelling must keep a valid label set. */
+#include "agent/agent.h"
 #include "core/config.h"
 #include "ship/relabel.h"
 #include "ship/rw_config.h"
@@ -14,6 +15,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static mw_config c;
+    mw_options_register_all();
     mw_config_defaults(&c);
     char err[1024];
     if (mw_config_load_string(&c, "fuzz.yml", (const char *)data, size, err, sizeof(err)) < 0)
@@ -22,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (mw_rw_config_build(&c, &rc, err, sizeof(err)) < 0) {
         /* Only an invalid --remote-write scalar may fail here: the list and
          * the labels were validated when the file was loaded. */
-        if (!c.remote_write_url[0]) abort();
+        if (!((const mw_rw_settings *)mw_config_group(&c, &mw_rw_options))->url[0]) abort();
         return 0;
     }
     mw_arena a;

@@ -64,11 +64,6 @@ static const command commands[] = {
      mw_query_command, 1},
 };
 
-static int collector_exists(const char *name)
-{
-    return mw_collector_find(name) != NULL;
-}
-
 static void usage(FILE *out)
 {
     fprintf(out, "mlwatch %s - GPU, energy and container telemetry for shared machines\n\nUsage:\n",
@@ -93,7 +88,7 @@ static void command_usage(const command *cmd, FILE *out)
 
 int main(int argc, char **argv)
 {
-    mw_config_collector_exists = collector_exists;
+    mw_options_register_all();
     mw_tune_allocator();
     if (argc < 2) {
         usage(stderr);

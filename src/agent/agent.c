@@ -109,14 +109,29 @@ static mw_snapshot *collect_once(runtime *rt)
     return snap;
 }
 
+static int check_format(const char *v, char *why, size_t n)
+{
+    if (strcmp(v, "text") == 0 || strcmp(v, "openmetrics") == 0) return 0;
+    snprintf(why, n, "must be text or openmetrics");
+    return -1;
+}
+
+static const mw_option metrics_rows[] = {
+    MW_OPT(mw_metrics_settings, "format", MW_OPT_STRING, format, "text",
+           "`mlwatch metrics` output: text (Prometheus 0.0.4) or openmetrics", check_format),
+};
+const mw_option_group mw_metrics_options = MW_OPTION_GROUP("mlwatch metrics", "src/agent/agent.c",
+                                                           mw_metrics_settings, metrics_rows, NULL);
+
 int mw_metrics_once(const mw_config *cfg, FILE *out)
 {
+    const mw_metrics_settings *ms = mw_config_group(cfg, &mw_metrics_options);
     runtime rt;
     if (runtime_open(&rt, cfg, 1) < 0) return 1;
     mw_snapshot *snap = collect_once(&rt);
     mw_buf b;
     mw_buf_init(&b, 0);
-    mw_render(snap, strcmp(cfg->format, "openmetrics") == 0 ? MW_FMT_OPENMETRICS : MW_FMT_TEXT, &b);
+    mw_render(snap, strcmp(ms->format, "openmetrics") == 0 ? MW_FMT_OPENMETRICS : MW_FMT_TEXT, &b);
     int rc = fwrite(b.data, 1, b.len, out) == b.len && fflush(out) == 0 ? 0 : 1;
     mw_buf_free(&b);
     mw_snapshot_free(snap);

@@ -6,9 +6,19 @@
 
 #include <stdio.h>
 
+/* Register the settings of every part (options.c) with core/config.c:
+ * once, before the first mw_config_defaults. */
+void mw_options_register_all(void);
+
 /* Collect every interval and serve until SIGINT/SIGTERM. Returns the
  * process exit status. */
 int mw_agent_run(const mw_config *cfg);
+/* `mlwatch metrics`'s settings: --format, text or openmetrics. */
+typedef struct mw_metrics_settings {
+    char format[32];
+} mw_metrics_settings;
+extern const mw_option_group mw_metrics_options;
+
 /* Collect once and write the exposition to out. Returns the exit status. */
 int mw_metrics_once(const mw_config *cfg, FILE *out);
 

@@ -18,6 +18,7 @@
 #include "../core/units.h"
 #include "../core/util.h"
 #include "../derive/doctor.h"
+#include "../query/query_cmd.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -25,6 +26,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* --url: the agent to ask (the option `mlwatch query` declares). */
+static const char *query_url(const mw_config *cfg)
+{
+    return ((const mw_query_cmd_settings *)mw_config_group(cfg, &mw_query_cmd_options))->url;
+}
 
 typedef struct filter {
     const char *ns, *pod, *container;
@@ -64,15 +71,16 @@ static int resolve_pid(const mw_config *cfg, filter *fl)
 {
     static mw_config c; /* large: not on the stack */
     c = *cfg;
-    mw_strlcpy(c.collectors[0], "cgroup", sizeof(c.collectors[0]));
-    c.ncollectors = 1;
-    c.ndisable_collectors = 0;
+    mw_collector_set_settings *cs = mw_config_group_mut(&c, &mw_collector_set_options);
+    mw_strlcpy(cs->collectors[0], "cgroup", sizeof(cs->collectors[0]));
+    cs->ncollectors = 1;
+    cs->ndisable_collectors = 0;
     local_collectors lc;
     if (local_open(&lc, &c) < 0) return -1;
     mw_snapshot *snap = mw_snapshot_new();
     mw_collector_set_run(lc.set, snap);
     mw_container_ref ref;
-    int pid = atoi(cfg->doctor_pid);
+    int pid = atoi(((const mw_doctor_settings *)mw_config_group(cfg, &mw_doctor_options))->pid);
     int rc = mw_procmap_lookup(lc.pm, pid, &ref);
     mw_snapshot_free(snap);
     local_close(&lc);
@@ -103,11 +111,11 @@ static int ask_agent(const mw_config *cfg, int64_t window_ms, dr_list *out, char
 {
     char window[64] = "";
     if (window_ms > 0) snprintf(window, sizeof(window), "?window=%lldms", (long long)window_ms);
-    if (cfg->query_url[0]) {
-        size_t len = strlen(cfg->query_url);
-        while (len && cfg->query_url[len - 1] == '/')
+    if (query_url(cfg)[0]) {
+        size_t len = strlen(query_url(cfg));
+        while (len && query_url(cfg)[len - 1] == '/')
             len--;
-        snprintf(url, urlsize, "%.*s/api/v1/findings%s", (int)len, cfg->query_url, window);
+        snprintf(url, urlsize, "%.*s/api/v1/findings%s", (int)len, query_url(cfg), window);
     } else {
         char host[256];
         uint16_t port;
@@ -122,7 +130,7 @@ static int ask_agent(const mw_config *cfg, int64_t window_ms, dr_list *out, char
     /* The agent at --listen is on this machine: never through a proxy;
      * one at --url goes the way the environment says. */
     mw_http_call call = {.url = url,
-                         .no_proxy = cfg->query_url[0] ? NULL : "*",
+                         .no_proxy = query_url(cfg)[0] ? NULL : "*",
                          .connect_timeout_ms = 1000,
                          .timeout_ms = 10000,
                          .max_body = 64u << 20};
@@ -184,7 +192,8 @@ static int sample(const mw_config *cfg, int64_t window_ms, const char *why, dr_l
 {
     static mw_config c;
     c = *cfg;
-    c.doctor.history_ms = window_ms + cfg->interval_ms;
+    ((mw_doctor_settings *)mw_config_group_mut(&c, &mw_doctor_options))->t.history_ms =
+        window_ms + cfg->interval_ms;
     local_collectors lc;
     if (local_open(&lc, &c) < 0) return -1;
     const mw_module *doctor = &mw_doctor_module;
@@ -214,24 +223,25 @@ int mw_doctor_command(const mw_config *cfg, char **rest, size_t nrest)
 {
     (void)rest;
     (void)nrest;
-    filter fl = {cfg->doctor_namespace, cfg->doctor_pod, NULL, "", "", ""};
-    if (cfg->doctor_pid[0] && resolve_pid(cfg, &fl) < 0) return 3;
+    const mw_doctor_settings *ds = mw_config_group(cfg, &mw_doctor_options);
+    filter fl = {ds->ns, ds->pod, NULL, "", "", ""};
+    if (ds->pid[0] && resolve_pid(cfg, &fl) < 0) return 3;
     dr_list l;
     dr_list_init(&l);
     char url[512];
     char source[600];
     double window_s;
-    int agent = ask_agent(cfg, cfg->doctor_window_ms, &l, url, sizeof(url));
+    int agent = ask_agent(cfg, ds->window_ms, &l, url, sizeof(url));
     char why[PATH_MAX + 700];
     snprintf(why, sizeof(why), "no agent answers on %s", cfg->listen);
-    if (agent == 0 && cfg->query_url[0]) {
+    if (agent == 0 && query_url(cfg)[0]) {
         fprintf(stderr, "mlwatch doctor: no agent answers at %s (--url)\n", url);
         agent = -1;
     }
     /* A --root of its own is judged on that root: the agent on --listen
      * may watch another (its own start's --root). */
     if (agent > 0 && strcmp(cfg->root, "/") != 0 && !same_root(l.root, cfg->root)) {
-        if (cfg->query_url[0]) {
+        if (query_url(cfg)[0]) {
             fprintf(stderr,
                     "mlwatch doctor: the agent at %s watches the root '%s', not '%s' (--root); "
                     "leave out --url to sample %s\n",
@@ -250,10 +260,9 @@ int mw_doctor_command(const mw_config *cfg, char **rest, size_t nrest)
     }
     if (agent) {
         snprintf(source, sizeof(source), "the agent's history, %s", url);
-        window_s =
-            (double)(cfg->doctor_window_ms ? cfg->doctor_window_ms : cfg->doctor.history_ms) / 1000;
+        window_s = (double)(ds->window_ms ? ds->window_ms : ds->t.history_ms) / 1000;
     } else {
-        int64_t w = cfg->doctor_window_ms ? cfg->doctor_window_ms : 10000;
+        int64_t w = ds->window_ms ? ds->window_ms : 10000;
         if (sample(cfg, w, why, &l) < 0) {
             dr_list_free(&l);
             return 3;
@@ -265,7 +274,7 @@ int mw_doctor_command(const mw_config *cfg, char **rest, size_t nrest)
     dr_list_filter(&l, fl.ns, fl.pod, fl.container);
     dr_list_rank(&l);
     int rc = l.n ? 1 : 0;
-    if (cfg->doctor_json) {
+    if (cfg->json) {
         char *json = dr_list_to_json(&l, mw_now_ms(), agent ? "agent" : "sampled", window_s);
         if (fputs(json, stdout) < 0 || fputc('\n', stdout) < 0) rc = 3;
         free(json);

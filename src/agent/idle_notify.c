@@ -7,6 +7,7 @@
 #include "module.h"
 #include "../core/util.h"
 #include "../derive/idle.h"
+#include "../derive/idle_config.h"
 #include "../notify/notify_module.h"
 
 #include <stdlib.h>
@@ -54,6 +55,7 @@ static void idle_notify_destroy(void *state)
 const mw_module mw_module_idle_notify = {
     .agent_only = 1,
     .name = "idle",
+    .options = &mw_idle_options, /* the notifier's and the receivers': agent/options.c */
     .init = idle_notify_init,
     .derive = idle_notify_derive,
     .consume = idle_notify_consume,

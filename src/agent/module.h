@@ -24,6 +24,8 @@ typedef struct mw_http_server mw_http_server;
 
 typedef struct mw_module {
     const char *name;
+    /* Its settings (core/options.h), declared in its own file, or NULL. */
+    const mw_option_group *options;
     /* Set for modules with effects beyond the snapshot (files under
      * --state-dir or --data-dir, network traffic, notifications): they run in
      * the agent only, never in one-shot commands such as `mlwatch metrics`,

@@ -14,6 +14,7 @@
  * status is the command's. */
 #include "run.h"
 #include "../collect/collector.h"
+#include "../collect/gpu/gpu.h"
 #include "../collect/procmap.h"
 #include "../core/log.h"
 #include "../core/util.h"
@@ -227,10 +228,21 @@ static void cycle(tracker *t, pstat *ps, mw_collector_set *set, mw_procmap *pm, 
     mw_snapshot_free(snap);
 }
 
+static const mw_option run_rows[] = {
+    MW_OPT(mw_run_settings, "work", MW_OPT_NUMBER, work, "0",
+           "`mlwatch run`: units of work the command does, for joules per unit", NULL),
+    MW_OPT(mw_run_settings, "unit", MW_OPT_STRING, unit, "unit",
+           "`mlwatch run`: name of a unit of --work", NULL),
+};
+const mw_option_group mw_run_options =
+    MW_OPTION_GROUP("mlwatch run", "src/agent/run.c", mw_run_settings, run_rows, NULL);
+
 static void report(const mw_config *cfg, char **argv, size_t argc, const tracker *t,
                    const mw_energy *e, const run_acc *acc, double wall, int status,
                    double intensity)
 {
+    const mw_run_settings *rs = mw_config_group(cfg, &mw_run_options);
+    const mw_energy_settings *es = mw_config_group(cfg, &mw_energy_options);
     double j[MW_EC_N][MW_EK_N] = {{0}}, co2 = 0;
     mw_energy_container(e, "", "", RUN_CONTAINER, j, &co2);
     double total = 0;
@@ -239,7 +251,7 @@ static void report(const mw_config *cfg, char **argv, size_t argc, const tracker
     int estimated = mw_energy_last(e)->estimated_cpu;
     double gpu = acc->gpu_samples ? acc->gpu_util_sum / acc->gpu_samples : -1;
     double kwh = total / 3.6e6;
-    if (cfg->doctor_json) {
+    if (cfg->json) {
         json_t *cmd = json_array();
         for (size_t i = 0; i < argc; i++)
             json_array_append_new(cmd, json_string(argv[i]));
@@ -255,16 +267,16 @@ static void report(const mw_config *cfg, char **argv, size_t argc, const tracker
             "cpu_seconds", t->cpu, "cpu_user_seconds", t->user, "cpu_system_seconds", t->sys,
             "energy_joules", total, "energy_wh", total / 3600, "components", comp,
             "average_power_watts", wall > 0 ? total / wall : 0, "cpu_method",
-            estimated ? "estimated" : "measured", "idle_policy", cfg->energy_idle_policy);
+            estimated ? "estimated" : "measured", "idle_policy", es->idle_policy);
         json_object_set_new(o, "co2_grams", intensity >= 0 ? json_real(co2) : json_null());
         json_object_set_new(o, "carbon_intensity_grams_per_kwh",
                             intensity >= 0 ? json_real(intensity) : json_null());
         json_object_set_new(o, "gpu_utilization_ratio", gpu >= 0 ? json_real(gpu) : json_null());
-        if (cfg->run_work > 0)
+        if (rs->work > 0)
             json_object_set_new(o, "work",
-                                json_pack("{s:f,s:s,s:f,s:f}", "units", cfg->run_work, "unit",
-                                          cfg->run_unit, "joules_per_unit", total / cfg->run_work,
-                                          "units_per_kwh", kwh > 0 ? cfg->run_work / kwh : 0));
+                                json_pack("{s:f,s:s,s:f,s:f}", "units", rs->work, "unit", rs->unit,
+                                          "joules_per_unit", total / rs->work, "units_per_kwh",
+                                          kwh > 0 ? rs->work / kwh : 0));
         char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
         fprintf(stderr, "%s\n", text);
         free(text);
@@ -276,7 +288,7 @@ static void report(const mw_config *cfg, char **argv, size_t argc, const tracker
     fprintf(stderr, "  CPU time         %.3f s (user %.3f s, system %.3f s; %s)\n", t->cpu, t->user,
             t->sys, t->cgroup[0] ? "own cgroup" : "process tree");
     fprintf(stderr, "  energy           %.3f J = %.6f Wh (CPU %s, idle policy %s)\n", total,
-            total / 3600, estimated ? "estimated" : "measured", cfg->energy_idle_policy);
+            total / 3600, estimated ? "estimated" : "measured", es->idle_policy);
     for (int k = 0; k < MW_EC_N; k++)
         fprintf(stderr, "    %-6s         %.3f J = %.6f Wh (dynamic %.3f J, idle %.3f J)\n",
                 mw_energy_component_names[k], j[k][0] + j[k][1], (j[k][0] + j[k][1]) / 3600,
@@ -291,9 +303,9 @@ static void report(const mw_config *cfg, char **argv, size_t argc, const tracker
         fprintf(stderr, "  GPU utilization  %.1f %% (mean)\n", gpu * 100);
     else
         fprintf(stderr, "  GPU utilization  no GPU\n");
-    if (cfg->run_work > 0)
-        fprintf(stderr, "  efficiency       %.6g J/%s, %.6g %s/kWh\n", total / cfg->run_work,
-                cfg->run_unit, kwh > 0 ? cfg->run_work / kwh : 0, cfg->run_unit);
+    if (rs->work > 0)
+        fprintf(stderr, "  efficiency       %.6g J/%s, %.6g %s/kWh\n", total / rs->work, rs->unit,
+                kwh > 0 ? rs->work / kwh : 0, rs->unit);
 }
 
 static double mono_s(void)
@@ -307,7 +319,7 @@ int mw_run_command(const mw_config *cfg, char **argv, size_t argc)
         fprintf(stderr, "mlwatch run: no command (usage: mlwatch run [FLAGS] -- COMMAND [ARGS])\n");
         return 2;
     }
-    if (cfg->run_work < 0) {
+    if (((const mw_run_settings *)mw_config_group(cfg, &mw_run_options))->work < 0) {
         fprintf(stderr, "mlwatch run: --work must be a positive number of units\n");
         return 2;
     }
@@ -320,10 +332,12 @@ int mw_run_command(const mw_config *cfg, char **argv, size_t argc)
     static mw_config c;
     c = *cfg;
     static const char *const names[] = {"cpu", "rapl", "hwmon", "gpu", "ipmi"};
-    c.ncollectors = 0;
+    mw_collector_set_settings *cs = mw_config_group_mut(&c, &mw_collector_set_options);
+    cs->ncollectors = 0;
     for (size_t i = 0; i < MW_ARRAY_LEN(names); i++)
-        mw_strlcpy(c.collectors[c.ncollectors++], names[i], sizeof(c.collectors[0]));
-    c.gpu_process_interval_ms = c.interval_ms;
+        mw_strlcpy(cs->collectors[cs->ncollectors++], names[i], sizeof(cs->collectors[0]));
+    ((mw_gpu_settings *)mw_config_group_mut(&c, &mw_gpu_options))->gpu_process_interval_ms =
+        c.interval_ms;
     mw_energy_params p;
     if (mw_energy_params_from_config(&c, &p) < 0) {
         fprintf(stderr, "mlwatch run: --energy-max-watts-per-cpu must be at least "

@@ -50,9 +50,10 @@ static void store_query_routes(void *state, mw_http_server *http)
     mw_store_module_on_metadata(q->store_module, note_metadata, q->api.meta);
     mw_module_store.routes(q->store_module, http);
     pq_default_limits(&q->api.limits);
-    q->api.limits.max_samples = (size_t)q->cfg->query_max_samples;
-    q->api.limits.timeout_ms = q->cfg->query_timeout_ms;
-    q->api.limits.lookback_ms = q->cfg->query_lookback_ms;
+    const mw_query_settings *limits = mw_config_group(q->cfg, &mw_query_options);
+    q->api.limits.max_samples = (size_t)limits->max_samples;
+    q->api.limits.timeout_ms = limits->timeout_ms;
+    q->api.limits.lookback_ms = limits->lookback_ms;
     mw_query_api_register(http, &q->api);
 }
 
@@ -87,6 +88,7 @@ static void store_query_destroy(void *state)
 
 const mw_module mw_module_store_query = {
     .name = "store",
+    .options = &mw_store_module_options, /* the PromQL engine's: agent/options.c */
     .init = store_query_init,
     .routes = store_query_routes,
     .derive = store_query_derive,

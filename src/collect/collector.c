@@ -66,6 +66,26 @@ const mw_collector *mw_collector_find(const char *name)
     return NULL;
 }
 
+int (*mw_collector_name_check)(const char *name);
+
+static int check_collector(const char *v, char *why, size_t n)
+{
+    if (mw_collector_name_check ? mw_collector_name_check(v) : mw_collector_find(v) != NULL)
+        return 0;
+    snprintf(why, n, "no collector named '%s' (see `mlwatch help`)", v);
+    return -1;
+}
+
+static const mw_option set_rows[] = {
+    MW_OPT_LIST_OF(mw_collector_set_settings, "collectors", collectors, ncollectors, "all",
+                   "Comma-separated collectors to run", check_collector),
+    MW_OPT_LIST_OF(mw_collector_set_settings, "disable-collectors", disable_collectors,
+                   ndisable_collectors, "none", "Comma-separated collectors to switch off",
+                   check_collector),
+};
+const mw_option_group mw_collector_set_options = MW_OPTION_GROUP(
+    "collectors", "src/collect/collector.c", mw_collector_set_settings, set_rows, NULL);
+
 static int listed(const char (*list)[32], size_t n, const char *name)
 {
     for (size_t i = 0; i < n; i++)
@@ -80,7 +100,7 @@ mw_collector_set *mw_collector_set_new(const mw_env *env)
     set->items = mw_xcalloc(mw_ncollectors, sizeof(active));
     set->start_ms = mw_now_ms();
     mw_buf_init(&set->scratch, MW_HOSTFS_MAX_FILE + 1);
-    const mw_config *cfg = env->cfg;
+    const mw_collector_set_settings *cfg = mw_config_group(env->cfg, &mw_collector_set_options);
     for (size_t i = 0; i < mw_ncollectors; i++) {
         const mw_collector *c = mw_collectors[i];
         if (cfg->ncollectors && !listed(cfg->collectors, cfg->ncollectors, c->name)) continue;

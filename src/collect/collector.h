@@ -8,12 +8,13 @@
  *       .collect = loadavg_collect,
  *   };
  *
- * and a line in registry.c. init() runs once at start and may decide the
- * collector has nothing to do on this host (MW_COLLECTOR_ABSENT: it logs one
- * informative line and stays off). collect() runs every interval; it reports
- * each problem with mw_collect_error(), which counts it in
- * mlwatch_collector_errors_total and logs it once per path, and it carries
- * on with the next item. A collector never aborts the cycle.
+ * and a line in registry.c. A collector with settings declares them in its
+ * own file (an mw_option_group, see core/options.h) and points .options at
+ * it; it reads them with mw_config_group(env->cfg, &its_group). init() runs once at start and may
+ * decide the collector has nothing to do on this host (MW_COLLECTOR_ABSENT: it logs one informative
+ * line and stays off). collect() runs every interval; it reports each problem with
+ * mw_collect_error(), which counts it in mlwatch_collector_errors_total and logs it once per path,
+ * and it carries on with the next item. A collector never aborts the cycle.
  *
  * Parsing is kept apart from reading (functions taking a buffer) so that
  * every parser can be unit-tested and fuzzed without a host. */
@@ -53,6 +54,9 @@ typedef struct mw_collect_ctx {
 typedef struct mw_collector {
     const char *name;
     const char *help;
+    /* Its settings (options.h), when it has any; collectors may share one
+     * group (the GPU backends). */
+    const mw_option_group *options;
     int (*init)(const mw_env *env, void **state); /* optional */
     void (*collect)(void *state, mw_collect_ctx *ctx);
     void (*destroy)(void *state); /* optional */
@@ -71,6 +75,18 @@ const char *mw_collect_read(mw_collect_ctx *ctx, const char *path, size_t max);
 extern const mw_collector *const mw_collectors[];
 extern const size_t mw_ncollectors;
 const mw_collector *mw_collector_find(const char *name);
+
+/* Which collectors run: --collectors and --disable-collectors. */
+typedef struct mw_collector_set_settings {
+    char collectors[MW_MAX_LIST][32]; /* empty = all */
+    size_t ncollectors;
+    char disable_collectors[MW_MAX_LIST][32]; /* applied after collectors */
+    size_t ndisable_collectors;
+} mw_collector_set_settings;
+extern const mw_option_group mw_collector_set_options;
+/* Which names --collectors accepts: NULL (the default) is the registry;
+ * tests of the configuration set a list of their own. */
+extern int (*mw_collector_name_check)(const char *name);
 
 /* A set of initialised, enabled collectors with their running totals. */
 typedef struct mw_collector_set mw_collector_set;

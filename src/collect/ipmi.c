@@ -152,7 +152,8 @@ static int have_device(void)
 static int ipmi_init(const mw_env *env, void **state)
 {
     const mw_ipmi_ops *ops = override_ops ? override_ops : &freeipmi_ops;
-    const char *lib = env->cfg->freeipmi_library;
+    const char *lib =
+        ((const mw_ipmi_settings *)mw_config_group(env->cfg, &mw_ipmi_options))->freeipmi_library;
     if (!override_ops && strcmp(lib, "none") == 0) return MW_COLLECTOR_ABSENT;
     /* Devices are the running kernel's, not under --root. */
     if (!override_ops && !have_device()) {
@@ -203,9 +204,17 @@ static void ipmi_destroy(void *state)
     free(st);
 }
 
+static const mw_option ipmi_rows[] = {
+    MW_OPT(mw_ipmi_settings, "freeipmi-library", MW_OPT_PATH, freeipmi_library, "libfreeipmi.so.17",
+           "FreeIPMI library for node power (IPMI DCMI, in-band /dev/ipmi0); none: off", NULL),
+};
+const mw_option_group mw_ipmi_options =
+    MW_OPTION_GROUP("ipmi collector", "src/collect/ipmi.c", mw_ipmi_settings, ipmi_rows, NULL);
+
 const mw_collector mw_collector_ipmi = {
     .name = "ipmi",
     .help = "Node input power from the BMC (IPMI DCMI, in-band through FreeIPMI)",
+    .options = &mw_ipmi_options,
     .init = ipmi_init,
     .collect = ipmi_collect,
     .destroy = ipmi_destroy,

@@ -7,6 +7,9 @@
 #ifndef MW_IPMI_H
 #define MW_IPMI_H
 
+#include "../core/options.h"
+
+#include <limits.h>
 #include <stddef.h>
 
 typedef struct mw_ipmi_ops {
@@ -23,5 +26,11 @@ typedef struct mw_ipmi_ops {
 /* Replace the FreeIPMI source (tests); NULL restores it. Call before the
  * collector starts. */
 void mw_ipmi_set_ops(const mw_ipmi_ops *ops);
+
+/* The collector's settings: the FreeIPMI library to load ("none": off). */
+typedef struct mw_ipmi_settings {
+    char freeipmi_library[PATH_MAX];
+} mw_ipmi_settings;
+extern const mw_option_group mw_ipmi_options;
 
 #endif

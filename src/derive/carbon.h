@@ -9,6 +9,8 @@
 
 #include "../core/snapshot.h"
 
+#include <limits.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -65,5 +67,22 @@ int mw_carbon_schedule_parse(const char *text, size_t len, mw_carbon_schedule *s
 void mw_carbon_schedule_free(mw_carbon_schedule *s);
 /* Value at now_ms and when its row began; < 0 when before the first row. */
 double mw_carbon_schedule_at(const mw_carbon_schedule *s, int64_t now_ms, int64_t *since_ms);
+
+/* The carbon settings (--carbon-intensity and the `carbon:` section),
+ * parsed by carbon_config.c into the energy module's settings. */
+typedef struct mw_carbon_settings {
+    char intensity[PATH_MAX]; /* NUMBER, schedule FILE or URL; "" = none */
+    char url[2048];           /* carbon: section */
+    char json_path[256];
+    char auth_header[128];
+    char auth_file[PATH_MAX];
+    int64_t refresh_ms, timeout_ms;
+    uint64_t max_body;
+} mw_carbon_settings;
+/* The defaults of the `carbon:` section's keys. */
+void mw_carbon_settings_defaults(mw_carbon_settings *c);
+/* The `carbon:` section of the config file (carbon_config.c). */
+int mw_carbon_config_section(mw_carbon_settings *c, const char *file, void *doc, void *node,
+                             char *err, size_t errsize);
 
 #endif

@@ -33,7 +33,7 @@ static int doctor_init(const mw_env *env, void **state)
 {
     doctor_state *s = mw_xcalloc(1, sizeof(*s));
     s->env = env;
-    s->t = env->cfg->doctor;
+    s->t = ((const mw_doctor_settings *)mw_config_group(env->cfg, &mw_doctor_options))->t;
     pthread_mutex_init(&s->mu, NULL);
     dr_history_init(&s->hist, s->t.history_ms, env->cfg->interval_ms);
     *state = s;
@@ -123,6 +123,7 @@ static void doctor_destroy(void *state)
 
 const mw_module mw_doctor_module = {
     .name = "doctor",
+    .options = &mw_doctor_options,
     .init = doctor_init,
     .routes = doctor_routes,
     .derive = doctor_derive,

@@ -73,29 +73,77 @@ void mw_energy_identity(const mw_hostfs *host, char *out, size_t size)
     mw_buf_free(&b);
 }
 
-int mw_energy_params_from_config(const mw_config *cfg, mw_energy_params *p)
+static int check_idle_policy(const char *v, char *why, size_t n)
 {
+    if (strcmp(v, "none") == 0 || strcmp(v, "requests") == 0 || strcmp(v, "cpu") == 0) return 0;
+    snprintf(why, n, "must be none, requests or cpu");
+    return -1;
+}
+
+static int carbon_section(void *settings, const char *file, void *doc, void *node, char *err,
+                          size_t errsize)
+{
+    return mw_carbon_config_section(&((mw_energy_settings *)settings)->carbon, file, doc, node, err,
+                                    errsize);
+}
+
+static void energy_defaults(void *settings)
+{
+    mw_carbon_settings_defaults(&((mw_energy_settings *)settings)->carbon);
+}
+
+#define OPT(n, t, f, d, h, v) MW_OPT(mw_energy_settings, n, t, f, d, h, v)
+static const mw_option energy_rows[] = {
+    OPT("carbon-intensity", MW_OPT_STRING, carbon.intensity, "",
+        "Grid carbon intensity for CO2: a number (gCO2eq/kWh), a schedule CSV file (TIME,GRAMS) "
+        "or an http(s) URL of a JSON API (see the carbon: section, docs/energy.md)",
+        NULL),
+    MW_OPT_SECTION_OF("carbon", "none",
+                      "Carbon intensity API: carbon: {url: URL, json_path: "
+                      "data[0].intensity.actual, auth_header: auth-token, auth_file: PATH, "
+                      "refresh: 5m, timeout: 10s, max_body: 1MiB}",
+                      carbon_section),
+    OPT("energy-idle-policy", MW_OPT_STRING, idle_policy, "none",
+        "Idle (static) host energy: none (unattributed), requests (shared by the containers' CPU "
+        "requests) or cpu (shared by CPU time)",
+        check_idle_policy),
+    OPT("energy-idle-watts-per-cpu", MW_OPT_NUMBER, idle_watts_per_cpu, "0.74",
+        "Estimation model without RAPL: watts per CPU at 0% utilization", NULL),
+    OPT("energy-max-watts-per-cpu", MW_OPT_NUMBER, max_watts_per_cpu, "3.5",
+        "Estimation model without RAPL: watts per CPU at 100% utilization", NULL),
+};
+#undef OPT
+const mw_option_group mw_energy_options =
+    MW_OPTION_GROUP("energy and carbon", "src/derive/energy_module.c", mw_energy_settings,
+                    energy_rows, energy_defaults);
+
+int mw_energy_params_from_config(const mw_config *config, mw_energy_params *p)
+{
+    const mw_energy_settings *cfg = mw_config_group(config, &mw_energy_options);
     memset(p, 0, sizeof(*p));
-    p->idle_watts_per_cpu = cfg->energy_idle_watts_per_cpu;
-    p->max_watts_per_cpu = cfg->energy_max_watts_per_cpu;
+    p->idle_watts_per_cpu = cfg->idle_watts_per_cpu;
+    p->max_watts_per_cpu = cfg->max_watts_per_cpu;
     if (p->idle_watts_per_cpu < 0 || p->max_watts_per_cpu < p->idle_watts_per_cpu) return -1;
-    p->idle_policy = strcmp(cfg->energy_idle_policy, "requests") == 0 ? MW_IDLE_REQUESTS
-                     : strcmp(cfg->energy_idle_policy, "cpu") == 0    ? MW_IDLE_CPU
-                                                                      : MW_IDLE_NONE;
+    p->idle_policy = strcmp(cfg->idle_policy, "requests") == 0 ? MW_IDLE_REQUESTS
+                     : strcmp(cfg->idle_policy, "cpu") == 0    ? MW_IDLE_CPU
+                                                               : MW_IDLE_NONE;
     return 0;
 }
 
-int mw_energy_carbon_from_config(const mw_config *cfg, mw_carbon **out, char *err, size_t errsize)
+int mw_energy_carbon_from_config(const mw_config *config, mw_carbon **out, char *err,
+                                 size_t errsize)
 {
+    const mw_carbon_settings *cfg =
+        &((const mw_energy_settings *)mw_config_group(config, &mw_energy_options))->carbon;
     mw_carbon_opts o = {
-        .spec = cfg->carbon_intensity,
-        .url = cfg->carbon_url,
-        .json_path = cfg->carbon_json_path,
-        .auth_header = cfg->carbon_auth_header,
-        .auth_file = cfg->carbon_auth_file,
-        .refresh_ms = cfg->carbon_refresh_ms,
-        .timeout_ms = cfg->carbon_timeout_ms,
-        .max_body = (size_t)cfg->carbon_max_body,
+        .spec = cfg->intensity,
+        .url = cfg->url,
+        .json_path = cfg->json_path,
+        .auth_header = cfg->auth_header,
+        .auth_file = cfg->auth_file,
+        .refresh_ms = cfg->refresh_ms,
+        .timeout_ms = cfg->timeout_ms,
+        .max_body = (size_t)cfg->max_body,
     };
     return mw_carbon_open(&o, out, err, errsize);
 }
@@ -172,6 +220,7 @@ static void energy_destroy(void *state)
 const mw_module mw_module_energy = {
     .agent_only = 1,
     .name = "energy",
+    .options = &mw_energy_options,
     .init = energy_init,
     .derive = energy_derive,
     .destroy = energy_destroy,

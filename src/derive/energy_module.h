@@ -9,6 +9,15 @@
 #include "carbon.h"
 #include "energy.h"
 
+/* The energy module's settings: the idle policy, the estimation model and
+ * the carbon intensity. */
+typedef struct mw_energy_settings {
+    char idle_policy[16]; /* none, requests, cpu */
+    double idle_watts_per_cpu, max_watts_per_cpu;
+    mw_carbon_settings carbon;
+} mw_energy_settings;
+extern const mw_option_group mw_energy_options;
+
 /* Model parameters from cfg (cpu_weight left unset). Returns 0, or -1 when
  * the coefficients are inconsistent. */
 int mw_energy_params_from_config(const mw_config *cfg, mw_energy_params *p);

@@ -43,6 +43,18 @@ int dr_severity_parse(const char *s);
 const char *dr_kind_advice(dr_kind k); /* what to do, in words */
 
 #define DR_MAX_EVIDENCE 8
+/* The rules' thresholds and how far back the agent's findings look (the
+ * `doctor:` section, doctor_config.c, docs/doctor.md). */
+struct mw_doctor_thresholds {
+    int64_t history_ms;
+    double busy_cpu_ratio, cpu_frequency_ratio;
+    double throttled_ratio, throttled_critical_ratio;
+    double gpu_clock_ratio, gpu_throttle_fraction, gpu_busy_ratio;
+    double input_gpu_utilization, input_cpu_saturation, input_io_pressure;
+    double memory_working_set_ratio, memory_working_set_critical, memory_pressure_ratio;
+    double gpu_corrected_errors;
+};
+
 /* The most kept of a finding's strings, terminator included (a finding
  * from a rule or from JSON alike). */
 #define DR_NAMESPACE_MAX 128

@@ -33,6 +33,7 @@
  * UUID, joined on mlwatch_mig_memory_total_bytes{uuid}) is a session on
  * that instance, judged by the instance's activity. */
 #include "idle.h"
+#include "idle_config.h"
 #include "../agent/module.h"
 #include "../core/log.h"
 #include "../core/util.h"
@@ -174,13 +175,14 @@ static const char *label(const mw_sample *s, const char *name)
     return "";
 }
 
-static void rule_for(const mw_config *cfg, const char *ns, mw_idle_rule *r)
+static void rule_for(const mw_config *config, const char *ns, mw_idle_rule *r)
 {
-    r->threshold = cfg->idle_threshold / 100.0;
-    r->window_ms = cfg->idle_window_ms;
-    r->busy_ms = cfg->idle_busy_period_ms;
-    for (size_t i = 0; i < cfg->nidle_overrides; i++) {
-        const struct mw_idle_override *o = &cfg->idle_overrides[i];
+    const mw_idle_settings *cfg = mw_config_group(config, &mw_idle_options);
+    r->threshold = cfg->threshold / 100.0;
+    r->window_ms = cfg->window_ms;
+    r->busy_ms = cfg->busy_period_ms;
+    for (size_t i = 0; i < cfg->noverrides; i++) {
+        const struct mw_idle_override *o = &cfg->overrides[i];
         if (strcmp(o->ns, ns) != 0) continue;
         if (o->threshold >= 0) r->threshold = o->threshold / 100.0;
         if (o->window_ms) r->window_ms = o->window_ms;
@@ -687,6 +689,7 @@ static void idle_destroy(void *state)
 const mw_module mw_module_idle = {
     .agent_only = 1,
     .name = "idle",
+    .options = &mw_idle_options,
     .init = idle_init,
     .derive = idle_derive,
     .destroy = idle_destroy,

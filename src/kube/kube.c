@@ -324,7 +324,31 @@ static int read_small(const char *path, char *out, size_t n)
     return toolong ? -1 : (int)m;
 }
 
-static int credentials(const mw_config *cfg, mw_kube_creds *c, char *err, size_t errsize)
+static int check_owner_from(const char *v, char *why, size_t n)
+{
+    if (strcmp(v, "namespace") == 0 || (strncmp(v, "label:", 6) == 0 && v[6]) ||
+        (strncmp(v, "annotation:", 11) == 0 && v[11]))
+        return 0;
+    snprintf(why, n, "must be namespace, label:KEY or annotation:KEY");
+    return -1;
+}
+
+#define OPT(n, t, f, d, h, v) MW_OPT(mw_kube_settings, n, t, f, d, h, v)
+static const mw_option kube_rows[] = {
+    OPT("kubernetes", MW_OPT_BOOL, kubernetes, "false",
+        "Watch this node's pods through the API server (in-cluster service account, or "
+        "--kubeconfig) for workload and owner labels",
+        NULL),
+    OPT("kubeconfig", MW_OPT_PATH, kubeconfig, "",
+        "kubeconfig file for --kubernetes (default: the in-cluster service account)", NULL),
+    OPT("owner-from", MW_OPT_STRING, owner_from, "namespace",
+        "Owner of a pod: namespace, label:KEY or annotation:KEY", check_owner_from),
+};
+#undef OPT
+const mw_option_group mw_kube_options =
+    MW_OPTION_GROUP("Kubernetes pod watch", "src/kube/kube.c", mw_kube_settings, kube_rows, NULL);
+
+static int credentials(const mw_kube_settings *cfg, mw_kube_creds *c, char *err, size_t errsize)
 {
     if (cfg->kubeconfig[0]) {
         char *text = mw_xmalloc(1u << 20);
@@ -372,9 +396,10 @@ static int credentials(const mw_config *cfg, mw_kube_creds *c, char *err, size_t
     return 0;
 }
 
-int mw_kube_start(const mw_config *cfg, mw_kube **out, char *err, size_t errsize)
+int mw_kube_start(const mw_config *config, mw_kube **out, char *err, size_t errsize)
 {
     *out = NULL;
+    const mw_kube_settings *cfg = mw_config_group(config, &mw_kube_options);
     if (!cfg->kubernetes) return 1;
     mw_kube *k = mw_xcalloc(1, sizeof(*k));
     if (credentials(cfg, &k->creds, err, errsize) < 0) {
@@ -385,7 +410,7 @@ int mw_kube_start(const mw_config *cfg, mw_kube **out, char *err, size_t errsize
     size_t sl = strlen(k->creds.server);
     while (sl && k->creds.server[sl - 1] == '/')
         k->creds.server[--sl] = '\0';
-    const char *node = cfg->node_name[0] ? cfg->node_name : getenv("NODE_NAME");
+    const char *node = config->node_name[0] ? config->node_name : getenv("NODE_NAME");
     if (node && *node)
         mw_strlcpy(k->node, node, sizeof(k->node));
     else if (gethostname(k->node, sizeof(k->node)) != 0) {

@@ -31,7 +31,15 @@ typedef struct mw_kube_pod {
 
 typedef struct mw_kube mw_kube;
 
-/* Start the watcher thread when cfg->kubernetes is set: 0 with *out, 1 when
+/* The pod watch's settings (kube.c). */
+typedef struct mw_kube_settings {
+    int kubernetes;
+    char kubeconfig[PATH_MAX];
+    char owner_from[256]; /* "namespace", "label:KEY" or "annotation:KEY" */
+} mw_kube_settings;
+extern const mw_option_group mw_kube_options;
+
+/* Start the watcher thread when --kubernetes is set: 0 with *out, 1 when
  * off, -1 with a message (no credentials, unreadable kubeconfig). */
 int mw_kube_start(const mw_config *cfg, mw_kube **out, char *err, size_t errsize);
 /* Find a pod by UID, else by namespace and name. Returns 1 and fills out. */

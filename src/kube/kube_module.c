@@ -31,6 +31,7 @@ static void kube_destroy(void *state)
 const mw_module mw_module_kube = {
     .agent_only = 1,
     .name = "kube",
+    .options = &mw_kube_options, /* and mw_podres_options: agent/options.c */
     .init = kube_init,
     .destroy = kube_destroy,
 };

@@ -204,10 +204,20 @@ static void *run(void *arg)
     return NULL;
 }
 
+static const mw_option podres_rows[] = {
+    MW_OPT(mw_podres_settings, "kubelet-pod-resources", MW_OPT_BOOL, kubelet_pod_resources, "true",
+           "Learn GPUs allocated to pods from the kubelet's pod-resources socket (off when absent)",
+           NULL),
+};
+const mw_option_group mw_podres_options = MW_OPTION_GROUP(
+    "kubelet pod resources", "src/kube/podresources.c", mw_podres_settings, podres_rows, NULL);
+
 int mw_podres_start(const mw_config *cfg, mw_podres **out)
 {
     *out = NULL;
-    if (!cfg->kubelet_pod_resources) return 1;
+    if (!((const mw_podres_settings *)mw_config_group(cfg, &mw_podres_options))
+             ->kubelet_pod_resources)
+        return 1;
     mw_podres *p = mw_xcalloc(1, sizeof(*p));
     const char *root = strcmp(cfg->root, "/") == 0 ? "" : cfg->root;
     snprintf(p->socket, sizeof(p->socket), "%s%s", root, MW_PODRES_SOCKET);

@@ -53,7 +53,13 @@ int mw_podres_decode(const uint8_t *body, size_t len, mw_podres_table *t, char *
 
 typedef struct mw_podres mw_podres;
 
-/* Start the poller thread when cfg->kubelet_pod_resources is set: 0 with
+/* The poller's settings (podresources.c). */
+typedef struct mw_podres_settings {
+    int kubelet_pod_resources;
+} mw_podres_settings;
+extern const mw_option_group mw_podres_options;
+
+/* Start the poller thread when --kubelet-pod-resources is set: 0 with
  * *out, 1 when off. */
 int mw_podres_start(const mw_config *cfg, mw_podres **out);
 /* Copy the latest table into t when it changed since *generation (which is

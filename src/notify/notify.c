@@ -27,6 +27,34 @@
 
 static const char *const RECEIVER_NAMES[MW_NRECEIVERS] = {"webhook", "alertmanager", "email"};
 
+#define OPT(n, t, f, d, h, v) MW_OPT(mw_notify_settings, n, t, f, d, h, v)
+static const mw_option notify_rows[] = {
+    OPT("notify-webhook", MW_OPT_STRING, webhook, "",
+        "Mattermost or Slack incoming webhook URL for idle GPU sessions: URL, file:PATH or "
+        "env:NAME",
+        NULL),
+    OPT("notify-alertmanager-webhook", MW_OPT_STRING, alertmanager_webhook, "",
+        "Webhook receiving Alertmanager's webhook payload (version 4): URL, file:PATH or env:NAME",
+        NULL),
+    OPT("notify-smtp-server", MW_OPT_STRING, smtp_server, "",
+        "SMTP server for idle GPU e-mail, smtp://HOST:PORT (STARTTLS required) or "
+        "smtps://HOST:PORT",
+        NULL),
+    OPT("notify-smtp-from", MW_OPT_STRING, smtp_from, "", "Sender address of e-mail", NULL),
+    OPT("notify-smtp-to", MW_OPT_STRING, smtp_to, "", "Comma-separated recipients of e-mail", NULL),
+    OPT("notify-smtp-username", MW_OPT_STRING, smtp_username, "", "SMTP user name", NULL),
+    OPT("notify-smtp-password", MW_OPT_STRING, smtp_password, "",
+        "SMTP password: file:PATH or env:NAME (a literal works but shows in the process list)",
+        NULL),
+    OPT("notify-smtp-ca-file", MW_OPT_PATH, smtp_ca_file, "",
+        "CA bundle to verify the SMTP server with (default: the system's)", NULL),
+    OPT("notify-repeat-interval", MW_OPT_DURATION, repeat_interval_ms, "4h",
+        "Repeat a notification for a session still idle after this long", NULL),
+};
+#undef OPT
+const mw_option_group mw_notify_options =
+    MW_OPTION_GROUP("notifications", "src/notify/notify.c", mw_notify_settings, notify_rows, NULL);
+
 typedef struct receiver {
     int enabled;
     char url[1024]; /* a secret for webhooks */
@@ -206,16 +234,15 @@ static void node_name(const mw_config *cfg, char *out, size_t n)
     out[n - 1] = '\0';
 }
 
-int mw_notifier_new(const mw_config *cfg, mw_notifier **out, char *err, size_t errsize)
+int mw_notifier_new(const mw_config *config, mw_notifier **out, char *err, size_t errsize)
 {
+    const mw_config *cfg = config;
+    const mw_notify_settings *ns = mw_config_group(config, &mw_notify_options);
     *out = NULL;
-    if (!cfg->notify_webhook[0] && !cfg->notify_alertmanager_webhook[0] &&
-        !cfg->notify_smtp_server[0])
-        return 1;
+    if (!ns->webhook[0] && !ns->alertmanager_webhook[0] && !ns->smtp_server[0]) return 1;
     mw_notifier *n = mw_xcalloc(1, sizeof(*n));
     char why[256];
-    const char *specs[MW_NRECEIVERS] = {cfg->notify_webhook, cfg->notify_alertmanager_webhook,
-                                        cfg->notify_smtp_server};
+    const char *specs[MW_NRECEIVERS] = {ns->webhook, ns->alertmanager_webhook, ns->smtp_server};
     static const char *const flags[MW_NRECEIVERS] = {
         "--notify-webhook", "--notify-alertmanager-webhook", "--notify-smtp-server"};
     for (int r = 0; r < MW_NRECEIVERS; r++) {
@@ -228,26 +255,26 @@ int mw_notifier_new(const mw_config *cfg, mw_notifier **out, char *err, size_t e
         n->rx[r].enabled = 1;
     }
     if (n->rx[MW_RX_EMAIL].enabled) {
-        if (!cfg->notify_smtp_from[0] || !cfg->notify_smtp_to[0]) {
+        if (!ns->smtp_from[0] || !ns->smtp_to[0]) {
             snprintf(err, errsize,
                      "--notify-smtp-server needs --notify-smtp-from and "
                      "--notify-smtp-to");
             free(n);
             return -1;
         }
-        if (cfg->notify_smtp_password[0] &&
-            mw_secret_resolve(cfg->notify_smtp_password, n->smtp_password, sizeof(n->smtp_password),
-                              why, sizeof(why)) < 0) {
+        if (ns->smtp_password[0] &&
+            mw_secret_resolve(ns->smtp_password, n->smtp_password, sizeof(n->smtp_password), why,
+                              sizeof(why)) < 0) {
             snprintf(err, errsize, "--notify-smtp-password: %s", why);
             free(n);
             return -1;
         }
-        mw_strlcpy(n->smtp_from, cfg->notify_smtp_from, sizeof(n->smtp_from));
-        mw_strlcpy(n->smtp_to, cfg->notify_smtp_to, sizeof(n->smtp_to));
-        mw_strlcpy(n->smtp_user, cfg->notify_smtp_username, sizeof(n->smtp_user));
-        mw_strlcpy(n->smtp_ca, cfg->notify_smtp_ca_file, sizeof(n->smtp_ca));
+        mw_strlcpy(n->smtp_from, ns->smtp_from, sizeof(n->smtp_from));
+        mw_strlcpy(n->smtp_to, ns->smtp_to, sizeof(n->smtp_to));
+        mw_strlcpy(n->smtp_user, ns->smtp_username, sizeof(n->smtp_user));
+        mw_strlcpy(n->smtp_ca, ns->smtp_ca_file, sizeof(n->smtp_ca));
     }
-    n->repeat_ms = cfg->notify_repeat_interval_ms;
+    n->repeat_ms = ns->repeat_interval_ms;
     char node[254];
     node_name(cfg, node, sizeof(node));
     snprintf(n->external_url, sizeof(n->external_url), "http://%s%s", node,

@@ -31,6 +31,22 @@ typedef enum { MW_MSG_FIRING, MW_MSG_REPEAT, MW_MSG_RESOLVED } mw_msg_kind;
 
 typedef struct mw_notifier mw_notifier;
 
+/* The notifier's settings (notify.c). Secrets (webhook URLs, the SMTP
+ * password) are kept as given: a literal, "file:PATH" or "env:NAME",
+ * resolved when used. */
+typedef struct mw_notify_settings {
+    char webhook[1024];
+    char alertmanager_webhook[1024];
+    char smtp_server[512];
+    char smtp_from[256];
+    char smtp_to[1024]; /* comma-separated addresses */
+    char smtp_username[256];
+    char smtp_password[1024];
+    char smtp_ca_file[PATH_MAX];
+    int64_t repeat_interval_ms;
+} mw_notify_settings;
+extern const mw_option_group mw_notify_options;
+
 /* Start the notifier when any receiver is configured: returns 0 with *out
  * set, 1 when none is (nothing started), -1 with a message (a secret that
  * cannot be read, a state folder that cannot be created). */

@@ -629,6 +629,26 @@ static void metadata_handler(void *cls, const mw_http_request *req, mw_http_resp
     params_free(&p);
 }
 
+#define OPT(n, t, f, d, h, v) MW_OPT(mw_query_settings, n, t, f, d, h, v)
+static const mw_option query_rows[] = {
+    OPT("query-timeout", MW_OPT_DURATION, timeout_ms, "2m",
+        "Longest one PromQL query may take, evaluated from the store or forwarded to --query-url "
+        "(an HTTP thread is busy meanwhile); beyond it errorType timeout (503, or 504 from "
+        "--query-url)",
+        NULL),
+    OPT("query-max-samples", MW_OPT_NUMBER, max_samples, "20000000",
+        "Most samples one PromQL query may hold in memory at once (loaded and computed); "
+        "beyond it 422 (0: no limit)",
+        mw_option_check_count),
+    OPT("query-lookback-delta", MW_OPT_DURATION, lookback_ms, "5m",
+        "How far back an instant selector looks for a series' latest sample, as Prometheus's "
+        "--query.lookback-delta",
+        NULL),
+};
+#undef OPT
+const mw_option_group mw_query_options =
+    MW_OPTION_GROUP("PromQL engine", "src/query/api.c", mw_query_settings, query_rows, NULL);
+
 void mw_query_api_register(mw_http_server *http, mw_query_api *api)
 {
     static const char *methods[] = {"GET", "POST"};

@@ -3,6 +3,7 @@
 #ifndef MW_QUERY_API_H
 #define MW_QUERY_API_H
 
+#include "../core/config.h"
 #include "../serve/http.h"
 #include "metadata.h"
 #include "promql.h"
@@ -19,5 +20,15 @@ typedef struct mw_query_api {
 void mw_query_api_register(mw_http_server *http, mw_query_api *api);
 /* Prometheus' time parameter: float seconds or RFC 3339. 0, or -1. */
 int mw_api_parse_time(const char *s, int64_t *ms);
+
+/* The PromQL engine's limits (api.c), whether the embedded store answers
+ * or --query-url does: the longest a query may take, the most samples in
+ * memory at once (0: no limit), the lookback delta. */
+typedef struct mw_query_settings {
+    int64_t timeout_ms;
+    double max_samples;
+    int64_t lookback_ms;
+} mw_query_settings;
+extern const mw_option_group mw_query_options;
 
 #endif

@@ -21,7 +21,7 @@
 
 #define BODY_MAX (256u << 20) /* a larger answer is an error, not an OOM */
 
-int mw_query_check_time(const char *v, char *why, size_t whysize)
+static int check_time(const char *v, char *why, size_t whysize)
 {
     int64_t ms;
     if (!*v || mw_api_parse_time(v, &ms) == 0) return 0;
@@ -30,7 +30,7 @@ int mw_query_check_time(const char *v, char *why, size_t whysize)
     return -1;
 }
 
-int mw_query_check_step(const char *v, char *why, size_t whysize)
+static int check_step(const char *v, char *why, size_t whysize)
 {
     int64_t ms;
     if (!*v || (pq_parse_duration(v, &ms) == 0 && ms > 0)) return 0;
@@ -64,10 +64,30 @@ static void put_param_ms(mw_buf *b, const char *name, int64_t ms)
 
 /* The base URL: --url, else the agent on --listen (all interfaces means
  * this machine). */
+#define OPT(n, t, f, d, h, v) MW_OPT(mw_query_cmd_settings, n, t, f, d, h, v)
+static const mw_option query_cmd_rows[] = {
+    OPT("time", MW_OPT_STRING, time, "",
+        "`mlwatch query`: evaluation time, RFC 3339 or unix seconds (default: now)", check_time),
+    OPT("start", MW_OPT_STRING, start, "",
+        "`mlwatch query`: range query start, RFC 3339 or unix seconds", check_time),
+    OPT("end", MW_OPT_STRING, end, "", "`mlwatch query`: range query end, RFC 3339 or unix seconds",
+        check_time),
+    OPT("step", MW_OPT_STRING, step, "",
+        "`mlwatch query`: range query step, a duration (15s) or float seconds", check_step),
+    OPT("url", MW_OPT_STRING, url, "",
+        "`mlwatch query`, `mlwatch doctor`: base URL of the agent to ask (query: or of any "
+        "Prometheus-compatible server; default: the agent on --listen)",
+        NULL),
+};
+#undef OPT
+const mw_option_group mw_query_cmd_options = MW_OPTION_GROUP(
+    "mlwatch query", "src/query/query_cmd.c", mw_query_cmd_settings, query_cmd_rows, NULL);
+
 static int base_url(const mw_config *cfg, char *out, size_t outsize)
 {
-    if (cfg->query_url[0]) {
-        mw_strlcpy(out, cfg->query_url, outsize);
+    const mw_query_cmd_settings *qs = mw_config_group(cfg, &mw_query_cmd_options);
+    if (qs->url[0]) {
+        mw_strlcpy(out, qs->url, outsize);
     } else {
         char host[256];
         uint16_t port;
@@ -191,7 +211,7 @@ static int handle_answer(const mw_config *cfg, const char *url, long status, con
             fprintf(stderr, "mlwatch query: warning: %s\n", json_string_value(w));
         }
         const json_t *data = json_object_get(root, "data");
-        if (cfg->doctor_json) {
+        if (cfg->json) {
             char *s = json_dumps(data, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
             if (s) {
                 printf("%s\n", s);
@@ -210,6 +230,7 @@ static int handle_answer(const mw_config *cfg, const char *url, long status, con
 
 int mw_query_command(const mw_config *cfg, char **rest, size_t nrest)
 {
+    const mw_query_cmd_settings *qs = mw_config_group(cfg, &mw_query_cmd_options);
     static const char usage[] = "usage: mlwatch query EXPR [--time T] [--start S --end E --step D] "
                                 "[--url URL] [--json]";
     if (nrest != 1 || !rest[0][0]) {
@@ -217,12 +238,12 @@ int mw_query_command(const mw_config *cfg, char **rest, size_t nrest)
                 nrest == 0 ? "EXPR is missing" : "exactly one EXPR", usage);
         return 2;
     }
-    int nrange = !!cfg->query_start[0] + !!cfg->query_end[0] + !!cfg->query_step[0];
+    int nrange = !!qs->start[0] + !!qs->end[0] + !!qs->step[0];
     if (nrange != 0 && nrange != 3) {
         fprintf(stderr, "mlwatch query: --start, --end and --step go together (%s)\n", usage);
         return 2;
     }
-    if (nrange && cfg->query_time[0]) {
+    if (nrange && qs->time[0]) {
         fprintf(stderr, "mlwatch query: --time is for instant queries, not with --start (%s)\n",
                 usage);
         return 2;
@@ -236,9 +257,8 @@ int mw_query_command(const mw_config *cfg, char **rest, size_t nrest)
     int64_t t0 = 0, t1 = 0, step = 0;
     if (nrange) {
         /* Validated by the options table already; checked again for safety. */
-        if (mw_api_parse_time(cfg->query_start, &t0) < 0 ||
-            mw_api_parse_time(cfg->query_end, &t1) < 0 ||
-            pq_parse_duration(cfg->query_step, &step) < 0 || step <= 0) {
+        if (mw_api_parse_time(qs->start, &t0) < 0 || mw_api_parse_time(qs->end, &t1) < 0 ||
+            pq_parse_duration(qs->step, &step) < 0 || step <= 0) {
             fprintf(stderr, "mlwatch query: bad --start, --end or --step (%s)\n", usage);
             return 2;
         }
@@ -246,7 +266,7 @@ int mw_query_command(const mw_config *cfg, char **rest, size_t nrest)
             fprintf(stderr, "mlwatch query: --end is before --start\n");
             return 2;
         }
-    } else if (cfg->query_time[0] && mw_api_parse_time(cfg->query_time, &t0) < 0) {
+    } else if (qs->time[0] && mw_api_parse_time(qs->time, &t0) < 0) {
         fprintf(stderr, "mlwatch query: bad --time (%s)\n", usage);
         return 2;
     }
@@ -262,7 +282,7 @@ int mw_query_command(const mw_config *cfg, char **rest, size_t nrest)
         put_param_ms(&req, "start", t0);
         put_param_ms(&req, "end", t1);
         put_param_ms(&req, "step", step);
-    } else if (cfg->query_time[0]) {
+    } else if (qs->time[0]) {
         put_param_ms(&req, "time", t0);
     }
     if (mw_buf_putc(&req, '\0') < 0) {

@@ -19,6 +19,8 @@
 #include "../core/util.h"
 #include "../mlwatch.h"
 #include "exposition.h"
+#include "../query/api.h"
+#include "../store/store.h"
 #include "http.h"
 
 #include <jansson.h>
@@ -117,14 +119,24 @@ typedef struct ui_module {
     mw_ui_proxy proxy;
 } ui_module;
 
+static const mw_option ui_rows[] = {
+    MW_OPT(mw_ui_settings, "query-url", MW_OPT_STRING, query_url, "",
+           "Web UI: send its PromQL queries to this Prometheus-compatible base URL (Prometheus, "
+           "Thanos, Mimir, VictoriaMetrics) instead of the embedded store",
+           mw_ui_check_query_url),
+};
+const mw_option_group mw_ui_options =
+    MW_OPTION_GROUP("web UI", "src/serve/ui.c", mw_ui_settings, ui_rows, NULL);
+
 static int module_init(const mw_env *env, void **state)
 {
     ui_module *m = mw_xcalloc(1, sizeof(*m));
     m->cfg = env->cfg;
-    if (env->cfg->ui_query_url[0]) {
+    const mw_ui_settings *us = mw_config_group(env->cfg, &mw_ui_options);
+    if (us->query_url[0]) {
         char why[256];
-        if (mw_ui_proxy_init(&m->proxy, env->cfg->ui_query_url, env->cfg->query_timeout_ms, why,
-                             sizeof(why)) < 0) {
+        const mw_query_settings *q = mw_config_group(env->cfg, &mw_query_options);
+        if (mw_ui_proxy_init(&m->proxy, us->query_url, q->timeout_ms, why, sizeof(why)) < 0) {
             /* The config validator already refused this; belt and braces. */
             mw_log(MW_LOG_ERROR, "ui", "--query-url: %s", why);
             free(m);
@@ -156,7 +168,11 @@ static void config_handler(void *cls, const mw_http_request *req, mw_http_respon
 {
     (void)req;
     ui_module *m = cls;
-    const char *backend = m->proxied ? "query-url" : m->cfg->store ? "store" : "none";
+    const char *backend =
+        m->proxied ? "query-url"
+        : ((const mw_store_settings *)mw_config_group(m->cfg, &mw_store_module_options))->store
+            ? "store"
+            : "none";
     /* Relative to /ui/, so that the UI also works behind a path prefix
      * (kubectl proxy, an ingress). */
     json_t *o =
@@ -256,6 +272,7 @@ static void module_destroy(void *state)
 
 const mw_module mw_module_ui = {
     .name = "ui",
+    .options = &mw_ui_options,
     .agent_only = 1,
     .init = module_init,
     .routes = module_routes,

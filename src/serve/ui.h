@@ -9,6 +9,7 @@
 #ifndef MW_UI_H
 #define MW_UI_H
 
+#include "../core/options.h"
 #include "http.h"
 #include "ui_assets.h"
 
@@ -32,6 +33,13 @@ int mw_ui_etag_matches(const char *if_none_match, const char *etag);
 void mw_ui_serve(const mw_ui_asset *table, size_t n, const char *missing, const char *path,
                  const char *accept_encoding, const char *if_none_match, mw_http_response *resp);
 
+/* The web UI's settings (ui.c): where its queries go ("" = the embedded
+ * store). */
+typedef struct mw_ui_settings {
+    char query_url[1024];
+} mw_ui_settings;
+extern const mw_option_group mw_ui_options;
+
 /* ---- the query proxy (ui_proxy.c) ---- */
 
 #define MW_UI_PROXY_MAX_BODY (32u << 20)
@@ -43,6 +51,8 @@ typedef struct mw_ui_proxy {
     size_t max_body; /* bound on the upstream's answer */
 } mw_ui_proxy;
 
+/* Validator of --query-url (an http(s) base URL). */
+int mw_ui_check_query_url(const char *v, char *why, size_t whysize);
 /* Check URL (config validator too); 0, or -1 with the reason. */
 int mw_ui_proxy_init(mw_ui_proxy *p, const char *url, int64_t timeout_ms, char *why,
                      size_t whysize);

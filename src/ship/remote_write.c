@@ -522,6 +522,7 @@ static void rw_consume(void *state, const mw_snapshot *snap)
 const mw_module mw_module_remote_write = {
     .agent_only = 1,
     .name = "remote-write",
+    .options = &mw_rw_options,
     .init = rw_init,
     .derive = rw_derive,
     .consume = rw_consume,

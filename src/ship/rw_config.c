@@ -511,12 +511,13 @@ fail:
     return -1;
 }
 
-int mw_rw_config_build(const mw_config *cfg, mw_rw_config *out, char *err, size_t errsize)
+int mw_rw_config_build(const mw_config *config, mw_rw_config *out, char *err, size_t errsize)
 {
+    const mw_rw_settings *cfg = mw_config_group(config, &mw_rw_options);
     json_t *list = NULL, *global = NULL;
     if (cfg->remote_write_json[0]) list = json_loads(cfg->remote_write_json, 0, NULL);
     if (cfg->external_labels_json[0]) global = json_loads(cfg->external_labels_json, 0, NULL);
-    int rc = build(cfg->remote_write_url, list, global, out, err, errsize);
+    int rc = build(cfg->url, list, global, out, err, errsize);
     json_decref(list);
     json_decref(global);
     return rc;
@@ -531,9 +532,10 @@ static int section_fail(char *err, size_t errsize, const char *file, const yaml_
     return -1;
 }
 
-int mw_rw_config_section(mw_config *c, const char *file, void *docp, void *nodep, char *err,
-                         size_t errsize)
+static int remote_write_section(void *settings, const char *file, void *docp, void *nodep,
+                                char *err, size_t errsize)
 {
+    mw_rw_settings *c = settings;
     yaml_document_t *doc = docp;
     yaml_node_t *node = nodep;
     char why[512];
@@ -574,9 +576,10 @@ int mw_rw_config_section(mw_config *c, const char *file, void *docp, void *nodep
     return 0;
 }
 
-int mw_rw_external_labels_section(mw_config *c, const char *file, void *docp, void *nodep,
-                                  char *err, size_t errsize)
+static int external_labels_section(void *settings, const char *file, void *docp, void *nodep,
+                                   char *err, size_t errsize)
 {
+    mw_rw_settings *c = settings;
     yaml_document_t *doc = docp;
     yaml_node_t *node = nodep;
     char why[512];
@@ -606,3 +609,23 @@ int mw_rw_external_labels_section(mw_config *c, const char *file, void *docp, vo
     free(text);
     return 0;
 }
+
+static const mw_option rw_rows[] = {
+    /* A flag and a scalar key for one URL; a list in the file is parsed by
+     * the section function. */
+    {.name = "remote-write",
+     .type = MW_OPT_STRING,
+     .offset = offsetof(mw_rw_settings, url),
+     .size = sizeof(((mw_rw_settings *)0)->url),
+     .def = "",
+     .help = "Prometheus remote-write URL to ship every sample to; in the config file also a "
+             "list of endpoints with auth, TLS, queue and write_relabel_configs "
+             "(docs/remote-write.md)",
+     .section = remote_write_section},
+    MW_OPT_SECTION_OF("external-labels", "none",
+                      "Labels added to every series shipped by remote write: external_labels: "
+                      "{node: n1}",
+                      external_labels_section),
+};
+const mw_option_group mw_rw_options =
+    MW_OPTION_GROUP("remote write", "src/ship/rw_config.c", mw_rw_settings, rw_rows, NULL);

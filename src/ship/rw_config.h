@@ -58,6 +58,17 @@ typedef struct mw_rw_config {
     size_t n;
 } mw_rw_config;
 
+/* Remote write's settings (rw_config.c): --remote-write URL, and the
+ * remote_write list and global external_labels of the file, both kept as
+ * canonical JSON (validated at load, parsed again when the shipper starts)
+ * so that the settings stay one flat, copyable value. */
+typedef struct mw_rw_settings {
+    char url[1024];
+    char remote_write_json[32768];
+    char external_labels_json[4096];
+} mw_rw_settings;
+extern const mw_option_group mw_rw_options;
+
 /* The endpoints cfg asks for (--remote-write first, then the list), with
  * global external labels merged in. Returns 0 (n may be 0) or -1. */
 int mw_rw_config_build(const mw_config *cfg, mw_rw_config *out, char *err, size_t errsize);

@@ -13,6 +13,7 @@
 #ifndef MW_STORE_H
 #define MW_STORE_H
 
+#include "../core/options.h"
 #include "../core/snapshot.h"
 #include "matcher.h"
 
@@ -154,5 +155,19 @@ int mw_store_writable(mw_store *s, char *why, size_t size);
 /* Count a refusal that happened before the store saw the request (a body
  * that does not decode). */
 void mw_store_count_refusal(mw_store *s, mw_store_refusal r);
+
+/* The store module's settings (store_module.c): on or off, retention, and
+ * the limits of what it accepts. Counts are doubles (a number flag), whole
+ * numbers from 0 (no limit) to 1e15. */
+typedef struct mw_store_settings {
+    int store; /* 0: no store and no /api/v1/write */
+    int64_t retention_ms;
+    uint64_t retention_size; /* bytes; 0 = no limit */
+    double max_series, max_series_per_tenant;
+    char tenant_label[128];
+    double max_label_name_length, max_label_value_length, max_labels;
+    double max_samples_per_request;
+} mw_store_settings;
+extern const mw_option_group mw_store_module_options;
 
 #endif

@@ -86,9 +86,44 @@ static const mw_metric_desc TORN = {
     "records skipped.",
     "bytes", MW_GAUGE};
 
+#define OPT(n, t, f, d, h, v) MW_OPT(mw_store_settings, n, t, f, d, h, v)
+static const mw_option store_rows[] = {
+    OPT("store", MW_OPT_BOOL, store, "true",
+        "Keep samples in the embedded store in DATA-DIR/data (the agent's own every interval, "
+        "and remote writes to /api/v1/write); false: neither",
+        NULL),
+    OPT("retention", MW_OPT_DURATION, retention_ms, "15d", "How long the store keeps samples",
+        NULL),
+    OPT("retention-size", MW_OPT_SIZE, retention_size, "0",
+        "Most bytes the store may use on disk, oldest blocks deleted first (0: no limit)", NULL),
+    OPT("store-max-series", MW_OPT_NUMBER, max_series, "10000000",
+        "Most active series in the store; writes that would add more get 429 (0: no limit)",
+        mw_option_check_count),
+    OPT("store-max-series-per-tenant", MW_OPT_NUMBER, max_series_per_tenant, "0",
+        "Most active series per value of --store-tenant-label; beyond it 429 (0: no limit)",
+        mw_option_check_count),
+    OPT("store-tenant-label", MW_OPT_STRING, tenant_label, "",
+        "Label whose values are tenants for --store-max-series-per-tenant (e.g. namespace)", NULL),
+    OPT("store-max-label-name-length", MW_OPT_NUMBER, max_label_name_length, "256",
+        "Longest label name the store accepts, bytes; beyond it 400 (0: no limit)",
+        mw_option_check_count),
+    OPT("store-max-label-value-length", MW_OPT_NUMBER, max_label_value_length, "4096",
+        "Longest label value the store accepts, bytes; beyond it 400 (0: no limit)",
+        mw_option_check_count),
+    OPT("store-max-labels", MW_OPT_NUMBER, max_labels, "64",
+        "Most labels per series (at most 255); beyond it 400", mw_option_check_count),
+    OPT("store-max-samples-per-request", MW_OPT_NUMBER, max_samples_per_request, "1000000",
+        "Most samples in one remote-write request; beyond it 400 (0: no limit)",
+        mw_option_check_count),
+};
+#undef OPT
+const mw_option_group mw_store_module_options = MW_OPTION_GROUP(
+    "embedded store", "src/store/store_module.c", mw_store_settings, store_rows, NULL);
+
 static int module_init(const mw_env *env, void **state)
 {
-    if (!env->cfg->store) return MW_COLLECTOR_ABSENT;
+    if (!((const mw_store_settings *)mw_config_group(env->cfg, &mw_store_module_options))->store)
+        return MW_COLLECTOR_ABSENT;
     store_module *m = mw_xcalloc(1, sizeof(*m));
     m->cfg = env->cfg;
     pthread_mutex_init(&m->mu, NULL);
@@ -286,18 +321,18 @@ static void *reopen_main(void *arg)
 static void module_routes(void *state, mw_http_server *http)
 {
     store_module *m = state;
-    const mw_config *cfg = m->cfg;
-    snprintf(m->dir, sizeof(m->dir), "%s/data", cfg->data_dir);
+    const mw_store_settings *cfg = mw_config_group(m->cfg, &mw_store_module_options);
+    snprintf(m->dir, sizeof(m->dir), "%s/data", m->cfg->data_dir);
     mw_store_options o = {
         .dir = m->dir, .retention_ms = cfg->retention_ms, .retention_bytes = cfg->retention_size};
     mw_store_default_limits(&o.limits);
-    o.limits.max_series = (uint64_t)cfg->store_max_series;
-    o.limits.max_series_per_tenant = (uint64_t)cfg->store_max_series_per_tenant;
-    mw_strlcpy(o.limits.tenant_label, cfg->store_tenant_label, sizeof(o.limits.tenant_label));
-    o.limits.max_label_name_len = (uint32_t)cfg->store_max_label_name_length;
-    o.limits.max_label_value_len = (uint32_t)cfg->store_max_label_value_length;
-    o.limits.max_labels = (uint32_t)cfg->store_max_labels;
-    o.limits.max_samples_per_request = (uint64_t)cfg->store_max_samples_per_request;
+    o.limits.max_series = (uint64_t)cfg->max_series;
+    o.limits.max_series_per_tenant = (uint64_t)cfg->max_series_per_tenant;
+    mw_strlcpy(o.limits.tenant_label, cfg->tenant_label, sizeof(o.limits.tenant_label));
+    o.limits.max_label_name_len = (uint32_t)cfg->max_label_name_length;
+    o.limits.max_label_value_len = (uint32_t)cfg->max_label_value_length;
+    o.limits.max_labels = (uint32_t)cfg->max_labels;
+    o.limits.max_samples_per_request = (uint64_t)cfg->max_samples_per_request;
     /* TODO(option): a --store-max-future flag once the parts declare their
      * own options (issue 22); until then the default, 5 minutes. */
     o.limits.max_future_ms = MW_STORE_DEFAULT_MAX_FUTURE_MS;
@@ -402,6 +437,7 @@ static void module_destroy(void *state)
 
 const mw_module mw_module_store = {
     .name = "store",
+    .options = &mw_store_module_options,
     .init = module_init,
     .routes = module_routes,
     .derive = module_derive,

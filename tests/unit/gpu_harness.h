@@ -9,6 +9,7 @@
 #ifndef MW_GPU_HARNESS_H
 #define MW_GPU_HARNESS_H
 
+#include "agent/agent.h"
 #include "collect/collector.h"
 #include "collect/gpu/gpu.h"
 #include "collect/procmap.h"
@@ -51,11 +52,6 @@ static inline void gh_write_scenario(gh_session *s, const char *text)
     assert_int_equal(rename(tmp, s->scenario), 0);
 }
 
-static inline int gh_exists(const char *name)
-{
-    return mw_collector_find(name) != NULL;
-}
-
 static inline const char *gh_fake_rocm(void)
 {
     static char path[1024];
@@ -74,8 +70,8 @@ static inline gh_session *gh_open_libs(const char *collectors, const char *scena
              (void *)s);
     gh_write_scenario(s, scenario);
     setenv("FAKE_NVML_SCENARIO", s->scenario, 1);
+    mw_options_register_all();
     mw_config_defaults(&s->cfg);
-    mw_config_collector_exists = gh_exists;
     mw_strlcpy(s->cfg.root, tu_fixture("gpu-node"), sizeof(s->cfg.root));
     char err[256];
     char *argv[] = {"mlwatch",        "metrics",    "--collectors",           (char *)collectors,

@@ -4,6 +4,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "agent/agent.h"
+#include "collect/collector.h"
 #include "core/config.h"
 #include "core/util.h"
 #include "testutil.h"
@@ -16,6 +18,11 @@
 
 static char dir[256];
 
+/* The settings of the collector set and of `mlwatch metrics` in a config. */
+#define COLL(c)                                                                                    \
+    ((const mw_collector_set_settings *)mw_config_group(&(c), &mw_collector_set_options))
+#define METRICS(c) ((const mw_metrics_settings *)mw_config_group(&(c), &mw_metrics_options))
+
 static int known_collector(const char *name)
 {
     return strcmp(name, "cpu") == 0 || strcmp(name, "memory") == 0 ||
@@ -27,7 +34,8 @@ static int setup(void **state)
     (void)state;
     snprintf(dir, sizeof(dir), "/tmp/mlwatch-config-XXXXXX");
     if (!mkdtemp(dir)) return -1;
-    mw_config_collector_exists = known_collector;
+    mw_options_register_all();
+    mw_collector_name_check = known_collector;
     return 0;
 }
 
@@ -36,7 +44,7 @@ static int teardown(void **state)
     (void)state;
     char cmd[512];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    mw_config_collector_exists = NULL;
+    mw_collector_name_check = NULL;
     return system(cmd) == 0 ? 0 : -1;
 }
 
@@ -62,13 +70,13 @@ static void defaults(void **state)
     assert_true(c.interval_ms == 1000);
     assert_string_equal(c.config_path, "");
     assert_string_equal(c.log_level, "info");
-    assert_string_equal(c.format, "text");
-    assert_int_equal(c.ncollectors, 0);
-    assert_int_equal(c.ndisable_collectors, 0);
+    assert_string_equal(METRICS(c)->format, "text");
+    assert_int_equal(COLL(c)->ncollectors, 0);
+    assert_int_equal(COLL(c)->ndisable_collectors, 0);
 }
 
 /* mw_config_defaults writes no page of the configuration that stays zero:
- * main()'s is a ~100 KB static, mostly empty buffers, whose untouched pages
+ * main()'s is a ~180 KB static, mostly empty buffers, whose untouched pages
  * are not resident. Pages that end up all zero are made read-only first, so
  * a write to one of them fails the test with SIGSEGV. */
 static void defaults_write_only_nonzero_pages(void **state)
@@ -95,8 +103,9 @@ static void defaults_write_only_nonzero_pages(void **state)
     }
     mw_config_defaults((mw_config *)m);
     assert_memory_equal(m, want, sizeof(mw_config));
-    /* Paths, lists and secrets are empty by default: 13 of its 26 pages
-     * today stay zero. */
+    /* Paths, lists and secrets are empty by default, and so is the unused
+     * end of the owners' settings area: 32 of its 45 pages today stay zero
+     * (13 of 26 before the settings moved to their owners). */
     assert_true(zero_pages * 3 >= npages);
     /* From dirty memory, defaults are the same bytes (padding included). */
     assert_int_equal(mprotect(m, len, PROT_READ | PROT_WRITE), 0);
@@ -268,23 +277,23 @@ static void yaml_valid(void **state)
     assert_string_equal(c.listen, "127.0.0.1:9100");
     assert_true(c.interval_ms == 90000);
     assert_string_equal(c.log_level, "debug");
-    assert_string_equal(c.format, "openmetrics");
-    assert_int_equal(c.ncollectors, 2);
-    assert_string_equal(c.collectors[0], "cpu");
-    assert_string_equal(c.collectors[1], "memory");
-    assert_int_equal(c.ndisable_collectors, 1);
-    assert_string_equal(c.disable_collectors[0], "netdev");
+    assert_string_equal(METRICS(c)->format, "openmetrics");
+    assert_int_equal(COLL(c)->ncollectors, 2);
+    assert_string_equal(COLL(c)->collectors[0], "cpu");
+    assert_string_equal(COLL(c)->collectors[1], "memory");
+    assert_int_equal(COLL(c)->ndisable_collectors, 1);
+    assert_string_equal(COLL(c)->disable_collectors[0], "netdev");
 
     /* A list may also be one comma-separated scalar, like the flag. */
     assert_int_equal(load(&c, "collectors: loadavg,cpu\n", err, sizeof(err)), 0);
-    assert_int_equal(c.ncollectors, 2);
-    assert_string_equal(c.collectors[0], "loadavg");
-    assert_string_equal(c.collectors[1], "cpu");
+    assert_int_equal(COLL(c)->ncollectors, 2);
+    assert_string_equal(COLL(c)->collectors[0], "loadavg");
+    assert_string_equal(COLL(c)->collectors[1], "cpu");
     /* An empty list, or an empty value, means the default (all / none). */
     assert_int_equal(load(&c, "collectors: []\n", err, sizeof(err)), 0);
-    assert_int_equal(c.ncollectors, 0);
+    assert_int_equal(COLL(c)->ncollectors, 0);
     assert_int_equal(load(&c, "disable_collectors: \"\"\n", err, sizeof(err)), 0);
-    assert_int_equal(c.ndisable_collectors, 0);
+    assert_int_equal(COLL(c)->ndisable_collectors, 0);
     /* Keys not in the file keep their value. */
     assert_string_equal(c.root, "/host");
     /* Anchors and aliases are plain YAML. */
@@ -301,7 +310,7 @@ static void yaml_valid(void **state)
         strcat(many, i ? ", cpu" : "cpu");
     strcat(many, "]\n");
     assert_int_equal(load(&c, many, err, sizeof(err)), 0);
-    assert_int_equal(c.ncollectors, 64);
+    assert_int_equal(COLL(c)->ncollectors, 64);
 }
 
 static void yaml_empty(void **state)
@@ -494,22 +503,22 @@ static void flags(void **state)
     assert_true(c.interval_ms == 5000);
     assert_string_equal(c.listen, "127.0.0.1:9");
     assert_string_equal(c.root, "/host");
-    assert_int_equal(c.ncollectors, 2);
-    assert_string_equal(c.collectors[1], "memory");
+    assert_int_equal(COLL(c)->ncollectors, 2);
+    assert_string_equal(COLL(c)->collectors[1], "memory");
     assert_string_equal(c.log_level, "warn");
-    assert_string_equal(c.format, "openmetrics");
+    assert_string_equal(METRICS(c)->format, "openmetrics");
 
     /* Repeated flags: the last one wins, lists included (they replace). */
     assert_int_equal(args(&c, err, sizeof(err), NULL, NULL, 0, "--interval", "1s", "--interval=2s",
                           "--collectors", "loadavg", (const char *)NULL),
                      0);
     assert_true(c.interval_ms == 2000);
-    assert_int_equal(c.ncollectors, 1);
-    assert_string_equal(c.collectors[0], "loadavg");
+    assert_int_equal(COLL(c)->ncollectors, 1);
+    assert_string_equal(COLL(c)->collectors[0], "loadavg");
     /* An empty list flag means the default again. */
     assert_int_equal(args(&c, err, sizeof(err), NULL, NULL, 0, "--collectors=", (const char *)NULL),
                      0);
-    assert_int_equal(c.ncollectors, 0);
+    assert_int_equal(COLL(c)->ncollectors, 0);
 
     /* Positional arguments, and "--" ending the flags. */
     char *rest[4];
@@ -605,8 +614,8 @@ static void config_file_and_flags(void **state)
     assert_string_equal(c.listen, "127.0.0.1:9100"); /* file */
     assert_string_equal(c.log_level, "debug");       /* file */
     assert_string_equal(c.root, "/");                /* default */
-    assert_int_equal(c.ncollectors, 1);              /* the flag replaces the file's list */
-    assert_string_equal(c.collectors[0], "loadavg");
+    assert_int_equal(COLL(c)->ncollectors, 1);       /* the flag replaces the file's list */
+    assert_string_equal(COLL(c)->collectors[0], "loadavg");
     assert_string_equal(c.config_path, cfg);
 
     /* '=' form, flag after it. */
@@ -617,7 +626,7 @@ static void config_file_and_flags(void **state)
         args(&c, err, sizeof(err), NULL, NULL, 0, eq, "--listen=:0", (const char *)NULL), 0);
     assert_true(c.interval_ms == 10000);
     assert_string_equal(c.listen, ":0");
-    assert_int_equal(c.ncollectors, 2);
+    assert_int_equal(COLL(c)->ncollectors, 2);
     assert_string_equal(c.config_path, cfg);
 
     /* The value after --config is a path, not a flag or a positional. */

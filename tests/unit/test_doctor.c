@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "gpu_harness.h"
+#include "agent/agent.h"
 #include "derive/doctor.h"
 
 #include <math.h>
@@ -231,8 +232,8 @@ static void world_open(world *w)
              (int)getpid());
     write_cycle(w, 0);
     setenv("FAKE_NVML_SCENARIO", w->scenario, 1);
+    mw_options_register_all();
     mw_config_defaults(&w->cfg);
-    mw_config_collector_exists = gh_exists;
     char err[256];
     char *argv[] = {"mlwatch",
                     "doctor",
@@ -788,16 +789,18 @@ static void config_section(void **state)
 {
     (void)state;
     mw_config c;
+    mw_options_register_all();
     mw_config_defaults(&c);
-    assert_true(c.doctor.throttled_ratio == 0.05);
-    assert_true(c.doctor.history_ms == 300000);
+    const mw_doctor_settings *ds = mw_config_group(&c, &mw_doctor_options);
+    assert_true(ds->t.throttled_ratio == 0.05);
+    assert_true(ds->t.history_ms == 300000);
     char err[512];
     const char *ok = "doctor:\n  history: 2m\n  throttled_ratio: 0.1\n  gpu_corrected_errors: 5\n";
     assert_int_equal(mw_config_load_string(&c, "t.yaml", ok, strlen(ok), err, sizeof(err)), 0);
-    assert_true(c.doctor.history_ms == 120000);
-    assert_true(c.doctor.throttled_ratio == 0.1);
-    assert_true(c.doctor.gpu_corrected_errors == 5);
-    assert_true(c.doctor.busy_cpu_ratio == 0.5);
+    assert_true(ds->t.history_ms == 120000);
+    assert_true(ds->t.throttled_ratio == 0.1);
+    assert_true(ds->t.gpu_corrected_errors == 5);
+    assert_true(ds->t.busy_cpu_ratio == 0.5);
     static const struct {
         const char *yaml, *err;
     } bad[] = {
@@ -817,7 +820,7 @@ static void config_section(void **state)
             mw_config_load_string(&c, "t.yaml", bad[i].yaml, strlen(bad[i].yaml), err, sizeof(err)),
             -1);
         assert_string_equal(err, bad[i].err);
-        assert_true(c.doctor.throttled_ratio == 0.1); /* unchanged */
+        assert_true(ds->t.throttled_ratio == 0.1); /* unchanged */
     }
 }
 

@@ -256,7 +256,8 @@ static void slow_driver_never_delays_a_cycle(void **state)
     /* Poll continuously: every 10 ms, process lists every 10 ms (each 1.5 s,
      * within the first cycle's 3-s wait for a first poll). */
     s->cfg.interval_ms = 10;
-    s->cfg.gpu_process_interval_ms = 10;
+    ((mw_gpu_settings *)mw_config_group_mut(&s->cfg, &mw_gpu_options))->gpu_process_interval_ms =
+        10;
     mw_collector_set_free(s->set);
     s->set = mw_collector_set_new(&s->env);
     mw_snapshot *snap = mw_snapshot_new();

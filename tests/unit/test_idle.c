@@ -7,9 +7,11 @@
 #include <cmocka.h>
 
 #include "agent/module.h"
+#include "agent/agent.h"
 #include "core/config.h"
 #include "core/util.h"
 #include "derive/idle.h"
+#include "derive/idle_config.h"
 #include "notify/notify_state.h"
 #include "testutil.h"
 
@@ -120,6 +122,7 @@ static fixture *open_module_in(const mw_module *m, const char *window, const cha
 {
     fixture *f = mw_xcalloc(1, sizeof(*f));
     f->m = m;
+    mw_options_register_all();
     mw_config_defaults(&f->cfg);
     if (dir) {
         mw_strlcpy(f->dir, dir, sizeof(f->dir));
@@ -344,18 +347,20 @@ static void test_config_section(void **st)
 {
     (void)st;
     mw_config c;
+    mw_options_register_all();
     mw_config_defaults(&c);
     char err[256];
     const char *y = "idle:\n  namespaces:\n    research: {threshold: 2, window: 2h}\n"
                     "    notebooks: {busy_period: 5m}\n";
     assert_int_equal(mw_config_load_string(&c, "t.yml", y, strlen(y), err, sizeof(err)), 0);
-    assert_int_equal(c.nidle_overrides, 2);
-    assert_string_equal(c.idle_overrides[0].ns, "research");
-    assert_true(c.idle_overrides[0].threshold == 2);
-    assert_int_equal(c.idle_overrides[0].window_ms, 7200000);
-    assert_int_equal(c.idle_overrides[0].busy_period_ms, 0);
-    assert_true(c.idle_overrides[1].threshold < 0);
-    assert_int_equal(c.idle_overrides[1].busy_period_ms, 300000);
+    const mw_idle_settings *is = mw_config_group(&c, &mw_idle_options);
+    assert_int_equal(is->noverrides, 2);
+    assert_string_equal(is->overrides[0].ns, "research");
+    assert_true(is->overrides[0].threshold == 2);
+    assert_int_equal(is->overrides[0].window_ms, 7200000);
+    assert_int_equal(is->overrides[0].busy_period_ms, 0);
+    assert_true(is->overrides[1].threshold < 0);
+    assert_int_equal(is->overrides[1].busy_period_ms, 300000);
 
     const char *bad = "idle:\n  namespaces:\n    research: {threshold: 200}\n";
     assert_int_equal(mw_config_load_string(&c, "t.yml", bad, strlen(bad), err, sizeof(err)), -1);

@@ -1,5 +1,6 @@
 /* testutil.c - fixture handling and snapshot queries for unit tests. */
 #include "testutil.h"
+#include "agent/agent.h"
 #include "collect/procmap.h"
 #include "core/util.h"
 
@@ -100,16 +101,11 @@ void tu_cleanup(void)
     ntmp = 0;
 }
 
-static int exists(const char *name)
-{
-    return mw_collector_find(name) != NULL;
-}
-
 tu_session *tu_open(const char *root, const char *collectors)
 {
     tu_session *s = mw_xcalloc(1, sizeof(*s));
+    mw_options_register_all();
     mw_config_defaults(&s->cfg);
-    mw_config_collector_exists = exists;
     mw_strlcpy(s->cfg.root, root, sizeof(s->cfg.root));
     if (collectors) {
         char err[256];

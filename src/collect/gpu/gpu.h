@@ -13,7 +13,9 @@
 #define MW_GPU_H
 
 #include "../../core/hostfs.h"
+#include "../../core/options.h"
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -197,5 +199,14 @@ void mw_gpu_split(uint64_t total, const uint64_t *w, size_t n, uint64_t *out);
  * and slow) poll now and wait until it has been published. Returns 0, or -1
  * on timeout. No effect when no GPU collector runs. */
 int mw_gpu_collector_sync(void);
+
+/* The GPU collector's settings (gpu_collector.c): the libraries to load
+ * ("none" switches a vendor off) and the interval of slow GPU calls. */
+typedef struct mw_gpu_settings {
+    char nvml_library[PATH_MAX];
+    char rocm_library[PATH_MAX];
+    int64_t gpu_process_interval_ms;
+} mw_gpu_settings;
+extern const mw_option_group mw_gpu_options;
 
 #endif

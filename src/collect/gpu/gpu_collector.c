@@ -123,7 +123,7 @@ static void deadline_after(struct timespec *ts, int64_t ns)
 /* Open the backends and identify their devices (on the thread). */
 static void open_backends(gpu_state *st)
 {
-    const mw_config *cfg = st->env->cfg;
+    const mw_gpu_settings *cfg = mw_config_group(st->env->cfg, &mw_gpu_options);
     char why_nvml[320], why_rocm[320];
     why_nvml[0] = why_rocm[0] = '\0';
     backend_slot *s = &st->slots[0];
@@ -283,7 +283,9 @@ static int gpu_init(const mw_env *env, void **state)
     gpu_state *st = mw_xcalloc(1, sizeof(*st));
     st->env = env;
     st->interval_ns = env->cfg->interval_ms * 1000000;
-    st->slow_interval_ns = env->cfg->gpu_process_interval_ms * 1000000;
+    st->slow_interval_ns = ((const mw_gpu_settings *)mw_config_group(env->cfg, &mw_gpu_options))
+                               ->gpu_process_interval_ms *
+                           1000000;
     if (st->slow_interval_ns < st->interval_ns) st->slow_interval_ns = st->interval_ns;
     mw_worker_init(&st->poller);
     pthread_condattr_t ca;
@@ -417,9 +419,25 @@ int mw_gpu_collector_sync(void)
     return rc;
 }
 
+#define OPT(n, t, f, d, h, v) MW_OPT(mw_gpu_settings, n, t, f, d, h, v)
+static const mw_option gpu_rows[] = {
+    OPT("nvml-library", MW_OPT_PATH, nvml_library, "libnvidia-ml.so.1",
+        "NVIDIA NVML library to load for GPU metrics (none: no NVIDIA GPUs)", NULL),
+    OPT("rocm-library", MW_OPT_PATH, rocm_library, "auto",
+        "AMD ROCm SMI library for GPU metrics; auto tries librocm_smi64.so.7, .6, .5, .1 when the "
+        "amdgpu driver is loaded (none: no AMD GPUs)",
+        NULL),
+    OPT("gpu-process-interval", MW_OPT_DURATION, gpu_process_interval_ms, "5s",
+        "Interval of slow GPU calls: process lists, MIG, ECC, NVLink, PCIe", NULL),
+};
+#undef OPT
+const mw_option_group mw_gpu_options = MW_OPTION_GROUP(
+    "gpu collector", "src/collect/gpu/gpu_collector.c", mw_gpu_settings, gpu_rows, NULL);
+
 const mw_collector mw_collector_gpu = {
     .name = "gpu",
     .help = "NVIDIA (NVML) and AMD (ROCm SMI) GPUs, MIG instances, per-container shares",
+    .options = &mw_gpu_options,
     .init = gpu_init,
     .collect = gpu_collect,
     .destroy = gpu_destroy,
