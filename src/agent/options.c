@@ -10,6 +10,7 @@
 #include "../kube/kube.h"
 #include "../kube/podresources.h"
 #include "../notify/notify.h"
+#include "../notify/receiver.h"
 #include "../query/api.h"
 #include "../query/query_cmd.h"
 
@@ -31,6 +32,8 @@ void mw_options_register_all(void)
             mw_config_register_group(mw_modules[i]->options);
     /* The notifier, run with the idle module (agent/idle_notify.c). */
     mw_config_register_group(&mw_notify_options);
+    for (size_t i = 0; i < mw_nreceivers; i++)
+        mw_config_register_group(mw_receivers[i]->options);
     /* The PromQL engine, whose API agent/store_query.c serves. */
     mw_config_register_group(&mw_query_options);
     /* Commands' own settings. */

@@ -5,7 +5,8 @@
  * The detector (src/derive/idle.c) keeps the notifier's table of episodes up
  * to date from the collection loop, through the notify module
  * (notify_module.c) (never blocking: a mutex held for a copy);
- * the notifier's own thread delivers what each receiver has not had yet:
+ * the notifier's own thread delivers what each receiver (receiver.h: one
+ * file each, listed in receivers.c) has not had yet:
  * the opening message, a repeat every --notify-repeat-interval while the
  * episode stays open, the resolved message when it ends. A receiver that
  * fails is retried with exponential backoff (1 s doubling to 5 min), and gets
@@ -31,18 +32,9 @@ typedef enum { MW_MSG_FIRING, MW_MSG_REPEAT, MW_MSG_RESOLVED } mw_msg_kind;
 
 typedef struct mw_notifier mw_notifier;
 
-/* The notifier's settings (notify.c). Secrets (webhook URLs, the SMTP
- * password) are kept as given: a literal, "file:PATH" or "env:NAME",
- * resolved when used. */
+/* The notifier's own settings (notify.c); each receiver has its own
+ * (receiver.h). */
 typedef struct mw_notify_settings {
-    char webhook[1024];
-    char alertmanager_webhook[1024];
-    char smtp_server[512];
-    char smtp_from[256];
-    char smtp_to[1024]; /* comma-separated addresses */
-    char smtp_username[256];
-    char smtp_password[1024];
-    char smtp_ca_file[PATH_MAX];
     int64_t repeat_interval_ms;
 } mw_notify_settings;
 extern const mw_option_group mw_notify_options;

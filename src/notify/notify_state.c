@@ -13,8 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *const RX_NAMES[MW_NRECEIVERS] = {"webhook", "alertmanager", "email"};
-
 void mw_notify_table_free(mw_notify_table *t)
 {
     free(t->e);
@@ -130,10 +128,10 @@ static json_t *entry_json(const mw_notify_entry *e)
     json_object_set_new(o, "idle_since_ms", json_integer(e->ep.idle_since_ms));
     json_object_set_new(o, "ended_ms", json_integer(e->ep.ended_ms));
     json_t *rx = json_object();
-    for (int r = 0; r < MW_NRECEIVERS; r++) {
+    for (int r = 0; r < (int)mw_nreceivers; r++) {
         unsigned bit = 1u << r;
         if (!(e->fired & bit)) continue;
-        json_object_set_new(rx, RX_NAMES[r],
+        json_object_set_new(rx, mw_receivers[r]->name,
                             json_pack("{s:I, s:b}", "last_sent_ms", (json_int_t)e->last_sent_ms[r],
                                       "resolved", (e->resolved & bit) != 0));
     }
@@ -234,8 +232,8 @@ static int parse_entry(json_t *o, size_t i, mw_notify_entry *e, char *err, size_
     if (!e->ep.key[0]) return bad(err, errsize, i, "key", "empty");
     json_t *rx = json_object_get(o, "delivered");
     if (!json_is_object(rx)) return bad(err, errsize, i, "delivered", "expected an object");
-    for (int r = 0; r < MW_NRECEIVERS; r++) {
-        json_t *d = json_object_get(rx, RX_NAMES[r]);
+    for (int r = 0; r < (int)mw_nreceivers; r++) {
+        json_t *d = json_object_get(rx, mw_receivers[r]->name);
         if (!d) continue;
         json_t *ls = json_object_get(d, "last_sent_ms"), *res = json_object_get(d, "resolved");
         if (!json_is_integer(ls) || !json_is_boolean(res))

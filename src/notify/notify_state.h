@@ -5,19 +5,21 @@
 #define MW_NOTIFY_STATE_H
 
 #include "notify.h"
+#include "receiver.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
-enum { MW_RX_WEBHOOK, MW_RX_ALERTMANAGER, MW_RX_EMAIL, MW_NRECEIVERS };
 #define MW_NOTIFY_MAX_EPISODES 1024
 /* Ended episodes a receiver never took are dropped after this long. */
 #define MW_NOTIFY_KEEP_MS (7LL * 24 * 3600 * 1000)
 
 typedef struct mw_notify_entry {
     mw_notify_episode ep;
-    unsigned fired, resolved; /* bitmasks of receivers */
-    int64_t last_sent_ms[MW_NRECEIVERS];
+    /* Bitmasks and times by index in mw_receivers[]; the state file keys
+     * them by receiver name. */
+    unsigned fired, resolved;
+    int64_t last_sent_ms[MW_MAX_RECEIVERS];
 } mw_notify_entry;
 
 typedef struct mw_notify_table {

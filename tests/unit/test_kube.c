@@ -217,17 +217,19 @@ static void test_notify_table(void **st)
     (void)st;
     mw_notify_table t = {0};
     mw_notify_episode ep = episode(), got;
+    const int rx_webhook = mw_receiver_index("webhook"), rx_email = mw_receiver_index("email");
+    assert_true(rx_webhook >= 0 && rx_email >= 0);
     mw_msg_kind kind;
     assert_int_equal(mw_notify_table_upsert(&t, &ep), 1);
     assert_int_equal(mw_notify_table_upsert(&t, &ep), 0);
-    assert_int_equal(mw_notify_table_due(&t, MW_RX_WEBHOOK, 1000, 3600000, &got, &kind), 0);
+    assert_int_equal(mw_notify_table_due(&t, rx_webhook, 1000, 3600000, &got, &kind), 0);
     assert_int_equal(kind, MW_MSG_FIRING);
-    mw_notify_table_delivered(&t, &got, MW_RX_WEBHOOK, kind, 1000);
-    assert_int_equal(mw_notify_table_due(&t, MW_RX_WEBHOOK, 3600999, 3600000, &got, &kind), -1);
-    assert_int_equal(mw_notify_table_due(&t, MW_RX_WEBHOOK, 3601000, 3600000, &got, &kind), 0);
+    mw_notify_table_delivered(&t, &got, rx_webhook, kind, 1000);
+    assert_int_equal(mw_notify_table_due(&t, rx_webhook, 3600999, 3600000, &got, &kind), -1);
+    assert_int_equal(mw_notify_table_due(&t, rx_webhook, 3601000, 3600000, &got, &kind), 0);
     assert_int_equal(kind, MW_MSG_REPEAT);
     /* Email never got it: firing is still due there. */
-    assert_int_equal(mw_notify_table_due(&t, MW_RX_EMAIL, 1000, 3600000, &got, &kind), 0);
+    assert_int_equal(mw_notify_table_due(&t, rx_email, 1000, 3600000, &got, &kind), 0);
     assert_int_equal(kind, MW_MSG_FIRING);
 
     /* Round trip through the state file. */
@@ -238,18 +240,18 @@ static void test_notify_table(void **st)
     mw_notify_table u = {0};
     assert_int_equal(mw_notify_table_load(&u, path, err, sizeof(err)), 0);
     assert_int_equal(u.n, 1);
-    assert_int_equal(u.e[0].fired, 1u << MW_RX_WEBHOOK);
-    assert_int_equal(u.e[0].last_sent_ms[MW_RX_WEBHOOK], 1000);
+    assert_int_equal(u.e[0].fired, 1u << rx_webhook);
+    assert_int_equal(u.e[0].last_sent_ms[rx_webhook], 1000);
     assert_string_equal(u.e[0].ep.owner, "alice");
     assert_true(u.e[0].ep.gpu_seconds == 7200);
 
     /* Resolved, delivered to the one receiver: dropped. */
     ep.ended_ms = 5000;
     mw_notify_table_resolve(&u, &ep);
-    assert_int_equal(mw_notify_table_due(&u, MW_RX_WEBHOOK, 6000, 3600000, &got, &kind), 0);
+    assert_int_equal(mw_notify_table_due(&u, rx_webhook, 6000, 3600000, &got, &kind), 0);
     assert_int_equal(kind, MW_MSG_RESOLVED);
-    mw_notify_table_delivered(&u, &got, MW_RX_WEBHOOK, kind, 6000);
-    mw_notify_table_gc(&u, 1u << MW_RX_WEBHOOK);
+    mw_notify_table_delivered(&u, &got, rx_webhook, kind, 6000);
+    mw_notify_table_gc(&u, 1u << rx_webhook);
     assert_int_equal(u.n, 0);
 
     const char *bad = "{\"version\": 1, \"episodes\": [{\"key\": 3}]}";
