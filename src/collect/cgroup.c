@@ -41,6 +41,7 @@
  * controller or PSI enabled (memory.*, cpu.max, *.pressure) are silently
  * absent when missing. */
 #include "collector.h"
+#include "bundle.h"
 #include "cgroup_path.h"
 #include "cgroup_stat.h"
 #include "pods.h"
@@ -198,7 +199,10 @@ typedef struct cg_entry {
     mw_label labels[4]; /* sample labels; values point into the strings above */
     size_t nlabels;
     uint64_t names_gen; /* pods index generation the names were taken from */
-    int named;          /* container found in the index: names are final */
+    int named;          /* names from the runtime's bundle or a log link: final */
+    int bundle_named;   /* names from the runtime's bundle: never replaced */
+    int bundle_failed;  /* the bundle is unreadable or malformed: counted once, not read again */
+    int sandbox;        /* the runtime's bundle says it is the pod's sandbox */
     int64_t first_ms, last_try_ms;
     int fd[NFILES];       /* open control files, or FD_NONE / FD_ABSENT */
     int64_t dir_mtime_ns; /* not a cgroup file system: directory mtime at the last refresh */
@@ -227,6 +231,8 @@ typedef struct cg_state {
     cg_entry **entries; /* sorted by path when emitting */
     size_t nentries, cap;
     int unsorted;           /* entries were added since the last sort */
+    uint64_t inferred_gen;  /* pods index generation infer_names() last ran on */
+    mw_buf bundle_buf;      /* an OCI bundle's config.json (bundle.h) */
     size_t nfds, fd_budget; /* control files kept open, and the most allowed */
     uint64_t cycle;
     int64_t now_ms;
@@ -396,6 +402,7 @@ static void cg_destroy(void *state)
     for (int i = 0; i < MAX_DEPTH; i++)
         free(st->dents[i]);
     mw_pods_free(st->pods);
+    mw_buf_free(&st->bundle_buf);
     for (int h = 0; h < NHIER; h++)
         if (st->rootfd[h] >= 0) close(st->rootfd[h]);
     free(st);
@@ -500,25 +507,102 @@ static void pods_scan(cg_state *st, mw_collect_ctx *ctx)
 /* Names are cut as the process map's fields of their size would be. */
 #define REF_SIZE(field) sizeof(((mw_container_ref *)0)->field)
 
-/* Take names from the index. Never downgrades: a record keeps its names when
- * the pod's logs are removed before its cgroup. */
-static void apply_names(cg_state *st, cg_entry *e)
+/* Names from the runtime's bundle: 1 when it named e. Read until it names e
+ * (a bundle does not change during its container's life), or once when it is
+ * unreadable or malformed: that is counted and e keeps its ID. */
+static int bundle_names(cg_state *st, mw_collect_ctx *ctx, cg_entry *e)
 {
+    if (e->bundle_failed) return 0;
+    mw_bundle_names b;
+    char path[160];
+    int err = 0;
+    const char *what = NULL;
+    int rc = mw_bundle_read(st->env->host, e->node.id, &st->bundle_buf, &b, path, &err, &what);
+    if (rc < 0) {
+        e->bundle_failed = 1;
+        mw_collect_error(ctx, path, err, what);
+        return 0;
+    }
+    if (rc == 0) return 0;
+    mw_set_string(&e->namespace_, b.namespace_, REF_SIZE(namespace_));
+    mw_set_string(&e->pod, b.pod, REF_SIZE(pod));
+    mw_set_string(&e->container, b.sandbox ? "POD" : b.container, REF_SIZE(container));
+    e->sandbox = b.sandbox;
+    e->named = e->bundle_named = 1;
+    return 1;
+}
+
+/* Take names from the runtime's bundle, else from the index. Never
+ * downgrades: a record keeps its names when the pod's logs are removed
+ * before its cgroup. A container of a known pod without either keeps an
+ * empty name until infer_names() finds evidence. */
+static void apply_names(cg_state *st, mw_collect_ctx *ctx, cg_entry *e)
+{
+    e->names_gen = mw_pods_generation(st->pods);
+    if (e->bundle_named || bundle_names(st, ctx, e)) {
+        set_labels(e);
+        return;
+    }
     const mw_ctr_info *c = mw_pods_find_container(st->pods, e->node.id);
     const mw_pod_info *p = mw_pods_find_pod(st->pods, e->node.pod_uid);
-    e->names_gen = mw_pods_generation(st->pods);
     if (c) {
         mw_set_string(&e->namespace_, p ? p->namespace_ : c->namespace_, REF_SIZE(namespace_));
         mw_set_string(&e->pod, p ? p->name : c->pod, REF_SIZE(pod));
         mw_set_string(&e->container, c->name, REF_SIZE(container));
         e->named = 1;
     } else if (p && !e->named) {
-        /* In a known pod without a log: the sandbox (pause) container. */
         mw_set_string(&e->namespace_, p->namespace_, REF_SIZE(namespace_));
         mw_set_string(&e->pod, p->name, REF_SIZE(pod));
-        mw_set_string(&e->container, "POD", REF_SIZE(container));
     }
     set_labels(e); /* the strings may have moved */
+}
+
+/* Names of a container neither its bundle nor a log link names, from what
+ * its pod's other cgroups are (after the walk, when entries appeared or the
+ * index changed, before the process map's walk ends):
+ *  - every other container cgroup of the pod is named and they account for
+ *    every container folder of the pod's log folder: e is the sandbox
+ *    (the kubelet logs every container but the sandbox), "POD";
+ *  - the pod's log folder holds one container folder and every other cgroup
+ *    of the pod is the sandbox by its bundle (or there is none): e is that
+ *    container.
+ * Otherwise the name stays empty: container="" with container_id set. */
+static void infer_names(cg_state *st)
+{
+    for (size_t i = 0; i < st->nentries; i++) {
+        cg_entry *e = st->entries[i];
+        if (e->node.kind != MW_CG_K8S_CONTAINER || e->named || e->seen != st->cycle) continue;
+        const mw_pod_info *p = mw_pods_find_pod(st->pods, e->node.pod_uid);
+        if (!p || p->ncontainers == 0) continue;
+        size_t unknown = 0, containers = 0, distinct = 0;
+        const char *names[8];
+        for (size_t j = 0; j < st->nentries; j++) {
+            const cg_entry *s = st->entries[j];
+            if (s == e || s->node.kind != MW_CG_K8S_CONTAINER || s->seen != st->cycle ||
+                strcmp(s->node.pod_uid, e->node.pod_uid) != 0)
+                continue;
+            if (!s->named) {
+                unknown++;
+                continue;
+            }
+            if (s->sandbox) continue;
+            containers++;
+            size_t k = 0;
+            while (k < distinct && strcmp(names[k], s->container) != 0)
+                k++;
+            if (k == distinct && distinct < sizeof(names) / sizeof(names[0]))
+                names[distinct++] = s->container;
+        }
+        const char *name = NULL;
+        if (unknown == 0 && containers > 0 && distinct == (size_t)p->ncontainers)
+            name = "POD";
+        else if (unknown == 0 && containers == 0 && p->ncontainers == 1)
+            name = p->sole;
+        if (!name || strcmp(e->container, name) == 0) continue;
+        mw_set_string(&e->container, name, REF_SIZE(container));
+        set_labels(e);
+        if (st->env->procmap) mw_procmap_rename(st->env->procmap, e->cgroup, e->container);
+    }
 }
 
 static void name_entry(cg_state *st, mw_collect_ctx *ctx, cg_entry *e)
@@ -530,7 +614,7 @@ static void name_entry(cg_state *st, mw_collect_ctx *ctx, cg_entry *e)
         pods_scan(st, ctx);
         scanned_now = 1;
     }
-    if (e->names_gen != mw_pods_generation(st->pods)) apply_names(st, e);
+    if (e->names_gen != mw_pods_generation(st->pods)) apply_names(st, ctx, e);
     if (e->named || scanned_now) return;
     /* Unnamed: new, or young and not retried lately -> rebuild the index. */
     int is_new = e->born == st->cycle;
@@ -539,7 +623,7 @@ static void name_entry(cg_state *st, mw_collect_ctx *ctx, cg_entry *e)
     if (!is_new && !retry) return;
     e->last_try_ms = st->now_ms;
     pods_scan(st, ctx);
-    apply_names(st, e);
+    apply_names(st, ctx, e);
 }
 
 /* --- reading a cgroup ---------------------------------------------------- */
@@ -1009,6 +1093,9 @@ static void cg_collect(void *state, mw_collect_ctx *ctx)
         mw_cg_root(&root);
         walk(st, ctx, st->rootfd[H_WALK], &root, 0, 0);
     }
+    uint64_t gen = mw_pods_generation(st->pods);
+    if (st->unsorted || gen != st->inferred_gen) infer_names(st);
+    st->inferred_gen = gen;
     if (pm) mw_procmap_end(pm);
     sweep(st);
     emit_all(st, ctx);

@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -166,13 +167,16 @@ static void table_put(table *t, const char *key, uint32_t idx)
     t->slots[i] = idx + 1;
 }
 
-typedef int (*scan_fn)(mw_pods *p, const struct dirent64 *d);
+typedef int (*scan_fn)(mw_pods *p, const struct dirent64 *d, void *arg);
 
-static int add_pod(mw_pods *p, const struct dirent64 *d)
+static int add_pod(mw_pods *p, const struct dirent64 *d, void *arg)
 {
+    (void)arg;
     if (d->d_type != DT_DIR && d->d_type != DT_UNKNOWN) return 0;
     mw_pod_info info;
     if (mw_parse_pod_log_dir(d->d_name, &info) < 0) return 0;
+    info.ncontainers = 0;
+    info.sole[0] = '\0';
     if (grow_records((void **)&p->pods, &p->cap_pods, p->npods, sizeof(mw_pod_info), MW_PODS_MAX) <
         0)
         return -1;
@@ -180,8 +184,9 @@ static int add_pod(mw_pods *p, const struct dirent64 *d)
     return 0;
 }
 
-static int add_ctr(mw_pods *p, const struct dirent64 *d)
+static int add_ctr(mw_pods *p, const struct dirent64 *d, void *arg)
 {
+    (void)arg;
     mw_ctr_info info;
     if (mw_parse_container_log_name(d->d_name, &info) < 0) return 0;
     if (grow_records((void **)&p->ctrs, &p->cap_ctrs, p->nctrs, sizeof(mw_ctr_info),
@@ -191,7 +196,20 @@ static int add_ctr(mw_pods *p, const struct dirent64 *d)
     return 0;
 }
 
-static int list(mw_pods *p, const mw_hostfs *host, const char *path, scan_fn fn, mw_pods_error *err)
+/* A container folder of a pod's log folder: counted, the first one kept. */
+static int add_folder(mw_pods *p, const struct dirent64 *d, void *arg)
+{
+    (void)p;
+    mw_pod_info *pod = arg;
+    if (d->d_type != DT_DIR && d->d_type != DT_UNKNOWN) return 0;
+    char name[64];
+    if (take_dns(d->d_name, strlen(d->d_name), 0, name, sizeof(name)) < 0) return 0;
+    if (pod->ncontainers++ == 0) mw_strlcpy(pod->sole, name, sizeof(pod->sole));
+    return 0;
+}
+
+static int list(mw_pods *p, const mw_hostfs *host, const char *path, scan_fn fn, void *arg,
+                mw_pods_error *err)
 {
     int fd = mw_hostfs_opendirfd(host, path);
     if (fd == -ENOENT) return 0;
@@ -211,7 +229,7 @@ static int list(mw_pods *p, const mw_hostfs *host, const char *path, scan_fn fn,
             const struct dirent64 *d = (const struct dirent64 *)(p->dents + off);
             off += d->d_reclen;
             if (d->d_name[0] == '.') continue;
-            if (fn(p, d) < 0) {
+            if (fn(p, d, arg) < 0) {
                 close(fd);
                 if (err) *err = (mw_pods_error){path, 0, "too many entries; the rest is ignored"};
                 return -1;
@@ -228,9 +246,19 @@ fail:
 int mw_pods_scan(mw_pods *p, const mw_hostfs *host, mw_pods_error *err)
 {
     p->npods = p->nctrs = 0;
-    int rc = list(p, host, "var/log/pods", add_pod, err);
+    int rc = list(p, host, "var/log/pods", add_pod, NULL, err);
     mw_pods_error err2;
-    if (list(p, host, "var/log/containers", add_ctr, &err2) < 0) {
+    for (size_t i = 0; i < p->npods; i++) {
+        mw_pod_info *pod = &p->pods[i];
+        char path[sizeof("var/log/pods/") + sizeof(pod->namespace_) + sizeof(pod->name) +
+                  sizeof(pod->uid)];
+        snprintf(path, sizeof(path), "var/log/pods/%s_%s_%s", pod->namespace_, pod->name,
+                 pod->uid);
+        /* An unreadable pod folder (removed since) counts no container. */
+        if (list(p, host, path, add_folder, pod, &err2) < 0) pod->ncontainers = 0;
+        if (pod->ncontainers != 1) pod->sole[0] = '\0';
+    }
+    if (list(p, host, "var/log/containers", add_ctr, NULL, &err2) < 0) {
         if (err && rc == 0) *err = err2;
         rc = -1;
     }

@@ -8,8 +8,10 @@
  * its namespace and name and a container ID to its name. Links are never
  * followed nor read: their targets are absolute host paths, outside --root.
  *
- * The index is rebuilt by mw_pods_scan() (two directory listings, no file
- * opened); the cgroup collector decides when (docs/containers.md). */
+ * The index is rebuilt by mw_pods_scan() (the two folders and each pod's
+ * folder are listed, no file is opened); the cgroup collector decides when
+ * (docs/containers.md). A pod's folder holds one folder per container the
+ * kubelet started, never one for the sandbox. */
 #ifndef MW_PODS_H
 #define MW_PODS_H
 
@@ -25,6 +27,8 @@ typedef struct mw_pod_info {
     char uid[48];
     char namespace_[64]; /* DNS label: 63 characters at most */
     char name[254];      /* DNS subdomain: 253 characters at most */
+    int ncontainers;     /* container folders in the pod's log folder */
+    char sole[64];       /* the container folder's name when ncontainers == 1 */
 } mw_pod_info;
 
 typedef struct mw_ctr_info {

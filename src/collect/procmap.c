@@ -246,6 +246,16 @@ void mw_procmap_set(mw_procmap *m, int pid, const mw_container_ref *ref)
     t->pids[i].ref = (uint32_t)r;
 }
 
+void mw_procmap_rename(mw_procmap *m, const char *cgroup, const char *container)
+{
+    pm_table *t = m->next;
+    if (!t->nref_slots) return;
+    size_t i = ref_slot(t, cgroup);
+    if (!t->ref_slots[i]) return;
+    t->refs[t->ref_slots[i] - 1].off[PM_CONTAINER] =
+        put_str(t, container, sizeof(((mw_container_ref *)0)->container));
+}
+
 void mw_procmap_end(mw_procmap *m)
 {
     if (m->dropped)

@@ -31,6 +31,9 @@ void mw_procmap_free(mw_procmap *m);
 void mw_procmap_begin(mw_procmap *m);
 void mw_procmap_set(mw_procmap *m, int pid, const mw_container_ref *ref);
 void mw_procmap_end(mw_procmap *m);
+/* During a walk, before its end: the container name of the cgroup already set
+ * at path becomes container (names found once the whole walk is known). */
+void mw_procmap_rename(mw_procmap *m, const char *cgroup, const char *container);
 
 /* Returns 0 and fills out when pid is in a known container or cgroup, -1 when
  * it is not in any reported cgroup (or does not exist). */
