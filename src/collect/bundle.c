@@ -18,8 +18,8 @@ static const bundle_keys RUNTIMES[] = {
      "io.kubernetes.cri.container-type", "io.kubernetes.cri.container-name",
      "io.kubernetes.cri.sandbox-name", "io.kubernetes.cri.sandbox-namespace"},
     {"var/lib/containers/storage/overlay-containers/%s/userdata/config.json",
-     "io.kubernetes.cri-o.ContainerType", "io.kubernetes.container.name",
-     "io.kubernetes.pod.name", "io.kubernetes.pod.namespace"},
+     "io.kubernetes.cri-o.ContainerType", "io.kubernetes.container.name", "io.kubernetes.pod.name",
+     "io.kubernetes.pod.namespace"},
 };
 #define NRUNTIMES (sizeof(RUNTIMES) / sizeof(RUNTIMES[0]))
 

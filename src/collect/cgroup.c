@@ -30,9 +30,12 @@
  *    allocated once; only entries of type DT_DIR are classified;
  *  - samples are emitted after the walk, family by family, cgroups sorted
  *    by path (sorted again only when cgroups appear);
- *  - the Kubernetes names index (pods.h) is rebuilt only when a new
- *    container cannot be named from it, while an unnamed one is young, and
- *    every PODS_RESCAN_MS otherwise.
+ *  - a container's names come from its runtime's OCI bundle (bundle.h),
+ *    read until it names it, then from the Kubernetes names index (pods.h),
+ *    rebuilt only when a new container cannot be named from it, while an
+ *    unnamed one is young, and every PODS_RESCAN_MS otherwise; what neither
+ *    names is inferred from the pod's other cgroups (infer_names) or left
+ *    empty, never guessed.
  *
  * Errors: an unreadable, truncated or malformed control file, or a cgroup
  * that disappears between being listed and being read, is counted and logged
@@ -1104,7 +1107,7 @@ static void cg_collect(void *state, mw_collect_ctx *ctx)
 const mw_collector mw_collector_cgroup = {
     .name = "cgroup",
     .help = "Per-container CPU, memory, pressure and processes from cgroups (v1 and v2), "
-            "named from the kubelet's log folders",
+            "named from the runtimes' OCI bundles and the kubelet's log folders",
     .init = cg_init,
     .collect = cg_collect,
     .destroy = cg_destroy,

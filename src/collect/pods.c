@@ -252,8 +252,7 @@ int mw_pods_scan(mw_pods *p, const mw_hostfs *host, mw_pods_error *err)
         mw_pod_info *pod = &p->pods[i];
         char path[sizeof("var/log/pods/") + sizeof(pod->namespace_) + sizeof(pod->name) +
                   sizeof(pod->uid)];
-        snprintf(path, sizeof(path), "var/log/pods/%s_%s_%s", pod->namespace_, pod->name,
-                 pod->uid);
+        snprintf(path, sizeof(path), "var/log/pods/%s_%s_%s", pod->namespace_, pod->name, pod->uid);
         /* An unreadable pod folder (removed since) counts no container. */
         if (list(p, host, path, add_folder, pod, &err2) < 0) pod->ncontainers = 0;
         if (pod->ncontainers != 1) pod->sole[0] = '\0';

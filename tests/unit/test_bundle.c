@@ -71,6 +71,14 @@ static void parse_crio(void **state)
     assert_string_equal(b.namespace_, "inference");
     assert_string_equal(b.pod, "triton-server-7d9f8");
     assert_string_equal(b.container, "server");
+
+    const char *sandbox = "{\"annotations\":{\"io.kubernetes.cri-o.ContainerType\":\"sandbox\","
+                          "\"io.kubernetes.container.name\":\"POD\","
+                          "\"io.kubernetes.pod.name\":\"triton-server-7d9f8\","
+                          "\"io.kubernetes.pod.namespace\":\"inference\"}}";
+    assert_int_equal(mw_bundle_parse(sandbox, strlen(sandbox), &b, &err), 1);
+    assert_int_equal(b.sandbox, 1);
+    assert_string_equal(b.container, ""); /* a sandbox has no container name */
 }
 
 static void parse_not_kubernetes_or_malformed(void **state)
@@ -257,10 +265,13 @@ static void broken_bundles(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(parse_containerd),   cmocka_unit_test(parse_crio),
+        cmocka_unit_test(parse_containerd),
+        cmocka_unit_test(parse_crio),
         cmocka_unit_test(parse_not_kubernetes_or_malformed),
-        cmocka_unit_test(names_from_bundles), cmocka_unit_test(bundle_before_links),
-        cmocka_unit_test(names_from_pod_logs), cmocka_unit_test(names_from_nothing),
+        cmocka_unit_test(names_from_bundles),
+        cmocka_unit_test(bundle_before_links),
+        cmocka_unit_test(names_from_pod_logs),
+        cmocka_unit_test(names_from_nothing),
         cmocka_unit_test(broken_bundles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
