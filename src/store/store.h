@@ -167,6 +167,7 @@ typedef struct mw_store_settings {
     char tenant_label[128];
     double max_label_name_length, max_label_value_length, max_labels;
     double max_samples_per_request;
+    int64_t max_future_ms; /* --store-max-future */
 } mw_store_settings;
 extern const mw_option_group mw_store_module_options;
 

@@ -13,6 +13,7 @@
 #include "store_module.h"
 #include "../core/log.h"
 #include "../core/util.h"
+#include "../core/worker.h"
 #include "../serve/http.h"
 
 #include <limits.h>
@@ -30,13 +31,9 @@
 typedef struct store_module {
     const mw_config *cfg;
     mw_store *_Atomic store; /* NULL while disabled; set once, by the opener */
-    pthread_mutex_t mu;      /* open_error, stop */
-    pthread_cond_t cv;
+    mw_worker reopener;      /* its mutex guards open_error */
     char open_error[512];
-    int stop;
-    int reopening; /* the reopen thread was started */
-    int opened;    /* routes() ran: an agent, not a one-shot `mlwatch metrics` */
-    pthread_t reopen_thread;
+    int opened; /* routes() ran: an agent, not a one-shot `mlwatch metrics` */
     char dir[PATH_MAX + 8];
     mw_store_options opts;
     mw_store_metadata_fn on_metadata; /* remote-write metadata, for the layers above */
@@ -115,6 +112,10 @@ static const mw_option store_rows[] = {
     OPT("store-max-samples-per-request", MW_OPT_NUMBER, max_samples_per_request, "1000000",
         "Most samples in one remote-write request; beyond it 400 (0: no limit)",
         mw_option_check_count),
+    OPT("store-max-future", MW_OPT_DURATION, max_future_ms, "5m",
+        "Samples further ahead of the agent's clock are refused with 400 naming the series, so "
+        "that no writer can block a series for good",
+        NULL),
 };
 #undef OPT
 const mw_option_group mw_store_module_options = MW_OPTION_GROUP(
@@ -126,8 +127,7 @@ static int module_init(const mw_env *env, void **state)
         return MW_COLLECTOR_ABSENT;
     store_module *m = mw_xcalloc(1, sizeof(*m));
     m->cfg = env->cfg;
-    pthread_mutex_init(&m->mu, NULL);
-    pthread_cond_init(&m->cv, NULL);
+    mw_worker_init(&m->reopener);
     *state = m;
     return 0;
 }
@@ -137,9 +137,9 @@ static mw_store *store_or_why(store_module *m, char *why, size_t size)
 {
     mw_store *st = atomic_load(&m->store);
     if (st) return st;
-    pthread_mutex_lock(&m->mu);
+    pthread_mutex_lock(&m->reopener.mu);
     snprintf(why, size, "%s", m->open_error);
-    pthread_mutex_unlock(&m->mu);
+    pthread_mutex_unlock(&m->reopener.mu);
     return NULL;
 }
 
@@ -292,16 +292,7 @@ static void admin_handler(void *cls, const mw_http_request *req, mw_http_respons
 static void *reopen_main(void *arg)
 {
     store_module *m = arg;
-    for (unsigned attempt = 1;; attempt++) {
-        pthread_mutex_lock(&m->mu);
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += REOPEN_EVERY_S;
-        while (!m->stop && pthread_cond_timedwait(&m->cv, &m->mu, &until) == 0) {
-        }
-        int stop = m->stop;
-        pthread_mutex_unlock(&m->mu);
-        if (stop) return NULL;
+    for (unsigned attempt = 1; mw_worker_sleep(&m->reopener, REOPEN_EVERY_S * 1000); attempt++) {
         char err[512];
         mw_store *st = mw_store_open(&m->opts, err, sizeof(err));
         if (st) {
@@ -311,11 +302,12 @@ static void *reopen_main(void *arg)
                    attempt, m->dir);
             return NULL;
         }
-        pthread_mutex_lock(&m->mu);
+        pthread_mutex_lock(&m->reopener.mu);
         snprintf(m->open_error, sizeof(m->open_error), "%s", err);
-        pthread_mutex_unlock(&m->mu);
+        pthread_mutex_unlock(&m->reopener.mu);
         mw_log_once(MW_LOG_ERROR, "store", "reopen", "store still disabled: %s", err);
     }
+    return NULL;
 }
 
 static void module_routes(void *state, mw_http_server *http)
@@ -333,9 +325,7 @@ static void module_routes(void *state, mw_http_server *http)
     o.limits.max_label_value_len = (uint32_t)cfg->max_label_value_length;
     o.limits.max_labels = (uint32_t)cfg->max_labels;
     o.limits.max_samples_per_request = (uint64_t)cfg->max_samples_per_request;
-    /* TODO(option): a --store-max-future flag once the parts declare their
-     * own options (issue 22); until then the default, 5 minutes. */
-    o.limits.max_future_ms = MW_STORE_DEFAULT_MAX_FUTURE_MS;
+    o.limits.max_future_ms = cfg->max_future_ms;
     o.no_sync = getenv("MLWATCH_STORE_NO_FSYNC") != NULL; /* benchmarks of CPU cost only */
     /* Millions of small, long-lived chunk buffers share the heap with each
      * request's short-lived decoding arena (megabytes). Large blocks go to
@@ -351,8 +341,8 @@ static void module_routes(void *state, mw_http_server *http)
     if (!st) {
         mw_log(MW_LOG_ERROR, "store", "store disabled: %s; retrying every %d s", m->open_error,
                REOPEN_EVERY_S);
-        m->reopening = pthread_create(&m->reopen_thread, NULL, reopen_main, m) == 0;
-        if (!m->reopening) mw_log(MW_LOG_ERROR, "store", "cannot start the thread to reopen it");
+        if (mw_worker_start(&m->reopener, reopen_main, m) < 0)
+            mw_log(MW_LOG_ERROR, "store", "cannot start the thread to reopen it");
     } else if (m->on_open) {
         m->on_open(m->on_open_ctx, st);
     }
@@ -422,16 +412,9 @@ static void module_destroy(void *state)
 {
     store_module *m = state;
     if (!m) return;
-    if (m->reopening) {
-        pthread_mutex_lock(&m->mu);
-        m->stop = 1;
-        pthread_cond_signal(&m->cv);
-        pthread_mutex_unlock(&m->mu);
-        pthread_join(m->reopen_thread, NULL);
-    }
+    mw_worker_stop(&m->reopener); /* joins the reopen thread, if it was started */
     mw_store_close(atomic_load(&m->store));
-    pthread_cond_destroy(&m->cv);
-    pthread_mutex_destroy(&m->mu);
+    mw_worker_destroy(&m->reopener);
     free(m);
 }
 

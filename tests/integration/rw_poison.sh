@@ -80,4 +80,16 @@ expect_eq "log lines for own series over the label limit in 10 s" 1 "$lines"
 grep -q 'warn store: own sample not stored: series {.*} has [0-9]* labels, more than the limit of 1$' "$WORK/agent.log" ||
     fail "the line says why: $(grep 'own sample' "$WORK/agent.log" | head -c 300)"
 ok
+kill "$AGENT_PID"
+wait "$AGENT_PID" 2>/dev/null || true
+
+# --store-max-future sets the window: with 1h, ten minutes ahead is stored
+# and two hours ahead is refused, naming the window in milliseconds.
+start_agent --data-dir "$WORK/d3" --interval 200ms --disable-collectors gpu --store-max-future 1h
+now_ms=$(($(date +%s) * 1000))
+out=$("$CLIENT" one "$AGENT_URL/api/v1/write" other_series x "" $((now_ms + 600000)) 1)
+expect_eq "ten minutes ahead with --store-max-future 1h" "204 " "$out"
+out=$("$CLIENT" one "$AGENT_URL/api/v1/write" other_series x "" $((now_ms + 7200000)) 1)
+expect_eq "two hours ahead with --store-max-future 1h" "400 sample too far in the future for series {__name__=\"other_series\"}: timestamp $((now_ms + 7200000)) is more than 3600000 ms after the store's clock; nothing of this request was stored" "$out"
+ok
 done_ok
