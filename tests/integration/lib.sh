@@ -107,6 +107,14 @@ watchdog() {
     done
     for p in $procs; do kill -KILL "$p" 2>/dev/null; done
     kill -TERM "$test_pid" 2>/dev/null
+    # What the test started while the list was made (a loaded machine) is
+    # ended too: a process left behind holds ctest's output open.
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+        sleep 0.5
+        procs=$(descendants "$test_pid" | grep -vx -e "$me")
+        [ -n "$procs" ] || break
+        for p in $procs; do kill -KILL "$p" 2>/dev/null; done
+    done
     exit 0
 }
 watchdog $$ &
