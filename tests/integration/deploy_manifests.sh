@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
-# deploy_manifests.sh - deploy/kubernetes/mlwatch.yaml and the Kubeflow overlay:
-#   - the committed manifest is what scripts/gen_manifest.py writes, and the
+# deploy_manifests.sh - deploy/kubernetes: the kustomize layout (base,
+# overlays/kube-prometheus, overlays/kubeflow) and the one-file mlwatch.yaml:
+#   - the committed files are what scripts/gen_manifest.py writes, and the
 #     generator picks up a new dashboard (with text YAML cannot hold as a
-#     block) exactly;
+#     block) exactly, into the kube-prometheus overlay and the one file; a
+#     new agent config changes the pods' checksum/config annotation; the
+#     image's tag follows src/mlwatch.h;
+#   - the image every workload runs is what scripts/build-image.sh builds
+#     (ghcr.io/mlwatch/mlwatch:MLWATCH_VERSION);
 #   - every object passes the API's schema (kubernetes-models and
 #     @kubernetes-models/prometheus-operator from npm, tests/deploy/) and
 #     has no field the API does not know (python3-kubernetes' models);
 #   - the objects fit together and the DaemonSet takes exactly the
 #     privileges docs/deploy.md explains (tests/deploy/check_manifest.py);
-#   - the overlay builds with kustomize (kubectl kustomize, where kubectl is
-#     installed: Debian and npm have no kustomize) and passes the same
-#     checks; without kubectl its resources and patches are checked by hand;
+#   - every kustomization's resources and patches exist, base +
+#     kube-prometheus's own objects are mlwatch.yaml; with kubectl
+#     (kustomize; Debian and npm have none) each builds, base and
+#     kube-prometheus build exactly base/mlwatch.yaml and mlwatch.yaml, and
+#     the Kubeflow overlay passes the same checks;
 #   - the real agent starts with the ConfigMap's config and the DaemonSet's
 #     args (only paths and the port overridden, NODE_NAME in the
 #     environment as the downward API sets it), watches its node's pods
@@ -29,7 +36,12 @@ done
 /usr/bin/python3 -c 'import yaml, kubernetes.client' 2>/dev/null ||
     fail "python3-yaml and python3-kubernetes are needed (scripts/install-deps.sh test)"
 PY=/usr/bin/python3
-manifest=$MLWATCH_SRC/deploy/kubernetes/mlwatch.yaml
+kube=$MLWATCH_SRC/deploy/kubernetes
+manifest=$kube/mlwatch.yaml
+# The image: its name and tag in one place each (the script, src/mlwatch.h).
+image=$("$MLWATCH_SRC/scripts/build-image.sh" --print-ref) || fail "scripts/build-image.sh --print-ref"
+version=$(sed -n 's/^#define MLWATCH_VERSION "\(.*\)"$/\1/p' "$MLWATCH_SRC/src/mlwatch.h")
+expect_eq "the image scripts/build-image.sh builds" "ghcr.io/mlwatch/mlwatch:$version" "$image"
 
 # 1. Fresh, and the generator picks up new dashboards.
 $PY "$MLWATCH_SRC/scripts/gen_manifest.py" --check >"$WORK/stale.txt" 2>&1 || {
@@ -37,24 +49,35 @@ $PY "$MLWATCH_SRC/scripts/gen_manifest.py" --check >"$WORK/stale.txt" 2>&1 || {
     fail "deploy/kubernetes/mlwatch.yaml is stale: run scripts/gen_manifest.py"
 }
 ok
-mkdir -p "$WORK/tree/scripts" "$WORK/tree/deploy/grafana"
-cp "$MLWATCH_SRC/scripts/gen_manifest.py" "$WORK/tree/scripts/"
+mkdir -p "$WORK/tree/scripts" "$WORK/tree/src" "$WORK/tree/deploy/grafana"
+cp "$MLWATCH_SRC/scripts/gen_manifest.py" "$MLWATCH_SRC/scripts/build-image.sh" "$WORK/tree/scripts/"
+cp "$MLWATCH_SRC/src/mlwatch.h" "$WORK/tree/src/"
 cp -r "$MLWATCH_SRC/deploy/kubernetes" "$MLWATCH_SRC/deploy/prometheus" "$WORK/tree/deploy/"
 cp "$MLWATCH_SRC"/deploy/grafana/*.json "$WORK/tree/deploy/grafana/" 2>/dev/null || true
 printf '{"title": "New \\u00e9", "panels": [],\n  "x": "trailing space "  \n}\n\t\n' \
     >"$WORK/tree/deploy/grafana/New Board.json"
-$PY "$WORK/tree/scripts/gen_manifest.py" >/dev/null || fail "generator with a new dashboard"
-$PY - "$WORK/tree/deploy/kubernetes/mlwatch.yaml" "$WORK/tree/deploy/grafana/New Board.json" <<'EOF' ||
-import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
-(cm,) = [d for d in docs if d["metadata"]["name"] == "mlwatch-dashboard-new-board"]
-assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
-assert cm["data"]["New Board.json"] == open(sys.argv[2]).read()
+# A new config and a new version too.
+printf '# a change\n' >>"$WORK/tree/deploy/kubernetes/src/agent.yaml"
+sed -i 's/^#define MLWATCH_VERSION ".*"$/#define MLWATCH_VERSION "9.8.7"/' "$WORK/tree/src/mlwatch.h"
+$PY "$WORK/tree/scripts/gen_manifest.py" >/dev/null || fail "generator with a new dashboard, config and version"
+t=$WORK/tree/deploy/kubernetes
+$PY - "$t/mlwatch.yaml" "$WORK/tree/deploy/grafana/New Board.json" "$t/overlays/kube-prometheus/monitoring.yaml" \
+    "$t/base/mlwatch.yaml" "$t/src/agent.yaml" "$manifest" <<'EOF' ||
+import hashlib, sys, yaml
+def load(p): return [d for d in yaml.safe_load_all(open(p)) if d]
+for path in sys.argv[1], sys.argv[3]:
+    (cm,) = [d for d in load(path) if d["metadata"]["name"] == "mlwatch-dashboard-new-board"]
+    assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert cm["data"]["New Board.json"] == open(sys.argv[2]).read(), path
+assert not [d for d in load(sys.argv[4]) if d["metadata"]["name"] == "mlwatch-dashboard-new-board"], "in the base"
+def pod(p): return [d for d in load(p) if d["kind"] == "DaemonSet"][0]["spec"]["template"]
+new, old = pod(sys.argv[1]), pod(sys.argv[6])
+want = hashlib.sha256(open(sys.argv[5], "rb").read()).hexdigest()
+assert new["metadata"]["annotations"]["checksum/config"] == want, "checksum/config is not the new config's"
+assert old["metadata"]["annotations"]["checksum/config"] != want, "checksum/config did not change"
+assert new["spec"]["containers"][0]["image"] == "ghcr.io/mlwatch/mlwatch:9.8.7", new["spec"]["containers"][0]["image"]
 EOF
-    fail "a new dashboard is not in the manifest exactly"
-ok
-cmp -s "$WORK/tree/deploy/kubernetes/mlwatch.yaml" "$WORK/tree/deploy/kubernetes/kubeflow/mlwatch.yaml" ||
-    fail "the Kubeflow overlay's copy was not rewritten"
+    fail "a new dashboard, config or version is not in the manifests exactly"
 ok
 
 # 2. Schema and strict fields, 3. consistency: the manifest...
@@ -77,7 +100,7 @@ validate base "$manifest"
 expect_eq "objects validated" "$($PY -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$WORK/base.json")" \
     "$(grep -c '^valid ' "$WORK/base.schema")"
 $PY "$deps/check_manifest.py" base "$manifest" "$MLWATCH_SRC/deploy/prometheus/mlwatch-rules.yml" \
-    "$MLWATCH_SRC/deploy/grafana" || fail "manifest checks"
+    "$MLWATCH_SRC/deploy/grafana" "$image" || fail "manifest checks"
 ok
 # ... and the validator does fail on a broken object (a validator that
 # passes everything would make the checks above worthless).
@@ -95,37 +118,66 @@ grep -q 'INVALID DaemonSet/mlwatch.*containerPort must be integer' "$WORK/broken
     fail "schema check: $(cat "$WORK/broken.out")"
 ok
 
-# 4. The Kubeflow overlay.
-kf=$MLWATCH_SRC/deploy/kubernetes/kubeflow
-$PY - "$kf" <<'EOF' || fail "Kubeflow overlay references"
+# 4. The kustomize layout: every file a kustomization names is there
+# (kustomize loads no file outside its folder: other folders only as
+# kustomizations), every patch has its target, and base + the objects
+# kube-prometheus adds are the one-file manifest, in its order.
+$PY - "$kube" <<'EOF' || fail "kustomize layout"
 import os, sys, yaml
-root = sys.argv[1]
-k = yaml.safe_load(open(os.path.join(root, "kustomization.yaml")))
-files = list(k.get("resources", [])) + [p["path"] for p in k.get("patches", [])]
-for f in files:
-    assert os.path.isfile(os.path.join(root, f)), f"{f}: no such file in the overlay"
-for p in k["patches"]:
-    doc = yaml.safe_load(open(os.path.join(root, p["path"])))
-    assert isinstance(doc, (list, dict)), p["path"]
-    if isinstance(doc, list):
-        assert "target" in p and all(op["op"] in ("add", "replace", "remove") for op in doc), p["path"]
-base = [d for d in yaml.safe_load_all(open(os.path.join(root, "mlwatch.yaml"))) if d]
-for p in k["patches"]:
-    t = p.get("target") or yaml.safe_load(open(os.path.join(root, p["path"])))
-    kind, name = t["kind"], t.get("name") or t["metadata"]["name"]
-    assert [d for d in base if d["kind"] == kind and d["metadata"]["name"] == name], f"{kind}/{name}: not in the base"
-print(f"overlay: {len(files)} files, every patch target in the base")
+kube = sys.argv[1]
+def load(p): return [d for d in yaml.safe_load_all(open(p)) if d]
+def compose(root):
+    k = yaml.safe_load(open(os.path.join(root, "kustomization.yaml")))
+    docs = []
+    for r in k.get("resources", []):
+        p = os.path.normpath(os.path.join(root, r))
+        if os.path.isdir(p):
+            assert os.path.isfile(os.path.join(p, "kustomization.yaml")), f"{root}: {r} is no kustomization"
+            docs += compose(p)
+        else:
+            assert os.path.isfile(p) and os.path.dirname(p) == root, f"{root}: {r}: no such file in the folder"
+            docs += load(p)
+    for p in k.get("patches", []):
+        f = os.path.join(root, p["path"])
+        assert os.path.isfile(f), f"{root}: patch {p['path']}: no such file"
+        doc = yaml.safe_load(open(f))
+        if isinstance(doc, list):
+            assert "target" in p and all(op["op"] in ("add", "replace", "remove") for op in doc), p["path"]
+        t = p.get("target") or doc
+        kind, name = t["kind"], t.get("name") or t["metadata"]["name"]
+        assert [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name], \
+            f"{root}: patch {p['path']}: {kind}/{name} is not in its resources"
+    return docs
+for d in ("base", "overlays/kube-prometheus", "overlays/kubeflow"):
+    print(f"{d}: {len(compose(os.path.join(kube, d)))} objects before patches")
+assert compose(os.path.join(kube, "base")) == load(os.path.join(kube, "base", "mlwatch.yaml"))
+assert compose(os.path.join(kube, "overlays/kube-prometheus")) == load(os.path.join(kube, "mlwatch.yaml")), \
+    "base + overlays/kube-prometheus are not mlwatch.yaml"
 EOF
 ok
 if command -v kubectl >/dev/null; then
-    kubectl kustomize "$kf" >"$WORK/kubeflow.yaml" 2>"$WORK/kustomize.err" ||
-        fail "kubectl kustomize $kf: $(cat "$WORK/kustomize.err")"
     echo "kustomize: $(kubectl version --client 2>/dev/null | grep -i kustomize)"
+    for o in base overlays/kube-prometheus overlays/kubeflow; do
+        kubectl kustomize "$kube/$o" >"$WORK/$(basename "$o").yaml" 2>"$WORK/kustomize.err" ||
+            fail "kubectl kustomize $o: $(cat "$WORK/kustomize.err")"
+        ok
+    done
+    # What kustomize builds is the generated files, object for object.
+    $PY - "$WORK/base.yaml" "$kube/base/mlwatch.yaml" "$WORK/kube-prometheus.yaml" "$manifest" <<'EOF' ||
+import sys, yaml
+def objs(p):
+    key = lambda d: (d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"])
+    return sorted((d for d in yaml.safe_load_all(open(p)) if d), key=key)
+assert objs(sys.argv[1]) == objs(sys.argv[2]), "kubectl kustomize base is not base/mlwatch.yaml"
+assert objs(sys.argv[3]) == objs(sys.argv[4]), "kubectl kustomize overlays/kube-prometheus is not mlwatch.yaml"
+EOF
+        fail "kustomize's builds differ from the generated files"
+    ok
     validate kubeflow "$WORK/kubeflow.yaml"
-    $PY "$deps/check_manifest.py" kubeflow "$WORK/kubeflow.yaml" || fail "Kubeflow overlay checks"
+    $PY "$deps/check_manifest.py" kubeflow "$WORK/kubeflow.yaml" "$image" || fail "Kubeflow overlay checks"
     ok
 else
-    echo "NOTE: no kubectl (kustomize) here; Debian and npm have none: the overlay's build was not run, only its references checked"
+    echo "NOTE: no kubectl (kustomize) here; Debian and npm have none: the overlays' builds were not run, only their files, patch targets and composition checked"
 fi
 
 # 5. The real agent with the manifest's config and args.
