@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all test asan fuzz clean format lint
+.PHONY: all test asan fuzz clean format lint image
 
 all:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -21,6 +21,10 @@ asan:
 fuzz:
 	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLWATCH_FUZZ=ON >/dev/null
 	@cmake --build build-fuzz -j $(JOBS)
+
+# The container image (OCI archive in build/image/; docs/deploy-image.md).
+image:
+	scripts/build-image.sh
 
 format:
 	git ls-files '*.c' '*.h' '*.cc' | xargs clang-format -i

@@ -64,9 +64,9 @@ done
 die() { echo "build-image: $*" >&2; exit 1; }
 # The image's name, here only: scripts/gen_manifest.py asks --print-ref.
 REPO=ghcr.io/mlwatch/mlwatch
-VERSION=$(sed -n 's/^#define MLWATCH_VERSION "\(.*\)"$/\1/p' "$SRC/src/mlwatch.h")
-[ -n "$VERSION" ] || die "no MLWATCH_VERSION in src/mlwatch.h"
-REF=$REPO:$VERSION
+MW_VERSION=$(sed -n 's/^#define MLWATCH_VERSION "\(.*\)"$/\1/p' "$SRC/src/mlwatch.h")
+[ -n "$MW_VERSION" ] || die "no MLWATCH_VERSION in src/mlwatch.h"
+REF=$REPO:$MW_VERSION
 if [ "$PRINT_REF" = 1 ]; then
     echo "$REF"
     exit 0
@@ -88,6 +88,7 @@ if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
 fi
 export SOURCE_DATE_EPOCH
 
+# shellcheck disable=SC1091 # the build machine's
 os=$(. /etc/os-release && echo "${ID:-}-${VERSION_ID:-}")
 [ "$os" = debian-12 ] ||
     die "the build stage is Debian 12 (this is $os): the binary must link the libraries of the run stage"
@@ -96,15 +97,18 @@ started=$(date +%s)
 
 # --- build stage -----------------------------------------------------------
 if [ -z "$BINARY" ]; then
+    # No path of this machine in the binary (its build ID hashes the debug
+    # information, which names the source and build folders).
+    map="-ffile-prefix-map=$SRC/= -ffile-prefix-map=$OUT/cmake=build"
     cmake -S "$SRC" -B "$OUT/cmake" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DCMAKE_C_FLAGS="-ffile-prefix-map=$SRC/=" -DCMAKE_CXX_FLAGS="-ffile-prefix-map=$SRC/=" >/dev/null
+        -DCMAKE_C_FLAGS="$map" -DCMAKE_CXX_FLAGS="$map" >/dev/null
     cmake --build "$OUT/cmake" --target mlwatch -j "$(nproc)" >"$OUT/cmake.log" 2>&1 ||
         { tail -30 "$OUT/cmake.log" >&2; die "building mlwatch failed ($OUT/cmake.log)"; }
     BINARY=$OUT/cmake/mlwatch
 fi
 [ -x "$BINARY" ] || die "$BINARY: no such program"
 have=$("$BINARY" --version) || die "$BINARY --version failed"
-case $have in "mlwatch $VERSION "*) ;; *) die "$BINARY is '$have', the source says $VERSION" ;; esac
+case $have in "mlwatch $MW_VERSION "*) ;; *) die "$BINARY is '$have', the source says $MW_VERSION" ;; esac
 
 # --- run stage: the packages (cached) ---------------------------------------
 key=$(printf '%s\n' "$SUITE" "$MIRROR" "$ARCH" "${PACKAGES[@]}" | sha256sum | cut -c1-16)
@@ -142,20 +146,21 @@ if [ "$REFRESH" = 1 ] || [ ! -s "$cache" ]; then
     # The package database: each package's control record, as dpkg writes
     # it for an installed package.
     mkdir -p "$tmp/root/var/lib/dpkg"
-    for deb in $(ls "$archives"/*.deb | LC_ALL=C sort); do
+    find "$archives" -maxdepth 1 -name '*.deb' | LC_ALL=C sort | while read -r deb; do
         dpkg-deb -f "$deb" | sed '/^Package:/a Status: install ok installed'
         echo
     done >"$tmp/root/var/lib/dpkg/status"
     # What the agent never reads: documentation (copyright files stay),
     # manual pages, translations, lintian overrides, gdb scripts, glibc's
     # iconv modules; and the download machinery.
-    r=$tmp/root
+    r=${tmp:?}/root
     find "$r/usr/share/doc" -mindepth 1 -not -type d -not -name copyright -delete
     find "$r/usr/share/doc" -mindepth 1 -type d -empty -delete
-    rm -rf "$r/usr/share/man" "$r/usr/share/locale" "$r/usr/share/info" "$r/usr/share/lintian" \
-        "$r/usr/share/gdb" "$r/usr/lib/$(gcc -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)/gconv" \
-        "$r/var/cache" "$r/var/lib/apt" "$r/var/log" "$r/etc/apt" "$r/etc/dpkg" \
-        "$r/etc/hostname" "$r/etc/resolv.conf" "$r/etc/fstab" "$r/dev" "$r/proc" "$r/sys" "$r/run"
+    for p in usr/share/man usr/share/locale usr/share/info usr/share/lintian usr/share/gdb \
+        "usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)/gconv" \
+        var/cache var/lib/apt var/log etc/apt etc/dpkg etc/hostname etc/resolv.conf etc/fstab dev proc sys run; do
+        rm -rf "${r:?}/$p"
+    done
     tar -C "$r" -cf "$cache.tmp" .
     mv "$cache.tmp" "$cache"
     rm -rf "$tmp"
@@ -163,7 +168,7 @@ if [ "$REFRESH" = 1 ] || [ ! -s "$cache" ]; then
 fi
 
 # --- run stage: the root filesystem -----------------------------------------
-rootfs=$OUT/rootfs
+rootfs=${OUT:?}/rootfs
 rm -rf "$rootfs"
 mkdir -p "$rootfs"
 tar -C "$rootfs" -xf "$cache"
@@ -188,31 +193,31 @@ tar -C "$rootfs" --no-recursion -T "$OUT/layer.list" --format=posix \
 
 # --- the image ----------------------------------------------------------------
 created=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
-layout=$OUT/oci
+layout=${OUT:?}/oci
 rm -rf "$layout"
 umoci init --layout "$layout"
-umoci new --image "$layout:$VERSION"
-umoci raw add-layer --image "$layout:$VERSION" --history.created "$created" \
+umoci new --image "$layout:$MW_VERSION"
+umoci raw add-layer --image "$layout:$MW_VERSION" --history.created "$created" \
     --history.created_by "scripts/build-image.sh" "$OUT/layer.tar"
 revision=$(git -C "$SRC" rev-parse HEAD 2>/dev/null || echo unknown)
-umoci config --image "$layout:$VERSION" --created "$created" --os linux --architecture "$ARCH" \
+umoci config --image "$layout:$MW_VERSION" --created "$created" --os linux --architecture "$ARCH" \
     --author "mlwatch" --history.created "$created" --history.created_by "scripts/build-image.sh (config)" \
     --config.user 65532:65532 --config.entrypoint /usr/bin/mlwatch --config.cmd agent \
     --config.workingdir /var/lib/mlwatch --config.env PATH=/usr/bin \
     --config.exposedports 10230/tcp \
     --config.label org.opencontainers.image.title=mlwatch \
-    --config.label org.opencontainers.image.version="$VERSION" \
+    --config.label org.opencontainers.image.version="$MW_VERSION" \
     --config.label org.opencontainers.image.revision="$revision" \
     --config.label org.opencontainers.image.source=https://github.com/mlwatch/mlwatch \
     --config.label org.opencontainers.image.base.name=debian:bookworm \
-    --manifest.annotation org.opencontainers.image.version="$VERSION" \
+    --manifest.annotation org.opencontainers.image.version="$MW_VERSION" \
     --manifest.annotation org.opencontainers.image.created="$created"
 umoci gc --layout "$layout"
-archive=$OUT/mlwatch-$VERSION.oci.tar
+archive=$OUT/mlwatch-$MW_VERSION.oci.tar
 rm -f "$archive"
-skopeo copy --quiet "oci:$layout:$VERSION" "oci-archive:$archive:$REF"
+skopeo copy --quiet "oci:$layout:$MW_VERSION" "oci-archive:$archive:$REF"
 
-digest=$(skopeo inspect --raw "oci:$layout:$VERSION" | sha256sum | cut -d' ' -f1)
+digest=$(skopeo inspect --raw "oci:$layout:$MW_VERSION" | sha256sum | cut -d' ' -f1)
 echo "$REF" >"$OUT/ref"
 echo "sha256:$digest" >"$OUT/digest"
 # Compressed size: what a registry stores and a node downloads.
