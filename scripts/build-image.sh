@@ -38,8 +38,9 @@
 # VERSION is MLWATCH_VERSION of src/mlwatch.h, the one place it is written
 # (mlwatch --version, the tag and the manifests all read it).
 #
-# The extracted packages are cached in OUT/cache, keyed by the package list
-# and mirror; --refresh downloads them again (do it for security updates).
+# The extracted packages are cached in OUT/cache, keyed by the package list,
+# the mirror and this script; --refresh downloads them again (do it for
+# security updates).
 # Timestamps are SOURCE_DATE_EPOCH (default: the last commit's time), so a
 # rebuild from the same commit and the same packages gives the same digest.
 # docs/deploy.md: pushing the image, pinning it by digest, kind and k3s.
@@ -111,7 +112,8 @@ have=$("$BINARY" --version) || die "$BINARY --version failed"
 case $have in "mlwatch $MW_VERSION "*) ;; *) die "$BINARY is '$have', the source says $MW_VERSION" ;; esac
 
 # --- run stage: the packages (cached) ---------------------------------------
-key=$(printf '%s\n' "$SUITE" "$MIRROR" "$ARCH" "${PACKAGES[@]}" | sha256sum | cut -c1-16)
+# Keyed by what makes it, this script included.
+key=$( (printf '%s\n' "$SUITE" "$MIRROR" "$ARCH" "${PACKAGES[@]}" && cat "$0") | sha256sum | cut -c1-16)
 cache=$OUT/cache/packages-$key.tar
 if [ "$REFRESH" = 1 ] || [ ! -s "$cache" ]; then
     tmp=$(mktemp -d "$OUT/cache/extract.XXXXXX")
@@ -163,6 +165,7 @@ if [ "$REFRESH" = 1 ] || [ ! -s "$cache" ]; then
     done
     tar -C "$r" -cf "$cache.tmp" .
     mv "$cache.tmp" "$cache"
+    find "$OUT/cache" -maxdepth 1 -name 'packages-*.tar' -not -name "packages-$key.tar" -delete
     rm -rf "$tmp"
     trap - EXIT
 fi

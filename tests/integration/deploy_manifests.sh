@@ -151,6 +151,9 @@ def compose(root):
 for d in ("base", "overlays/kube-prometheus", "overlays/kubeflow"):
     print(f"{d}: {len(compose(os.path.join(kube, d)))} objects before patches")
 assert compose(os.path.join(kube, "base")) == load(os.path.join(kube, "base", "mlwatch.yaml"))
+operator = [d["kind"] for d in load(os.path.join(kube, "base", "mlwatch.yaml"))
+            if d["apiVersion"].startswith("monitoring.coreos.com/")]
+assert not operator, f"the base holds objects of the Prometheus operator: {operator}"
 assert compose(os.path.join(kube, "overlays/kube-prometheus")) == load(os.path.join(kube, "mlwatch.yaml")), \
     "base + overlays/kube-prometheus are not mlwatch.yaml"
 EOF

@@ -114,6 +114,8 @@ for p in libc6 libmicrohttpd12 libjansson4 zlib1g libre2-9 libstdc++6 libcurl4 l
 done
 ok
 expect_eq "packages not installed" "" "$(grep -v '^installed ' "$WORK/pkgs.txt" || true)"
+# Writable for any uid where nothing is mounted (the default --data-dir).
+expect_eq "modes of /var/lib/mlwatch and /tmp" "1777 1777" "$(stat -c %a "$r/var/lib/mlwatch" "$r/tmp" | tr '\n' ' ' | sed 's/ $//')"
 certs=$(grep -c 'BEGIN CERTIFICATE' "$r/etc/ssl/certs/ca-certificates.crt" || true)
 [ "$certs" -ge 100 ] || fail "CA bundle has $certs certificates"
 openssl storeutl -noout -certs "$r/etc/ssl/certs/ca-certificates.crt" >/dev/null 2>&1 ||
