@@ -55,7 +55,7 @@ expect_eq "digest of a rebuild" "$digest" "$(cat "$out/digest")"
 # config; the layer unpacked for the content checks.
 mkdir -p "$WORK/archive" "$WORK/rootfs"
 tar -C "$WORK/archive" -xf "$archive"
-python3 - "$WORK/archive" "$ref" "$digest" "$version" "$WORK/layers" >"$WORK/archive.txt" <<'EOF' ||
+python3 - "$WORK/archive" "$ref" "$digest" "$version" "$WORK/layers" >"$WORK/archive.txt" 2>&1 <<'EOF' ||
 import hashlib, json, os, sys
 root, ref, digest, version, layers = sys.argv[1:]
 def blob(d):
