@@ -54,7 +54,7 @@ grep -q '^FAIL \[hang\]: still running after 5 s; its processes:$' "$WORK/hang.o
     fail "no watchdog report: $(cat "$WORK/hang.out")"
 ok
 for cmd in 'sleep 300' 'sleep 301'; do
-    grep -q "^ *[0-9]* [A-Z][a-z+]* *[0-9]* $cmd\$" "$WORK/hang.out" || fail "'$cmd' not listed: $(cat "$WORK/hang.out")"
+    grep -q "^ *[0-9]* [A-Z][A-Za-z+<]* *[0-9]* $cmd\$" "$WORK/hang.out" || fail "'$cmd' not listed: $(cat "$WORK/hang.out")"
     ok
 done
 # Its own two processes, by PID: a machine-wide pgrep also saw any other
