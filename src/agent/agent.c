@@ -12,6 +12,7 @@
 #include "../core/util.h"
 #include "../kube/kube_module.h"
 #include "../mlwatch.h"
+#include "../serve/auth.h"
 #include "../serve/exposition.h"
 #include "../serve/http.h"
 #include "../serve/metrics_endpoint.h"
@@ -188,15 +189,22 @@ int mw_agent_run(const mw_config *cfg)
     if (runtime_open(&rt, cfg, 0) < 0) return 1;
     mw_published *pub = mw_published_new();
     mw_http_server *http = mw_http_new(0);
-    mw_http_route(http, "GET", "/metrics", 0, mw_metrics_handler, pub);
-    mw_http_route(http, "GET", "/-/healthy", 0, healthy_handler, NULL);
-    mw_http_route(http, "GET", "/-/ready", 0, ready_handler, rt.modules);
+    mw_http_route(http, MW_ROLE_METRICS, "GET", "/metrics", 0, mw_metrics_handler, pub);
+    mw_http_route(http, MW_ROLE_PUBLIC, "GET", "/-/healthy", 0, healthy_handler, NULL);
+    mw_http_route(http, MW_ROLE_PUBLIC, "GET", "/-/ready", 0, ready_handler, rt.modules);
     mw_module_set_routes(rt.modules, http);
-    mw_http_route(http, "GET", "/", 1, landing_handler, NULL);
-    char err[512];
-    if (mw_http_start(http, cfg->listen, err, sizeof(err)) < 0) {
-        fprintf(stderr, "mlwatch: --listen %s: %s\n", cfg->listen, err);
+    mw_http_route(http, MW_ROLE_PUBLIC, "GET", "/", 1, landing_handler, NULL);
+    char err[9000];
+    mw_auth *auth = mw_auth_open(mw_config_group(cfg, &mw_auth_options), cfg->listen, err,
+                                 sizeof(err));
+    if (auth) mw_auth_attach(auth, http);
+    if (!auth || mw_http_start(http, cfg->listen, err, sizeof(err)) < 0) {
+        if (auth)
+            fprintf(stderr, "mlwatch: --listen %s: %s\n", cfg->listen, err);
+        else
+            fprintf(stderr, "mlwatch: %s\n", err);
         mw_http_free(http);
+        mw_auth_free(auth);
         mw_published_free(pub);
         runtime_close(&rt);
         return 1;
@@ -225,6 +233,7 @@ int mw_agent_run(const mw_config *cfg)
     }
     mw_log(MW_LOG_INFO, "agent", "stopping on %s", stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
     mw_http_free(http);
+    mw_auth_free(auth);
     mw_published_free(pub);
     runtime_close(&rt);
     return 0;

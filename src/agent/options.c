@@ -13,6 +13,7 @@
 #include "../notify/receiver.h"
 #include "../query/api.h"
 #include "../query/query_cmd.h"
+#include "../serve/auth.h"
 
 #include <stdatomic.h>
 
@@ -36,6 +37,8 @@ void mw_options_register_all(void)
         mw_config_register_group(mw_receivers[i]->options);
     /* The PromQL engine, whose API agent/store_query.c serves. */
     mw_config_register_group(&mw_query_options);
+    /* Who may use the HTTP server's routes (serve/auth.c). */
+    mw_config_register_group(&mw_auth_options);
     /* Commands' own settings. */
     mw_config_register_group(&mw_query_cmd_options);
     mw_config_register_group(&mw_run_options);

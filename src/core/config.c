@@ -43,8 +43,10 @@ int mw_option_check_count(const char *v, char *why, size_t n)
 static const mw_option global_rows[] = {
     OPT("root", MW_OPT_PATH, root, "/",
         "Host prefix under which /proc, /sys, /var/log/pods and /var/lib/kubelet are read", NULL),
-    OPT("listen", MW_OPT_STRING, listen, ":10230",
-        "ADDR:PORT for /metrics and the API (empty ADDR = all interfaces)", check_listen),
+    OPT("listen", MW_OPT_STRING, listen, "127.0.0.1:10230",
+        "ADDR:PORT for /metrics and the API (empty ADDR = all interfaces; writes and admin "
+        "there need token files, docs/security.md)",
+        check_listen),
     OPT("interval", MW_OPT_DURATION, interval_ms, "1s", "Collection interval", NULL),
     OPT("config", MW_OPT_PATH, config_path, "", "YAML configuration file", NULL),
     OPT("log-level", MW_OPT_STRING, log_level, "info", "debug, info, warn or error",

@@ -110,7 +110,7 @@ static void findings_handler(void *cls, const mw_http_request *req, mw_http_resp
 
 static void doctor_routes(void *state, mw_http_server *http)
 {
-    mw_http_route(http, "GET", "/api/v1/findings", 0, findings_handler, state);
+    mw_http_route(http, MW_ROLE_READ, "GET", "/api/v1/findings", 0, findings_handler, state);
 }
 
 static void doctor_destroy(void *state)

@@ -653,12 +653,12 @@ void mw_query_api_register(mw_http_server *http, mw_query_api *api)
 {
     static const char *methods[] = {"GET", "POST"};
     for (int i = 0; i < 2; i++) {
-        mw_http_route(http, methods[i], "/api/v1/query", 0, query_handler, api);
-        mw_http_route(http, methods[i], "/api/v1/query_range", 0, query_handler, api);
-        mw_http_route(http, methods[i], "/api/v1/series", 0, meta_handler, api);
-        mw_http_route(http, methods[i], "/api/v1/labels", 0, meta_handler, api);
-        mw_http_route(http, methods[i], "/api/v1/label/", 1, meta_handler, api);
+        mw_http_route(http, MW_ROLE_READ, methods[i], "/api/v1/query", 0, query_handler, api);
+        mw_http_route(http, MW_ROLE_READ, methods[i], "/api/v1/query_range", 0, query_handler, api);
+        mw_http_route(http, MW_ROLE_READ, methods[i], "/api/v1/series", 0, meta_handler, api);
+        mw_http_route(http, MW_ROLE_READ, methods[i], "/api/v1/labels", 0, meta_handler, api);
+        mw_http_route(http, MW_ROLE_READ, methods[i], "/api/v1/label/", 1, meta_handler, api);
     }
-    mw_http_route(http, "GET", "/api/v1/metadata", 0, metadata_handler, api);
-    mw_http_route(http, "GET", "/api/v1/status/buildinfo", 0, static_handler, api);
+    mw_http_route(http, MW_ROLE_READ, "GET", "/api/v1/metadata", 0, metadata_handler, api);
+    mw_http_route(http, MW_ROLE_READ, "GET", "/api/v1/status/buildinfo", 0, static_handler, api);
 }

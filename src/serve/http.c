@@ -19,6 +19,7 @@
 #define MAX_ROUTES 64
 
 typedef struct route {
+    mw_http_role role;
     const char *method, *path;
     int prefix;
     mw_http_handler h;
@@ -31,6 +32,10 @@ struct mw_http_server {
     int nroutes;
     size_t max_body;
     int port;
+    mw_http_guard guard;
+    void *guard_ctx;
+    unsigned extra_flags;
+    const void *extra_items; /* struct MHD_OptionItem[], MHD_OPTION_END last */
 };
 
 /* Per-connection state while a request body arrives. */
@@ -46,11 +51,23 @@ mw_http_server *mw_http_new(size_t max_body)
     return s;
 }
 
-void mw_http_route(mw_http_server *s, const char *method, const char *path, int prefix,
-                   mw_http_handler h, void *cls)
+void mw_http_route(mw_http_server *s, mw_http_role role, const char *method, const char *path,
+                   int prefix, mw_http_handler h, void *cls)
 {
     if (s->nroutes >= MAX_ROUTES) abort(); /* programming error */
-    s->routes[s->nroutes++] = (route){method, path, prefix, h, cls};
+    s->routes[s->nroutes++] = (route){role, method, path, prefix, h, cls};
+}
+
+void mw_http_set_guard(mw_http_server *s, mw_http_guard g, void *ctx)
+{
+    s->guard = g;
+    s->guard_ctx = ctx;
+}
+
+void mw_http_set_daemon_extra(mw_http_server *s, unsigned flags, const void *items)
+{
+    s->extra_flags = flags;
+    s->extra_items = items;
 }
 
 const char *mw_http_header(const mw_http_request *r, const char *name)
@@ -204,6 +221,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     mw_http_server *s = cls;
     pending *p = *con_cls;
     if (!p) {
+        /* The headers are in, the body not yet read: a request its route's
+         * guard refuses is answered now, without reading its body. */
+        int mismatch;
+        const route *gr = find_route(s, method, url, &mismatch);
+        if (gr && gr->role != MW_ROLE_PUBLIC && s->guard) {
+            mw_http_request greq = {method, url, "", 0, conn};
+            mw_http_response gresp = {0};
+            if (s->guard(s->guard_ctx, gr->role, &greq, &gresp) < 0)
+                return send_response(conn, &gresp);
+        }
         p = mw_xcalloc(1, sizeof(*p));
         mw_buf_init(&p->body, s->max_body);
         *con_cls = p;
@@ -260,7 +287,8 @@ int mw_http_start(mw_http_server *s, const char *listen, char *err, size_t errsi
     }
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof(ss));
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | s->extra_flags;
+    static const struct MHD_OptionItem no_items[] = {{MHD_OPTION_END, 0, NULL}};
     if (host[0] == '\0') {
         struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
         a6->sin6_family = AF_INET6;
@@ -288,7 +316,8 @@ int mw_http_start(mw_http_server *s, const char *listen, char *err, size_t errsi
                                 (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
                                 s, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)2,
                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
-                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
+                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_ARRAY,
+                                s->extra_items ? s->extra_items : no_items, MHD_OPTION_END);
         if (!s->d && host[0] == '\0' && attempt == 0) {
             /* No IPv6 on this host: fall back to all IPv4 interfaces. */
             memset(&ss, 0, sizeof(ss));

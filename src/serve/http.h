@@ -43,10 +43,33 @@ typedef struct mw_http_response {
 
 typedef void (*mw_http_handler)(void *cls, const mw_http_request *req, mw_http_response *resp);
 
+/* What a route needs from its caller (docs/security.md): every route is
+ * registered with one. PUBLIC routes (health, readiness, the landing page)
+ * are never guarded; the others go through the guard (serve/auth.c). */
+typedef enum {
+    MW_ROLE_PUBLIC,
+    MW_ROLE_METRICS, /* GET /metrics */
+    MW_ROLE_READ,    /* query APIs, UI, findings, series/labels/metadata */
+    MW_ROLE_WRITE,   /* POST /api/v1/write */
+    MW_ROLE_ADMIN,   /* store compaction, snapshots, deletion, reload */
+} mw_http_role;
+#define MW_HTTP_NROLES 5
+
 mw_http_server *mw_http_new(size_t max_body);
 /* path matches exactly, or as a prefix when prefix is set. method NULL = any. */
-void mw_http_route(mw_http_server *s, const char *method, const char *path, int prefix,
-                   mw_http_handler h, void *cls);
+void mw_http_route(mw_http_server *s, mw_http_role role, const char *method, const char *path,
+                   int prefix, mw_http_handler h, void *cls);
+
+/* The guard decides, once a request's headers are in and before its body
+ * is read, whether a route of this role may serve it: 0 to go on, or -1
+ * with resp filled (401, 403, 415 ...). Called for every non-PUBLIC route. */
+typedef int (*mw_http_guard)(void *ctx, mw_http_role role, const mw_http_request *req,
+                             mw_http_response *resp);
+void mw_http_set_guard(mw_http_server *s, mw_http_guard g, void *ctx);
+/* Extra libmicrohttpd start flags and options (TLS, serve/tls.c): items is
+ * an array of struct MHD_OptionItem ending with MHD_OPTION_END, alive while
+ * the server runs. Before mw_http_start(). */
+void mw_http_set_daemon_extra(mw_http_server *s, unsigned flags, const void *items);
 /* Bind and start serving on ADDR:PORT. Returns 0, or -1 with a message. */
 int mw_http_start(mw_http_server *s, const char *listen, char *err, size_t errsize);
 /* The port actually bound (useful with port 0 in tests). */

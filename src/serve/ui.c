@@ -257,12 +257,12 @@ static void module_routes(void *state, mw_http_server *http)
 {
     ui_module *m = state;
     /* Without the UI built in, / keeps the agent's plain landing page. */
-    if (!mw_ui_missing) mw_http_route(http, "GET", "/", 0, redirect_handler, m);
-    mw_http_route(http, "GET", "/ui", 0, redirect_handler, m);
-    mw_http_route(http, "GET", "/ui/config.json", 0, config_handler, m);
-    mw_http_route(http, "GET", "/ui/api/v1/", 1, proxy_handler, m);
-    mw_http_route(http, "POST", "/ui/api/v1/", 1, proxy_handler, m);
-    mw_http_route(http, "GET", "/ui/", 1, asset_handler, m);
+    if (!mw_ui_missing) mw_http_route(http, MW_ROLE_PUBLIC, "GET", "/", 0, redirect_handler, m);
+    mw_http_route(http, MW_ROLE_PUBLIC, "GET", "/ui", 0, redirect_handler, m);
+    mw_http_route(http, MW_ROLE_READ, "GET", "/ui/config.json", 0, config_handler, m);
+    mw_http_route(http, MW_ROLE_READ, "GET", "/ui/api/v1/", 1, proxy_handler, m);
+    mw_http_route(http, MW_ROLE_READ, "POST", "/ui/api/v1/", 1, proxy_handler, m);
+    mw_http_route(http, MW_ROLE_READ, "GET", "/ui/", 1, asset_handler, m);
 }
 
 static void module_destroy(void *state)

@@ -346,11 +346,11 @@ static void module_routes(void *state, mw_http_server *http)
     } else if (m->on_open) {
         m->on_open(m->on_open_ctx, st);
     }
-    mw_http_route(http, "POST", "/api/v1/write", 0, write_handler, m);
-    mw_http_route(http, "GET", "/api/v1/store/export", 0, read_handler, m);
-    mw_http_route(http, "GET", "/api/v1/store/count", 0, read_handler, m);
-    mw_http_route(http, "POST", "/api/v1/store/compact", 0, admin_handler, m);
-    mw_http_route(http, "POST", "/api/v1/store/snapshot", 0, admin_handler, m);
+    mw_http_route(http, MW_ROLE_WRITE, "POST", "/api/v1/write", 0, write_handler, m);
+    mw_http_route(http, MW_ROLE_READ, "GET", "/api/v1/store/export", 0, read_handler, m);
+    mw_http_route(http, MW_ROLE_READ, "GET", "/api/v1/store/count", 0, read_handler, m);
+    mw_http_route(http, MW_ROLE_ADMIN, "POST", "/api/v1/store/compact", 0, admin_handler, m);
+    mw_http_route(http, MW_ROLE_ADMIN, "POST", "/api/v1/store/snapshot", 0, admin_handler, m);
 }
 
 mw_store *mw_store_module_store(void *state)

@@ -33,12 +33,13 @@ expect_eq "exact duplicate is accepted" "204 " "$out"
 out=$("$CLIENT" one "$AGENT_URL/api/v1/write" up job a $((T0 - 1)) 1)
 expect_eq "out of order" "400 out of order sample for series {__name__=\"up\", job=\"a\"}: timestamp $((T0 - 1)) is before the newest stored or sent timestamp $T0; nothing of this request was stored" "$out"
 code=$(curl -s -o "$WORK/body" -w '%{http_code}' --data-binary 'not snappy at all' \
-    -H 'Content-Encoding: snappy' "$AGENT_URL/api/v1/write")
+    -H 'Content-Encoding: snappy' -H 'Content-Type: application/x-protobuf' "$AGENT_URL/api/v1/write")
 expect_eq "garbage status" 400 "$code"
 expect_eq "garbage message" "malformed remote-write body: snappy: corrupt compressed data; nothing was stored" "$(cat "$WORK/body")"
 code=$(curl -s -o "$WORK/body" -w '%{http_code}' --data-binary 'x' -H 'Content-Encoding: gzip' \
-    "$AGENT_URL/api/v1/write")
+    -H 'Content-Type: application/x-protobuf' "$AGENT_URL/api/v1/write")
 expect_eq "gzip status" 415 "$code"
+expect_eq "gzip message" "unsupported Content-Encoding 'gzip': remote write 1.0 bodies are snappy blocks" "$(cat "$WORK/body")"
 code=$(curl -s -o /dev/null -w "%{http_code}" -X PUT "$AGENT_URL/api/v1/write")
 expect_eq "PUT on the write path" 405 "$code"
 expect_eq "nothing more stored" 1 "$(count_of up)"

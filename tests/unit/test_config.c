@@ -66,7 +66,7 @@ static void defaults(void **state)
     memset(&c, 0x5a, sizeof(c));
     mw_config_defaults(&c);
     assert_string_equal(c.root, "/");
-    assert_string_equal(c.listen, ":10230");
+    assert_string_equal(c.listen, "127.0.0.1:10230");
     assert_true(c.interval_ms == 1000);
     assert_string_equal(c.config_path, "");
     assert_string_equal(c.log_level, "info");

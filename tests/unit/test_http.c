@@ -213,13 +213,13 @@ static void teapot(void *cls, const mw_http_request *req, mw_http_response *resp
 static mw_http_server *start(int *port)
 {
     mw_http_server *s = mw_http_new(1024);
-    mw_http_route(s, "GET", "/hello", 0, hello, NULL);
-    mw_http_route(s, "POST", "/echo", 0, echo, NULL);
-    mw_http_route(s, "PUT", "/echo", 0, echo, NULL);
-    mw_http_route(s, NULL, "/any", 0, describe, NULL);
-    mw_http_route(s, "GET", "/static", 0, static_body, NULL);
-    mw_http_route(s, "GET", "/custom", 0, custom_free, NULL);
-    mw_http_route(s, "GET", "/tea/", 1, teapot, "short and stout\n");
+    mw_http_route(s, MW_ROLE_PUBLIC, "GET", "/hello", 0, hello, NULL);
+    mw_http_route(s, MW_ROLE_PUBLIC, "POST", "/echo", 0, echo, NULL);
+    mw_http_route(s, MW_ROLE_PUBLIC, "PUT", "/echo", 0, echo, NULL);
+    mw_http_route(s, MW_ROLE_PUBLIC, NULL, "/any", 0, describe, NULL);
+    mw_http_route(s, MW_ROLE_PUBLIC, "GET", "/static", 0, static_body, NULL);
+    mw_http_route(s, MW_ROLE_PUBLIC, "GET", "/custom", 0, custom_free, NULL);
+    mw_http_route(s, MW_ROLE_PUBLIC, "GET", "/tea/", 1, teapot, "short and stout\n");
     char err[256] = "";
     if (mw_http_start(s, "127.0.0.1:0", err, sizeof(err)) < 0) fail_msg("start: %s", err);
     *port = mw_http_port(s);
@@ -377,7 +377,7 @@ static void ipv6_and_all_interfaces(void **state)
     reply r;
     /* Empty host: all interfaces (dual stack, or IPv4 only without IPv6). */
     mw_http_server *s = mw_http_new(0);
-    mw_http_route(s, "GET", "/hello", 0, hello, NULL);
+    mw_http_route(s, MW_ROLE_PUBLIC, "GET", "/hello", 0, hello, NULL);
     assert_int_equal(mw_http_start(s, ":0", err, sizeof(err)), 0);
     int port = mw_http_port(s);
     assert_true(port > 0);
@@ -387,7 +387,7 @@ static void ipv6_and_all_interfaces(void **state)
     mw_http_free(s);
 
     s = mw_http_new(0);
-    mw_http_route(s, "GET", "/hello", 0, hello, NULL);
+    mw_http_route(s, MW_ROLE_PUBLIC, "GET", "/hello", 0, hello, NULL);
     if (mw_http_start(s, "[::1]:0", err, sizeof(err)) < 0) {
         mw_http_free(s);
         skip(); /* no IPv6 loopback here */

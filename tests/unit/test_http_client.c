@@ -50,7 +50,7 @@ static int start_server(void **st)
 {
     (void)st;
     server = mw_http_new(1 << 20);
-    mw_http_route(server, NULL, "/", 1, serve, NULL);
+    mw_http_route(server, MW_ROLE_PUBLIC, NULL, "/", 1, serve, NULL);
     char err[256];
     if (mw_http_start(server, "127.0.0.1:0", err, sizeof(err)) < 0) return -1;
     port = mw_http_port(server);

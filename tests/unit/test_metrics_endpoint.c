@@ -230,8 +230,8 @@ static void scrape_then_publish(void *cls, const mw_http_request *req, mw_http_r
 static mw_http_server *server(mw_published *pub, int *port)
 {
     mw_http_server *s = mw_http_new(0);
-    mw_http_route(s, "GET", "/metrics", 0, mw_metrics_handler, pub);
-    mw_http_route(s, "GET", "/slow", 0, scrape_then_publish, pub);
+    mw_http_route(s, MW_ROLE_METRICS, "GET", "/metrics", 0, mw_metrics_handler, pub);
+    mw_http_route(s, MW_ROLE_PUBLIC, "GET", "/slow", 0, scrape_then_publish, pub);
     char err[256];
     if (mw_http_start(s, "127.0.0.1:0", err, sizeof(err)) < 0) fail_msg("%s", err);
     *port = mw_http_port(s);

@@ -47,7 +47,7 @@ static void defaults_of_every_owner(void **state)
     mw_config_defaults(&c);
     static const expect want[] = {
         {"root", "/"},
-        {"listen", ":10230"},
+        {"listen", "127.0.0.1:10230"},
         {"interval", "1000"},
         {"config", ""},
         {"log-level", "info"},

@@ -349,7 +349,7 @@ static void test_proxy_forward(void **st)
 {
     (void)st;
     mw_http_server *s = mw_http_new(0);
-    mw_http_route(s, NULL, "/", 1, upstream, NULL);
+    mw_http_route(s, MW_ROLE_PUBLIC, NULL, "/", 1, upstream, NULL);
     char err[256];
     assert_int_equal(mw_http_start(s, "127.0.0.1:0", err, sizeof(err)), 0);
     char url[128];
