@@ -185,8 +185,20 @@ int mw_agent_run(const mw_config *cfg)
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* Token files and certificates are read before anything starts, so a
+     * bad one stops the agent with its message alone. */
+    char err[9000];
+    mw_auth *auth = mw_auth_open(mw_config_group(cfg, &mw_auth_options), cfg->listen, err,
+                                 sizeof(err));
+    if (!auth) {
+        fprintf(stderr, "mlwatch: %s\n", err);
+        return 1;
+    }
     runtime rt;
-    if (runtime_open(&rt, cfg, 0) < 0) return 1;
+    if (runtime_open(&rt, cfg, 0) < 0) {
+        mw_auth_free(auth);
+        return 1;
+    }
     mw_published *pub = mw_published_new();
     mw_http_server *http = mw_http_new(0);
     mw_http_route(http, MW_ROLE_METRICS, "GET", "/metrics", 0, mw_metrics_handler, pub);
@@ -194,15 +206,9 @@ int mw_agent_run(const mw_config *cfg)
     mw_http_route(http, MW_ROLE_PUBLIC, "GET", "/-/ready", 0, ready_handler, rt.modules);
     mw_module_set_routes(rt.modules, http);
     mw_http_route(http, MW_ROLE_PUBLIC, "GET", "/", 1, landing_handler, NULL);
-    char err[9000];
-    mw_auth *auth = mw_auth_open(mw_config_group(cfg, &mw_auth_options), cfg->listen, err,
-                                 sizeof(err));
-    if (auth) mw_auth_attach(auth, http);
-    if (!auth || mw_http_start(http, cfg->listen, err, sizeof(err)) < 0) {
-        if (auth)
-            fprintf(stderr, "mlwatch: --listen %s: %s\n", cfg->listen, err);
-        else
-            fprintf(stderr, "mlwatch: %s\n", err);
+    mw_auth_attach(auth, http);
+    if (mw_http_start(http, cfg->listen, err, sizeof(err)) < 0) {
+        fprintf(stderr, "mlwatch: --listen %s: %s\n", cfg->listen, err);
         mw_http_free(http);
         mw_auth_free(auth);
         mw_published_free(pub);
@@ -211,8 +217,9 @@ int mw_agent_run(const mw_config *cfg)
     }
     char iv[32];
     mw_format_duration(cfg->interval_ms, iv, sizeof(iv));
-    mw_log(MW_LOG_INFO, "agent", "mlwatch %s listening on %s (port %d), root %s, interval %s",
-           MLWATCH_VERSION, cfg->listen, mw_http_port(http), cfg->root, iv);
+    mw_log(MW_LOG_INFO, "agent", "mlwatch %s listening on %s (port %d)%s, root %s, interval %s",
+           MLWATCH_VERSION, cfg->listen, mw_http_port(http), mw_auth_tls(auth) ? " with TLS" : "",
+           cfg->root, iv);
 
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);

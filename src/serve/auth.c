@@ -288,6 +288,11 @@ void mw_auth_attach(mw_auth *a, mw_http_server *http)
     if (a->tls) mw_http_set_daemon_extra(http, mw_tls_daemon_flags(a->tls), mw_tls_daemon_items(a->tls));
 }
 
+int mw_auth_tls(const mw_auth *a)
+{
+    return a->tls != NULL;
+}
+
 void mw_auth_free(mw_auth *a)
 {
     if (!a) return;

@@ -37,6 +37,8 @@ mw_auth *mw_auth_open(const mw_auth_settings *s, const char *listen, char *err, 
  * Before mw_http_start(); a outlives http. */
 void mw_auth_attach(mw_auth *a, mw_http_server *http);
 void mw_auth_free(mw_auth *a);
+/* Whether the server serves HTTPS. */
+int mw_auth_tls(const mw_auth *a);
 
 /* The guard for mw_http_set_guard (ctx: the mw_auth). */
 int mw_auth_guard(void *ctx, mw_http_role role, const mw_http_request *req,

@@ -90,6 +90,13 @@ static long post(CURL *c, const char *url, const buf *req, buf *out)
     h = curl_slist_append(h, "Content-Type: application/x-protobuf");
     h = curl_slist_append(h, "Content-Encoding: snappy");
     h = curl_slist_append(h, "X-Prometheus-Remote-Write-Version: 0.1.0");
+    /* RW_AUTHORIZATION: an Authorization header value (integ_auth). */
+    const char *auth = getenv("RW_AUTHORIZATION");
+    char auth_header[512];
+    if (auth) {
+        snprintf(auth_header, sizeof(auth_header), "Authorization: %s", auth);
+        h = curl_slist_append(h, auth_header);
+    }
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, z);
