@@ -188,8 +188,8 @@ int mw_agent_run(const mw_config *cfg)
     /* Token files and certificates are read before anything starts, so a
      * bad one stops the agent with its message alone. */
     char err[9000];
-    mw_auth *auth = mw_auth_open(mw_config_group(cfg, &mw_auth_options), cfg->listen, err,
-                                 sizeof(err));
+    mw_auth *auth =
+        mw_auth_open(mw_config_group(cfg, &mw_auth_options), cfg->listen, err, sizeof(err));
     if (!auth) {
         fprintf(stderr, "mlwatch: %s\n", err);
         return 1;

@@ -111,8 +111,8 @@ static int is_b64token(const char *s, size_t n)
 
 /* Parse a token file's text: one token a line; blank lines and lines
  * starting with '#' skipped; white space around a token ignored. */
-static int parse_tokens(const char *path, const char *text, size_t len, token_set *out,
-                        char *err, size_t errsize)
+static int parse_tokens(const char *path, const char *text, size_t len, token_set *out, char *err,
+                        size_t errsize)
 {
     memset(out, 0, sizeof(*out));
     int line = 0;
@@ -123,8 +123,10 @@ static int parse_tokens(const char *path, const char *text, size_t len, token_se
         const char *nl = memchr(start, '\n', len - pos);
         size_t n = nl ? (size_t)(nl - start) : len - pos;
         pos += n + (nl ? 1 : 0);
-        while (n && (start[0] == ' ' || start[0] == '\t')) start++, n--;
-        while (n && (start[n - 1] == ' ' || start[n - 1] == '\t' || start[n - 1] == '\r')) n--;
+        while (n && (start[0] == ' ' || start[0] == '\t'))
+            start++, n--;
+        while (n && (start[n - 1] == ' ' || start[n - 1] == '\t' || start[n - 1] == '\r'))
+            n--;
         if (n == 0 || start[0] == '#') continue;
         if (n < TOKEN_MIN || n >= TOKEN_SLOT || !is_b64token(start, n)) {
             snprintf(err, errsize,
@@ -146,8 +148,7 @@ static int parse_tokens(const char *path, const char *text, size_t len, token_se
     return 0;
 }
 
-static int load_tokens(const char *path, token_set *out, struct stat *st, char *err,
-                       size_t errsize)
+static int load_tokens(const char *path, token_set *out, struct stat *st, char *err, size_t errsize)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -159,8 +160,7 @@ static int load_tokens(const char *path, token_set *out, struct stat *st, char *
     if (fstat(fd, st) < 0) {
         snprintf(err, errsize, "%s: %s", path, strerror(errno));
     } else if (!S_ISREG(st->st_mode) || st->st_size > TOKEN_FILE_MAX) {
-        snprintf(err, errsize, "%s: not a regular file of at most %d bytes", path,
-                 TOKEN_FILE_MAX);
+        snprintf(err, errsize, "%s: not a regular file of at most %d bytes", path, TOKEN_FILE_MAX);
     } else {
         text = mw_xmalloc((size_t)st->st_size + 1);
         ssize_t got = 0, r;
@@ -218,7 +218,8 @@ static int matches(token_file *f, const unsigned char *padded)
     volatile unsigned found = 0;
     for (int i = 0; i < f->set.n; i++) {
         unsigned diff = 0;
-        for (size_t j = 0; j < TOKEN_SLOT; j++) diff |= f->set.tok[i][j] ^ padded[j];
+        for (size_t j = 0; j < TOKEN_SLOT; j++)
+            diff |= f->set.tok[i][j] ^ padded[j];
         found |= (unsigned)(diff == 0);
     }
     pthread_mutex_unlock(&f->mu);
@@ -258,7 +259,8 @@ mw_auth *mw_auth_open(const mw_auth_settings *s, const char *listen, char *err, 
     a->settings = *s;
     a->loopback = mw_auth_listen_is_loopback(listen);
     snprintf(a->listen, sizeof(a->listen), "%s", listen);
-    for (int r = 0; r < MW_HTTP_NROLES; r++) pthread_mutex_init(&a->files[r].mu, NULL);
+    for (int r = 0; r < MW_HTTP_NROLES; r++)
+        pthread_mutex_init(&a->files[r].mu, NULL);
     for (int r = MW_ROLE_METRICS; r < MW_HTTP_NROLES; r++) {
         token_file *f = &a->files[r];
         if (!a->settings.token_file[r][0]) continue;
@@ -272,8 +274,8 @@ mw_auth *mw_auth_open(const mw_auth_settings *s, const char *listen, char *err, 
         f->checked_ms = monotonic_ms();
     }
     if (s->tls_cert_file[0] || s->tls_key_file[0] || s->tls_client_ca_file[0]) {
-        a->tls = mw_tls_open(s->tls_cert_file, s->tls_key_file, s->tls_client_ca_file, err,
-                             errsize);
+        a->tls =
+            mw_tls_open(s->tls_cert_file, s->tls_key_file, s->tls_client_ca_file, err, errsize);
         if (!a->tls) {
             mw_auth_free(a);
             return NULL;
@@ -285,7 +287,8 @@ mw_auth *mw_auth_open(const mw_auth_settings *s, const char *listen, char *err, 
 void mw_auth_attach(mw_auth *a, mw_http_server *http)
 {
     mw_http_set_guard(http, mw_auth_guard, a);
-    if (a->tls) mw_http_set_daemon_extra(http, mw_tls_daemon_flags(a->tls), mw_tls_daemon_items(a->tls));
+    if (a->tls)
+        mw_http_set_daemon_extra(http, mw_tls_daemon_flags(a->tls), mw_tls_daemon_items(a->tls));
 }
 
 int mw_auth_tls(const mw_auth *a)
@@ -296,7 +299,8 @@ int mw_auth_tls(const mw_auth *a)
 void mw_auth_free(mw_auth *a)
 {
     if (!a) return;
-    for (int r = 0; r < MW_HTTP_NROLES; r++) pthread_mutex_destroy(&a->files[r].mu);
+    for (int r = 0; r < MW_HTTP_NROLES; r++)
+        pthread_mutex_destroy(&a->files[r].mu);
     mw_tls_free(a->tls);
     memset(a, 0, sizeof(*a));
     __asm__ __volatile__("" ::"r"(a) : "memory");
@@ -310,7 +314,8 @@ static int media_type_is(const char *ct, const char *want)
     size_t n = strlen(want);
     if (strncasecmp(ct, want, n) != 0) return 0;
     const char *rest = ct + n;
-    while (*rest == ' ' || *rest == '\t') rest++;
+    while (*rest == ' ' || *rest == '\t')
+        rest++;
     return *rest == '\0' || *rest == ';';
 }
 
@@ -329,14 +334,14 @@ static void unauthorized(mw_http_response *resp, const char *why, mw_http_role r
     mw_http_add_header(resp, "WWW-Authenticate", "Bearer realm=\"mlwatch\"");
 }
 
-int mw_auth_guard(void *ctx, mw_http_role role, const mw_http_request *req,
-                  mw_http_response *resp)
+int mw_auth_guard(void *ctx, mw_http_role role, const mw_http_request *req, mw_http_response *resp)
 {
     mw_auth *a = ctx;
     if (role == MW_ROLE_PUBLIC || role >= MW_HTTP_NROLES) return 0;
     if (a->tls && !mw_tls_peer_verified(a->tls, req->conn)) {
-        mw_http_text(resp, 403, "this path needs a client certificate signed by the CA of "
-                                "--tls-client-ca-file\n");
+        mw_http_text(resp, 403,
+                     "this path needs a client certificate signed by the CA of "
+                     "--tls-client-ca-file\n");
         return -1;
     }
     token_file *f = &a->files[role];
@@ -351,9 +356,11 @@ int mw_auth_guard(void *ctx, mw_http_role role, const mw_http_request *req,
             return -1;
         }
         const char *tok = h + 7;
-        while (*tok == ' ') tok++;
+        while (*tok == ' ')
+            tok++;
         size_t len = strlen(tok);
-        while (len && (tok[len - 1] == ' ' || tok[len - 1] == '\t')) len--;
+        while (len && (tok[len - 1] == ' ' || tok[len - 1] == '\t'))
+            len--;
         if (!mw_auth_token_has_role(a, tok, len, role)) {
             int other = 0;
             for (int r = MW_ROLE_METRICS; r < MW_HTTP_NROLES; r++)

@@ -41,8 +41,7 @@ void mw_auth_free(mw_auth *a);
 int mw_auth_tls(const mw_auth *a);
 
 /* The guard for mw_http_set_guard (ctx: the mw_auth). */
-int mw_auth_guard(void *ctx, mw_http_role role, const mw_http_request *req,
-                  mw_http_response *resp);
+int mw_auth_guard(void *ctx, mw_http_role role, const mw_http_request *req, mw_http_response *resp);
 
 /* Whether ADDR:PORT listens only on a loopback address (127.0.0.0/8, ::1,
  * localhost). An empty ADDR (all interfaces) is not. */

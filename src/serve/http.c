@@ -312,12 +312,11 @@ int mw_http_start(mw_http_server *s, const char *listen, char *err, size_t errsi
         freeaddrinfo(ai);
     }
     for (int attempt = 0; attempt < 2 && !s->d; attempt++) {
-        s->d = MHD_start_daemon(flags, port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
-                                (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-                                s, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)2,
-                                MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
-                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_ARRAY,
-                                s->extra_items ? s->extra_items : no_items, MHD_OPTION_END);
+        s->d = MHD_start_daemon(
+            flags, port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)2,
+            MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+            MHD_OPTION_ARRAY, s->extra_items ? s->extra_items : no_items, MHD_OPTION_END);
         if (!s->d && host[0] == '\0' && attempt == 0) {
             /* No IPv6 on this host: fall back to all IPv4 interfaces. */
             memset(&ss, 0, sizeof(ss));

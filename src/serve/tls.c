@@ -93,7 +93,8 @@ static void wipe_free(char *p, size_t n)
 static void pair_free(cert_pair *p)
 {
     if (!p) return;
-    for (unsigned i = 0; i < p->n; i++) gnutls_pcert_deinit(&p->pcert[i]);
+    for (unsigned i = 0; i < p->n; i++)
+        gnutls_pcert_deinit(&p->pcert[i]);
     if (p->key) gnutls_privkey_deinit(p->key);
     free(p);
 }
@@ -113,8 +114,7 @@ static int key_matches(cert_pair *p)
     return ok;
 }
 
-static cert_pair *load_pair(const char *cert_file, const char *key_file, char *err,
-                            size_t errsize)
+static cert_pair *load_pair(const char *cert_file, const char *key_file, char *err, size_t errsize)
 {
     cert_pair *p = mw_xcalloc(1, sizeof(*p));
     size_t clen = 0, klen = 0;
@@ -179,8 +179,10 @@ static void refresh(mw_tls *t)
     char err[9000];
     cert_pair *fresh = load_pair(t->cert_file, t->key_file, err, sizeof(err));
     if (!fresh) {
-        mw_log_once(MW_LOG_WARN, "tls", t->cert_file, "TLS certificate not reloaded: %s; serving "
-                    "the previous one", err);
+        mw_log_once(MW_LOG_WARN, "tls", t->cert_file,
+                    "TLS certificate not reloaded: %s; serving "
+                    "the previous one",
+                    err);
         return;
     }
     t->current->retired_ms = now;
@@ -255,8 +257,7 @@ mw_tls *mw_tls_open(const char *cert_file, const char *key_file, const char *cli
     }
     t->checked_ms = monotonic_ms();
     int i = 0;
-    t->items[i++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
-                                            (void *)(intptr_t)0};
+    t->items[i++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)(intptr_t)0};
     /* A function pointer travels in the item's pointer slot. */
     gnutls_certificate_retrieve_function2 *fn = retrieve_cert;
     memcpy(&t->items[0].ptr_value, &fn, sizeof(fn));
