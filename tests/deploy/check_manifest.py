@@ -73,8 +73,8 @@ def daemonset_checks(docs, ns, image):
     check("nvidia.com/gpu" not in json.dumps(r), "no nvidia.com/gpu resource (it would take a GPU)")
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
     check(ports.get("http") == 10230, "port http 10230")
-    check(c["livenessProbe"]["httpGet"] == {"path": "/-/healthy", "port": "http"}, "liveness /-/healthy")
-    check(c["readinessProbe"]["httpGet"] == {"path": "/-/ready", "port": "http"}, "readiness /-/ready")
+    check(c["livenessProbe"]["httpGet"] == {"path": "/-/healthy", "port": "http", "scheme": "HTTPS"}, "liveness /-/healthy")
+    check(c["readinessProbe"]["httpGet"] == {"path": "/-/ready", "port": "http", "scheme": "HTTPS"}, "readiness /-/ready")
     args = c["args"]
     check(args[0] == "agent" and "--kubernetes" in args, "args: agent --kubernetes")
 
@@ -140,6 +140,60 @@ def service_checks(docs, labels):
     ports = {p["name"] for p in svc["spec"]["ports"]}
     check(all(e["port"] in ports for e in sm["spec"]["endpoints"]), "ServiceMonitor port is the Service's")
     check("namespaceSelector" not in sm["spec"], "ServiceMonitor looks in its own namespace")
+    access_checks(docs, sm)
+
+
+def access_checks(docs, sm):
+    """Tokens and TLS are wired (docs/security.md): the agents listen on the
+    node's address over HTTPS, take their metrics and read tokens and their
+    certificate from Secrets mounted as folders (so updates reach them),
+    accept no writes and no admin requests, and the ServiceMonitor scrapes
+    them with the CA and the metrics token."""
+    ds = one(docs, "DaemonSet", "mlwatch")
+    pod = ds["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    args = c.get("args", [])
+
+    def flag(name):
+        return args[args.index(name) + 1] if name in args and args.index(name) + 1 < len(args) else None
+
+    check(flag("--listen") == "$(NODE_IP):10230", f"--listen $(NODE_IP):10230, not {flag('--listen')}")
+    env = {e["name"]: e for e in c.get("env", [])}
+    check(env.get("NODE_IP", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "status.hostIP",
+          "NODE_IP from status.hostIP")
+    for f in ("--write-token-file", "--admin-token-file"):
+        check(f not in args, f"the agents accept no writes and no admin requests: {f} is set")
+    cm = one(docs, "ConfigMap", "mlwatch-agent")
+    conf = yaml.safe_load(cm.get("data", {}).get("agent.yaml", "")) or {}
+    for k in ("write_token_file", "admin_token_file"):
+        check(k not in conf, f"the agents' config sets {k}")
+    vols = {v["name"]: v for v in pod.get("volumes", [])}
+    mounts = c.get("volumeMounts", [])
+    for f, secret in (("--metrics-token-file", "mlwatch-tokens"), ("--read-token-file", "mlwatch-tokens"),
+                      ("--tls-cert-file", "mlwatch-tls"), ("--tls-key-file", "mlwatch-tls")):
+        path = flag(f)
+        if not check(path is not None, f"{f} is set"):
+            continue
+        m = [m for m in mounts if os.path.dirname(path) == m["mountPath"]]
+        if not check(len(m) == 1, f"{f} {path}: no mount of its folder"):
+            continue
+        check("subPath" not in m[0], f"{f}: mounted with subPath (a Secret's update would not reach it)")
+        check(m[0].get("readOnly") is True, f"{f}: mount not read-only")
+        v = vols.get(m[0]["name"], {}).get("secret", {})
+        check(v.get("secretName") == secret, f"{f}: not from the Secret {secret}")
+        keys = {i["path"]: i["key"] for i in v.get("items", [])}
+        check(keys.get(os.path.basename(path)) == os.path.basename(path),
+              f"{f}: key {os.path.basename(path)} of {secret} not at {path}")
+        check(v.get("defaultMode") == 0o400, f"{f}: Secret files not mode 0400")
+    for e in sm["spec"]["endpoints"]:
+        check(e.get("scheme") == "https", "ServiceMonitor scrapes over https")
+        tls = e.get("tlsConfig", {})
+        check(tls.get("ca", {}).get("secret") == {"name": "mlwatch-tls", "key": "ca.crt"},
+              "ServiceMonitor verifies with ca.crt of mlwatch-tls")
+        check(tls.get("serverName") == "mlwatch", "ServiceMonitor serverName mlwatch (the certificate's name)")
+        check("insecureSkipVerify" not in tls, "ServiceMonitor does not skip verification")
+        check(e.get("authorization") == {"type": "Bearer", "credentials": {"name": "mlwatch-tokens", "key": "metrics"}},
+              "ServiceMonitor sends the metrics token of mlwatch-tokens")
 
 
 def base(manifest, rules, grafana, image):

@@ -64,19 +64,19 @@ check_route() { # ROLE-TOKEN METHOD PATH WANT [CURL ARGS...]
     expect_eq "$m $p: no WWW-Authenticate on 403" "" "$(header WWW-Authenticate)"
     expect_eq "$m $p with its role's token" "$want" "$(status "$m" "$p" "$good" "$@")"
 }
-role=read
+role="read"
 for p in "/api/v1/query?query=up" "/api/v1/query_range?query=up&start=1&end=2&step=1" \
     "/api/v1/series?match[]=up" /api/v1/labels /api/v1/label/__name__/values /api/v1/metadata \
     /api/v1/status/buildinfo /api/v1/findings "/api/v1/store/count?match=up" /ui/config.json; do
     check_route "$READ" GET "$p" 200
 done
 check_route "$READ" POST /api/v1/query 200 --data-urlencode query=up
-role=metrics
+role="metrics"
 check_route "$METRICS" GET /metrics 200
-role=admin
+role="admin"
 check_route "$ADMIN" POST /api/v1/store/snapshot 200
 check_route "$ADMIN" POST /api/v1/store/compact 200
-role=write
+role="write"
 check_route "$WRITE" POST /api/v1/write 400 -H 'Content-Type: application/x-protobuf' --data-binary x
 expect_eq "write with the token" "204 " "$(RW_AUTHORIZATION="Bearer $WRITE" "$CLIENT" one "$AGENT_URL/api/v1/write" up job a "$T0" 1)"
 expect_eq "write without a token" "401 no Authorization header: this path needs a bearer token with the write role" "$("$CLIENT" one "$AGENT_URL/api/v1/write" up job b "$T0" 1)"

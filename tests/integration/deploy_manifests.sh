@@ -18,8 +18,12 @@
 #     (kustomize; Debian and npm have none) each builds, base and
 #     kube-prometheus build exactly base/mlwatch.yaml and mlwatch.yaml, and
 #     the Kubeflow overlay passes the same checks;
+#   - tokens and TLS are wired: node address, token and certificate files
+#     from Secrets mounted as folders, no write or admin token, HTTPS probes,
+#     the ServiceMonitor's CA, serverName and token (check_manifest.py);
 #   - the real agent starts with the ConfigMap's config and the DaemonSet's
-#     args (only paths and the port overridden, NODE_NAME in the
+#     args (only paths and the port overridden, the Secrets made by
+#     scripts/make-secrets.sh, NODE_NAME in the
 #     environment as the downward API sets it), watches its node's pods
 #     through the fake API server, and learns a GPU allocation through the
 #     kubelet's pod-resources socket mounted READ-ONLY, as in the
@@ -189,9 +193,18 @@ fake=$MLWATCH_BUILD/tests/fakenvml/libnvidia-ml.so.1
 $PY -c 'import grpc' 2>/dev/null || fail "python3-grpcio is not installed"
 $PY "$deps/check_manifest.py" args "$manifest" "$WORK" || fail "no config or args in the manifest"
 mapfile -t args <"$WORK/args"
+# The Secrets as scripts/make-secrets.sh makes them, where the pod mounts them.
+"$MLWATCH_SRC/scripts/make-secrets.sh" "$WORK/secrets" >"$WORK/secrets.cmds" ||
+    fail "scripts/make-secrets.sh failed"
 for i in "${!args[@]}"; do # the ConfigMap's file where the pod mounts it
-    [ "${args[$i]}" = --config ] && args[i + 1]=$WORK/agent.yaml
+    case ${args[$i]} in
+    --config) args[i + 1]=$WORK/agent.yaml ;;
+    # Not loopback, as the node's address is not (reached here on 127.0.0.1).
+    --listen) args[i + 1]=${args[i + 1]/\$(NODE_IP):10230/0.0.0.0:0} ;;
+    --*-token-file | --tls-*-file) args[i + 1]=$WORK/secrets/$(basename "${args[i + 1]}") ;;
+    esac
 done
+expect_eq "secrets: kubectl commands" 2 "$(grep -c '^kubectl -n mlwatch create secret generic mlwatch-\(tls\|tokens\) ' "$WORK/secrets.cmds")"
 root=$WORK/root
 cp -a "$MLWATCH_FIXTURES/gpu-node" "$root"
 export FAKE_NVML_SCENARIO=$WORK/scenario.txt
@@ -243,11 +256,32 @@ users:
 EOF
 # NODE_NAME as the downward API sets it; only what a test must change is
 # overridden: paths, the port, the GPU library, and a 1 s idle window.
-NODE_NAME=gpu-node-1 start_agent "${args[@]:1}" --root "$root" --kubeconfig "$WORK/kubeconfig" \
+# HTTPS with the Secret's certificate, verified as the ServiceMonitor does
+# (its CA, serverName mlwatch), with the metrics token.
+: >"$WORK/agent.log"
+NODE_NAME=gpu-node-1 "$MLWATCH_BIN" agent "${args[@]:1}" --root "$root" --kubeconfig "$WORK/kubeconfig" \
     --nvml-library "$fake" --rocm-library none --interval 200ms --gpu-process-interval 200ms \
-    --idle-window 1s --data-dir "$WORK/data" --state-dir "$WORK/state"
+    --idle-window 1s --data-dir "$WORK/data" --state-dir "$WORK/state" >"$WORK/agent.log" 2>&1 &
+AGENT_PID=$!
+PIDS+=("$AGENT_PID")
+wait_for 20 agent_started || true
+[ -n "$(agent_port)" ] || fail "the agent does not listen: $(head -c 600 "$WORK/agent.log")"
+port=$(agent_port)
+AGENT_URL=https://mlwatch:$port
+scrape() { curl -s --cacert "$WORK/secrets/ca.crt" --resolve "mlwatch:$port:127.0.0.1" "$@"; }
+ready() { [ "$(scrape -o /dev/null -w '%{http_code}' "$AGENT_URL/-/ready")" = 200 ]; }
+wait_for 20 ready || fail "no HTTPS answer from /-/ready with the Secret's CA"
+ok
+metrics_token=$(cat "$WORK/secrets/metrics")
+expect_eq "/metrics without the token" 401 "$(scrape -o /dev/null -w '%{http_code}' "$AGENT_URL/metrics")"
+expect_eq "a query without the read token" 401 "$(scrape -o /dev/null -w '%{http_code}' "$AGENT_URL/api/v1/query?query=up")"
+expect_eq "a query with the read token" 200 "$(scrape -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $(cat "$WORK/secrets/read")" "$AGENT_URL/api/v1/query?query=up")"
+expect_eq "a write with the write token (the agents take none)" 403 "$(scrape -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $(cat "$WORK/secrets/write")" -H 'Content-Type: application/x-protobuf' --data-binary x "$AGENT_URL/api/v1/write")"
+expect_eq "a write without a token" 403 "$(scrape -o "$WORK/body" -w '%{http_code}' -H 'Content-Type: application/x-protobuf' --data-binary x "$AGENT_URL/api/v1/write")"
+expect_eq "why" "write requests are refused: mlwatch listens on 0.0.0.0:0, not a loopback address, and --write-token-file is not set (docs/security.md)" "$(cat "$WORK/body")"
+expect_eq "compaction" 403 "$(scrape -o /dev/null -w '%{http_code}' -X POST "$AGENT_URL/api/v1/store/compact")"
 idle_session() {
-    curl -sf "$AGENT_URL/metrics" >"$WORK/m.txt" &&
+    scrape -f -H "Authorization: Bearer $metrics_token" "$AGENT_URL/metrics" >"$WORK/m.txt" &&
         grep -q '^mlwatch_idle_gpu_sessions{namespace="shared"} 1$' "$WORK/m.txt"
 }
 if ! WAIT_EVERY=0.2 wait_for 15 idle_session; then

@@ -19,6 +19,8 @@ PY=/usr/bin/python3
 $PY -c 'import yaml' 2>/dev/null || fail "python3-yaml not installed"
 manifest=$MLWATCH_SRC/deploy/kubernetes/mlwatch.yaml
 
+# The Secrets the ServiceMonitor reads, as scripts/make-secrets.sh makes them.
+"$MLWATCH_SRC/scripts/make-secrets.sh" "$WORK/secrets" >/dev/null || fail "scripts/make-secrets.sh failed"
 # Both configurations, kubernetes_sd_configs checked and replaced.
 $PY - "$MLWATCH_SRC/deploy/prometheus/scrape-config.yml" "$manifest" "$WORK" <<'EOF' ||
 import re, sys, yaml
@@ -84,6 +86,16 @@ for i, ep in enumerate(sm["spec"]["endpoints"]):
         job["scrape_interval"] = ep["interval"]
     if "scrapeTimeout" in ep:
         job["scrape_timeout"] = ep["scrapeTimeout"]
+    # HTTPS and the token: the operator mounts the Secrets' keys as files.
+    if "scheme" in ep:
+        job["scheme"] = ep["scheme"]
+    if "tlsConfig" in ep:
+        t = ep["tlsConfig"]
+        assert set(t) <= {"ca", "serverName"}, t
+        job["tls_config"] = {"ca_file": work + "/secrets/ca.crt", "server_name": t["serverName"]}
+    if "authorization" in ep:
+        a = ep["authorization"]
+        job["authorization"] = {"type": a["type"], "credentials_file": work + "/secrets/" + a["credentials"]["key"]}
     to_file_sd(job)
     jobs.append(job)
 yaml.safe_dump({"scrape_configs": jobs}, open(work + "/servicemonitor.yml", "w"))
