@@ -207,15 +207,21 @@ static void agg_series_major(qctx *c, const pq_node *n, const val *in, const siz
     int op = n->op;
     int need_mean = op == PQ_AGG_AVG || op == PQ_AGG_STDDEV || op == PQ_AGG_STDVAR;
     int need_count = need_mean || op == PQ_AGG_COUNT;
-    size_t extra = (size_t)(need_mean + need_count) * ng * ns;
+    int need_comp = op == PQ_AGG_SUM || op == PQ_AGG_AVG; /* Kahan compensation */
+    size_t extra = (size_t)(need_mean + need_count + need_comp) * ng * ns;
     if (qcharge(c, extra) < 0) return;
-    double *cnt = need_count ? mw_xcalloc(ng * ns > 0 ? ng * ns : 1, sizeof(double)) : NULL;
-    double *mean = need_mean ? mw_xcalloc(ng * ns > 0 ? ng * ns : 1, sizeof(double)) : NULL;
+    size_t cells = ng * ns > 0 ? ng * ns : 1;
+    double *cnt = need_count ? mw_xcalloc(cells, sizeof(double)) : NULL;
+    double *mean = need_mean ? mw_xcalloc(cells, sizeof(double)) : NULL;
+    double *comp = need_comp ? mw_xcalloc(cells, sizeof(double)) : NULL;
+    /* avg: the group's sum overflowed; its mean is now incremental */
+    uint8_t *incr = op == PQ_AGG_AVG ? mw_xcalloc(cells, 1) : NULL;
     for (size_t i = 0; i < in->n; i++) {
         const sv *s = &in->s[i];
         size_t g = grp[i];
         double *acc = b->s[g].v, *cn = cnt ? cnt + g * ns : NULL, *mn = mean ? mean + g * ns : NULL;
-        uint8_t *has = b->s[g].ok;
+        double *cp = comp ? comp + g * ns : NULL;
+        uint8_t *has = b->s[g].ok, *inc = incr ? incr + g * ns : NULL;
         for (size_t k = 0; k < ns; k++) {
             if (!s->ok[k]) continue;
             double v = s->v[k];
@@ -229,15 +235,29 @@ static void agg_series_major(qctx *c, const pq_node *n, const val *in, const siz
             if (cn) cn[k]++;
             switch (op) {
             case PQ_AGG_SUM:
-                acc[k] += v;
+                pq_kahan_inc(v, &acc[k], &cp[k]);
                 break;
-            case PQ_AGG_AVG:
-                if (isinf(mn[k])) {
-                    if (isinf(v) && (mn[k] > 0) == (v > 0)) break;
-                    if (!isinf(v) && !isnan(v)) break;
+            case PQ_AGG_AVG: {
+                /* As Prometheus 3: the compensated sum while it does not
+                 * overflow, then a compensated incremental mean. */
+                if (!inc[k]) {
+                    double sum = acc[k], c2 = cp[k];
+                    pq_kahan_inc(v, &sum, &c2);
+                    if (!isinf(sum)) {
+                        acc[k] = sum;
+                        cp[k] = c2;
+                        break;
+                    }
+                    inc[k] = 1;
+                    mn[k] = acc[k] / (cn[k] - 1);
+                    cp[k] /= cn[k] - 1;
                 }
-                mn[k] += v / cn[k] - mn[k] / cn[k];
+                double q = (cn[k] - 1) / cn[k];
+                mn[k] *= q;
+                cp[k] *= q;
+                pq_kahan_inc(v / cn[k], &mn[k], &cp[k]);
                 break;
+            }
             case PQ_AGG_MIN:
                 if (acc[k] > v || isnan(acc[k])) acc[k] = v;
                 break;
@@ -257,14 +277,19 @@ static void agg_series_major(qctx *c, const pq_node *n, const val *in, const siz
         }
         if ((i & 1023) == 1023 && qcheck_time(c) < 0) break;
     }
-    for (size_t g = 0; g < ng && op != PQ_AGG_SUM && op != PQ_AGG_MIN && op != PQ_AGG_MAX; g++) {
+    for (size_t g = 0; g < ng && op != PQ_AGG_MIN && op != PQ_AGG_MAX; g++) {
         double *acc = b->s[g].v;
         const double *cn = cnt ? cnt + g * ns : NULL, *mn = mean ? mean + g * ns : NULL;
+        const double *cp = comp ? comp + g * ns : NULL;
+        const uint8_t *inc = incr ? incr + g * ns : NULL;
         for (size_t k = 0; k < ns; k++) {
             if (!b->s[g].ok[k]) continue;
             switch (op) {
+            case PQ_AGG_SUM:
+                acc[k] += cp[k];
+                break;
             case PQ_AGG_AVG:
-                acc[k] = mn[k];
+                acc[k] = inc[k] ? mn[k] + cp[k] : acc[k] / cn[k] + cp[k] / cn[k];
                 break;
             case PQ_AGG_COUNT:
                 acc[k] = cn[k];
@@ -285,6 +310,8 @@ static void agg_series_major(qctx *c, const pq_node *n, const val *in, const siz
     }
     free(cnt);
     free(mean);
+    free(comp);
+    free(incr);
     qrelease(c, extra);
 }
 

@@ -102,6 +102,8 @@ static int64_t *window_arrays(qctx *c, const pq_node *sel, int64_t range, int64_
 int eval_range_arg(qctx *c, const pq_node *n, rangearg *out)
 {
     memset(out, 0, sizeof(*out));
+    while (n->kind == PQ_PAREN) /* rate((x[5m])): the range inside */
+        n = n->args[0];
     out->range_ms = n->range_ms;
     if (n->kind == PQ_MSEL) {
         const pq_node *vs = n->args[0];

@@ -59,15 +59,18 @@ static double bucket_quantile(double q, bucket *b, size_t n)
     return start + (end - start) * (rank / count);
 }
 
-/* histogram_quantile(q, buckets): per label set without le, the quantile
- * interpolated in the bucket it falls in. */
+/* histogram_quantile(q, buckets): per label set without le (the metric name
+ * included, as Prometheus groups), the quantile interpolated in the bucket
+ * it falls in. The answer drops the name: two histograms whose labels differ
+ * only in their names collide, an error as in Prometheus. */
 val pq_call_histogram_quantile(qctx *c, const pq_node *n)
 {
     val q = eval_node(c, n->args[0]);
     val in = eval_unless_failed(c, n->args[1]);
     val out = {0};
-    vbuild vb;
+    vbuild vb, groups;
     vb_init(&vb, c);
+    vb_init(&groups, c);
     size_t *grp = mw_xcalloc(in.n ? in.n : 1, sizeof(size_t));
     double *le = mw_xcalloc(in.n ? in.n : 1, sizeof(double));
     for (size_t i = 0; i < in.n && !c->code; i++) {
@@ -81,20 +84,24 @@ val pq_call_histogram_quantile(qctx *c, const pq_node *n)
         pq_label *l = lbl_copy(in.s[i].labels, in.s[i].nlabels);
         size_t nl = in.s[i].nlabels;
         lbl_del(&l, &nl, "le");
-        lbl_del(&l, &nl, "__name__");
-        grp[i] = vb_series(&vb, l, nl);
+        grp[i] = vb_series(&groups, l, nl);
     }
     bucket *b = mw_xcalloc(in.n ? in.n : 1, sizeof(bucket));
-    for (size_t g = 0; g < vb.n && !c->code; g++)
-        for (size_t k = 0; k < c->nsteps; k++) {
+    for (size_t g = 0; g < groups.n && !c->code; g++) {
+        pq_label *l = lbl_copy(groups.s[g].labels, groups.s[g].nlabels);
+        size_t nl = groups.s[g].nlabels;
+        lbl_del(&l, &nl, "__name__");
+        size_t si = vb_series(&vb, l, nl);
+        for (size_t k = 0; si != (size_t)-1 && k < c->nsteps; k++) {
             size_t m = 0;
             for (size_t i = 0; i < in.n; i++)
                 if (grp[i] == g && in.s[i].ok[k]) b[m++] = (bucket){le[i], in.s[i].v[k]};
             if (!m) continue;
-            vb.s[g].ok[k] = 1;
-            vb.s[g].v[k] = bucket_quantile(q.scalar[k], b, m);
+            if (vb_set(&vb, si, k, bucket_quantile(q.scalar[k], b, m)) < 0) break;
         }
+    }
     free(b);
+    vb_free(&groups);
     free(grp);
     free(le);
     val_free(c, &q);

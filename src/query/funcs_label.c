@@ -71,7 +71,11 @@ val pq_call_label_replace(qctx *c, const pq_node *n)
     val in = eval_node(c, n->args[0]);
     if (c->code) return in;
     replace_how h = {.tpl = string_arg(n->args[2]), .src = string_arg(n->args[3])};
-    const char *regex = string_arg(n->args[4]);
+    const char *regex = string_arg(n->args[4]), *dst = string_arg(n->args[1]);
+    if (!lbl_name_valid(dst)) {
+        qerr(c, PQ_ERR_EXECUTION, "invalid destination label name in label_replace(): %s", dst);
+        return in;
+    }
     char why[256];
     h.re = mw_regex_compile(regex, why, sizeof(why));
     if (!h.re) { /* Prometheus's message names the pattern, not the reason */
@@ -80,7 +84,7 @@ val pq_call_label_replace(qctx *c, const pq_node *n)
     }
     h.nspans = mw_regex_ngroups(h.re) + 1;
     h.spans = mw_xcalloc(h.nspans, sizeof(*h.spans));
-    val out = relabel(c, &in, string_arg(n->args[1]), replace_value, &h);
+    val out = relabel(c, &in, dst, replace_value, &h);
     free(h.spans);
     mw_regex_free(h.re);
     return out;
@@ -109,10 +113,21 @@ val pq_call_label_join(qctx *c, const pq_node *n)
     val in = eval_node(c, n->args[0]);
     if (c->code) return in;
     join_how h = {.sep = string_arg(n->args[2]), .nsrc = n->nargs - 3};
+    const char *dst = string_arg(n->args[1]);
+    if (!lbl_name_valid(dst)) {
+        qerr(c, PQ_ERR_EXECUTION, "invalid destination label name in label_join(): %s", dst);
+        return in;
+    }
     h.src = mw_xcalloc(h.nsrc ? h.nsrc : 1, sizeof(*h.src));
-    for (size_t j = 0; j < h.nsrc; j++)
+    for (size_t j = 0; j < h.nsrc; j++) {
         h.src[j] = string_arg(n->args[3 + j]);
-    val out = relabel(c, &in, string_arg(n->args[1]), join_value, &h);
+        if (!lbl_name_valid(h.src[j])) {
+            qerr(c, PQ_ERR_EXECUTION, "invalid source label name in label_join(): %s", h.src[j]);
+            free(h.src);
+            return in;
+        }
+    }
+    val out = relabel(c, &in, dst, join_value, &h);
     free(h.src);
     return out;
 }

@@ -16,6 +16,16 @@ double pq_math_sgn(double x)
     return x > 0 ? 1 : x < 0 ? -1 : x;
 }
 
+double pq_math_deg(double x)
+{
+    return x * (180 / PQ_PI);
+}
+
+double pq_math_rad(double x)
+{
+    return x * (PQ_PI / 180);
+}
+
 /* Go's math.Max and math.Min: NaN wins (C's fmax/fmin ignore it). */
 static double go_max(double a, double b)
 {

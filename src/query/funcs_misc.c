@@ -20,6 +20,17 @@ val pq_call_time(qctx *c, const pq_node *n)
     return out;
 }
 
+val pq_call_pi(qctx *c, const pq_node *n)
+{
+    (void)n;
+    val out = {.type = PQ_T_SCALAR};
+    qcharge(c, c->nsteps);
+    out.scalar = mw_xcalloc(c->nsteps, sizeof(double));
+    for (size_t k = 0; k < c->nsteps; k++)
+        out.scalar[k] = PQ_PI;
+    return out;
+}
+
 val pq_call_vector(qctx *c, const pq_node *n)
 {
     val s = eval_node(c, n->args[0]);
@@ -54,11 +65,12 @@ val pq_call_scalar(qctx *c, const pq_node *n)
     return out;
 }
 
-/* The order of sort() and sort_desc(): NaN first in both. Two comparators,
- * so that queries sorting at once on two threads share no state. */
+/* The order of sort() and sort_desc(): NaN last in both, as Prometheus. Two
+ * comparators, so that queries sorting at once on two threads share no
+ * state. */
 static int cmp_values(double x, double y, int desc)
 {
-    if (isnan(x) || isnan(y)) return isnan(x) && isnan(y) ? 0 : isnan(x) ? -1 : 1;
+    if (isnan(x) || isnan(y)) return isnan(x) && isnan(y) ? 0 : isnan(x) ? 1 : -1;
     int r = x < y ? -1 : x > y ? 1 : 0;
     return desc ? -r : r;
 }
@@ -98,16 +110,20 @@ pq_label *absent_labels(const pq_node *arg, size_t *nl)
         arg = arg->args[0];
     if (arg->kind == PQ_MSEL) arg = arg->args[0];
     if (arg->kind != PQ_VSEL) return l;
+    /* Prometheus's rule, matcher by matcher in order: the first equality
+     * matcher of a label sets it, any other matcher of that label (a second
+     * equality included) deletes it; a later first equality sets it again.
+     * So {job="x", job=~"y"} has no job, {job=~"y", job="x"} has job="x". */
     for (size_t i = 0; i < arg->nmatchers; i++) {
         const mw_matcher *m = &arg->matchers[i];
-        if (m->op != MW_MATCH_EQ || !strcmp(m->name, "__name__")) continue;
-        /* a label matched twice with = gets no value (Prometheus drops it) */
-        int dup = 0;
-        for (size_t j = 0; j < arg->nmatchers; j++)
-            if (j != i && arg->matchers[j].op == MW_MATCH_EQ &&
-                !strcmp(arg->matchers[j].name, m->name))
-                dup = 1;
-        if (!dup) lbl_set(&l, nl, m->name, m->value);
+        if (!strcmp(m->name, "__name__")) continue;
+        int seen = 0; /* an earlier equality matcher of this label */
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = arg->matchers[j].op == MW_MATCH_EQ && !strcmp(arg->matchers[j].name, m->name);
+        if (m->op == MW_MATCH_EQ && !seen)
+            lbl_set(&l, nl, m->name, m->value);
+        else
+            lbl_del(&l, nl, m->name);
     }
     return l;
 }

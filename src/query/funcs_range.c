@@ -154,12 +154,13 @@ int pq_window_deriv(const pq_window *w, double *out)
     return 1;
 }
 
-/* The value param seconds after the window's end. */
+/* The value param seconds after the evaluation time (not the window's end:
+ * they differ with @, and Prometheus predicts from the evaluation time). */
 int pq_window_predict_linear(const pq_window *w, double *out)
 {
     if (w->n < 2) return 0;
     double slope, icpt;
-    regression(w->t, w->v, w->n, w->end, &slope, &icpt);
+    regression(w->t, w->v, w->n, w->ts, &slope, &icpt);
     *out = slope * w->param + icpt;
     return 1;
 }
@@ -202,28 +203,73 @@ int pq_window_last(const pq_window *w, double *out)
     return 1;
 }
 
+void pq_kahan_inc(double x, double *sum, double *comp)
+{
+    volatile double t = *sum + x; /* rounded: no fused operations across */
+    if (isinf(t))
+        *comp = 0;
+    else if (fabs(*sum) >= fabs(x))
+        *comp += (*sum - t) + x;
+    else
+        *comp += (x - t) + *sum;
+    *sum = t;
+}
+
+/* Kahan-Neumaier compensated summation, as Prometheus's sum_over_time. */
 int pq_window_sum(const pq_window *w, double *out)
 {
-    double sum = 0;
+    double sum = 0, comp = 0;
     for (size_t i = 0; i < w->n; i++)
-        sum += w->v[i];
-    *out = sum;
+        pq_kahan_inc(w->v[i], &sum, &comp);
+    *out = isinf(sum) ? sum : sum + comp;
     return 1;
 }
 
+/* The compensated sum divided by the count, switching to an incremental
+ * (compensated) mean once the sum would overflow, as Prometheus 3. */
 int pq_window_avg(const pq_window *w, double *out)
 {
     const double *v = w->v;
-    double mean = 0, count = 0;
-    for (size_t i = 0; i < w->n; i++) {
-        count++;
-        if (isinf(mean)) {
-            if (isinf(v[i]) && (mean > 0) == (v[i] > 0)) continue;
-            if (!isinf(v[i]) && !isnan(v[i])) continue;
+    double sum = v[0], comp = 0, mean = 0, count = 1;
+    int incremental = 0;
+    for (size_t i = 1; i < w->n; i++) {
+        count = (double)(i + 1);
+        if (!incremental) {
+            double ns = sum, nc = comp;
+            pq_kahan_inc(v[i], &ns, &nc);
+            if (!isinf(ns)) {
+                sum = ns;
+                comp = nc;
+                continue;
+            }
+            incremental = 1;
+            mean = sum / (count - 1);
+            comp /= count - 1;
         }
-        mean += v[i] / count - mean / count;
+        double q = (count - 1) / count;
+        mean *= q;
+        comp *= q;
+        pq_kahan_inc(v[i] / count, &mean, &comp);
     }
-    *out = mean;
+    *out = incremental ? mean + comp : sum / count + comp / count;
+    return 1;
+}
+
+/* double_exponential_smoothing(v, sf, tf) (holt_winters in Prometheus 2):
+ * the smoothed value at the window's last sample; at least two samples. */
+int pq_window_smoothing(const pq_window *w, double *out)
+{
+    if (w->n < 2) return 0;
+    double sf = w->param, tf = w->param2;
+    double s0 = 0, s1 = w->v[0], b = w->v[1] - w->v[0];
+    for (size_t i = 1; i < w->n; i++) {
+        double x = sf * w->v[i];
+        if (i > 1) b = tf * (s1 - s0) + (1 - tf) * b;
+        double y = (1 - sf) * (s1 + b);
+        s0 = s1;
+        s1 = x + y;
+    }
+    *out = s1;
     return 1;
 }
 
@@ -290,8 +336,9 @@ enum { RF_BATCH_POINTS = 1 << 17, RF_PARALLEL_MIN = 64 };
 typedef struct rf_job {
     const pq_func *f;
     const rangearg *ra;
-    const double *param; /* per step, or NULL */
+    const double *param, *param2; /* per step, or NULL */
     size_t nsteps;
+    int64_t start, step;   /* the grid: evaluation times */
     size_t from, to, base; /* series [from, to); buffers indexed from base */
     double *v;
     uint8_t *ok;
@@ -330,31 +377,61 @@ static void *rf_run(void *arg)
             w.start = ra->wstart[k];
             w.end = ra->wend[k];
             w.param = j->param ? j->param[k] : 0;
+            w.param2 = j->param2 ? j->param2[k] : 0;
+            w.ts = j->start + (int64_t)k * j->step;
             ok[k] = w.n > 0 && window(&w, &v[k]); /* an empty window has no value */
         }
     }
     return NULL;
 }
 
+/* double_exponential_smoothing's factors must be in (0, 1), checked as
+ * Prometheus does: when there is a series to smooth. -1 (and the context
+ * failed) otherwise. */
+static int check_factors(qctx *c, const pq_node *n, const rangearg *ra, const val *sf,
+                         const val *tf)
+{
+    if (!(n->func->flags & PQ_FN_FACTORS) || ra->n == 0) return 0;
+    for (size_t k = 0; k < c->nsteps; k++) {
+        if (!(sf->scalar[k] > 0 && sf->scalar[k] < 1)) {
+            qerr(c, PQ_ERR_EXECUTION, "invalid smoothing factor. Expected: 0 < sf < 1, got: %f",
+                 sf->scalar[k]);
+            return -1;
+        }
+        if (!(tf->scalar[k] > 0 && tf->scalar[k] < 1)) {
+            qerr(c, PQ_ERR_EXECUTION, "invalid trend factor. Expected: 0 < tf < 1, got: %f",
+                 tf->scalar[k]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* The call n over its range argument: the window operation's values, or
  * (absent) 1 at the steps where no series has a window with samples. */
 static val range_call(qctx *c, const pq_node *n, int absent)
 {
-    val out = {0}, param = {0};
-    /* The range argument, and the scalar one where there is one
-     * (quantile_over_time's first, predict_linear's second). */
-    size_t ri = 0, pi = (size_t)-1;
+    val out = {0}, param = {0}, param2 = {0};
+    /* The range argument, and the scalar ones where there are some
+     * (quantile_over_time's first, predict_linear's second,
+     * double_exponential_smoothing's second and third). */
+    size_t ri = 0, pi = (size_t)-1, pi2 = (size_t)-1;
     for (size_t i = 0; i < n->nargs; i++) {
         if (n->args[i]->type == PQ_T_MATRIX)
             ri = i;
-        else
+        else if (pi == (size_t)-1)
             pi = i;
+        else
+            pi2 = i;
     }
     if (pi != (size_t)-1) param = eval_node(c, n->args[pi]);
+    if (pi2 != (size_t)-1 && !c->code) param2 = eval_node(c, n->args[pi2]);
     rangearg ra = {0};
-    if (c->code || eval_range_arg(c, n->args[ri], &ra) < 0) {
+    if (c->code || eval_range_arg(c, n->args[ri], &ra) < 0 ||
+        check_factors(c, n, &ra, &param, &param2) < 0) {
         rangearg_free(c, &ra);
         val_free(c, &param);
+        val_free(c, &param2);
         return out;
     }
     int keep_name = (n->func->flags & PQ_FN_KEEP_NAME) != 0;
@@ -379,10 +456,12 @@ static val range_call(qctx *c, const pq_node *n, int absent)
     double *vals = mw_xmalloc(batch * ns * sizeof(double));
     uint8_t *oks = mw_xmalloc(batch * ns);
     const double *per_step = pi != (size_t)-1 ? param.scalar : NULL;
+    const double *per_step2 = pi2 != (size_t)-1 ? param2.scalar : NULL;
     for (size_t b0 = 0; b0 < ra.n && !c->code; b0 += batch) {
         size_t b1 = b0 + batch < ra.n ? b0 + batch : ra.n, mid = b0 + (b1 - b0) / 2;
-        rf_job jobs[2] = {{n->func, &ra, per_step, ns, b0, mid, b0, vals, oks},
-                          {n->func, &ra, per_step, ns, mid, b1, b0, vals, oks}};
+        rf_job jobs[2] = {
+            {n->func, &ra, per_step, per_step2, ns, c->start, c->step, b0, mid, b0, vals, oks},
+            {n->func, &ra, per_step, per_step2, ns, c->start, c->step, mid, b1, b0, vals, oks}};
         pthread_t th;
         int threaded =
             b1 - b0 >= RF_PARALLEL_MIN && pthread_create(&th, NULL, rf_run, &jobs[1]) == 0;
@@ -433,6 +512,7 @@ static val range_call(qctx *c, const pq_node *n, int absent)
     free(any);
     rangearg_free(c, &ra);
     val_free(c, &param);
+    val_free(c, &param2);
     out = vb_finish(&b);
     return out;
 }

@@ -409,3 +409,13 @@ val vb_finish(vbuild *b)
     vb_free(b);
     return out;
 }
+
+int lbl_name_valid(const char *s)
+{
+    if (!s || !*s || (*s >= '0' && *s <= '9')) return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '_'))
+            return 0;
+    return 1;
+}

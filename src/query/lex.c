@@ -40,6 +40,61 @@ void pq_errf(parser *ps, int pos, const char *fmt, ...)
 }
 
 /* Durations: one or more NUMBER UNIT pairs, units y w d h m s ms. */
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* Go's numeric escapes at s (after the backslash): \xHH and \OOO (a byte,
+ * octal at most 255), \uHHHH and \UHHHHHHHH (a code point, written as
+ * UTF-8; no surrogates, at most U+10FFFF). The characters used, or -1. */
+static int go_escape(const char *s, int avail, mw_buf *b)
+{
+    int digits = s[0] == 'x' ? 2 : s[0] == 'u' ? 4 : s[0] == 'U' ? 8 : 3;
+    int base = s[0] >= '0' && s[0] <= '7' ? 8 : 16, start = base == 8 ? 0 : 1;
+    if (avail < start + digits) return -1;
+    unsigned long v = 0;
+    for (int i = start; i < start + digits; i++) {
+        int d = base == 8 ? (s[i] >= '0' && s[i] <= '7' ? s[i] - '0' : -1) : hexval(s[i]);
+        if (d < 0) return -1;
+        v = v * (unsigned long)base + (unsigned long)d;
+    }
+    if (s[0] == 'x' || base == 8) {
+        if (v > 255) return -1;
+        mw_buf_putc(b, (char)v);
+    } else {
+        if (v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return -1;
+        char u[4];
+        int n;
+        if (v < 0x80) {
+            u[0] = (char)v;
+            n = 1;
+        } else if (v < 0x800) {
+            u[0] = (char)(0xC0 | (v >> 6));
+            u[1] = (char)(0x80 | (v & 0x3F));
+            n = 2;
+        } else if (v < 0x10000) {
+            u[0] = (char)(0xE0 | (v >> 12));
+            u[1] = (char)(0x80 | ((v >> 6) & 0x3F));
+            u[2] = (char)(0x80 | (v & 0x3F));
+            n = 3;
+        } else {
+            u[0] = (char)(0xF0 | (v >> 18));
+            u[1] = (char)(0x80 | ((v >> 12) & 0x3F));
+            u[2] = (char)(0x80 | ((v >> 6) & 0x3F));
+            u[3] = (char)(0x80 | (v & 0x3F));
+            n = 4;
+        }
+        for (int i = 0; i < n; i++)
+            mw_buf_putc(b, u[i]);
+    }
+    return start + digits;
+}
+
 static int lex_duration(const char *s, size_t n, int64_t *out)
 {
     size_t i = 0;
@@ -228,6 +283,30 @@ void pq_next(parser *ps)
                 case 'v':
                     mw_buf_putc(&b, '\v');
                     break;
+                case 'x':
+                case 'u':
+                case 'U':
+                case '0':
+                case '1':
+                case '2':
+                case '3':
+                case '4':
+                case '5':
+                case '6':
+                case '7': {
+                    int used = go_escape(q + e, n - e, &b);
+                    if (used < 0) {
+                        mw_buf_free(&b);
+                        t->k = T_ERR;
+                        pq_errf(ps, e - 1,
+                                "invalid escape sequence '\\%c' (Go's \\xHH, \\OOO, "
+                                "\\uHHHH or \\UHHHHHHHH)",
+                                ch);
+                        return;
+                    }
+                    e += used;
+                    continue;
+                }
                 default:
                     mw_buf_free(&b);
                     t->k = T_ERR;

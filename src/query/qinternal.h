@@ -69,11 +69,16 @@ void lbl_set(pq_label **l, size_t *n, const char *name, const char *value);
 void lbl_del(pq_label **l, size_t *n, const char *name);
 /* Keep only (keep=1) or drop (keep=0) the given names. */
 void lbl_filter(pq_label **l, size_t *n, char *const *names, size_t nnames, int keep);
+/* 1 when s is a label name of Prometheus 2's rule, [a-zA-Z_][a-zA-Z0-9_]*. */
+int lbl_name_valid(const char *s);
 int lbl_cmp(const pq_label *a, size_t na, const pq_label *b, size_t nb);
 /* A key for hashing: name\xffvalue\xff... of all labels, or of the given
  * names (on=1) or all but them and __name__ (on=0); into buf. */
 void lbl_key(const pq_label *l, size_t n, char *const *names, size_t nnames, int on, int use_names,
              mw_buf *buf);
+
+/* Go's math.Pi (M_PI is not C11). */
+#define PQ_PI 3.14159265358979323846264338327950288419716939937510582097494459
 
 /* String -> index map. */
 typedef struct smap {
@@ -174,7 +179,9 @@ typedef struct pq_window {
     const double *v;
     size_t n;
     int64_t start, end; /* the window, [start, end] */
+    int64_t ts;         /* the evaluation time of this step */
     double param;       /* the call's scalar argument at this step, or 0 */
+    double param2;      /* its second one (double_exponential_smoothing), or 0 */
     int counter_resets; /* PQ_FN_COUNTER: the series drops somewhere */
     pq_extrap_cache *xc;
 } pq_window;
@@ -184,6 +191,7 @@ typedef int pq_window_fn(const pq_window *w, double *out);
 enum {
     PQ_FN_COUNTER = 1,   /* a counter: reset corrections (rate, increase) */
     PQ_FN_KEEP_NAME = 2, /* the result keeps __name__ (last_over_time) */
+    PQ_FN_FACTORS = 4,   /* both scalar arguments in (0, 1) (smoothing factors) */
 };
 
 struct pq_func {
@@ -209,14 +217,18 @@ pq_call_fn pq_call_range, pq_call_absent_over_time;
 pq_window_fn pq_window_rate, pq_window_increase, pq_window_delta, pq_window_irate, pq_window_idelta,
     pq_window_deriv, pq_window_predict_linear, pq_window_resets, pq_window_changes, pq_window_count,
     pq_window_present, pq_window_last, pq_window_sum, pq_window_avg, pq_window_min, pq_window_max,
-    pq_window_stddev, pq_window_stdvar, pq_window_quantile;
+    pq_window_stddev, pq_window_stdvar, pq_window_quantile, pq_window_smoothing;
+/* Kahan-Neumaier summation: adds x to *sum, the lost low part to *comp
+ * (Prometheus's kahansum.Inc; the result is *sum + *comp unless infinite). */
+void pq_kahan_inc(double x, double *sum, double *comp);
 
 /* funcs_math.c: element-wise functions, one operation per row (abs, ln...
  * are libm's own); the date functions, whose one argument is optional,
  * default to vector(time()). */
 pq_call_fn pq_call_math;
-pq_unary_fn pq_math_sgn, pq_date_day_of_month, pq_date_day_of_week, pq_date_day_of_year,
-    pq_date_days_in_month, pq_date_hour, pq_date_minute, pq_date_month, pq_date_year;
+pq_unary_fn pq_math_sgn, pq_math_deg, pq_math_rad, pq_date_day_of_month, pq_date_day_of_week,
+    pq_date_day_of_year, pq_date_days_in_month, pq_date_hour, pq_date_minute, pq_date_month,
+    pq_date_year;
 pq_math_fn pq_math_clamp, pq_math_clamp_min, pq_math_clamp_max, pq_math_round;
 
 /* funcs_label.c */
@@ -226,7 +238,7 @@ pq_call_fn pq_call_label_replace, pq_call_label_join;
 pq_call_fn pq_call_histogram_quantile;
 
 /* funcs_misc.c */
-pq_call_fn pq_call_time, pq_call_vector, pq_call_scalar, pq_call_sort, pq_call_sort_desc,
-    pq_call_absent, pq_call_timestamp;
+pq_call_fn pq_call_time, pq_call_pi, pq_call_vector, pq_call_scalar, pq_call_sort,
+    pq_call_sort_desc, pq_call_absent, pq_call_timestamp;
 
 #endif

@@ -72,7 +72,8 @@ static void sample(buf *ts, int64_t t, double v)
     free(s.p);
 }
 
-/* Labels of a series text `name{a="b",c="d"}`. */
+/* Labels of a series text `name{a="b",c="d"}`; values may hold spaces and
+ * the escapes \" \\ \n. */
 static void labels(buf *ts, const char *s)
 {
     const char *br = strchr(s, '{');
@@ -80,14 +81,44 @@ static void labels(buf *ts, const char *s)
     if (nl) label(ts, "__name__", 8, s, nl);
     if (!br) return;
     const char *p = br + 1;
+    char value[4096];
     while (*p && *p != '}') {
         const char *eq = strchr(p, '=');
-        const char *q = eq ? strchr(eq + 2, '"') : NULL;
-        if (!eq || !q) abort();
-        label(ts, p, (size_t)(eq - p), eq + 2, (size_t)(q - eq - 2));
+        if (!eq || eq[1] != '"') abort();
+        const char *q = eq + 2;
+        size_t vn = 0;
+        for (; *q && *q != '"' && vn < sizeof(value); q++) {
+            if (*q == '\\' && q[1]) {
+                q++;
+                value[vn++] = *q == 'n' ? '\n' : *q;
+            } else {
+                value[vn++] = *q;
+            }
+        }
+        if (*q != '"') abort();
+        label(ts, p, (size_t)(eq - p), value, vn);
         p = q + 1;
         if (*p == ',') p++;
     }
+}
+
+/* `SERIES T VALUE`: the last two fields are the time and the value, the
+ * series is all before them (its label values may hold spaces). */
+static int split_line(char *line, char *series, size_t cap, long long *t, char *val)
+{
+    size_t n = strcspn(line, "\n");
+    line[n] = 0;
+    char *sp2 = strrchr(line, ' ');
+    if (!sp2) return 0;
+    *sp2 = 0;
+    char *sp1 = strrchr(line, ' ');
+    if (!sp1 || (size_t)(sp1 - line) >= cap || strlen(sp2 + 1) >= 64) return 0;
+    *sp1 = 0;
+    snprintf(series, cap, "%s", line);
+    snprintf(val, 64, "%s", sp2 + 1);
+    char *end;
+    *t = strtoll(sp1 + 1, &end, 10);
+    return *end == 0;
 }
 
 int main(int argc, char **argv)
@@ -117,7 +148,7 @@ int main(int argc, char **argv)
             free(md.p);
             continue;
         }
-        if (line[0] == '#' || sscanf(line, "%4095s %lld %63s", series, &t, val) != 3) continue;
+        if (line[0] == '#' || !split_line(line, series, sizeof(series), &t, val)) continue;
         if (strcmp(series, cur) != 0) {
             if (ts.n) lenfield(&req, 1, ts.p, ts.n);
             ts.n = 0;
