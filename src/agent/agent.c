@@ -39,7 +39,12 @@ static void landing_handler(void *cls, const mw_http_request *req, mw_http_respo
 {
     (void)cls;
     if (strcmp(req->path, "/") != 0) {
-        mw_http_text(resp, 404, "no such path: %s\n", req->path);
+        char msg[600];
+        snprintf(msg, sizeof(msg), "no such path: %.500s", req->path);
+        if (!strncmp(req->path, "/api/", 5)) /* as Prometheus's API answers */
+            mw_http_json_error(resp, 404, "not_found", msg);
+        else
+            mw_http_text(resp, 404, "%s\n", msg);
         return;
     }
     resp->status = 200;

@@ -47,6 +47,7 @@ static int store_select(qctx *c, const pq_node *vs, int64_t mint, int64_t maxt, 
         return -1;
     }
     c->damaged_chunks += r->damaged_chunks;
+    c->loaded += r->nsamples;
     if (qcharge(c, r->nsamples) < 0) {
         mw_select_result_free(r);
         return -1;
@@ -162,6 +163,7 @@ int eval_range_arg(qctx *c, const pq_node *n, rangearg *out)
     val v = eval_node(&sub, n->args[0]);
     c->samples = sub.samples;
     c->peak = sub.peak;
+    c->loaded = sub.loaded;
     c->damaged_chunks = sub.damaged_chunks;
     if (sub.code) {
         c->code = sub.code;
@@ -709,6 +711,8 @@ int pq_eval(mw_store *store, const pq_node *expr, int64_t start, int64_t end, in
     }
     out->t = start;
     out->damaged_chunks = c.damaged_chunks;
+    out->total_samples = c.loaded;
+    out->peak_samples = c.peak;
     if (v.type == PQ_T_SCALAR && !range) {
         out->type = PQ_T_SCALAR;
         out->scalar = v.scalar[0];

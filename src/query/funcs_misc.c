@@ -205,6 +205,7 @@ val pq_call_timestamp(qctx *c, const pq_node *n)
         return out;
     }
     c->damaged_chunks += r.damaged_chunks;
+    c->loaded += r.nsamples;
     vbuild vb;
     vb_init(&vb, c);
     for (size_t i = 0; i < r.nseries && !c->code; i++) {

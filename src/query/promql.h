@@ -104,6 +104,9 @@ const pq_func *pq_func_lookup(const char *name);
 /* Parse QUERY. NULL with "LINE:COL: parse error: ..." in err on failure. */
 pq_node *pq_parse(const char *query, char *err, size_t errsize);
 void pq_node_free(pq_node *n);
+/* The expression as PromQL text in Prometheus's String() form (format.c);
+ * malloc'd. */
+char *pq_format(const pq_node *n);
 /* Parse a duration ("5m", "1h30m") or float seconds ("30", "1.5"); -1 on
  * error. */
 int pq_parse_duration(const char *s, int64_t *ms);
@@ -143,6 +146,9 @@ typedef struct pq_result {
     /* Stored chunks that failed their checksum: their samples are missing
      * from the result, and the API answers with a warning. */
     size_t damaged_chunks;
+    /* For stats=all: samples read from the store, and the most samples in
+     * memory at once. */
+    size_t total_samples, peak_samples;
 } pq_result;
 
 enum { PQ_ERR_BAD_DATA = 400, PQ_ERR_EXECUTION = 422, PQ_ERR_TIMEOUT = 503 };

@@ -42,6 +42,7 @@ typedef struct qctx {
     int64_t deadline_ns;
     size_t samples; /* in memory now */
     size_t peak;
+    size_t loaded;         /* samples read from the store, in all */
     size_t damaged_chunks; /* skipped by the store (bad checksum): a warning */
     int code;              /* PQ_ERR_* once failed */
     char *err;

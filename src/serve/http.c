@@ -4,6 +4,7 @@
 #include "../core/config.h"
 #include "../core/log.h"
 #include "../core/util.h"
+#include "exposition.h"
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -103,6 +104,34 @@ void mw_http_text(mw_http_response *resp, int status, const char *fmt, ...)
     resp->body = mw_buf_steal(&b, &resp->len);
     resp->free_fn = NULL;
     resp->body_static = 0;
+}
+
+void mw_http_json_error(mw_http_response *resp, int status, const char *type, const char *msg)
+{
+    if (!resp->body_static && !resp->free_fn) free(resp->body);
+    mw_buf b;
+    mw_buf_init(&b, 0);
+    mw_buf_printf(&b, "{\"status\":\"error\",\"errorType\":\"%s\",\"error\":\"", type);
+    for (const char *p = msg; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            mw_buf_printf(&b, "\\%c", *p);
+        else if ((unsigned char)*p < 0x20)
+            mw_buf_printf(&b, "\\u%04x", (unsigned char)*p);
+        else
+            mw_buf_putc(&b, *p);
+    }
+    mw_buf_puts(&b, "\"}");
+    resp->status = status;
+    resp->body = mw_buf_steal(&b, &resp->len);
+    resp->content_type = "application/json";
+    resp->free_fn = NULL;
+    resp->body_static = 0;
+    resp->stream = NULL;
+}
+
+int mw_http_accepts_gzip(const mw_http_request *r)
+{
+    return mw_accepts_gzip(mw_http_header(r, "Accept-Encoding"));
 }
 
 static int path_matches(const route *r, const char *path)
@@ -256,6 +285,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             mw_http_add_header(&resp, "Allow", allow);
         } else
             mw_http_text(&resp, 404, "no such path: %s\n", url);
+        if (!strncmp(url, "/api/", 5)) { /* Prometheus's JSON errors under /api/ */
+            char msg[600];
+            if (wrong_method)
+                snprintf(msg, sizeof(msg), "method %.50s not allowed on %.500s", method, url);
+            else
+                snprintf(msg, sizeof(msg), "no such path: %.500s", url);
+            mw_http_json_error(&resp, wrong_method ? 405 : 404,
+                               wrong_method ? "bad_data" : "not_found", msg);
+        }
         return send_response(conn, &resp);
     }
     mw_http_request req = {method, url, p->body.data ? p->body.data : "", p->body.len, conn};

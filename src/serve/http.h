@@ -77,6 +77,11 @@ int mw_http_port(const mw_http_server *s);
 void mw_http_free(mw_http_server *s); /* stops the server if running */
 
 const char *mw_http_header(const mw_http_request *r, const char *name);
+/* Prometheus's JSON error, {"status":"error","errorType":TYPE,"error":MSG},
+ * in place of what resp held. */
+void mw_http_json_error(mw_http_response *resp, int status, const char *type, const char *msg);
+/* Whether the request's Accept-Encoding takes gzip (q > 0). */
+int mw_http_accepts_gzip(const mw_http_request *r);
 const char *mw_http_arg(const mw_http_request *r, const char *name);
 
 /* Fill resp with a static or formatted text body. */
