@@ -1,0 +1,341 @@
+#!/usr/bin/env python3
+# promqltest_run.py - runs Prometheus's own PromQL test files (the
+# promqltest format of Prometheus 2.x: load, clear, eval instant at,
+# eval_fail, eval_ordered) against an mlwatch agent through its HTTP API, and
+# counts the evals that pass. The files are not part of this repository: read
+# them from a checkout of Prometheus (see docs/promql.md, "Prometheus's test
+# files"), e.g.
+#
+#   git -C prometheus show v2.42.0:promql/testdata/functions.test > /tmp/t/functions.test
+#   bench/promqltest_run.py build/mlwatch /tmp/t/*.test
+#
+# Each `load` goes in by remote write (tests/integration/promql_load.c); each
+# `clear` (and each file) starts a fresh agent on an empty data folder. An
+# eval passes as Prometheus's test runner decides: the instant query's
+# answer has exactly the expected series, values within 1e-6 relative (in
+# order for eval_ordered); eval_fail must be refused; and (not ordered) the
+# same query as a range query from T-1m to T+1m, step 1m, must give the same
+# answer at T. -v prints every failure.
+import json, math, os, re, shutil, socket, subprocess, sys, tempfile, time
+import urllib.error, urllib.parse, urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(HERE)
+DUR = re.compile(r"(\d+)(ms|y|w|d|h|m|s)")
+UNIT_MS = {"ms": 1, "s": 1000, "m": 60000, "h": 3600000, "d": 86400000, "w": 604800000, "y": 31536000000}
+
+
+def dur_ms(s):
+    s = s.strip()
+    if s in ("0", ""):
+        return 0
+    pos, total = 0, 0
+    for m in DUR.finditer(s):
+        if m.start() != pos:
+            raise ValueError("bad duration " + s)
+        total += int(m.group(1)) * UNIT_MS[m.group(2)]
+        pos = m.end()
+    if pos != len(s):
+        raise ValueError("bad duration " + s)
+    return total
+
+
+def parse_number(s):
+    s = s.strip()
+    low = s.lower().lstrip("+-")
+    if low in ("inf", "nan"):
+        v = float("inf") if low == "inf" else float("nan")
+        return -v if s.startswith("-") else v
+    try:
+        return float(int(s, 0))
+    except ValueError:
+        return float(s)
+
+
+LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=)\s*"((?:[^"\\]|\\.)*)"\s*,?')
+
+
+def unescape(s):
+    return json.loads('"' + s.replace("\\'", "'") + '"')
+
+
+def parse_series(line):
+    """name{a="b"} rest -> (labels dict, rest)."""
+    line = line.strip()
+    m = re.match(r"([a-zA-Z_:][a-zA-Z0-9_:]*)?", line)
+    labels = {}
+    if m.group(1):
+        labels["__name__"] = m.group(1)
+    i = m.end()
+    if i < len(line) and line[i] == "{":
+        i += 1
+        while True:
+            while i < len(line) and line[i] in " ,":
+                i += 1
+            if line[i] == "}":
+                i += 1
+                break
+            lm = LABEL.match(line, i)
+            if not lm:
+                raise ValueError("bad labels: " + line)
+            labels[lm.group(1)] = unescape(lm.group(3))
+            i = lm.end()
+    return labels, line[i:].strip()
+
+
+NUM = r"(?:[-+]?(?:Inf|NaN|inf|nan|0x[0-9a-fA-F]+|[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?))"
+EXPAND = re.compile(r"^(" + NUM + r")(?:([-+])(" + NUM.replace("[-+]?", "") + r"))?x(\d+)$")
+
+
+def expand(values):
+    """Values of a series line: None = omitted, 'stale', or a float."""
+    out = []
+    joined = values.split()
+    for t in joined:
+        if t == "_":
+            out.append(None)
+        elif re.match(r"^_x(\d+)$", t):
+            out.extend([None] * int(t[2:]))
+        elif t == "stale":
+            out.append("stale")
+        else:
+            m = EXPAND.match(t)
+            if m:
+                a = parse_number(m.group(1))
+                d = parse_number(m.group(3)) if m.group(3) else 0.0
+                if m.group(2) == "-":
+                    d = -d
+                for _ in range(int(m.group(4)) + 1):
+                    out.append(a)
+                    a += d
+            else:
+                out.append(parse_number(t))
+    return out
+
+
+def fmt_labels(l):
+    name = l.get("__name__", "")
+    rest = ",".join('%s=%s' % (k, json.dumps(v, ensure_ascii=False)) for k, v in sorted(l.items()) if k != "__name__")
+    return "%s{%s}" % (name, rest)
+
+
+def fmt_value(v):
+    if v == "stale":
+        return "stale"
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "+Inf" if v > 0 else "-Inf"
+    return repr(v)
+
+
+class Agent:
+    def __init__(self, binary):
+        self.binary = binary
+        self.proc = None
+        self.dir = None
+
+    def start(self):
+        self.stop()
+        self.dir = tempfile.mkdtemp(prefix="mw-promqltest-")
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        self.url = "http://127.0.0.1:%d" % port
+        self.proc = subprocess.Popen(
+            [self.binary, "agent", "--listen", "127.0.0.1:%d" % port, "--data-dir", self.dir + "/data",
+             "--state-dir", self.dir + "/state", "--interval", "1h", "--disable-collectors", "gpu"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(200):
+            try:
+                with urllib.request.urlopen(self.url + "/-/ready", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except Exception:
+                time.sleep(0.05)
+        raise RuntimeError("agent did not start")
+
+    def stop(self):
+        if self.proc:
+            self.proc.terminate()
+            self.proc.wait()
+            self.proc = None
+        if self.dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+
+    def query(self, path, params):
+        url = self.url + path + "?" + urllib.parse.urlencode(params)
+        try:
+            with urllib.request.urlopen(url, timeout=60) as r:
+                return r.status, json.load(r)
+        except urllib.error.HTTPError as e:
+            try:
+                return e.code, json.load(e)
+            except Exception:
+                return e.code, {"status": "error", "error": "not JSON"}
+
+
+def almost_equal(a, b):
+    if math.isnan(a) and math.isnan(b):
+        return True
+    if a == b:
+        return True
+    diff = abs(a - b)
+    min_normal = 2.2250738585072014e-308
+    if a == 0 or b == 0 or diff < min_normal:
+        return diff < 1e-6 * min_normal
+    return diff / (abs(a) + abs(b)) < 1e-6
+
+
+def num(s):
+    return float(s.replace("+Inf", "inf").replace("-Inf", "-inf"))
+
+
+def compare(expected, scalar, ordered, got):
+    """got: list of (labels, value) or ('scalar', value). Returns None or why."""
+    if scalar is not None:
+        if got[0] != "scalar":
+            return "expected a scalar, got %s" % got[0]
+        return None if almost_equal(scalar, got[1]) else "scalar %r, expected %r" % (got[1], scalar)
+    if got[0] == "scalar":
+        return "got a scalar, expected a vector"
+    res = got[1]
+    if len(res) != len(expected):
+        return "%d series, expected %d: %s" % (len(res), len(expected),
+                                                 [fmt_labels(l) + " " + repr(v) for l, v in res][:6])
+    exp_by_key = {fmt_labels(l): (i, v) for i, (l, v) in enumerate(expected)}
+    for pos, (l, v) in enumerate(res):
+        k = fmt_labels(l)
+        if k not in exp_by_key:
+            return "unexpected series %s %r" % (k, v)
+        i, ev = exp_by_key[k]
+        if ordered and i != pos:
+            return "%s at position %d, expected %d" % (k, pos, i)
+        if not almost_equal(ev, v):
+            return "%s = %r, expected %r" % (k, v, ev)
+    return None
+
+
+def instant_answer(data):
+    t = data["resultType"]
+    if t == "scalar":
+        return ("scalar", num(data["result"][1]))
+    if t == "vector":
+        return ("vector", [(s["metric"], num(s["value"][1])) for s in data["result"]])
+    return (t, [])
+
+
+def range_answer(data, t_s, scalar):
+    out = []
+    for s in data["result"]:
+        for ts, v in s["values"]:
+            if abs(ts - t_s) < 1e-6:
+                out.append((s["metric"], num(v)))
+    if scalar:
+        return ("scalar", out[0][1] if out else float("nan"))
+    return ("vector", out)
+
+
+def run_file(path, agent, loader, verbose, counts):
+    lines = [l.strip() for l in open(path).read().split("\n")]
+    lines = ["" if l.startswith("#") else l for l in lines]
+    agent.start()
+    i = 0
+    fname = os.path.basename(path)
+    while i < len(lines):
+        l = lines[i]
+        if not l:
+            i += 1
+            continue
+        word = l.split()[0].lower()
+        if word == "clear":
+            agent.start()
+            i += 1
+        elif word == "load":
+            gap = dur_ms(l.split(None, 1)[1])
+            defs = {}  # a series defined twice: the last definition (as Prometheus)
+            i += 1
+            while i < len(lines) and lines[i]:
+                labels, vals = parse_series(lines[i])
+                defs[fmt_labels(labels)] = expand(vals)
+                i += 1
+            rows = []
+            for key, vals in defs.items():
+                for k, v in enumerate(vals):
+                    if v is not None:
+                        rows.append("%s %d %s" % (key, k * gap, fmt_value(v)))
+            with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+                f.write("\n".join(rows) + "\n")
+            st = subprocess.run([loader, agent.url + "/api/v1/write", f.name], capture_output=True, text=True)
+            os.unlink(f.name)
+            if st.stdout.strip() != "204":
+                print("%s:%d: load answered %s" % (fname, i, st.stdout.strip()), file=sys.stderr)
+        elif word.startswith("eval"):
+            m = re.match(r"^eval(?:_(fail|ordered))?\s+instant\s+(?:at\s+(.+?))?\s+(.+)$", l)
+            lineno = i + 1
+            mod, at, expr = m.group(1), m.group(2) or "0", m.group(3)
+            t_ms = dur_ms(at)
+            expected, scalar = [], None
+            i += 1
+            while i < len(lines) and lines[i]:
+                try:
+                    scalar = parse_number(lines[i])
+                except ValueError:
+                    labels, vals = parse_series(lines[i])
+                    vs = expand(vals)
+                    expected.append((labels, vs[0] if vs else None))
+                i += 1
+            counts["total"] += 1
+            t_s = t_ms / 1000
+            code, ans = agent.query("/api/v1/query", {"query": expr, "time": "%.3f" % t_s})
+            why = None
+            if mod == "fail":
+                if ans.get("status") != "error":
+                    why = "expected an error"
+            elif ans.get("status") != "success":
+                why = "error %s: %s" % (code, ans.get("error"))
+            else:
+                why = compare(expected, scalar, mod == "ordered", instant_answer(ans["data"]))
+                if why is None and mod != "ordered" and ans["data"]["resultType"] in ("vector", "scalar"):
+                    code, rans = agent.query("/api/v1/query_range", {
+                        "query": expr, "start": "%.3f" % (t_s - 60), "end": "%.3f" % (t_s + 60), "step": "60"})
+                    if rans.get("status") != "success":
+                        why = "range mode: error %s: %s" % (code, rans.get("error"))
+                    else:
+                        why = compare(expected, scalar, False, range_answer(rans["data"], t_s, scalar is not None))
+                        if why:
+                            why = "range mode: " + why
+            if why is None:
+                counts["passed"] += 1
+            elif verbose:
+                print("FAIL %s:%d: %s\n    %s" % (fname, lineno, expr, why))
+        else:
+            raise ValueError("%s:%d: unknown command %r" % (fname, i + 1, l))
+
+
+def main():
+    args = sys.argv[1:]
+    verbose = "-v" in args
+    args = [a for a in args if a != "-v"]
+    binary, files = args[0], args[1:]
+    loader = os.path.join(tempfile.gettempdir(), "mw-promqltest-load")
+    subprocess.run(["cc", "-O1", "-o", loader, os.path.join(SRC, "tests/integration/promql_load.c"),
+                    "-lsnappy", "-lcurl"], check=True)
+    agent = Agent(os.path.abspath(binary))
+    total = {"total": 0, "passed": 0}
+    try:
+        for f in files:
+            counts = {"total": 0, "passed": 0}
+            run_file(f, agent, loader, verbose, counts)
+            print("%-24s %4d / %4d" % (os.path.basename(f), counts["passed"], counts["total"]))
+            for k in total:
+                total[k] += counts[k]
+    finally:
+        agent.stop()
+    print("%-24s %4d / %4d" % ("total", total["passed"], total["total"]))
+
+
+if __name__ == "__main__":
+    main()
