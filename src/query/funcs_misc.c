@@ -102,6 +102,85 @@ val pq_call_sort_desc(qctx *c, const pq_node *n)
     return sorted(c, n, cmp_sv_desc);
 }
 
+/* Natural order of two label values (the natsort Prometheus 3 uses): runs
+ * of digits compare as numbers, other runs as bytes; 1 when a sorts
+ * before b (also when equal), as natsort.Compare. */
+static size_t run_len(const char *s)
+{
+    int digits = *s >= '0' && *s <= '9';
+    size_t n = 0;
+    while (s[n] && ((s[n] >= '0' && s[n] <= '9') == digits))
+        n++;
+    return n;
+}
+
+static int nat_before(const char *a, const char *b)
+{
+    while (*a) {
+        if (!*b) return 0;
+        size_t na = run_len(a), nb = run_len(b);
+        int da = *a >= '0' && *a <= '9', db = *b >= '0' && *b <= '9';
+        int c;
+        if (da && db && na < 19 && nb < 19) { /* both fit Go's Atoi */
+            long long x = strtoll(a, NULL, 10), y = strtoll(b, NULL, 10);
+            c = x < y ? -1 : x > y ? 1 : 0;
+        } else {
+            size_t m = na < nb ? na : nb;
+            c = memcmp(a, b, m);
+            if (!c) c = na < nb ? -1 : na > nb ? 1 : 0;
+        }
+        if (c) return c < 0;
+        a += na;
+        b += nb;
+        if (!*a) return 1;
+        if (!*b) return 0;
+    }
+    return 0;
+}
+
+/* sort_by_label(_desc)'s labels, per thread: qsort has no context. */
+static _Thread_local const pq_node *sort_call;
+static _Thread_local int sort_desc;
+
+static int cmp_sv_labels(const void *x, const void *y)
+{
+    const sv *a = x, *b = y;
+    for (size_t i = 1; i < sort_call->nargs; i++) {
+        const char *name = string_arg(sort_call->args[i]);
+        const char *va = lbl_get(a->labels, a->nlabels, name),
+                   *vb = lbl_get(b->labels, b->nlabels, name);
+        if (!strcmp(va, vb)) continue;
+        int before = nat_before(va, vb);
+        return sort_desc ? (before ? 1 : -1) : (before ? -1 : 1);
+    }
+    int c = lbl_cmp(a->labels, a->nlabels, b->labels, b->nlabels);
+    return sort_desc ? -c : c;
+}
+
+/* sort_by_label(v, label...) and sort_by_label_desc (Prometheus 3,
+ * experimental): by the labels' values in natural order, then by the
+ * whole label set. */
+static val sorted_by_label(qctx *c, const pq_node *n, int desc)
+{
+    val out = eval_node(c, n->args[0]);
+    if (c->nsteps == 1 && out.n > 1) {
+        sort_call = n;
+        sort_desc = desc;
+        qsort(out.s, out.n, sizeof(sv), cmp_sv_labels);
+    }
+    return out;
+}
+
+val pq_call_sort_by_label(qctx *c, const pq_node *n)
+{
+    return sorted_by_label(c, n, 0);
+}
+
+val pq_call_sort_by_label_desc(qctx *c, const pq_node *n)
+{
+    return sorted_by_label(c, n, 1);
+}
+
 pq_label *absent_labels(const pq_node *arg, size_t *nl)
 {
     pq_label *l = mw_xcalloc(1, sizeof(pq_label));

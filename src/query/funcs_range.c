@@ -205,7 +205,7 @@ int pq_window_last(const pq_window *w, double *out)
 
 void pq_kahan_inc(double x, double *sum, double *comp)
 {
-    volatile double t = *sum + x; /* rounded: no fused operations across */
+    double t = *sum + x; /* no multiply here: nothing for a compiler to fuse */
     if (isinf(t))
         *comp = 0;
     else if (fabs(*sum) >= fabs(x))
@@ -270,6 +270,68 @@ int pq_window_smoothing(const pq_window *w, double *out)
         s1 = x + y;
     }
     *out = s1;
+    return 1;
+}
+
+int pq_window_first(const pq_window *w, double *out)
+{
+    *out = w->v[0];
+    return 1;
+}
+
+int pq_window_ts_of_first(const pq_window *w, double *out)
+{
+    *out = (double)w->t[0] / 1000;
+    return 1;
+}
+
+int pq_window_ts_of_last(const pq_window *w, double *out)
+{
+    *out = (double)w->t[w->n - 1] / 1000;
+    return 1;
+}
+
+/* ts_of_max_over_time/ts_of_min_over_time (Prometheus 3, experimental): the
+ * time of the extreme, the latest of equal ones; a NaN gives way. */
+static int ts_of_extreme(const pq_window *w, int max, double *out)
+{
+    double x = w->v[0];
+    int64_t t = w->t[0];
+    for (size_t i = 0; i < w->n; i++)
+        if ((max ? w->v[i] >= x : w->v[i] <= x) || isnan(x)) {
+            x = w->v[i];
+            t = w->t[i];
+        }
+    *out = (double)t / 1000;
+    return 1;
+}
+
+int pq_window_ts_of_max(const pq_window *w, double *out)
+{
+    return ts_of_extreme(w, 1, out);
+}
+
+int pq_window_ts_of_min(const pq_window *w, double *out)
+{
+    return ts_of_extreme(w, 0, out);
+}
+
+/* mad_over_time (Prometheus 3, experimental): the median of the absolute
+ * deviations from the median; NaN when a sample is NaN. */
+int pq_window_mad(const pq_window *w, double *out)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (isnan(w->v[i])) {
+            *out = NAN;
+            return 1;
+        }
+    double *tmp = mw_xmalloc(w->n * sizeof(double));
+    memcpy(tmp, w->v, w->n * sizeof(double));
+    double median = quantile_of(0.5, tmp, w->n);
+    for (size_t i = 0; i < w->n; i++)
+        tmp[i] = fabs(w->v[i] - median);
+    *out = quantile_of(0.5, tmp, w->n);
+    free(tmp);
     return 1;
 }
 

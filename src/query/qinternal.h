@@ -218,7 +218,9 @@ pq_call_fn pq_call_range, pq_call_absent_over_time;
 pq_window_fn pq_window_rate, pq_window_increase, pq_window_delta, pq_window_irate, pq_window_idelta,
     pq_window_deriv, pq_window_predict_linear, pq_window_resets, pq_window_changes, pq_window_count,
     pq_window_present, pq_window_last, pq_window_sum, pq_window_avg, pq_window_min, pq_window_max,
-    pq_window_stddev, pq_window_stdvar, pq_window_quantile, pq_window_smoothing;
+    pq_window_stddev, pq_window_stdvar, pq_window_quantile, pq_window_smoothing, pq_window_first,
+    pq_window_ts_of_first, pq_window_ts_of_last, pq_window_ts_of_max, pq_window_ts_of_min,
+    pq_window_mad;
 /* Kahan-Neumaier summation: adds x to *sum, the lost low part to *comp
  * (Prometheus's kahansum.Inc; the result is *sum + *comp unless infinite). */
 void pq_kahan_inc(double x, double *sum, double *comp);
@@ -240,6 +242,7 @@ pq_call_fn pq_call_histogram_quantile;
 
 /* funcs_misc.c */
 pq_call_fn pq_call_time, pq_call_pi, pq_call_vector, pq_call_scalar, pq_call_sort,
-    pq_call_sort_desc, pq_call_absent, pq_call_timestamp;
+    pq_call_sort_desc, pq_call_sort_by_label, pq_call_sort_by_label_desc, pq_call_absent,
+    pq_call_timestamp;
 
 #endif
