@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#define MAX_ROUTES 64
+#define MAX_ROUTES 128
 
 typedef struct route {
     mw_http_role role;
