@@ -51,6 +51,7 @@
 #include "procmap.h"
 #include "psi.h"
 #include "../core/log.h"
+#include "../core/sources.h"
 #include "../core/util.h"
 
 #include <dirent.h>
@@ -149,8 +150,9 @@ enum {
     NFILES
 };
 
-/* The hierarchy a file lives in (v1 has one per controller). */
-enum { H_WALK, H_CPU, H_MEM, NHIER };
+/* The hierarchy a file lives in (v1 has one per controller; a hybrid host
+ * has the v2 hierarchy at unified/, where the pressure files are). */
+enum { H_WALK, H_CPU, H_MEM, H_UNIFIED, NHIER };
 
 typedef struct cg_file {
     const char *name;       /* NULL: not read in this cgroup version */
@@ -181,6 +183,9 @@ static const cg_file FILES_V1[NFILES] = {
     [F_QUOTA] = {"cpu.cfs_quota_us", H_CPU, 1, 0},
     [F_PERIOD] = {"cpu.cfs_period_us", H_CPU, 1, 0},
     [F_MEMLIMIT] = {"memory.limit_in_bytes", H_MEM, 1, 0},
+    [F_PSI_CPU] = {"cpu.pressure", H_UNIFIED, 1, 0},
+    [F_PSI_MEM] = {"memory.pressure", H_UNIFIED, 1, 0},
+    [F_PSI_IO] = {"io.pressure", H_UNIFIED, 1, 0},
 };
 
 static const char *const PSI_RESOURCES[3] = {"cpu", "memory", "io"};
@@ -318,6 +323,8 @@ static int cg_init(const mw_env *env, void **state)
     int root = mw_hostfs_opendirfd(env->host, "sys/fs/cgroup");
     if (root < 0) {
         mw_log(MW_LOG_INFO, "cgroup", "no sys/fs/cgroup: container metrics are off");
+        mw_source_note("cgroup", MW_SOURCE_ABSENT,
+                       "no sys/fs/cgroup: no services, containers, jobs or pods are seen");
         return MW_COLLECTOR_ABSENT;
     }
     cg_state *st = mw_xcalloc(1, sizeof(*st));
@@ -345,6 +352,8 @@ static int cg_init(const mw_env *env, void **state)
             mw_log(MW_LOG_INFO, "cgroup",
                    "sys/fs/cgroup has neither cgroup v2 nor a v1 cpuacct hierarchy: container "
                    "metrics are off");
+            mw_source_note("cgroup", MW_SOURCE_ABSENT,
+                           "sys/fs/cgroup has neither cgroup v2 nor a v1 cpuacct hierarchy");
             return MW_COLLECTOR_ABSENT;
         }
         snprintf(names[H_WALK], sizeof(names[0]), "sys/fs/cgroup/%s", which);
@@ -359,6 +368,14 @@ static int cg_init(const mw_env *env, void **state)
         }
         st->rootfd[H_MEM] = open_first(root, mem, 1, &which);
         st->prefix[H_MEM] = "sys/fs/cgroup/memory";
+        /* Hybrid: systemd mirrors its units in the v2 hierarchy at unified/. */
+        int uni = openat(root, "unified", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (uni >= 0 && faccessat(uni, "cgroup.controllers", F_OK, 0) == 0) {
+            st->rootfd[H_UNIFIED] = uni;
+            st->prefix[H_UNIFIED] = "sys/fs/cgroup/unified";
+        } else if (uni >= 0) {
+            close(uni);
+        }
         close(root);
     }
     struct statfs sfs;
@@ -370,6 +387,14 @@ static int cg_init(const mw_env *env, void **state)
     st->fd_budget = fd_budget();
     mw_log(MW_LOG_DEBUG, "cgroup", "cgroup %s, walking %s, keeping up to %zu files open",
            st->v1 ? "v1" : "v2", st->prefix[H_WALK], st->fd_budget);
+    if (!st->v1)
+        mw_source_note("cgroup", MW_SOURCE_SEEN, "cgroup v2 (unified) at sys/fs/cgroup");
+    else if (st->rootfd[H_UNIFIED] >= 0)
+        mw_source_note("cgroup", MW_SOURCE_SEEN,
+                       "hybrid: cgroup v1 controllers at %s, cgroup v2 at sys/fs/cgroup/unified",
+                       st->prefix[H_WALK]);
+    else
+        mw_source_note("cgroup", MW_SOURCE_SEEN, "cgroup v1 at %s", st->prefix[H_WALK]);
     *state = st;
     return 0;
 }
@@ -877,7 +902,9 @@ static void report(cg_state *st, mw_collect_ctx *ctx, int parentfd, const char *
     if (!e || e->seen == st->cycle) return;
     e->seen = st->cycle;
     name_entry(st, ctx, e);
-    cg_dirs d = {parentfd, name, {-1, -1, -1}};
+    cg_dirs d = {parentfd, name, {0}};
+    for (int h = 0; h < NHIER; h++)
+        d.fd[h] = -1;
     read_cgroup(st, ctx, e, &d);
     dirs_close(&d);
 }

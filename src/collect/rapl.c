@@ -18,6 +18,7 @@
 #include "rapl.h"
 #include "../core/log.h"
 #include "../core/parse.h"
+#include "../core/sources.h"
 #include "../core/util.h"
 
 #include <dirent.h>
@@ -134,6 +135,10 @@ static int rapl_init(const mw_env *env, void **state)
     if (!d) {
         if (classfd >= 0) close(classfd);
         mw_log(MW_LOG_INFO, "rapl", "no RAPL energy counters: %s is missing", RAPL_CLASS);
+        mw_source_note("rapl", MW_SOURCE_ABSENT,
+                       "no RAPL energy counters (%s is missing): the CPU's energy is estimated "
+                       "from CPU time",
+                       RAPL_CLASS);
         return MW_COLLECTOR_ABSENT;
     }
     rapl_state *st = mw_xcalloc(1, sizeof(*st));
@@ -156,6 +161,10 @@ static int rapl_init(const mw_env *env, void **state)
     if (st->n == 0) {
         mw_log(MW_LOG_INFO, "rapl", "no RAPL energy counters: no intel-rapl zones in %s",
                RAPL_CLASS);
+        mw_source_note("rapl", MW_SOURCE_ABSENT,
+                       "no RAPL energy counters (no intel-rapl zones in %s): the CPU's energy is "
+                       "estimated from CPU time",
+                       RAPL_CLASS);
         free(st);
         return MW_COLLECTOR_ABSENT;
     }
@@ -164,6 +173,8 @@ static int rapl_init(const mw_env *env, void **state)
         if (mw_read_lineat(st->zones[i].fd, "name", names[i], sizeof(names[i])) < 0 || !names[i][0])
             mw_strlcpy(names[i], st->zones[i].entry, sizeof(names[i]));
     make_labels(st, names);
+    mw_source_note("rapl", MW_SOURCE_SEEN, "RAPL energy counters: %zu zone%s in %s", st->n,
+                   st->n == 1 ? "" : "s", RAPL_CLASS);
     *state = st;
     return 0;
 }

@@ -6,14 +6,24 @@
 #include "kube_module.h"
 #include "../agent/module.h"
 #include "../core/log.h"
+#include "../core/sources.h"
 
 static int kube_init(const mw_env *env, void **state)
 {
     mw_kube_inputs *in = env->kube;
     if (!in) return MW_COLLECTOR_ABSENT; /* an environment without the slot (tests) */
     char err[512];
-    if (mw_kube_start(env->cfg, &in->pods, err, sizeof(err)) < 0)
+    int rc = mw_kube_start(env->cfg, &in->pods, err, sizeof(err));
+    if (rc < 0) {
         mw_log(MW_LOG_WARN, "idle", "no Kubernetes workload labels: %s", err);
+        mw_source_note("kubernetes", MW_SOURCE_ABSENT, "no Kubernetes workload labels: %s", err);
+    } else if (rc > 0) {
+        mw_source_note("kubernetes", MW_SOURCE_OFF,
+                       "the Kubernetes API is not asked (--kubernetes=false): pods are named from "
+                       "their cgroups and the kubelet's logs, without workload labels");
+    } else {
+        mw_source_note("kubernetes", MW_SOURCE_SEEN, "watching pods through the Kubernetes API");
+    }
     mw_podres_start(env->cfg, &in->podres);
     *state = in;
     return 0;

@@ -11,11 +11,15 @@
  *   GET|POST /ui/api/v1/...  with --query-url, forwarded to that server
  *                            (ui_proxy.c); the agent's own /api/v1 keeps
  *                            answering from its store either way.
+ *   GET /api/v1/status/sources  what this agent sees and cannot see, and
+ *                            why (core/sources.h; read role): the overview
+ *                            page's "what mlwatch sees" panel.
  * Nothing here touches the collection loop: no derive, no consume. */
 #include "ui.h"
 #include "../agent/module.h"
 #include "../core/buf.h"
 #include "../core/log.h"
+#include "../core/sources.h"
 #include "../core/util.h"
 #include "../mlwatch.h"
 #include "exposition.h"
@@ -193,6 +197,28 @@ static void config_handler(void *cls, const mw_http_request *req, mw_http_respon
     mw_http_add_header(resp, "Cache-Control", "no-store");
 }
 
+/* {"status":"success","data":{"gpu":{"state":"absent","detail":"..."},...}} */
+static void sources_handler(void *cls, const mw_http_request *req, mw_http_response *resp)
+{
+    (void)cls;
+    (void)req;
+    char *table = mw_sources_json();
+    mw_buf b;
+    mw_buf_init(&b, 0);
+    int rc = table ? mw_buf_printf(&b, "{\"status\":\"success\",\"data\":%s}", table) : -1;
+    free(table);
+    if (rc < 0) {
+        mw_buf_free(&b);
+        mw_http_text(resp, 500, "out of memory\n");
+        return;
+    }
+    resp->status = 200;
+    resp->content_type = "application/json";
+    resp->body = b.data;
+    resp->len = b.len;
+    mw_http_add_header(resp, "Cache-Control", "no-store");
+}
+
 typedef struct args_ctx {
     mw_buf *b;
 } args_ctx;
@@ -260,6 +286,7 @@ static void module_routes(void *state, mw_http_server *http)
     if (!mw_ui_missing) mw_http_route(http, MW_ROLE_PUBLIC, "GET", "/", 0, redirect_handler, m);
     mw_http_route(http, MW_ROLE_PUBLIC, "GET", "/ui", 0, redirect_handler, m);
     mw_http_route(http, MW_ROLE_READ, "GET", "/ui/config.json", 0, config_handler, m);
+    mw_http_route(http, MW_ROLE_READ, "GET", "/api/v1/status/sources", 0, sources_handler, m);
     mw_http_route(http, MW_ROLE_READ, "GET", "/ui/api/v1/", 1, proxy_handler, m);
     mw_http_route(http, MW_ROLE_READ, "POST", "/ui/api/v1/", 1, proxy_handler, m);
     mw_http_route(http, MW_ROLE_READ, "GET", "/ui/", 1, asset_handler, m);

@@ -440,6 +440,48 @@ static void v1_fixture(void **state)
     tu_close(s);
 }
 
+/* A hybrid host: controllers on v1, pressure in the v2 hierarchy at
+ * unified/, where systemd mirrors its units (a thrashing service: 0.14 s/s
+ * memory stall, 0.33 s/s io). Cgroups missing from unified/ (the cgroupfs
+ * pods) have no pressure, and no error. */
+static void v1_hybrid_pressure(void **state)
+{
+    (void)state;
+    const char *root = tu_fixture_copy("k8s-v1-cgroupfs");
+    const char *svc = "sys/fs/cgroup/unified/system.slice/kubelet.service/";
+    char rel[256];
+    snprintf(rel, sizeof(rel), "%smemory.pressure", svc);
+    tu_write(root, rel,
+             "some avg10=20.00 avg60=14.00 avg300=3.00 total=14000000\n"
+             "full avg10=10.00 avg60=9.00 avg300=2.00 total=9000000\n");
+    snprintf(rel, sizeof(rel), "%sio.pressure", svc);
+    tu_write(root, rel,
+             "some avg10=33.00 avg60=33.00 avg300=5.00 total=33000000\n"
+             "full avg10=30.00 avg60=30.00 avg300=4.00 total=30000000\n");
+    snprintf(rel, sizeof(rel), "%scpu.pressure", svc);
+    tu_write(root, rel, "some avg10=1.00 avg60=1.00 avg300=1.00 total=2500000\n");
+    tu_session *s = tu_open(root, "cgroup");
+    mw_snapshot *snap = tu_run(s);
+    assert_int_equal(tu_errors(s, "cgroup"), 0);
+    const char *k = "/system.slice/kubelet.service";
+    assert_true(V("mlwatch_container_pressure_waiting_seconds_total", "cgroup", k, "resource",
+                  "memory") == 14);
+    assert_true(V("mlwatch_container_pressure_stalled_seconds_total", "cgroup", k, "resource",
+                  "memory") == 9);
+    assert_true(
+        V("mlwatch_container_pressure_waiting_seconds_total", "cgroup", k, "resource", "io") == 33);
+    assert_true(
+        V("mlwatch_container_pressure_stalled_seconds_total", "cgroup", k, "resource", "io") == 30);
+    assert_true(V("mlwatch_container_pressure_waiting_seconds_total", "cgroup", k, "resource",
+                  "cpu") == 2.5);
+    assert_false(tu_has(snap, "mlwatch_container_pressure_stalled_seconds_total", "cgroup", k,
+                        "resource", "cpu", END));
+    assert_int_equal(tu_count(snap, "mlwatch_container_pressure_waiting_seconds_total"), 3);
+    assert_int_equal(tu_count(snap, "mlwatch_container_pressure_stalled_seconds_total"), 2);
+    mw_snapshot_free(snap);
+    tu_close(s);
+}
+
 /* --- changing trees ------------------------------------------------------- */
 
 static void vanished_between_cycles(void **state)
@@ -682,6 +724,7 @@ int main(void)
         cmocka_unit_test(v2_fixture),
         cmocka_unit_test(v2_procmap),
         cmocka_unit_test(v1_fixture),
+        cmocka_unit_test(v1_hybrid_pressure),
         cmocka_unit_test(vanished_between_cycles),
         cmocka_unit_test(broken_files),
         cmocka_unit_test(deleted_while_open),

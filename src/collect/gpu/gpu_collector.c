@@ -17,6 +17,7 @@
 #include "gpu_emit.h"
 #include "../collector.h"
 #include "../../core/log.h"
+#include "../../core/sources.h"
 #include "../../core/util.h"
 #include "../../core/worker.h"
 
@@ -307,16 +308,22 @@ static int gpu_init(const mw_env *env, void **state)
     if (opened < 0) {
         mw_worker_stop(&st->poller); /* the thread has ended or is ending */
         mw_log(MW_LOG_INFO, "gpu", "no GPU telemetry (%s)", st->why);
+        mw_source_note("gpu", MW_SOURCE_ABSENT, "no GPU telemetry: %s", st->why);
         free_state(st);
         return MW_COLLECTOR_ABSENT;
     }
-    if (opened == 0)
+    if (opened == 0) {
         mw_log(MW_LOG_WARN, "gpu",
                "the GPU libraries have not answered within %d s; GPU metrics will appear "
                "when they do",
                OPEN_WAIT_S);
-    else
+        mw_source_note("gpu", MW_SOURCE_ABSENT,
+                       "the GPU libraries have not answered within %d s of the agent's start",
+                       OPEN_WAIT_S);
+    } else {
         mw_log(MW_LOG_INFO, "gpu", "GPU telemetry: %s", st->why);
+        mw_source_note("gpu", MW_SOURCE_SEEN, "%s", st->why);
+    }
     st->emitter = mw_gpu_emitter_new();
     pthread_mutex_lock(&registry_lock);
     for (size_t k = 0; k < MW_ARRAY_LEN(registry); k++) {
