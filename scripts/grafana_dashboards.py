@@ -14,9 +14,18 @@ dashboard (schemaVersion 39, Grafana 9 and later) in deploy/grafana/:
                                              instant query at URL (a Prometheus-
                                              compatible base URL); list the empty ones
 
-Substitution (what --exprs prints; docs/ui.md): $namespace -> .+,
-$workload -> "" (every pod), $instance -> .*, $__range -> 1h. Standard
-library only."""
+Substitution (what --exprs prints; docs/ui.md): $namespace -> .*,
+$workload -> "" (every pod), $instance -> .*, $__range -> 1h,
+$__rate_interval -> 1m. Standard library only.
+
+Panel kinds: timeseries, stat, table, statetimeline (Grafana's
+state-timeline), facts (a table of instant queries, one row per fact) and
+sources (a text panel: the agent's /api/v1/status/sources is not a
+Prometheus query, so Grafana shows what each missing source means). Every
+panel gets its description, and its "empty"/"needs" text as Grafana's
+noValue; percent and temperature panels get thresholds. --check also
+refuses a fixed rate window ([1m]: $__rate_interval instead) and a panel
+without a description or an explanation for when it is empty."""
 import argparse
 import json
 import os
@@ -29,7 +38,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SPEC = os.path.join(ROOT, "ui", "dashboards.json")
 OUT = os.path.join(ROOT, "deploy", "grafana")
 DS = {"type": "prometheus", "uid": "${datasource}"}
-SUBST = {"namespace": ".+", "workload": "", "instance": ".*", "__range": "1h"}
+SUBST = {"namespace": ".*", "workload": "", "instance": ".*", "__range": "1h", "__rate_interval": "1m"}
 
 
 def load_spec(path=SPEC):
@@ -43,6 +52,8 @@ def substitute(expr, values=None):
 
     def repl(m):
         name = m.group(1) or m.group(2)
+        if name.isdigit():  # label_replace's capture group "$1", not a variable
+            return m.group(0)
         if name not in values:
             raise ValueError(f"unknown variable ${name} in {expr!r}")
         return values[name]
@@ -65,33 +76,110 @@ def variable(name, v):
     }
 
 
-def field_config(unit, decimals=None):
-    d = {"unit": unit}
+def grafana_unit(unit):
+    """Our "suffix:X" is Grafana's custom unit "suffix: X"."""
+    if unit and unit.startswith("suffix:"):
+        return "suffix: " + unit[7:].strip()
+    return unit
+
+
+# Thresholds where they mean something: a share (utilization, throttling,
+# pressure) high is a problem; so is a hot GPU.
+THRESHOLDS = {
+    "percentunit": [{"color": "green", "value": None}, {"color": "orange", "value": 0.5},
+                    {"color": "red", "value": 0.9}],
+    "celsius": [{"color": "green", "value": None}, {"color": "orange", "value": 80},
+                {"color": "red", "value": 90}],
+}
+
+
+def empty_text(spec, p):
+    """What the panel says when it has no data (the UI's text, without this agent's state)."""
+    parts = []
+    if p.get("empty"):
+        parts.append(p["empty"])
+    need = spec.get("needs", {}).get(p.get("needs", ""))
+    if need:
+        parts.append(need["text"])
+    return " ".join(parts)
+
+
+def field_config(unit, decimals=None, no_value=""):
+    d = {"unit": grafana_unit(unit)}
     if decimals is not None:
         d["decimals"] = decimals
+    if no_value:
+        d["noValue"] = no_value
+    if unit in THRESHOLDS:
+        d["thresholds"] = {"mode": "absolute", "steps": THRESHOLDS[unit]}
     return {"defaults": d, "overrides": []}
 
 
-def panel(p, x, y):
+def panel(p, x, y, spec=None):
     kind = p["kind"]
+    spec = spec or {}
     g = {"id": p["id"], "title": p["title"], "datasource": DS,
          "gridPos": {"h": p["h"], "w": p["w"], "x": x, "y": y}}
     refs = [chr(ord("A") + i) for i in range(len(p["targets"]))]
+    no_value = empty_text(spec, p)
     if kind == "timeseries":
         g["type"] = "timeseries"
-        g["fieldConfig"] = field_config(p["unit"], p.get("decimals"))
-        g["options"] = {"legend": {"displayMode": "list", "placement": "bottom", "showLegend": True},
+        g["fieldConfig"] = field_config(p["unit"], p.get("decimals"), no_value)
+        if p["unit"] in THRESHOLDS:
+            g["fieldConfig"]["defaults"]["custom"] = {"thresholdsStyle": {"mode": "line"}}
+        # A scrolling table legend: never cut off, however many series.
+        g["options"] = {"legend": {"displayMode": "table", "placement": "right" if p["w"] >= 12 else "bottom",
+                                   "showLegend": True, "calcs": ["mean", "max"]},
                         "tooltip": {"mode": "multi", "sort": "desc"}}
+        g["targets"] = [{"datasource": DS, "refId": r, "expr": t["expr"], "range": True,
+                         "instant": False, "legendFormat": t.get("legend", "__auto")}
+                        for r, t in zip(refs, p["targets"])]
+    elif kind == "statetimeline":
+        g["type"] = "state-timeline"
+        g["fieldConfig"] = field_config("short", None, no_value)
+        g["fieldConfig"]["defaults"]["mappings"] = [
+            {"type": "value", "options": {"0": {"text": "off", "color": "transparent"},
+                                          "1": {"text": "active", "color": "orange"}}}]
+        g["options"] = {"showValue": "never", "mergeValues": True, "rowHeight": 0.8,
+                        "legend": {"showLegend": False}}
         g["targets"] = [{"datasource": DS, "refId": r, "expr": t["expr"], "range": True,
                          "instant": False, "legendFormat": t.get("legend", "__auto")}
                         for r, t in zip(refs, p["targets"])]
     elif kind == "stat":
         g["type"] = "stat"
-        g["fieldConfig"] = field_config(p["unit"], p.get("decimals"))
+        g["fieldConfig"] = field_config(p["unit"], p.get("decimals"), no_value)
         g["options"] = {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
-                        "colorMode": "value", "graphMode": "area", "textMode": "value"}
+                        "colorMode": "value", "graphMode": "area",
+                        "textMode": "value_and_name" if p["targets"][0].get("legend") else "value"}
         g["targets"] = [{"datasource": DS, "refId": r, "expr": t["expr"], "range": True,
-                         "instant": False} for r, t in zip(refs, p["targets"])]
+                         "instant": False, **({"legendFormat": t["legend"]} if t.get("legend") else {})}
+                        for r, t in zip(refs, p["targets"])]
+    elif kind == "facts":
+        # One row per fact: instant queries; a label fact shows that label
+        # (its legend), a value fact its value.
+        facts = [t for t in p["targets"] if t.get("expr")]
+        refs = refs[:len(facts)]
+        g["type"] = "stat"
+        g["fieldConfig"] = field_config("short", None, no_value)
+        g["fieldConfig"]["overrides"] = [
+            {"matcher": {"id": "byFrameRefID", "options": r},
+             "properties": [{"id": "unit", "value": grafana_unit(t.get("unit", "short"))}]}
+            for r, t in zip(refs, facts) if not t.get("label")]
+        g["options"] = {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+                        "colorMode": "none", "graphMode": "none", "textMode": "value_and_name",
+                        "orientation": "horizontal"}
+        g["targets"] = [{"datasource": DS, "refId": r, "expr": t["expr"], "range": False, "instant": True,
+                         "legendFormat": f"{t['title']}: {{{{{t['label']}}}}}" if t.get("label") else t["title"]}
+                        for r, t in zip(refs, facts)]
+    elif kind == "sources":
+        g["type"] = "text"
+        lines = [f"- **{k}**: {v['text']}" for k, v in sorted(spec.get("needs", {}).items())]
+        g["options"] = {"mode": "markdown", "content":
+                        "What this agent sees and cannot see is at its `/api/v1/status/sources` "
+                        "and on the Overview page of its web UI. What each missing source means:\n\n"
+                        + "\n".join(lines)}
+        g["targets"] = [{"datasource": DS, "refId": r, "expr": t["expr"], "range": False,
+                         "instant": True} for r, t in zip(refs, p["targets"])]
     elif kind == "table":
         g["type"] = "table"
         g["fieldConfig"] = {"defaults": {}, "overrides": [
@@ -120,6 +208,8 @@ def panel(p, x, y):
         raise ValueError(f"panel {p['id']}: unknown kind {kind!r}")
     if p.get("description"):
         g["description"] = p["description"]
+    if kind == "table" and no_value:
+        g["fieldConfig"]["defaults"]["noValue"] = no_value
     return g
 
 
@@ -128,7 +218,7 @@ def dashboard(spec, page):
     for p in page["panels"]:
         if x + p["w"] > 24:
             x, y, row_h = 0, y + row_h, 0
-        panels.append(panel(p, x, y))
+        panels.append(panel(p, x, y, spec))
         x += p["w"]
         row_h = max(row_h, p["h"])
     templating = [{"name": "datasource", "label": "Data source", "type": "datasource",
@@ -181,16 +271,34 @@ def validate(d, name):
             if t.get("datasource", {}).get("uid") != "${datasource}":
                 errs.append(f"{where}: target {t.get('refId')} does not use ${{datasource}}")
             for v in re.findall(r"\$\{?(\w+)", t.get("expr", "")):
-                if v not in declared:
+                if v not in declared and not v.isdigit():
                     errs.append(f"{where}: ${v} is not a variable of the dashboard")
     return [f"{name}: {e}" for e in errs]
+
+
+def validate_spec(spec):
+    """What the spec itself must hold: a description on every panel, an
+    explanation for when it is empty, $__rate_interval in every rate."""
+    errs = []
+    for page in spec["pages"]:
+        for p in page["panels"]:
+            where = f"{page['id']} panel {p['id']} ({p['title']})"
+            if not p.get("description"):
+                errs.append(f"{where}: no description")
+            if not p.get("empty") and p.get("needs") not in spec.get("needs", {}):
+                errs.append(f"{where}: says nothing when empty (no \"empty\" text, no known \"needs\")")
+            for t in p["targets"]:
+                if re.search(r"\[\d+[smhd]\]", t.get("expr", "")):
+                    errs.append(f"{where}: a fixed rate window in {t['expr']!r}: use [$__rate_interval]")
+    return errs
 
 
 def exprs(spec):
     for page in spec["pages"]:
         for p in page["panels"]:
             for t in p["targets"]:
-                yield page["id"], p["id"], t["expr"]
+                if t.get("expr"):
+                    yield page["id"], p["id"], t["expr"]
 
 
 def main():
@@ -216,7 +324,7 @@ def main():
                 empty += 1
                 print(f"empty: {page} panel {pid}: {substitute(e)}")
         return 1 if empty else 0
-    errors, stale = [], []
+    errors, stale = validate_spec(spec), []
     for page in spec["pages"]:
         d = dashboard(spec, page)
         text = render(d)

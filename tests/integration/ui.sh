@@ -40,7 +40,7 @@ PIDS+=($!)
 wait_for 10 test -f "$FAKE_NVML_SCENARIO" || fail "world.py wrote no scenario"
 start_agent --root "$root" --nvml-library "$fake" --rocm-library none --interval 250ms \
     --gpu-process-interval 250ms --idle-window 2s --idle-busy-period 1s --carbon-intensity 400 \
-    --collectors cpu,cpufreq,numa,pressure,memory,rapl,cgroup,gpu,osinfo,self
+    --collectors cpu,cpuinfo,cpufreq,numa,pressure,memory,rapl,cgroup,gpu,osinfo,self
 A=$AGENT_URL
 
 # 2. HTTP
@@ -89,10 +89,17 @@ gpu_pods='["ml-team/train-1","shared/notebook-a","shared/notebook-b"]'
 cpus='["cpu 0 (powersave)","cpu 1 (powersave)","cpu 2 (powersave)","cpu 3 (powersave)","cpu 4 (performance)","cpu 5 (performance)","cpu 6 (performance)","cpu 7 (performance)"]'
 cat >"$WORK/expect.json" <<JSON
 {"pages": {
+  "overview": {"count": 13, "mayBeEmpty": ["overview-12"], "panels": {
+    "overview-1": {"facts": {"GPUs": "^3$", "GPU models": "^NVIDIA H100 80GB HBM3$", "CPUs (threads)": "^192$"}},
+    "overview-2": {"facts": {"GPUs": "^3 GPUs( \\\\(NVML, driver 550.54.15: 3 GPUs\\\\))?$", "Energy": "^measured( \\\\(RAPL energy counters: 6 zones in sys/class/powercap\\\\)$|$)",
+      "CO2": "^carbon intensity 400 g/kWh$"}},
+    "overview-3": {"values": ["measured"]}, "overview-6": {"value": 2}, "overview-7": {"labels": ["measured"]},
+    "overview-9": {"labelsInclude": ["ml-team/train-1"]},
+    "overview-13": {"rows": [{"owner": "shared", "pod": "notebook-a", "gpu": "0"}, {"owner": "shared", "pod": "notebook-b", "gpu": "2"}]}}},
   "workloads": {"count": 9, "panels": {
     "workloads-1": {"labels": $gpu_pods}, "workloads-2": {"labels": $gpu_pods},
-    "workloads-3": {"labels": $gpu_pods}, "workloads-4": {"series": 18},
-    "workloads-6": {"series": 18}, "workloads-9": {"rowCount": 18}}},
+    "workloads-3": {"labels": $gpu_pods}, "workloads-4": {"series": 9},
+    "workloads-6": {"series": 9}, "workloads-9": {"rowCount": 20}}},
   "cluster": {"count": 8, "panels": {
     "cluster-1": {"value": 3}, "cluster-2": {"value": 3}, "cluster-3": {"value": 1},
     "cluster-4": {"value": 2}, "cluster-6": {"labels": ["allocated", "busy", "idle", "total"]},

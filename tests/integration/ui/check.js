@@ -5,14 +5,23 @@
 // checks each chart has series and points, each stat its exact value and
 // each table its exact rows (EXPECT.json, written by ui.sh from what the
 // fixtures and the fake NVML make known), then that the URL keeps the
-// state across a reload, and that the page broke no CSP rule. Prints one
-// line per check; exits 1 on the first failure with what it saw.
+// state across a reload, and that the page broke no CSP rule. Every page is
+// also drawn at 1400 and 800 px and held to layout.js's readability checks
+// (legends, tables, axis labels, units, empty panels that say why);
+// screenshots SCREENSHOT_DIR/PAGE.png (1400 px) and PAGE-800.png.
+// EXPECT.json per page: count, panels {ID: {series, minSeries, labels,
+// labelsInclude, rowCount, rows, rowSet {COLUMN: [values in any order]},
+// positive, value, values, facts, why}},
+// empty [IDs that must be empty] (with "why" matching a regex), mayBeEmpty
+// [IDs]; "only_pages": true skips the checks of the gpu-node fixture.
+// Prints one line per check; exits 1 on the first failure with what it saw.
 'use strict';
 const path = require('path');
 const fs = require('fs');
 
 const [url, shots, expectFile] = process.argv.slice(2);
 const expect = JSON.parse(fs.readFileSync(expectFile, 'utf8'));
+const layout = require('./layout.js');
 let pw;
 try {
   pw = require(path.join(__dirname, '../../../ui/node_modules/playwright-core'));
@@ -54,13 +63,26 @@ async function main() {
     if (r.failure().errorText !== 'net::ERR_ABORTED') problems.push(`request failed: ${r.url()} ${r.failure().errorText}`);
   });
 
+  const spec = await (await page.request.get(`${url}/ui/dashboards.json`)).json();
   for (const [pageId, want] of Object.entries(expect.pages)) {
+   for (const width of [1400, 800]) {
+    await page.setViewportSize({ width, height: 1000 });
     await page.goto(`${url}/ui/#/${pageId}?range=5m&refresh=off`);
+    await page.reload(); // the same hash: a reload draws it at this width
     const st = await waitReady(page, 1);
     if (st.page !== pageId) fail(`${pageId}: the UI shows ${st.page}`);
+    const mustBeEmpty = want.empty || [];
+    const mayBeEmpty = want.mayBeEmpty || [];
     for (const [id, p] of Object.entries(st.panels)) {
       const w = (want.panels || {})[id] || {};
-      if (p.state !== 'ok') fail(`${id} (${p.title}): state ${p.state} ${p.error || ''}`);
+      if (mustBeEmpty.includes(id)) {
+        if (p.state !== 'empty') fail(`${id} (${p.title}): state ${p.state}, expected empty`);
+        if (w.why && !new RegExp(w.why).test(p.why)) fail(`${id} (${p.title}): empty because "${p.why}", expected /${w.why}/`);
+        ok(`${id}: empty: ${p.why}`);
+        continue;
+      }
+      if (p.state === 'empty' && mayBeEmpty.includes(id)) continue;
+      if (p.state !== 'ok') fail(`${id} (${p.title}): state ${p.state} ${p.error || p.why || ''}`);
       if (p.points < 1) fail(`${id} (${p.title}): no data points`);
       if (w.series !== undefined && p.series !== w.series)
         fail(`${id} (${p.title}): ${p.series} series, expected ${w.series}`);
@@ -68,10 +90,24 @@ async function main() {
         fail(`${id} (${p.title}): ${p.series} series, expected at least ${w.minSeries}`);
       if (w.labels !== undefined && JSON.stringify(p.labels) !== JSON.stringify(w.labels))
         fail(`${id} (${p.title}): series ${JSON.stringify(p.labels)}, expected ${JSON.stringify(w.labels)}`);
+      for (const l of w.labelsInclude || []) {
+        if (!p.labels.includes(l)) fail(`${id} (${p.title}): no series ${l} in ${JSON.stringify(p.labels)}`);
+      }
+      for (const [col, want] of Object.entries(w.rowSet || {})) {
+        const got = p.table.map((r) => r[col]).sort();
+        if (JSON.stringify(got) !== JSON.stringify([...want].sort()))
+          fail(`${id} (${p.title}): ${col} ${JSON.stringify(got)}, expected ${JSON.stringify([...want].sort())}`);
+      }
       if (w.rowCount !== undefined && p.rows !== w.rowCount)
-        fail(`${id} (${p.title}): ${p.rows} rows, expected ${w.rowCount}`);
+        fail(`${id} (${p.title}): ${p.rows} rows, expected ${w.rowCount}: ${JSON.stringify(p.table)}`);
       if (w.value !== undefined && p.value !== w.value)
         fail(`${id} (${p.title}): value ${p.value}, expected ${w.value}`);
+      if (w.values !== undefined && JSON.stringify(p.values.map(([l]) => l)) !== JSON.stringify(w.values))
+        fail(`${id} (${p.title}): values ${JSON.stringify(p.values)}, expected labels ${JSON.stringify(w.values)}`);
+      for (const [k, re] of Object.entries(w.facts || {})) {
+        if (!p.facts || !new RegExp(re).test(p.facts[k] || ''))
+          fail(`${id} (${p.title}): ${k} is "${p.facts ? p.facts[k] : ''}", expected /${re}/`);
+      }
       if (w.rows !== undefined) {
         const got = p.table.map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => k in w.rows[0])));
         if (JSON.stringify(got) !== JSON.stringify(w.rows))
@@ -86,13 +122,24 @@ async function main() {
     }
     const n = Object.keys(st.panels).length;
     if (n !== want.count) fail(`${pageId}: ${n} panels, expected ${want.count}`);
-    // Every chart is really drawn: a uPlot canvas per timeseries panel.
+    // Every chart is really drawn: a uPlot canvas per timeseries panel with data.
     const canvases = await page.locator('section.panel.timeseries canvas').count();
-    const series = await page.locator('section.panel.timeseries').count();
+    const series = await page.locator('section.panel.timeseries[data-state="ok"]').count();
     if (canvases !== series) fail(`${pageId}: ${canvases} canvases for ${series} charts`);
-    await page.screenshot({ path: path.join(shots, `${pageId}.png`), fullPage: true });
-    ok(`${pageId}: ${n} panels`);
+    const problems = layout.unitProblems(spec, pageId, st.panels)
+      .concat(layout.axisProblems(st.panels), await page.evaluate(layout.domProblems));
+    await page.screenshot({ path: path.join(shots, width === 1400 ? `${pageId}.png` : `${pageId}-${width}.png`), fullPage: true });
+    if (problems.length) fail(`${pageId} at ${width} px:\n  ${problems.join('\n  ')}`);
+    ok(`${pageId} at ${width} px: ${n} panels, layout and units`);
+   }
   }
+  if (expect.only_pages) {
+    if (problems.length) fail(`the browser reported: ${problems.join('; ')}`);
+    await browser.close();
+    console.log(`ui check: ${checks} checks passed`);
+    return;
+  }
+  await page.setViewportSize({ width: 1400, height: 1000 });
 
   // State in the URL: a namespace and a range survive a reload, and scope
   // the panels.

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""bare_world.py - a plain VM for the web UI test (ui_bare.sh): no GPU, no
+pods, no RAPL, hybrid cgroups (controllers on v1, v2 at unified/).
+
+Builds, in a copy of the bare-vm fixture, the cgroup tree of four systemd
+services and then moves the counters as a working machine does, every
+PERIOD seconds:
+  - /proc/stat: each of the two CPUs busy 40 % (user) and idle the rest, so
+    the node's energy is estimated from CPU time;
+  - cpu,cpuacct: cpuacct.usage of each service grows by its CPU share
+    (postgresql 0.6 cores, nginx 0.3, ssh 0.05, cron 0.01); postgresql has a
+    quota and is throttled in half its periods (cpu.stat);
+  - memory: fixed usage and working set per service;
+  - unified/system.slice/postgresql.service/*.pressure: 0.14 s/s memory
+    stall and 0.33 s/s io wait.
+Usage: bare_world.py ROOT PERIOD   (runs until killed; writes ROOT/.ready
+after the first step)"""
+import os
+import sys
+import time
+
+root, period = sys.argv[1], float(sys.argv[2])
+CG = os.path.join(root, "sys/fs/cgroup")
+# service -> (cores, memory usage bytes, inactive file bytes)
+SERVICES = {
+    "postgresql.service": (0.6, 1610612736, 268435456),
+    "nginx.service": (0.3, 268435456, 67108864),
+    "ssh.service": (0.05, 16777216, 0),
+    "cron.service": (0.01, 4194304, 0),
+}
+USER_HZ = 100
+NCPU = 2
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def setup():
+    acct = os.path.join(CG, "cpu,cpuacct")
+    for link in ("cpu", "cpuacct"):
+        if not os.path.lexists(os.path.join(CG, link)):
+            os.makedirs(acct, exist_ok=True)
+            os.symlink("cpu,cpuacct", os.path.join(CG, link))
+    write(os.path.join(CG, "unified/cgroup.controllers"), "\n")
+    write(os.path.join(CG, "unified/cgroup.procs"), "1\n")
+    for h in ("cpu,cpuacct", "memory"):
+        write(os.path.join(CG, h, "cgroup.procs"), "1\n")
+        write(os.path.join(CG, h, "system.slice/cgroup.procs"), "")
+    pid = 2000
+    for name, (_, usage, inactive) in SERVICES.items():
+        pid += 1
+        d = os.path.join(CG, "cpu,cpuacct/system.slice", name)
+        write(os.path.join(d, "cgroup.procs"), f"{pid}\n")
+        write(os.path.join(d, "tasks"), f"{pid}\n")
+        write(os.path.join(d, "cpu.cfs_period_us"), "100000\n")
+        write(os.path.join(d, "cpu.cfs_quota_us"), "50000\n" if name == "postgresql.service" else "-1\n")
+        m = os.path.join(CG, "memory/system.slice", name)
+        write(os.path.join(m, "cgroup.procs"), f"{pid}\n")
+        write(os.path.join(m, "memory.usage_in_bytes"), f"{usage}\n")
+        write(os.path.join(m, "memory.limit_in_bytes"), "9223372036854771712\n")
+        write(os.path.join(m, "memory.stat"),
+              f"cache {inactive}\nrss {usage - inactive}\ntotal_rss {usage - inactive}\n"
+              f"total_inactive_file {inactive}\ninactive_file {inactive}\n")
+        os.makedirs(os.path.join(CG, "unified/system.slice", name), exist_ok=True)
+
+
+def step(n):
+    t = n * period
+    lines = []
+    busy = int(0.4 * USER_HZ * t)
+    idle = int(0.6 * USER_HZ * t)
+    base = [2369134, 357, 680245, 48633107, 44690, 0, 23579, 88888, 0, 0]
+    tot = [v + (busy * NCPU if i == 0 else idle * NCPU if i == 3 else 0) for i, v in enumerate(base)]
+    lines.append("cpu  " + " ".join(map(str, tot)))
+    for c in range(NCPU):
+        vals = [v // NCPU + (busy if i == 0 else idle if i == 3 else 0) for i, v in enumerate(base)]
+        lines.append(f"cpu{c} " + " ".join(map(str, vals)))
+    with open(os.path.join(root, "proc/stat")) as f:
+        rest = [l for l in f.read().splitlines() if not l.startswith("cpu")]
+    write(os.path.join(root, "proc/stat"), "\n".join(lines + rest) + "\n")
+    for name, (cores, _, _) in SERVICES.items():
+        d = os.path.join(CG, "cpu,cpuacct/system.slice", name)
+        write(os.path.join(d, "cpuacct.usage"), f"{int(1e9 * (100 + cores * t))}\n")
+        periods = int(10 * t / period)
+        thr = periods // 2 if name == "postgresql.service" else 0
+        write(os.path.join(d, "cpu.stat"),
+              f"nr_periods {periods}\nnr_throttled {thr}\nthrottled_time {thr * 20000000}\n")
+    u = os.path.join(CG, "unified/system.slice/postgresql.service")
+    write(os.path.join(u, "memory.pressure"),
+          f"some avg10=16.00 avg60=15.00 avg300=5.00 total={int(0.16e6 * t)}\n"
+          f"full avg10=14.00 avg60=14.00 avg300=4.00 total={int(0.14e6 * t)}\n")
+    write(os.path.join(u, "io.pressure"),
+          f"some avg10=33.00 avg60=33.00 avg300=9.00 total={int(0.33e6 * t)}\n"
+          f"full avg10=30.00 avg60=30.00 avg300=8.00 total={int(0.30e6 * t)}\n")
+    write(os.path.join(u, "cpu.pressure"), f"some avg10=1.00 avg60=1.00 avg300=1.00 total={int(0.01e6 * t)}\n")
+
+
+setup()
+n = 0
+while True:
+    step(n)
+    if n == 0:
+        write(os.path.join(root, ".ready"), "1\n")
+    n += 1
+    time.sleep(period)
