@@ -401,7 +401,7 @@
       const ticks = a._values.map((text, k) => ({
         text: String(text),
         pos: u.valToPos(a._splits[k], key),
-        width: ctx.measureText(String(text)).width / ratio,
+        width: Math.max(...String(text).split('\n').map((l) => ctx.measureText(l).width)) / ratio,
         height: a.font[2] || 12,
       })).filter((t) => t.text !== '');
       ctx.restore();
