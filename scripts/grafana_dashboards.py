@@ -18,7 +18,8 @@ Substitution (what --exprs prints; docs/ui.md): $namespace -> .*,
 $workload -> "" (every pod), $instance -> .*, $__range -> 1h,
 $__rate_interval -> 1m. Standard library only.
 
-Panel kinds: timeseries, stat, table, statetimeline (Grafana's
+Panel kinds: timeseries, stat, table, findings (a table of mlwatch_finding
+here; the UI draws /api/v1/findings with evidence), statetimeline (Grafana's
 state-timeline), facts (a table of instant queries, one row per fact) and
 sources (a text panel: the agent's /api/v1/status/sources is not a
 Prometheus query, so Grafana shows what each missing source means). Every
@@ -180,7 +181,9 @@ def panel(p, x, y, spec=None):
                         + "\n".join(lines)}
         g["targets"] = [{"datasource": DS, "refId": r, "expr": t["expr"], "range": False,
                          "instant": True} for r, t in zip(refs, p["targets"])]
-    elif kind == "table":
+    elif kind in ("table", "findings"):
+        # findings: the UI draws /api/v1/findings; Grafana the same findings
+        # from mlwatch_finding, as a table.
         g["type"] = "table"
         g["fieldConfig"] = {"defaults": {}, "overrides": [
             {"matcher": {"id": "byName", "options": f"Value #{r}"},

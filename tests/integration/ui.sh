@@ -96,6 +96,7 @@ cat >"$WORK/expect.json" <<JSON
     "overview-3": {"values": ["measured"]}, "overview-6": {"value": 2}, "overview-7": {"labels": ["measured"]},
     "overview-9": {"labelsInclude": ["ml-team/train-1"]},
     "overview-13": {"rows": [{"owner": "shared", "pod": "notebook-a", "gpu": "0"}, {"owner": "shared", "pod": "notebook-b", "gpu": "2"}]}}},
+  "whyslow": {"count": 2, "mayBeEmpty": ["whyslow-1", "whyslow-2"]},
   "workloads": {"count": 9, "panels": {
     "workloads-1": {"labels": $gpu_pods}, "workloads-2": {"labels": $gpu_pods},
     "workloads-3": {"labels": $gpu_pods}, "workloads-4": {"series": 9},

@@ -59,6 +59,9 @@ cat >"$WORK/expect.json" <<JSON
     "overview-10": {"labels": [$svcs]},
     "overview-11": {"rowSet": {"workload": ["(not attributed)", $svcs]}},
     "overview-13": {"why": "No idle GPU sessions.*This agent: no GPU telemetry"}}},
+  "whyslow": {"count": 2, "panels": {
+    "whyslow-1": {"findings": ["critical cpu_throttling /system.slice/postgresql.service", "critical memory_pressure /system.slice/postgresql.service"]},
+    "whyslow-2": {"labelsInclude": ["cpu_throttling (critical)", "memory_pressure (critical)"]}}},
   "workloads": {"count": 9, "empty": ["workloads-1", "workloads-2", "workloads-3", "workloads-8"], "panels": {
     "workloads-1": {"why": "$gpu_why"}, "workloads-4": {"labels": [$svcs]},
     "workloads-5": {"labelsInclude": ["/system.slice/postgresql.service"]}, "workloads-6": {"labels": [$svcs]},

@@ -673,6 +673,89 @@
     setResult(el, { state: 'ok', rows: list.length, table: out });
   }
 
+  // ---- the doctor's findings ("Why is it slow?") ----
+
+  const SEVERITY = { critical: 0, warning: 1, info: 2 };
+
+  // The PromQL selector of a finding's workload: a Kubernetes container by
+  // its names, anything else by its cgroup (the finding's container).
+  function findingSelector(f) {
+    const q = (s) => JSON.stringify(String(s));
+    if (!f.pod && f.container && f.container.startsWith('/')) return `cgroup=${q(f.container)}`;
+    const l = [];
+    if (f.namespace) l.push(`namespace=${q(f.namespace)}`);
+    if (f.pod) l.push(`pod=${q(f.pod)}`);
+    if (f.container) l.push(`container=${q(f.container)}`);
+    return l.join(', ');
+  }
+
+  function findingWorkload(f) {
+    return f.pod ? `${f.namespace}/${f.pod}` : f.container || '(the node)';
+  }
+
+  // Findings of /api/v1/findings worst first (severity, then magnitude),
+  // scoped by the page's namespace and workload (pod name or cgroup prefix),
+  // each with its summary, evidence numbers, advice and evidence charts (the
+  // spec's "evidence" for its kind: expressions with $sel and $gpu).
+  async function loadFindings(el, p, t0, t1, step) {
+    const r = await fetch(`../api/v1/findings${p.window ? `?window=${encodeURIComponent(p.window)}` : ''}`);
+    if (!r.ok) throw new Error(`/api/v1/findings: HTTP ${r.status} (the doctor module answers it)`);
+    const j = await r.json();
+    const ns = (state.vars.namespace || '').split(',').filter((x) => x);
+    const prefix = state.vars.workload || '';
+    const list = (j.findings || []).filter((f) => (!ns.length || ns.includes(f.namespace)) &&
+      (!prefix || (f.pod || f.container || '').startsWith(prefix)))
+      .sort((a, b) => (SEVERITY[a.severity] ?? 3) - (SEVERITY[b.severity] ?? 3) || b.magnitude - a.magnitude ||
+        collator.compare(findingWorkload(a), findingWorkload(b)));
+    if (!list.length) return showEmpty(el, p, { rows: 0 });
+    const body = el.querySelector('.body');
+    body.textContent = '';
+    el.querySelector('.note').textContent = `${list.length} finding${list.length === 1 ? '' : 's'} over the last ${duration(j.window_seconds || 0)}`;
+    const charts = [];
+    list.forEach((f, i) => {
+      const card = document.createElement('article');
+      card.className = `finding ${f.severity}`;
+      card.dataset.kind = f.kind;
+      const h = document.createElement('h3');
+      h.textContent = `${f.severity} · ${f.kind.replace(/_/g, ' ')} · ${findingWorkload(f)}${f.gpu ? ` · GPU ${f.gpu}` : ''}`;
+      const sum = document.createElement('p');
+      sum.textContent = f.summary;
+      const ev = document.createElement('p');
+      ev.className = 'evidence';
+      ev.textContent = Object.entries(f.evidence || {}).map(([k, v]) => `${k.replace(/_/g, ' ')} ${trim(v)}`).join(' · ');
+      const adv = document.createElement('p');
+      adv.className = 'advice';
+      adv.textContent = f.advice;
+      const grid2 = document.createElement('div');
+      grid2.className = 'evidence-charts';
+      card.append(h, sum, ev, adv, grid2);
+      body.appendChild(card);
+      const sel = findingSelector(f);
+      (spec.evidence[f.kind] || []).forEach((e, k) => {
+        const sub = { id: `${p.id}-f${i}-${k}`, title: e.title, kind: e.kind || 'timeseries', unit: e.unit, w: 12, h: 6,
+          needs: e.needs, empty: e.empty, targets: e.targets.map((t) => Object.assign({}, t,
+            { expr: t.expr.replace(/\$sel/g, sel).replace(/\$gpu/g, JSON.stringify(String(f.gpu || ''))) })) };
+        const sec = panelEl({ id: state.page }, sub);
+        sec.classList.add('sub');
+        sec.style.minHeight = '';
+        grid2.appendChild(sec);
+        charts.push([sec, sub]);
+      });
+    });
+    setResult(el, { state: 'ok', rows: list.length, points: list.length,
+      findings: list.map((f) => ({ kind: f.kind, severity: f.severity, workload: findingWorkload(f), gpu: f.gpu })) });
+    // Widths once, before any chart is drawn (as loadPanels does).
+    for (const [sec] of charts) sec.dataset.width = String(sec.querySelector('.body').clientWidth);
+    await Promise.all(charts.map(async ([sec, sub]) => {
+      try {
+        if (sub.kind === 'statetimeline') await loadStateTimeline(sec, sub, t0, t1, step);
+        else await loadTimeseries(sec, sub, t0, t1, step);
+      } catch (e) {
+        showError(sec, e);
+      }
+    }));
+  }
+
   async function loadPanels(page, gen) {
     const t1 = Math.floor(Date.now() / 1000);
     const range = rangeSeconds();
@@ -694,6 +777,7 @@
         else if (p.kind === 'stat') await loadStat(el, p, t1);
         else if (p.kind === 'facts') await loadFacts(el, p, t1);
         else if (p.kind === 'sources') await loadSources(el, p, t1);
+        else if (p.kind === 'findings') await loadFindings(el, p, t0, t1, step);
         else await loadTable(el, p, t1);
       } catch (e) {
         if (gen === generation) showError(el, e);
@@ -709,7 +793,7 @@
         if (ui.firstPaintMs === null) ui.firstPaintMs = Math.round(performance.now());
       }, 0));
     }
-    const bad = page.panels.filter((p) => ui.panels[`${page.id}-${p.id}`].state === 'error').length;
+    const bad = Object.values(ui.panels).filter((x) => x.state === 'error').length;
     const st = $('status');
     st.className = bad ? 'error' : '';
     st.textContent = bad ? `${bad} panel(s) failed: see their messages.` :

@@ -82,6 +82,8 @@ async function main() {
         continue;
       }
       if (p.state === 'empty' && mayBeEmpty.includes(id)) continue;
+      // A finding's evidence chart (PAGE-N-fI-J): empty only with its reason (layout.js).
+      if (/-f\d+-\d+$/.test(id) && p.state === 'empty' && !w.series) continue;
       if (p.state !== 'ok') fail(`${id} (${p.title}): state ${p.state} ${p.error || p.why || ''}`);
       if (p.points < 1) fail(`${id} (${p.title}): no data points`);
       if (w.series !== undefined && p.series !== w.series)
@@ -104,6 +106,15 @@ async function main() {
         fail(`${id} (${p.title}): value ${p.value}, expected ${w.value}`);
       if (w.values !== undefined && JSON.stringify(p.values.map(([l]) => l)) !== JSON.stringify(w.values))
         fail(`${id} (${p.title}): values ${JSON.stringify(p.values)}, expected labels ${JSON.stringify(w.values)}`);
+      if (w.findings !== undefined) { // these among them, worst first
+        const rank = { critical: 0, warning: 1, info: 2 };
+        const got = p.findings.map((f) => `${f.severity} ${f.kind} ${f.workload}`);
+        if (!w.findings.every((f) => got.includes(f)))
+          fail(`${id} (${p.title}): findings ${JSON.stringify(got)}, expected them to include ${JSON.stringify(w.findings)}`);
+        for (let i = 1; i < p.findings.length; i++) {
+          if (rank[p.findings[i].severity] < rank[p.findings[i - 1].severity]) fail(`${id} (${p.title}): not worst first: ${JSON.stringify(got)}`);
+        }
+      }
       for (const [k, re] of Object.entries(w.facts || {})) {
         if (!p.facts || !new RegExp(re).test(p.facts[k] || ''))
           fail(`${id} (${p.title}): ${k} is "${p.facts ? p.facts[k] : ''}", expected /${re}/`);
@@ -120,7 +131,7 @@ async function main() {
       }
       ok(`${id}: ${p.state}, ${p.series || 0} series, ${p.points || 0} points, ${p.rows || 0} rows`);
     }
-    const n = Object.keys(st.panels).length;
+    const n = Object.keys(st.panels).filter((id) => /^[a-z]+-\d+$/.test(id)).length;
     if (n !== want.count) fail(`${pageId}: ${n} panels, expected ${want.count}`);
     // Every chart is really drawn: a uPlot canvas per timeseries panel with data.
     const canvases = await page.locator('section.panel.timeseries canvas').count();
