@@ -97,6 +97,9 @@ cat >"$WORK/expect.json" <<JSON
     "overview-9": {"labelsInclude": ["ml-team/train-1"]},
     "overview-13": {"rows": [{"owner": "shared", "pod": "notebook-a", "gpu": "0"}, {"owner": "shared", "pod": "notebook-b", "gpu": "2"}]}}},
   "whyslow": {"count": 2, "mayBeEmpty": ["whyslow-1", "whyslow-2"]},
+  "gpu": {"count": 10, "mayBeEmpty": ["gpu-8", "gpu-9", "gpu-10"], "panels": {
+    "gpu-1": {"labels": ["GPU 0", "GPU 1", "GPU 2"]}, "gpu-2": {"series": 6},
+    "gpu-7": {"rows": [{"gpu": "0"}, {"gpu": "1"}, {"gpu": "2"}]}}},
   "workloads": {"count": 9, "panels": {
     "workloads-1": {"labels": $gpu_pods}, "workloads-2": {"labels": $gpu_pods},
     "workloads-3": {"labels": $gpu_pods}, "workloads-4": {"series": 9},

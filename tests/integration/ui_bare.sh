@@ -60,8 +60,11 @@ cat >"$WORK/expect.json" <<JSON
     "overview-11": {"rowSet": {"workload": ["(not attributed)", $svcs]}},
     "overview-13": {"why": "No idle GPU sessions.*This agent: no GPU telemetry"}}},
   "whyslow": {"count": 2, "panels": {
-    "whyslow-1": {"findings": ["critical cpu_throttling /system.slice/postgresql.service", "critical memory_pressure /system.slice/postgresql.service"]},
+    "whyslow-1": {"findings": ["^critical cpu_throttling /system.slice/postgresql.service$", "^(critical|warning) memory_pressure /system.slice/postgresql.service$"]},
     "whyslow-2": {"labelsInclude": ["cpu_throttling (critical)", "memory_pressure (critical)"]}}},
+  "gpu": {"count": 10, "empty": ["gpu-1", "gpu-2", "gpu-3", "gpu-4", "gpu-5", "gpu-6", "gpu-7", "gpu-8", "gpu-9", "gpu-10"], "panels": {
+    "gpu-1": {"why": "No GPU metrics: mlwatch reads NVIDIA GPUs through libnvidia-ml.so.1.*This agent: no GPU telemetry"},
+    "gpu-10": {"why": "No MIG instances"}}},
   "workloads": {"count": 9, "empty": ["workloads-1", "workloads-2", "workloads-3", "workloads-8"], "panels": {
     "workloads-1": {"why": "$gpu_why"}, "workloads-4": {"labels": [$svcs]},
     "workloads-5": {"labelsInclude": ["/system.slice/postgresql.service"]}, "workloads-6": {"labels": [$svcs]},

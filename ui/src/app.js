@@ -178,6 +178,7 @@
       case 'hertz': return pick(SI, 'Hz');
       case 'massg': return maxAbs >= 1e6 ? [1e6, 't'] : maxAbs >= 1e3 ? [1e3, 'kg'] : [1, 'g'];
       case 'kwatth': return [1, 'kWh'];
+      case 'celsius': return [1, '°C'];
       case 's': return maxAbs >= 86400 ? [86400, 'd'] : maxAbs >= 3600 ? [3600, 'h'] : maxAbs >= 60 ? [60, 'min'] : [1, 's'];
       default: return maxAbs >= 1e4 ? pick(SI, '') : [1, ''];
     }
@@ -213,6 +214,7 @@
       case 'massg': return Math.abs(v) >= 1e6 ? `${trim(v / 1e6)} t` : Math.abs(v) >= 1e3 ? `${trim(v / 1e3)} kg` : `${trim(v)} g`;
       case 'kwatth': return `${decimals !== undefined ? v.toFixed(decimals) : trim(v)} kWh`;
       case 's': return duration(v);
+      case 'celsius': return `${trim(v)} °C`;
       case 'dateTimeAsIso': return new Date(v).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
       default: return Math.abs(v) >= 1e4 ? si(v, '', SI).trim() : trim(v);
     }

@@ -24,12 +24,13 @@ const FAMILY = {
   hertz: /^(Hz|kHz|MHz|GHz|THz)$/,
   massg: /^(g|kg|t)$/,
   kwatth: /^kWh$/,
+  celsius: /^°C$/,
   s: /^(s|min|h|d)$/,
   short: /^(|k|M|G|T)$/,
 };
 // A unit named in a title, "(W)", and the declared unit it stands for.
 const TITLE_UNITS = {
-  '%': 'percentunit', bytes: 'bytes', W: 'watt', kWh: 'kwatth', J: 'joule', Hz: 'hertz',
+  '%': 'percentunit', '°C': 'celsius', bytes: 'bytes', W: 'watt', kWh: 'kwatth', J: 'joule', Hz: 'hertz',
   g: 'massg', s: 's', cores: 'suffix:cores', 'g/h': 'suffix:g/h', 'g/kWh': 'suffix:g/kWh',
   'per second': 'suffix:/s',
 };
