@@ -9,8 +9,9 @@
 #          by shared/notebook-a at 0 % (an idle session after the 1 s
 #          --idle-window), GPU 1 lost, GPU 2 busy under ml-team/train-0,
 #          throttled for heat (sw_thermal_slowdown) and with an XID 79,
-#          GPU 3 free; a GPU reading that fails every cycle (collector
-#          errors);
+#          GPU 3 free, in MIG mode with one idle instance; NVLink 0 of
+#          GPU 2 with 3 replays (the GPUs page's MIG and NVLink panels);
+#          a GPU reading that fails every cycle (collector errors);
 #   host   tests/fixtures/rapl-cpufreq (RAPL, cpufreq with governors);
 #   pods   tests/fixtures/k8s-v2-systemd (containers, CPU throttling).
 # All three use a carbon-intensity schedule whose only row is from 2020,
@@ -47,7 +48,9 @@ gpu 2 fail=pcie_gen:UNKNOWN
 proc gpu=2 pid=3000 mem=40000000000 sm=80
 event gpu=2 xid=79 id=1
 gpu 3 name="NVIDIA A100-SXM4-80GB" uuid=GPU-33333333-0000-4000-8000-000000000003 bus=00000000:48:00.0
-gpu 3 util=0 memtotal=85899345920 memused=0 power_mw=60000 energy_mj=1000 temp=30
+gpu 3 util=0 memtotal=85899345920 memused=0 power_mw=60000 energy_mj=1000 temp=30 mig=1
+mig gpu=3 index=0 uuid=MIG-33333333-aaaa-5bbb-8ccc-000000000000 name="NVIDIA A100-SXM4-80GB MIG 1g.10gb" gi=7 ci=0 memtotal=10200547328 memused=0 util=0
+nvlink gpu=2 link=0 replay=3
 EOF
 printf 'TIME,GRAMS\n2020-01-01T00:00:00Z,300\n' >"$WORK/carbon.csv"
 
