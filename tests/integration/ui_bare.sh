@@ -40,7 +40,9 @@ q() { curl -s --get --data-urlencode "query=$1" "$A/api/v1/query" |
 q_is() { [ "$(q "$1")" = "$2" ]; }
 WAIT_EVERY=0.2 wait_for 20 q_is 'count(mlwatch_container_pressure_stalled_seconds_total{cgroup="/system.slice/postgresql.service"})' 2 ||
     fail "no pressure from unified/ for postgresql.service: $(curl -s "$A/metrics" | grep -c container_pressure)"
-sleep 3
+findings_in() { curl -s "$A/api/v1/findings" | jq -e '[.findings[].kind] | index("memory_pressure") and index("cpu_throttling")' >/dev/null; }
+WAIT_EVERY=0.3 wait_for 20 findings_in || fail "the doctor found no throttling and memory pressure: $(curl -s "$A/api/v1/findings")"
+sleep 2
 
 svcs='"/system.slice/cron.service","/system.slice/nginx.service","/system.slice/postgresql.service","/system.slice/ssh.service"'
 gpu_why='No GPU use by a workload.*This agent: no GPU telemetry: NVML: .*libnvidia-ml.so.1: cannot open shared object file'
