@@ -244,7 +244,9 @@ void api_register_status(mw_http_server *http, mw_query_api *api)
         mw_http_route(http, MW_ROLE_READ, "GET", get_only[i], 0, status_handler, api);
     static const char *methods[] = {"GET", "POST"};
     for (int i = 0; i < 2; i++) {
-        mw_http_route(http, MW_ROLE_READ, methods[i], "/api/v1/query_exemplars", 0, status_handler, api);
-        mw_http_route(http, MW_ROLE_READ, methods[i], "/api/v1/format_query", 0, status_handler, api);
+        mw_http_route(http, MW_ROLE_READ, methods[i], "/api/v1/query_exemplars", 0, status_handler,
+                      api);
+        mw_http_route(http, MW_ROLE_READ, methods[i], "/api/v1/format_query", 0, status_handler,
+                      api);
     }
 }
