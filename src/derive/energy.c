@@ -18,6 +18,26 @@
 
 const char *const mw_energy_component_names[MW_EC_N] = {"cpu", "dram", "gpu", "other"};
 const char *const mw_energy_kind_names[MW_EK_N] = {"dynamic", "idle"};
+const char *const mw_energy_method_names[MW_EM_N] = {"measured", "estimated"};
+const char *const mw_energy_share_names[MW_ES_N] = {"unreserved", "system"};
+const char *const mw_energy_floor_source_names[MW_EF_N] = {"prior", "learnt", "configured"};
+
+int mw_energy_name_index(const char *const *names, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0) return i;
+    return -1;
+}
+
+void mw_energy_params_init(mw_energy_params *p, mw_idle_policy policy)
+{
+    memset(p, 0, sizeof(*p));
+    p->idle_watts_per_cpu = MW_ENERGY_IDLE_WATTS_PER_CPU;
+    p->max_watts_per_cpu = MW_ENERGY_MAX_WATTS_PER_CPU;
+    p->idle_policy = policy;
+    p->floor_tau_s = MW_ENERGY_FLOOR_TAU_S;
+    p->idle_util_max = MW_ENERGY_IDLE_UTIL;
+}
 
 static const mw_metric_desc NODE_ENERGY = {
     "mlwatch_node_energy_joules_total",
@@ -26,10 +46,33 @@ static const mw_metric_desc NODE_ENERGY = {
     "joules", MW_COUNTER};
 static const mw_metric_desc CONTAINER_ENERGY = {
     "mlwatch_container_energy_joules_total",
-    "Energy attributed to the container by component (cpu, dram, gpu, other) and kind (dynamic, "
-    "idle); empty namespace, pod and container hold the unattributed remainder, so all samples "
-    "add up to the node's energy.",
+    "Energy attributed to the container by component (cpu, dram, gpu, other), kind (dynamic, "
+    "idle) and method (measured, estimated); with mlwatch_energy_share_joules_total it adds up "
+    "to mlwatch_energy_component_joules_total, the node's energy.",
     "joules", MW_COUNTER};
+static const mw_metric_desc SHARE_ENERGY = {
+    "mlwatch_energy_share_joules_total",
+    "Energy that is no workload's: share unreserved (idle energy no one reserves) and system "
+    "(processes outside any container, the kernel), by component, kind and method.",
+    "joules", MW_COUNTER};
+static const mw_metric_desc COMPONENT_ENERGY = {
+    "mlwatch_energy_component_joules_total",
+    "The node's energy that was attributed, by component, kind and method: the sum of the "
+    "containers' and the shares' energy (kept across restarts).",
+    "joules", MW_COUNTER};
+static const mw_metric_desc SHARE_CO2 = {"mlwatch_energy_share_co2_grams_total",
+                                         "CO2-equivalent of a share's energy.", "grams",
+                                         MW_COUNTER};
+static const mw_metric_desc NODE_CO2 = {
+    "mlwatch_node_co2_grams_total",
+    "CO2-equivalent of the node's attributed energy: the containers' and the shares' together.",
+    "grams", MW_COUNTER};
+static const mw_metric_desc IDLE_FLOOR = {
+    "mlwatch_energy_idle_floor_watts",
+    "Idle power of a component (GPUs: per gpu) in use: source learnt (lowest idle power seen, "
+    "kept across restarts, rising slowly toward higher idle readings), prior (nothing idle seen "
+    "yet) or configured (--energy-idle-watts).",
+    "watts", MW_GAUGE};
 static const mw_metric_desc CONTAINER_CO2 = {
     "mlwatch_container_co2_grams_total",
     "CO2-equivalent of the container's energy: each interval's energy times that interval's "
@@ -51,7 +94,7 @@ static const mw_metric_desc INTERVALS = {"mlwatch_energy_intervals_total",
 
 typedef struct ent {
     char *ns, *pod, *ctr;
-    double j[MW_EC_N][MW_EK_N];
+    double j[MW_EC_N][MW_EK_N][MW_EM_N];
     double co2;
     int64_t last_ms;
     /* scratch of the current interval */
@@ -139,22 +182,36 @@ static void tfree(table *t)
 
 typedef struct gpu_part {
     char index[16];
-    double j, idle;
+    double j, idle, floor_w;
+    int floor_source;
 } gpu_part;
+
+/* An idle floor: what is learnt is kept across restarts. */
+typedef struct idle_floor {
+    double w;
+    int learnt;
+} idle_floor;
+
+typedef struct gpu_floor_slot {
+    char uuid[96];
+    idle_floor f;
+} gpu_floor_slot;
 
 struct mw_energy {
     mw_energy_params p;
     table counters; /* previous counter values and power floors */
     table ents;     /* containers */
     table nodes;    /* node source totals, key source SEP zone SEP method */
-    ent *unattr;
+    ent shares[MW_ES_N];
+    double comp_total[MW_EC_N][MW_EK_N][MW_EM_N];
+    double node_co2;
     uint64_t cycle, violations, below_parts, intervals;
     int64_t last_ts;
     int have_ts, restored;
-    double floor_w[MW_EC_N]; /* lowest power seen per component (idle estimate) */
-    int have_floor[MW_EC_N];
-    double last_node_w; /* previous node meter reading, for the trapezoid */
-    int have_node_w;
+    int cpu_method;            /* MW_EM_* of the CPU component in the last interval */
+    idle_floor floor[MW_EC_N]; /* cpu, dram, other; GPUs in gpu_floors */
+    gpu_floor_slot gpu_floors[MAX_GPUS];
+    size_t ngpu_floors;
     mw_energy_interval last;
     gpu_part gpus[MAX_GPUS];
     size_t ngpus;
@@ -173,12 +230,8 @@ mw_energy *mw_energy_new(const mw_energy_params *p)
     e->counters.cap = MAX_COUNTERS;
     e->ents.cap = e->p.max_containers + 1;
     e->nodes.cap = MAX_NODE_SERIES;
-    node *u = tfind(&e->ents, "\x1f\x1f", 1);
-    u->ent = mw_xcalloc(1, sizeof(ent));
-    u->ent->ns = mw_xstrdup("");
-    u->ent->pod = mw_xstrdup("");
-    u->ent->ctr = mw_xstrdup("");
-    e->unattr = u->ent;
+    if (!(e->p.floor_tau_s > 0)) e->p.floor_tau_s = MW_ENERGY_FLOOR_TAU_S;
+    if (!(e->p.idle_util_max >= 0)) e->p.idle_util_max = MW_ENERGY_IDLE_UTIL;
     return e;
 }
 
@@ -311,26 +364,97 @@ static gpu_part *gpu_of(mw_energy *e, const char *index)
     for (const mw_family *f_ = mw_snapshot_find(snap, name); f_; f_ = NULL)                        \
         for (const mw_sample *s = f_->first; s; s = s->next)
 
-/* Idle part of energy j over dt: the lowest power seen so far (this interval
- * included) times dt; the floor is kept in *floor. */
-static double idle_part(double j, double dt, double *floor, int *have)
+/* Energy of sampled power over the interval: the trapezoid between the
+ * previous reading of the same series and this one (the exact energy of
+ * power moving linearly between them); on first sight, this reading x dt.
+ * The one rule for every power reading (node meters, hwmon sensors, GPUs
+ * without an energy counter). */
+static double sampled_energy(mw_energy *e, const char *key, double w, double dt)
 {
-    double w = j / dt;
-    if (!*have || w < *floor) *floor = w;
-    *have = 1;
-    double idle = *floor * dt;
+    node *n = tfind(&e->counters, key, 1);
+    if (!n) return w * dt;  /* table full */
+    int had = n->seen != 0; /* unseen series are swept every cycle */
+    double prev = n->v;
+    n->v = w;
+    n->seen = e->cycle;
+    return (had ? (prev + w) / 2 : w) * dt;
+}
+
+/* The idle part of a component's energy j over dt, and its floor's watts
+ * and source. configured < 0: learnt. A learnt floor falls at once
+ * to any lower reading and rises toward a higher idle one by 1 - exp(-dt /
+ * tau) of the gap; until an idle interval has been seen the prior holds. */
+static double floor_idle(const mw_energy *e, idle_floor *f, double configured, double prior,
+                         double j, double dt, int idle_like, double *watts, int *source)
+{
+    double w = j / dt, fw;
+    if (configured >= 0) {
+        fw = configured;
+        *source = MW_EF_CONFIGURED;
+    } else {
+        if (f->learnt) {
+            if (w < f->w)
+                f->w = w;
+            else if (idle_like)
+                f->w += (w - f->w) * (1 - exp(-dt / e->p.floor_tau_s));
+        } else if (idle_like) {
+            f->w = w;
+            f->learnt = 1;
+        }
+        fw = f->learnt ? f->w : prior;
+        *source = f->learnt ? MW_EF_LEARNT : MW_EF_PRIOR;
+    }
+    *watts = fw;
+    double idle = fw * dt;
     return idle < j ? idle : j;
 }
 
-static double gpu_floor(mw_energy *e, const char *uuid, double j, double dt)
+/* A component's idle watts set by hand, or -1. */
+static double configured(const mw_energy *e, int k)
 {
-    char key[160];
-    snprintf(key, sizeof(key), "gpufloor%c%s", SEP, uuid);
-    node *n = tfind(&e->counters, key, 1);
-    if (!n) return 0;
-    int have = n->seen != 0;
-    n->seen = e->cycle;
-    return idle_part(j, dt, &n->v, &have);
+    return (e->p.idle_watts_set & (1u << k)) ? e->p.idle_watts[k] : -1;
+}
+
+static idle_floor *gpu_floor_of(mw_energy *e, const char *uuid)
+{
+    for (size_t i = 0; i < e->ngpu_floors; i++)
+        if (strcmp(e->gpu_floors[i].uuid, uuid) == 0) return &e->gpu_floors[i].f;
+    if (e->ngpu_floors >= MAX_GPUS) return NULL;
+    gpu_floor_slot *g = &e->gpu_floors[e->ngpu_floors++];
+    memset(g, 0, sizeof(*g));
+    mw_strlcpy(g->uuid, uuid, sizeof(g->uuid));
+    return &g->f;
+}
+
+/* A GPU is idle in an interval when no container has utilization or memory
+ * on it and its own utilization (where reported) is at most 5%. */
+static int gpu_idle_like(const mw_snapshot *snap, const char *index)
+{
+    static const char *const used[] = {"mlwatch_container_gpu_utilization_ratio",
+                                       "mlwatch_container_gpu_memory_used_bytes",
+                                       "mlwatch_container_mig_memory_used_bytes"};
+    for (size_t i = 0; i < MW_ARRAY_LEN(used); i++)
+        FOR_SAMPLES(snap, used[i], s)
+    if (s->value > 0 && strcmp(label_or(s, "gpu"), index) == 0) return 0;
+    double u;
+    if (mw_snapshot_get(snap, "mlwatch_gpu_utilization_ratio", &u, "gpu", index, MW_END) == 0 &&
+        u > MW_ENERGY_GPU_IDLE_UTIL)
+        return 0;
+    return 1;
+}
+
+/* A GPU's energy of the interval: its idle part by its floor. */
+static void gpu_add(mw_energy *e, const mw_snapshot *snap, const char *index, const char *uuid,
+                    double d, double dt)
+{
+    gpu_part *g = gpu_of(e, index);
+    if (!g) return;
+    g->j += d;
+    idle_floor *f = gpu_floor_of(e, uuid);
+    if (f && dt > 0 && d > 0)
+        g->idle += floor_idle(e, f, configured(e, MW_EC_GPU), 0, d, dt, gpu_idle_like(snap, index),
+                              &g->floor_w, &g->floor_source);
+    node_add(e, "gpu", index, "measured", d);
 }
 
 /* --- one interval ----------------------------------------------------------- */
@@ -380,53 +504,63 @@ static void read_rapl(mw_energy *e, const mw_snapshot *snap, interval *iv)
     }
 }
 
+/* GPUs: the energy counter's difference where there is one (NVML's power
+ * reading is sampled only part of the time on A100/H100; the counter sees
+ * everything), else the trapezoid of the power readings. */
 static void read_gpus(mw_energy *e, const mw_snapshot *snap, interval *iv)
 {
     char key[256];
     e->ngpus = 0;
+    double power[MAX_GPUS]; /* this interval's trapezoid per power sample */
+    const char *power_uuid[MAX_GPUS];
+    size_t np = 0;
+    FOR_SAMPLES(snap, "mlwatch_gpu_power_watts", s)
+    {
+        snprintf(key, sizeof(key), "gpupower%c%s", SEP, label_or(s, "uuid"));
+        double d = sampled_energy(e, key, s->value, iv->dt);
+        if (np < MAX_GPUS) {
+            power_uuid[np] = label_or(s, "uuid");
+            power[np++] = d;
+        }
+    }
     FOR_SAMPLES(snap, "mlwatch_gpu_energy_joules_total", s)
     {
         const char *index = label_or(s, "gpu"), *uuid = label_or(s, "uuid");
         snprintf(key, sizeof(key), "gpu%c%s", SEP, uuid);
-        double d, w;
+        double d;
         int rc = counter_delta(e, key, s->value, &d);
-        if (rc < 0) /* counter reset: the power reading is the best estimate */
-            d = mw_snapshot_get(snap, "mlwatch_gpu_power_watts", &w, "uuid", uuid, MW_END) == 0
-                    ? w * iv->dt
-                    : 0;
-        gpu_part *g = gpu_of(e, index);
-        if (!g) continue;
-        g->j += d;
-        g->idle += iv->dt > 0 && d > 0 ? gpu_floor(e, uuid, d, iv->dt) : 0;
-        node_add(e, "gpu", index, "measured", d);
+        if (rc < 0) { /* counter reset: the power readings are the best estimate */
+            d = 0;
+            for (size_t i = 0; i < np; i++)
+                if (strcmp(power_uuid[i], uuid) == 0) d = power[i];
+        }
+        gpu_add(e, snap, index, uuid, d, iv->dt);
     }
-    /* GPUs without an energy counter: power times the interval. */
+    size_t i = 0;
     FOR_SAMPLES(snap, "mlwatch_gpu_power_watts", s)
     {
         const char *index = label_or(s, "gpu"), *uuid = label_or(s, "uuid");
-        double dummy;
+        double d = i < np ? power[i] : 0, dummy;
+        i++;
         if (mw_snapshot_get(snap, "mlwatch_gpu_energy_joules_total", &dummy, "uuid", uuid,
                             MW_END) == 0)
             continue;
-        gpu_part *g = gpu_of(e, index);
-        if (!g) continue;
-        double d = s->value * iv->dt;
-        g->j += d;
-        g->idle += iv->dt > 0 && d > 0 ? gpu_floor(e, uuid, d, iv->dt) : 0;
-        node_add(e, "gpu", index, "measured", d);
+        gpu_add(e, snap, index, uuid, d, iv->dt);
     }
-    for (size_t i = 0; i < e->ngpus; i++)
-        iv->comp[MW_EC_GPU] += e->gpus[i].j;
+    for (size_t g = 0; g < e->ngpus; g++)
+        iv->comp[MW_EC_GPU] += e->gpus[g].j;
 }
 
 /* Node-level meters: IPMI DCMI first, then an ACPI power meter (hwmon chip
  * "power_meter"). Other hwmon power sensors are exported, not used: what
- * they measure (a GPU, a VRM, a PSU rail) is not known. */
+ * they measure (a GPU, a VRM, a PSU rail) is not known. Every reading is
+ * integrated by the trapezoid. */
 static void read_node(mw_energy *e, const mw_snapshot *snap, interval *iv)
 {
     double w = 0;
     int have = 0;
     const char *src = NULL;
+    char key[512];
     FOR_SAMPLES(snap, "mlwatch_ipmi_power_watts", s)
     {
         w += s->value;
@@ -438,23 +572,18 @@ static void read_node(mw_energy *e, const mw_snapshot *snap, interval *iv)
         const char *chip = label_or(s, "chip");
         char zone[160];
         snprintf(zone, sizeof(zone), "%s/%s", chip, label_or(s, "sensor"));
-        node_add(e, "hwmon", zone, "measured", s->value * iv->dt);
+        series_key("hwmonpower", s, key, sizeof(key));
+        node_add(e, "hwmon", zone, "measured", sampled_energy(e, key, s->value, iv->dt));
         if (!src && strcmp(chip, "power_meter") == 0) {
             w += s->value;
             have = 1;
         }
     }
-    if (!src && have) src = "hwmon";
-    if (!have) {
-        e->have_node_w = 0;
-        return;
-    }
-    /* Trapezoid between the previous and this reading. */
-    double avg = e->have_node_w ? (e->last_node_w + w) / 2 : w;
-    e->last_node_w = w;
-    e->have_node_w = 1;
+    if (!have) return;
+    if (!src) src = "hwmon";
+    snprintf(key, sizeof(key), "nodemeter%c%s", SEP, src);
     iv->have_node = 1;
-    iv->node_j = avg * iv->dt;
+    iv->node_j = sampled_energy(e, key, w, iv->dt);
     if (strcmp(src, "ipmi") == 0) node_add(e, "ipmi", "node", "measured", iv->node_j);
 }
 
@@ -547,8 +676,45 @@ static void attribute_gpus(mw_energy *e, const mw_snapshot *snap)
 static int keep_ent(const node *n, const void *arg)
 {
     const mw_energy *e = arg;
-    const ent *x = n->ent;
-    return x == e->unattr || e->last_ts - x->last_ms <= ENTITY_EXPIRY_MS;
+    return e->last_ts - n->ent->last_ms <= ENTITY_EXPIRY_MS;
+}
+
+/* One entity's (a container's, a share's) energy samples: every nonzero
+ * total, and CPU dynamic by the current method always, so that each has a
+ * series from its first interval. */
+static void emit_joules(const mw_energy *e, mw_snapshot *snap, const mw_metric_desc *d,
+                        const char *l1, const char *v1, const char *l2, const char *v2,
+                        const char *l3, const char *v3, const ent *x)
+{
+    for (int k = 0; k < MW_EC_N; k++)
+        for (int kind = 0; kind < MW_EK_N; kind++)
+            for (int m = 0; m < MW_EM_N; m++) {
+                if (x->j[k][kind][m] <= 0 &&
+                    !(k == MW_EC_CPU && kind == MW_EK_DYNAMIC && m == e->cpu_method))
+                    continue;
+                const char *c = mw_energy_component_names[k], *kn = mw_energy_kind_names[kind];
+                const char *mn = mw_energy_method_names[m];
+                if (l2)
+                    mw_emit(snap, d, x->j[k][kind][m], l1, v1, l2, v2, l3, v3, "component", c,
+                            "kind", kn, "method", mn, MW_END);
+                else
+                    mw_emit(snap, d, x->j[k][kind][m], l1, v1, "component", c, "kind", kn, "method",
+                            mn, MW_END);
+            }
+}
+
+static void emit_floors(const mw_energy *e, mw_snapshot *snap)
+{
+    const mw_energy_interval *l = &e->last;
+    if (!l->valid) return;
+    for (int k = 0; k < MW_EC_N; k++) {
+        if (k == MW_EC_GPU || l->component[k][0] + l->component[k][1] <= 0) continue;
+        mw_emit(snap, &IDLE_FLOOR, l->floor_watts[k], "component", mw_energy_component_names[k],
+                "source", mw_energy_floor_source_names[l->floor_source[k]], MW_END);
+    }
+    for (size_t i = 0; i < e->ngpus; i++)
+        mw_emit(snap, &IDLE_FLOOR, e->gpus[i].floor_w, "component", "gpu", "gpu", e->gpus[i].index,
+                "source", mw_energy_floor_source_names[e->gpus[i].floor_source], MW_END);
 }
 
 static void emit(mw_energy *e, mw_snapshot *snap, int have_intensity)
@@ -566,27 +732,77 @@ static void emit(mw_energy *e, mw_snapshot *snap, int have_intensity)
     for (size_t i = 0; i < NBUCKETS; i++)
         for (const node *n = e->ents.b[i]; n; n = n->next) {
             const ent *x = n->ent;
-            for (int k = 0; k < MW_EC_N; k++)
-                for (int kind = 0; kind < MW_EK_N; kind++) {
-                    if (x->j[k][kind] <= 0 && !(k == MW_EC_CPU && kind == MW_EK_DYNAMIC)) continue;
-                    mw_emit(snap, &CONTAINER_ENERGY, x->j[k][kind], "namespace", x->ns, "pod",
-                            x->pod, "container", x->ctr, "component", mw_energy_component_names[k],
-                            "kind", mw_energy_kind_names[kind], MW_END);
-                }
+            emit_joules(e, snap, &CONTAINER_ENERGY, "namespace", x->ns, "pod", x->pod, "container",
+                        x->ctr, x);
             if (have_intensity || x->co2 > 0)
                 mw_emit(snap, &CONTAINER_CO2, x->co2, "namespace", x->ns, "pod", x->pod,
                         "container", x->ctr, MW_END);
         }
+    for (int sh = 0; sh < MW_ES_N; sh++) {
+        emit_joules(e, snap, &SHARE_ENERGY, "share", mw_energy_share_names[sh], NULL, NULL, NULL,
+                    NULL, &e->shares[sh]);
+        if (have_intensity || e->shares[sh].co2 > 0)
+            mw_emit(snap, &SHARE_CO2, e->shares[sh].co2, "share", mw_energy_share_names[sh],
+                    MW_END);
+    }
+    for (int k = 0; k < MW_EC_N; k++)
+        for (int kind = 0; kind < MW_EK_N; kind++)
+            for (int m = 0; m < MW_EM_N; m++)
+                if (e->comp_total[k][kind][m] > 0 ||
+                    (k == MW_EC_CPU && kind == MW_EK_DYNAMIC && m == e->cpu_method))
+                    mw_emit(snap, &COMPONENT_ENERGY, e->comp_total[k][kind][m], "component",
+                            mw_energy_component_names[k], "kind", mw_energy_kind_names[kind],
+                            "method", mw_energy_method_names[m], MW_END);
+    if (have_intensity || e->node_co2 > 0) mw_emit(snap, &NODE_CO2, e->node_co2, MW_END);
+    emit_floors(e, snap);
     mw_emit(snap, &VIOLATIONS, (double)e->violations, MW_END);
     mw_emit(snap, &BELOW_PARTS, (double)e->below_parts, MW_END);
     mw_emit(snap, &INTERVALS, (double)e->intervals, MW_END);
 }
 
-static void add(ent *x, int k, int kind, double j, double intensity, double *sum)
+/* Add j joules of component k, kind, method to x (its CO2 too). */
+typedef struct adder {
+    double intensity, sum;
+    const int *method; /* per component */
+} adder;
+
+static void add(adder *ad, ent *x, int k, int kind, double j)
 {
-    x->j[k][kind] += j;
-    if (intensity >= 0) x->co2 += j * intensity / 3.6e6;
-    *sum += j;
+    if (!(j > 0)) return; /* rounding may leave -1e-12; a counter never goes down */
+    x->j[k][kind][ad->method[k]] += j;
+    if (ad->intensity >= 0) x->co2 += j * ad->intensity / 3.6e6;
+    ad->sum += j;
+}
+
+/* Idle floors of cpu, dram and other; fills idle[] and the interval's
+ * floor figures. */
+static void idle_parts(mw_energy *e, const interval *iv, int estimated, double idle[MW_EC_N])
+{
+    int idle_like = iv->total > 0 && iv->busy / iv->total <= e->p.idle_util_max;
+    mw_energy_interval *l = &e->last;
+    for (int k = 0; k < MW_EC_N; k++) {
+        if (k == MW_EC_GPU || !(iv->comp[k] > 0)) continue;
+        /* Priors: the CPU's is the estimation model's idle watts per CPU
+         * (Cloud Carbon Footprint, docs/energy.md); DRAM's and other's 0 W
+         * (all dynamic, following use, until an idle interval is seen). */
+        double prior = k == MW_EC_CPU ? iv->ncpu * e->p.idle_watts_per_cpu : 0;
+        if (k == MW_EC_CPU && estimated) {
+            /* The model's own idle part; a configured floor overrides it. */
+            double cw = configured(e, k);
+            l->floor_watts[k] = cw >= 0 ? cw : prior;
+            l->floor_source[k] = cw >= 0 ? MW_EF_CONFIGURED : MW_EF_PRIOR;
+            idle[k] = l->floor_watts[k] * iv->dt;
+            if (idle[k] > iv->comp[k]) idle[k] = iv->comp[k];
+            continue;
+        }
+        idle[k] = floor_idle(e, &e->floor[k], configured(e, k), prior, iv->comp[k], iv->dt,
+                             idle_like, &l->floor_watts[k], &l->floor_source[k]);
+    }
+    for (size_t i = 0; i < e->ngpus; i++) {
+        idle[MW_EC_GPU] += e->gpus[i].idle;
+        l->floor_watts[MW_EC_GPU] += e->gpus[i].floor_w;
+        if (i == 0) l->floor_source[MW_EC_GPU] = e->gpus[i].floor_source;
+    }
 }
 
 void mw_energy_step(mw_energy *e, mw_snapshot *snap, double intensity)
@@ -598,7 +814,6 @@ void mw_energy_step(mw_energy *e, mw_snapshot *snap, double intensity)
     iv.dt = first ? 0 : (double)(snap->timestamp_ms - e->last_ts) / 1000.0;
     e->last_ts = snap->timestamp_ms;
     e->have_ts = 1;
-    e->unattr->last_ms = snap->timestamp_ms;
     memset(&e->last, 0, sizeof(e->last));
     if (e->restored) { /* restored totals count as seen now */
         for (size_t i = 0; i < NBUCKETS; i++)
@@ -614,8 +829,6 @@ void mw_energy_step(mw_energy *e, mw_snapshot *snap, double intensity)
     read_containers(e, snap, &iv);
     tsweep(&e->counters, keep_seen, &e->cycle);
     if (first) {
-        for (int k = 0; k < MW_EC_N; k++)
-            e->have_floor[k] = 0;
         tsweep(&e->ents, keep_ent, e);
         emit(e, snap, intensity >= 0);
         return;
@@ -628,34 +841,26 @@ void mw_energy_step(mw_energy *e, mw_snapshot *snap, double intensity)
         /* No measurement: the linear per-CPU model, labelled estimated. */
         double util = iv.busy / iv.total;
         if (util > 1) util = 1;
-        idle[MW_EC_CPU] = iv.ncpu * e->p.idle_watts_per_cpu * iv.dt;
         iv.comp[MW_EC_CPU] =
-            idle[MW_EC_CPU] +
+            iv.ncpu * e->p.idle_watts_per_cpu * iv.dt +
             iv.ncpu * (e->p.max_watts_per_cpu - e->p.idle_watts_per_cpu) * util * iv.dt;
         node_add(e, "model", "cpu", "estimated", iv.comp[MW_EC_CPU]);
         estimated = 1;
-    } else if (iv.comp[MW_EC_CPU] > 0) {
-        idle[MW_EC_CPU] =
-            idle_part(iv.comp[MW_EC_CPU], iv.dt, &e->floor_w[MW_EC_CPU], &e->have_floor[MW_EC_CPU]);
     }
-    if (iv.comp[MW_EC_DRAM] > 0)
-        idle[MW_EC_DRAM] = idle_part(iv.comp[MW_EC_DRAM], iv.dt, &e->floor_w[MW_EC_DRAM],
-                                     &e->have_floor[MW_EC_DRAM]);
-    for (size_t i = 0; i < e->ngpus; i++)
-        idle[MW_EC_GPU] += e->gpus[i].idle;
     double parts = iv.comp[MW_EC_CPU] + iv.comp[MW_EC_DRAM] + iv.comp[MW_EC_GPU];
     double whole = parts;
     if (iv.have_node) {
         if (iv.node_j >= parts) {
             iv.comp[MW_EC_OTHER] = iv.node_j - parts;
             whole = iv.node_j;
-            if (iv.comp[MW_EC_OTHER] > 0)
-                idle[MW_EC_OTHER] = idle_part(iv.comp[MW_EC_OTHER], iv.dt, &e->floor_w[MW_EC_OTHER],
-                                              &e->have_floor[MW_EC_OTHER]);
         } else {
             e->below_parts++;
         }
     }
+    idle_parts(e, &iv, estimated, idle);
+    int method[MW_EC_N] = {MW_EM_MEASURED, MW_EM_MEASURED, MW_EM_MEASURED, MW_EM_MEASURED};
+    if (estimated) method[MW_EC_CPU] = MW_EM_ESTIMATED;
+    e->cpu_method = method[MW_EC_CPU];
 
     /* CPU-time shares; requests weights. A container's CPU time is its
      * cgroup's difference plus what it was owed from the previous interval;
@@ -665,7 +870,7 @@ void mw_energy_step(mw_energy *e, mw_snapshot *snap, double intensity)
     for (size_t i = 0; i < NBUCKETS; i++)
         for (const node *n = e->ents.b[i]; n; n = n->next) {
             ent *x = n->ent;
-            if (x->cycle != e->cycle || x == e->unattr) continue;
+            if (x->cycle != e->cycle) continue;
             double raw = x->cpu_d;
             if (x->owed_cycle + 1 == e->cycle) x->cpu_d += x->owed;
             x->owed = raw; /* the most it can be owed next: a read skew is less than an interval */
@@ -676,7 +881,7 @@ void mw_energy_step(mw_energy *e, mw_snapshot *snap, double intensity)
     for (size_t i = 0; i < NBUCKETS; i++)
         for (const node *n = e->ents.b[i]; n; n = n->next) {
             ent *x = n->ent;
-            if (x->cycle != e->cycle || x == e->unattr) continue;
+            if (x->cycle != e->cycle) continue;
             double unpaid =
                 sum_cpu > iv.busy ? x->cpu_d * (1 - (iv.busy > 0 ? iv.busy : 0) / sum_cpu) : 0;
             x->owed = unpaid < x->owed ? unpaid : x->owed;
@@ -684,16 +889,24 @@ void mw_energy_step(mw_energy *e, mw_snapshot *snap, double intensity)
         }
     attribute_gpus(e, snap);
 
+    /* Idle energy by reservation: the requests policy with requests gives
+     * each Kubernetes container its CPU request over the node's CPUs (1024
+     * shares per CPU), the rest unreserved; with none (or policy cpu), by
+     * CPU time, processes outside any container being the system share. */
+    int by_requests = e->p.idle_policy == MW_IDLE_REQUESTS && sum_w > 0;
+    int by_cpu =
+        e->p.idle_policy == MW_IDLE_CPU || (e->p.idle_policy == MW_IDLE_REQUESTS && !(sum_w > 0));
+    double capacity = iv.ncpu * 1024.0 > sum_w ? iv.ncpu * 1024.0 : sum_w;
+    double system_frac = denom > 0 ? (denom - sum_cpu) / denom : 0;
+
+    adder ad = {.intensity = intensity, .method = method};
     double attributed[MW_EC_N][MW_EK_N] = {{0}};
-    double sum_parts = 0;
     for (size_t i = 0; i < NBUCKETS; i++)
         for (const node *n = e->ents.b[i]; n; n = n->next) {
             ent *x = n->ent;
-            if (x->cycle != e->cycle || x == e->unattr) continue;
+            if (x->cycle != e->cycle) continue;
             double share = denom > 0 ? x->cpu_d / denom : 0;
-            double ishare = e->p.idle_policy == MW_IDLE_CPU                     ? share
-                            : e->p.idle_policy == MW_IDLE_REQUESTS && sum_w > 0 ? x->weight / sum_w
-                                                                                : 0;
+            double ishare = by_requests ? x->weight / capacity : by_cpu ? share : 0;
             for (int k = 0; k < MW_EC_N; k++) {
                 double dyn, idl;
                 if (k == MW_EC_GPU) {
@@ -703,26 +916,45 @@ void mw_energy_step(mw_energy *e, mw_snapshot *snap, double intensity)
                     dyn = (iv.comp[k] - idle[k]) * share;
                     idl = idle[k] * ishare;
                 }
-                if (dyn > 0) add(x, k, MW_EK_DYNAMIC, dyn, intensity, &sum_parts);
-                if (idl > 0) add(x, k, MW_EK_IDLE, idl, intensity, &sum_parts);
-                attributed[k][MW_EK_DYNAMIC] += dyn > 0 ? dyn : 0;
-                attributed[k][MW_EK_IDLE] += idl > 0 ? idl : 0;
+                double before = ad.sum;
+                add(&ad, x, k, MW_EK_DYNAMIC, dyn);
+                attributed[k][MW_EK_DYNAMIC] += ad.sum - before;
+                before = ad.sum;
+                add(&ad, x, k, MW_EK_IDLE, idl);
+                attributed[k][MW_EK_IDLE] += ad.sum - before;
             }
         }
+    e->last.workloads_joules = ad.sum;
+    /* The shares: dynamic energy no container used is the system's; idle
+     * energy is the system's by its CPU time under the CPU-time rule, and
+     * what is left of it (all of it under policy none) is unreserved. */
+    ent *unres = &e->shares[MW_ES_UNRESERVED], *sys = &e->shares[MW_ES_SYSTEM];
     for (int k = 0; k < MW_EC_N; k++) {
         double kinds[MW_EK_N] = {iv.comp[k] - idle[k], idle[k]};
+        double dyn_rest = kinds[MW_EK_DYNAMIC] - attributed[k][MW_EK_DYNAMIC];
+        double idle_rest = kinds[MW_EK_IDLE] - attributed[k][MW_EK_IDLE];
+        double sys_idle = by_cpu && k != MW_EC_GPU ? idle[k] * system_frac : 0;
+        if (sys_idle > idle_rest) sys_idle = idle_rest;
+        double before = ad.sum;
+        add(&ad, sys, k, MW_EK_DYNAMIC, dyn_rest);
+        e->last.share[MW_ES_SYSTEM][k][MW_EK_DYNAMIC] = ad.sum - before;
+        before = ad.sum;
+        add(&ad, sys, k, MW_EK_IDLE, sys_idle);
+        e->last.share[MW_ES_SYSTEM][k][MW_EK_IDLE] = ad.sum - before;
+        before = ad.sum;
+        add(&ad, unres, k, MW_EK_IDLE, idle_rest - sys_idle);
+        e->last.share[MW_ES_UNRESERVED][k][MW_EK_IDLE] = ad.sum - before;
         for (int kind = 0; kind < MW_EK_N; kind++) {
-            double rest = kinds[kind] - attributed[k][kind];
-            /* Rounding may leave -1e-12; a counter never goes down. */
-            if (rest > 0) add(e->unattr, k, kind, rest, intensity, &sum_parts);
             e->last.component[k][kind] = kinds[kind];
+            if (kinds[kind] > 0) e->comp_total[k][kind][method[k]] += kinds[kind];
         }
     }
-    if (fabs(sum_parts - whole) > 0.001 * whole + 1e-9) e->violations++;
+    if (intensity >= 0) e->node_co2 += whole * intensity / 3.6e6;
+    if (fabs(ad.sum - whole) > 0.001 * whole + 1e-9) e->violations++;
     e->intervals++;
     e->last.seconds = iv.dt;
     e->last.node_joules = whole;
-    e->last.parts_joules = sum_parts;
+    e->last.parts_joules = ad.sum;
     e->last.estimated_cpu = estimated;
     e->last.valid = 1;
     tsweep(&e->ents, keep_ent, e);
@@ -731,6 +963,16 @@ void mw_energy_step(mw_energy *e, mw_snapshot *snap, double intensity)
 
 /* --- totals in and out ------------------------------------------------------ */
 
+static void sum_methods(const ent *x, double joules[MW_EC_N][MW_EK_N])
+{
+    for (int k = 0; k < MW_EC_N; k++)
+        for (int kind = 0; kind < MW_EK_N; kind++) {
+            joules[k][kind] = 0;
+            for (int m = 0; m < MW_EM_N; m++)
+                joules[k][kind] += x->j[k][kind][m];
+        }
+}
+
 int mw_energy_container(const mw_energy *e, const char *ns, const char *pod, const char *container,
                         double joules[MW_EC_N][MW_EK_N], double *co2_grams)
 {
@@ -738,20 +980,34 @@ int mw_energy_container(const mw_energy *e, const char *ns, const char *pod, con
     snprintf(key, sizeof(key), "%s%c%s%c%s", ns, SEP, pod, SEP, container);
     node *n = tfind((table *)&e->ents, key, 0);
     if (!n || !n->ent) return -1;
-    memcpy(joules, n->ent->j, sizeof(n->ent->j));
+    sum_methods(n->ent, joules);
     if (co2_grams) *co2_grams = n->ent->co2;
     return 0;
+}
+
+void mw_energy_share(const mw_energy *e, int share, double joules[MW_EC_N][MW_EK_N],
+                     double *co2_grams)
+{
+    sum_methods(&e->shares[share], joules);
+    if (co2_grams) *co2_grams = e->shares[share].co2;
+}
+
+static void visit_ent(const ent *x, char kind, const char *a, const char *b, const char *c,
+                      mw_energy_visit_fn fn, void *ctx)
+{
+    double v[MW_ENERGY_VALUES + 1];
+    memcpy(v, x->j, sizeof(x->j));
+    v[MW_ENERGY_VALUES] = x->co2;
+    fn(ctx, kind, a, b, c, v, MW_ARRAY_LEN(v));
 }
 
 void mw_energy_visit(const mw_energy *e, mw_energy_visit_fn fn, void *ctx)
 {
     for (size_t i = 0; i < NBUCKETS; i++)
-        for (const node *n = e->ents.b[i]; n; n = n->next) {
-            double v[MW_EC_N * MW_EK_N + 1];
-            memcpy(v, n->ent->j, sizeof(n->ent->j));
-            v[MW_EC_N * MW_EK_N] = n->ent->co2;
-            fn(ctx, 'c', n->ent->ns, n->ent->pod, n->ent->ctr, v, MW_ARRAY_LEN(v));
-        }
+        for (const node *n = e->ents.b[i]; n; n = n->next)
+            visit_ent(n->ent, 'c', n->ent->ns, n->ent->pod, n->ent->ctr, fn, ctx);
+    for (int sh = 0; sh < MW_ES_N; sh++)
+        visit_ent(&e->shares[sh], 's', mw_energy_share_names[sh], "", "", fn, ctx);
     for (size_t i = 0; i < NBUCKETS; i++)
         for (const node *n = e->nodes.b[i]; n; n = n->next) {
             char a[512];
@@ -761,10 +1017,23 @@ void mw_energy_visit(const mw_energy *e, mw_energy_visit_fn fn, void *ctx)
             *b = *c = '\0';
             fn(ctx, 'n', a, b + 1, c + 1, &n->v, 1);
         }
+    for (int k = 0; k < MW_EC_N; k++)
+        for (int kind = 0; kind < MW_EK_N; kind++)
+            for (int m = 0; m < MW_EM_N; m++)
+                if (e->comp_total[k][kind][m] > 0)
+                    fn(ctx, 'k', mw_energy_component_names[k], mw_energy_kind_names[kind],
+                       mw_energy_method_names[m], &e->comp_total[k][kind][m], 1);
+    fn(ctx, 'g', "", "", "", &e->node_co2, 1);
+    for (int k = 0; k < MW_EC_N; k++)
+        if (k != MW_EC_GPU && e->floor[k].learnt)
+            fn(ctx, 'f', mw_energy_component_names[k], "", "", &e->floor[k].w, 1);
+    for (size_t i = 0; i < e->ngpu_floors; i++)
+        if (e->gpu_floors[i].f.learnt)
+            fn(ctx, 'f', "gpu", e->gpu_floors[i].uuid, "", &e->gpu_floors[i].f.w, 1);
 }
 
 void mw_energy_restore_container(mw_energy *e, const char *ns, const char *pod,
-                                 const char *container, const double joules[MW_EC_N][MW_EK_N],
+                                 const char *container, const double joules[MW_ENERGY_VALUES],
                                  double co2_grams)
 {
     ent *x = entity(e, ns, pod, container, 1);
@@ -773,6 +1042,59 @@ void mw_energy_restore_container(mw_energy *e, const char *ns, const char *pod,
     x->co2 = co2_grams;
     x->last_ms = 0;
     e->restored = 1;
+}
+
+void mw_energy_restore_share(mw_energy *e, int share, const double joules[MW_ENERGY_VALUES],
+                             double co2_grams)
+{
+    if (share < 0 || share >= MW_ES_N) return;
+    memcpy(e->shares[share].j, joules, sizeof(e->shares[share].j));
+    e->shares[share].co2 = co2_grams;
+}
+
+void mw_energy_restore_component(mw_energy *e, int component, int kind, int method, double joules)
+{
+    if (component < 0 || component >= MW_EC_N || kind < 0 || kind >= MW_EK_N || method < 0 ||
+        method >= MW_EM_N)
+        return;
+    e->comp_total[component][kind][method] = joules;
+}
+
+void mw_energy_restore_node_co2(mw_energy *e, double grams)
+{
+    e->node_co2 = grams;
+}
+
+void mw_energy_restore_floor(mw_energy *e, int component, const char *uuid, double watts)
+{
+    idle_floor *f = NULL;
+    if (component == MW_EC_GPU)
+        f = gpu_floor_of(e, uuid);
+    else if (component >= 0 && component < MW_EC_N)
+        f = &e->floor[component];
+    if (!f) return;
+    f->w = watts;
+    f->learnt = 1;
+}
+
+static void add_parts(double total[MW_EC_N][MW_EK_N][MW_EM_N], const ent *x, double *co2)
+{
+    for (int k = 0; k < MW_EC_N; k++)
+        for (int kind = 0; kind < MW_EK_N; kind++)
+            for (int m = 0; m < MW_EM_N; m++)
+                total[k][kind][m] += x->j[k][kind][m];
+    *co2 += x->co2;
+}
+
+void mw_energy_restore_components_from_parts(mw_energy *e)
+{
+    memset(e->comp_total, 0, sizeof(e->comp_total));
+    e->node_co2 = 0;
+    for (size_t i = 0; i < NBUCKETS; i++)
+        for (const node *n = e->ents.b[i]; n; n = n->next)
+            add_parts(e->comp_total, n->ent, &e->node_co2);
+    for (int sh = 0; sh < MW_ES_N; sh++)
+        add_parts(e->comp_total, &e->shares[sh], &e->node_co2);
 }
 
 void mw_energy_restore_node(mw_energy *e, const char *source, const char *zone, const char *method,

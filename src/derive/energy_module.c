@@ -12,16 +12,18 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
-#define SAVE_EVERY_MS 60000
+/* The state is saved after every interval, so a kill -9 loses at most the
+ * energy of the interval under way. */
 
 typedef struct energy_mod {
     const mw_env *env;
     mw_energy *model;
     mw_carbon *carbon;
     char identity[256];
-    int64_t saved_ms;
-    int save_ok; /* 0 after a failed save, so the log says when it works again */
+    char dir[4096]; /* DATA_DIR/state */
+    int save_ok;    /* 0 after a failed save, so the log says when it works again */
     uint64_t cycles;
     mw_buf scratch;
 } energy_mod;
@@ -80,6 +82,34 @@ static int check_idle_policy(const char *v, char *why, size_t n)
     return -1;
 }
 
+/* COMPONENT=WATTS of --energy-idle-watts. */
+static int parse_idle_watts(const char *v, int *component, double *watts)
+{
+    const char *eq = strchr(v, '=');
+    if (!eq) return -1;
+    char name[16];
+    if ((size_t)(eq - v) >= sizeof(name)) return -1;
+    memcpy(name, v, (size_t)(eq - v));
+    name[eq - v] = '\0';
+    *component = mw_energy_name_index(mw_energy_component_names, MW_EC_N, name);
+    char *end;
+    *watts = strtod(eq + 1, &end);
+    if (*component < 0 || end == eq + 1 || *end || !(*watts >= 0) || *watts > 1e6) return -1;
+    return 0;
+}
+
+static int check_idle_watts(const char *v, char *why, size_t n)
+{
+    int c;
+    double w;
+    if (parse_idle_watts(v, &c, &w) == 0) return 0;
+    snprintf(why, n,
+             "'%s' must be COMPONENT=WATTS with COMPONENT cpu, dram, gpu or other and "
+             "WATTS from 0 to 1e6",
+             v);
+    return -1;
+}
+
 static int carbon_section(void *settings, const char *file, void *doc, void *node, char *err,
                           size_t errsize)
 {
@@ -103,10 +133,15 @@ static const mw_option energy_rows[] = {
                       "data[0].intensity.actual, auth_header: auth-token, auth_file: PATH, "
                       "refresh: 5m, timeout: 10s, max_body: 1MiB}",
                       carbon_section),
-    OPT("energy-idle-policy", MW_OPT_STRING, idle_policy, "none",
-        "Idle (static) host energy: none (unattributed), requests (shared by the containers' CPU "
-        "requests) or cpu (shared by CPU time)",
+    OPT("energy-idle-policy", MW_OPT_STRING, idle_policy, "requests",
+        "Idle (static) host energy: requests (Kubernetes CPU requests over the node's CPUs, the "
+        "rest to share unreserved; by CPU time where no container has a request), cpu (by CPU "
+        "time) or none (all to share unreserved)",
         check_idle_policy),
+    MW_OPT_LIST_OF(mw_energy_settings, "energy-idle-watts", idle_watts, nidle_watts, "learnt",
+                   "Idle power of a component set by hand, COMPONENT=WATTS (cpu, dram, gpu: per "
+                   "GPU, other), repeatable; unset components learn theirs (docs/energy.md)",
+                   check_idle_watts),
     OPT("energy-idle-watts-per-cpu", MW_OPT_NUMBER, idle_watts_per_cpu, "0.74",
         "Estimation model without RAPL: watts per CPU at 0% utilization", NULL),
     OPT("energy-max-watts-per-cpu", MW_OPT_NUMBER, max_watts_per_cpu, "3.5",
@@ -120,7 +155,15 @@ const mw_option_group mw_energy_options =
 int mw_energy_params_from_config(const mw_config *config, mw_energy_params *p)
 {
     const mw_energy_settings *cfg = mw_config_group(config, &mw_energy_options);
-    memset(p, 0, sizeof(*p));
+    mw_energy_params_init(p, MW_IDLE_REQUESTS);
+    for (size_t i = 0; i < cfg->nidle_watts; i++) {
+        int c;
+        double w;
+        if (parse_idle_watts(cfg->idle_watts[i], &c, &w) == 0) {
+            p->idle_watts[c] = w;
+            p->idle_watts_set |= 1u << c;
+        }
+    }
     p->idle_watts_per_cpu = cfg->idle_watts_per_cpu;
     p->max_watts_per_cpu = cfg->max_watts_per_cpu;
     if (p->idle_watts_per_cpu < 0 || p->max_watts_per_cpu < p->idle_watts_per_cpu) return -1;
@@ -148,19 +191,61 @@ int mw_energy_carbon_from_config(const mw_config *config, mw_carbon **out, char 
     return mw_carbon_open(&o, out, err, errsize);
 }
 
+void mw_energy_state_dir(const mw_config *cfg, char *out, size_t size)
+{
+    size_t n = mw_strlcpy(out, cfg->data_dir, size);
+    if (n < size) mw_strlcpy(out + n, "/state", size - n);
+}
+
 static void save(energy_mod *m, int64_t now)
 {
-    int rc = mw_energy_state_save(m->model, m->env->cfg->state_dir, m->identity, now);
+    /* --data-dir may not exist yet (the store creates its own folder). */
+    if (mkdir(m->env->cfg->data_dir, 0700) < 0 && errno != EEXIST) {
+        mw_log_once(MW_LOG_WARN, "energy", "state-save",
+                    "cannot create --data-dir %s: %s (a restart will start the energy totals "
+                    "at 0)",
+                    m->env->cfg->data_dir, strerror(errno));
+        m->save_ok = 0;
+        return;
+    }
+    int rc = mw_energy_state_save(m->model, m->dir, m->identity, now);
     if (rc < 0) {
         mw_log_once(MW_LOG_WARN, "energy", "state-save",
-                    "cannot save energy totals under --state-dir %s: %s (a restart will start "
-                    "them at 0)",
-                    m->env->cfg->state_dir, strerror(-rc));
+                    "cannot save energy totals under %s: %s (a restart will start them at 0)",
+                    m->dir, strerror(-rc));
         m->save_ok = 0;
     } else {
+        if (!m->save_ok) mw_log(MW_LOG_INFO, "energy", "energy totals saved again in %s", m->dir);
         m->save_ok = 1;
     }
-    m->saved_ms = now;
+}
+
+/* Restore DATA_DIR/state/energy-state.json; where there is none, the file of
+ * an older agent in --state-dir is read once, saved in the new place and
+ * renamed to energy-state.json.migrated. */
+static void restore(energy_mod *m)
+{
+    const mw_config *cfg = m->env->cfg;
+    char err[1024];
+    int rc = mw_energy_state_load(m->model, m->dir, m->identity, err, sizeof(err));
+    if (rc == 0)
+        mw_log(MW_LOG_INFO, "energy", "energy totals restored from %s/%s", m->dir,
+               MW_ENERGY_STATE_FILE);
+    else if (rc < 0)
+        mw_log(MW_LOG_WARN, "energy", "energy state not trusted: %s", err);
+    if (rc != 1 || !cfg->state_dir[0] || strcmp(cfg->state_dir, m->dir) == 0) return;
+    rc = mw_energy_state_load(m->model, cfg->state_dir, m->identity, err, sizeof(err));
+    if (rc < 0) mw_log(MW_LOG_WARN, "energy", "old energy state not trusted: %s", err);
+    if (rc != 0) return;
+    save(m, mw_now_ms());
+    char from[4200], to[4300];
+    snprintf(from, sizeof(from), "%s/%s", cfg->state_dir, MW_ENERGY_STATE_FILE);
+    snprintf(to, sizeof(to), "%s.migrated", from);
+    if (m->save_ok && rename(from, to) == 0)
+        mw_log(MW_LOG_INFO, "energy",
+               "energy totals migrated from %s to %s/%s (the old file is "
+               "now %s)",
+               from, m->dir, MW_ENERGY_STATE_FILE, to);
 }
 
 static int energy_init(const mw_env *env, void **state)
@@ -183,14 +268,9 @@ static int energy_init(const mw_env *env, void **state)
     if (mw_energy_carbon_from_config(env->cfg, &m->carbon, err, sizeof(err)) < 0)
         mw_log(MW_LOG_ERROR, "energy", "carbon intensity off: %s", err);
     mw_energy_identity(env->host, m->identity, sizeof(m->identity));
-    int rc = mw_energy_state_load(m->model, env->cfg->state_dir, m->identity, err, sizeof(err));
-    if (rc == 0)
-        mw_log(MW_LOG_INFO, "energy", "energy totals restored from %s/%s", env->cfg->state_dir,
-               MW_ENERGY_STATE_FILE);
-    else if (rc < 0)
-        mw_log(MW_LOG_WARN, "energy", "energy state not trusted: %s", err);
-    m->saved_ms = mw_now_ms();
+    mw_energy_state_dir(env->cfg, m->dir, sizeof(m->dir));
     m->save_ok = 1;
+    restore(m);
     *state = m;
     return 0;
 }
@@ -202,8 +282,7 @@ static void energy_derive(void *state, mw_snapshot *snap)
     double intensity = mw_carbon_now(m->carbon, snap->timestamp_ms, NULL);
     mw_energy_step(m->model, snap, intensity);
     mw_carbon_emit(m->carbon, snap, snap->timestamp_ms);
-    if (snap->timestamp_ms - m->saved_ms >= SAVE_EVERY_MS || snap->timestamp_ms < m->saved_ms)
-        save(m, snap->timestamp_ms);
+    if (m->cycles > 1) save(m, snap->timestamp_ms); /* the first cycle adds nothing */
 }
 
 static void energy_destroy(void *state)

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #define FORMAT "mlwatch-energy-state"
-#define VERSION 1
+#define VERSION 2 /* version 1 (no shares, methods, components or floors) is read too */
 
 /* --- dump ------------------------------------------------------------------ */
 
@@ -26,8 +26,10 @@
  * good. */
 typedef struct dump_ctx {
     mw_buf out;
-    int ncontainers, nnode;
-    mw_buf node; /* the node array, appended after the containers */
+    int ncontainers, nnode, nshares, ncomponents, nfloors;
+    /* the other lists, appended after the containers */
+    mw_buf node, shares, components, floors;
+    double node_co2;
 } dump_ctx;
 
 /* Append j's compact text (then drop j), after a comma when *count entries
@@ -43,45 +45,100 @@ static void append_json(mw_buf *b, json_t *j, int *count)
     free(text);
 }
 
+/* {"cpu":{"measured":{"dynamic":J,"idle":J},"estimated":{...}},...} of an
+ * entity's values (MW_EC_N x MW_EK_N x MW_EM_N). */
+static json_t *joules_json(const double *v)
+{
+    json_t *j = json_object();
+    for (int k = 0; k < MW_EC_N; k++) {
+        json_t *c = json_object();
+        for (int m = 0; m < MW_EM_N; m++) {
+            double dyn = v[(k * MW_EK_N + MW_EK_DYNAMIC) * MW_EM_N + m];
+            double idle = v[(k * MW_EK_N + MW_EK_IDLE) * MW_EM_N + m];
+            if (dyn > 0 || idle > 0) /* absent: 0 */
+                json_object_set_new(c, mw_energy_method_names[m],
+                                    json_pack("{s:f,s:f}", "dynamic", dyn, "idle", idle));
+        }
+        if (json_object_size(c))
+            json_object_set_new(j, mw_energy_component_names[k], c);
+        else
+            json_decref(c);
+    }
+    return j;
+}
+
 static void dump_one(void *arg, char kind, const char *a, const char *b, const char *c,
                      const double *v, size_t n)
 {
     dump_ctx *d = arg;
-    if (kind == 'n') {
+    switch (kind) {
+    case 'n':
         append_json(
             &d->node,
             json_pack("{s:s,s:s,s:s,s:f}", "source", a, "zone", b, "method", c, "joules", v[0]),
             &d->nnode);
         return;
+    case 'k':
+        append_json(
+            &d->components,
+            json_pack("{s:s,s:s,s:s,s:f}", "component", a, "kind", b, "method", c, "joules", v[0]),
+            &d->ncomponents);
+        return;
+    case 'f':
+        append_json(&d->floors, json_pack("{s:s,s:s,s:f}", "component", a, "gpu", b, "watts", v[0]),
+                    &d->nfloors);
+        return;
+    case 'g':
+        d->node_co2 = v[0];
+        return;
+    case 's':
+        if (n != MW_ENERGY_VALUES + 1) return;
+        append_json(&d->shares,
+                    json_pack("{s:s,s:o,s:f}", "share", a, "joules", joules_json(v), "co2_grams",
+                              v[MW_ENERGY_VALUES]),
+                    &d->nshares);
+        return;
+    default:
+        break;
     }
-    if (n != MW_EC_N * MW_EK_N + 1) return;
-    json_t *j = json_object();
-    for (int k = 0; k < MW_EC_N; k++)
-        json_object_set_new(j, mw_energy_component_names[k],
-                            json_pack("{s:f,s:f}", "dynamic", v[k * MW_EK_N + MW_EK_DYNAMIC],
-                                      "idle", v[k * MW_EK_N + MW_EK_IDLE]));
+    if (n != MW_ENERGY_VALUES + 1) return;
     append_json(&d->out,
                 json_pack("{s:s,s:s,s:s,s:o,s:f}", "namespace", a, "pod", b, "container", c,
-                          "joules", j, "co2_grams", v[MW_EC_N * MW_EK_N]),
+                          "joules", joules_json(v), "co2_grams", v[MW_ENERGY_VALUES]),
                 &d->ncontainers);
+}
+
+static void append_list(mw_buf *out, const char *name, const mw_buf *list)
+{
+    mw_buf_printf(out, "],\"%s\":[", name);
+    if (list->len) mw_buf_append(out, list->data, list->len);
 }
 
 char *mw_energy_state_dump(const mw_energy *e, const char *identity, int64_t now_ms)
 {
     json_t *id = json_string(identity ? identity : "");
     if (!id) return NULL; /* not UTF-8 */
-    dump_ctx d = {.ncontainers = 0};
+    dump_ctx d;
+    memset(&d, 0, sizeof(d));
     mw_buf_init(&d.out, 0);
-    mw_buf_init(&d.node, 0);
+    mw_buf *lists[] = {&d.node, &d.shares, &d.components, &d.floors};
+    for (size_t i = 0; i < MW_ARRAY_LEN(lists); i++)
+        mw_buf_init(lists[i], 0);
     mw_buf_printf(&d.out, "{\"format\":\"%s\",\"version\":%d,\"identity\":", FORMAT, VERSION);
     int one = 0;
     append_json(&d.out, id, &one);
     mw_buf_printf(&d.out, ",\"saved_ms\":%lld,\"containers\":[", (long long)now_ms);
     mw_energy_visit(e, dump_one, &d);
-    mw_buf_puts(&d.out, "],\"node\":[");
-    if (d.node.len) mw_buf_append(&d.out, d.node.data, d.node.len);
-    mw_buf_puts(&d.out, "]}");
-    mw_buf_free(&d.node);
+    append_list(&d.out, "shares", &d.shares);
+    append_list(&d.out, "node", &d.node);
+    append_list(&d.out, "components", &d.components);
+    append_list(&d.out, "floors", &d.floors);
+    mw_buf_puts(&d.out, "],\"node_co2_grams\":");
+    one = 0;
+    append_json(&d.out, json_real(d.node_co2), &one);
+    mw_buf_putc(&d.out, '}');
+    for (size_t i = 0; i < MW_ARRAY_LEN(lists); i++)
+        mw_buf_free(lists[i]);
     return mw_buf_steal(&d.out, NULL);
 }
 
@@ -106,6 +163,36 @@ static int str(const json_t *o, const char *key, const char **out, size_t max)
     return 0;
 }
 
+/* An entity's joules object into v (MW_ENERGY_VALUES): version 2 by method,
+ * a component or method left out being 0; version 1 had {"dynamic","idle"}
+ * for every component, taken as method v1_cpu_method for the CPU and
+ * measured for the rest. Returns -1 with the bad component in *bad. */
+static int parse_joules(const json_t *jo, int version, int v1_cpu_method, double *v,
+                        const char **bad)
+{
+    memset(v, 0, sizeof(double) * MW_ENERGY_VALUES);
+    for (int k = 0; k < MW_EC_N; k++) {
+        const json_t *cj = json_object_get(jo, mw_energy_component_names[k]);
+        *bad = mw_energy_component_names[k];
+        for (int m = 0; m < MW_EM_N; m++) {
+            const json_t *mj = cj;
+            if (version >= 2) {
+                if (cj && !json_is_object(cj)) return -1;
+                mj = json_object_get(cj, mw_energy_method_names[m]);
+                if (!mj) continue;
+            } else if (m != (k == MW_EC_CPU ? v1_cpu_method : MW_EM_MEASURED)) {
+                continue;
+            }
+            if (total(json_object_get(mj, "dynamic"),
+                      &v[(k * MW_EK_N + MW_EK_DYNAMIC) * MW_EM_N + m]) < 0 ||
+                total(json_object_get(mj, "idle"), &v[(k * MW_EK_N + MW_EK_IDLE) * MW_EM_N + m]) <
+                    0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
 int mw_energy_state_parse(mw_energy *e, const char *text, size_t len, const char *identity,
                           char *err, size_t errsize)
 {
@@ -119,12 +206,16 @@ int mw_energy_state_parse(mw_energy *e, const char *text, size_t len, const char
     const char *fmt = NULL, *id = NULL;
     const json_t *ver = json_object_get(root, "version");
     const json_t *cs = json_object_get(root, "containers"), *ns = json_object_get(root, "node");
+    const json_t *ss = json_object_get(root, "shares"), *ks = json_object_get(root, "components");
+    const json_t *fs = json_object_get(root, "floors");
+    double node_co2 = 0;
     if (str(root, "format", &fmt, 64) < 0 || strcmp(fmt, FORMAT) != 0) {
         snprintf(err, errsize, "not an mlwatch energy state file");
         goto out;
     }
-    if (!json_is_integer(ver) || json_integer_value(ver) != VERSION) {
-        snprintf(err, errsize, "unsupported version (this agent reads version %d)", VERSION);
+    json_int_t version = json_is_integer(ver) ? json_integer_value(ver) : 0;
+    if (version != 1 && version != VERSION) {
+        snprintf(err, errsize, "unsupported version (this agent reads versions 1 and %d)", VERSION);
         goto out;
     }
     if (str(root, "identity", &id, 256) < 0 || strcmp(id, identity) != 0) {
@@ -132,18 +223,30 @@ int mw_energy_state_parse(mw_energy *e, const char *text, size_t len, const char
                  identity);
         goto out;
     }
-    if (!json_is_array(cs) || !json_is_array(ns)) {
-        snprintf(err, errsize, "containers and node must be lists");
+    if (!json_is_array(cs) || !json_is_array(ns) ||
+        (version >= 2 && (!json_is_array(ss) || !json_is_array(ks) || !json_is_array(fs) ||
+                          total(json_object_get(root, "node_co2_grams"), &node_co2) < 0))) {
+        snprintf(err, errsize,
+                 "containers, shares, node, components and floors must be lists "
+                 "and node_co2_grams a total");
         goto out;
+    }
+    /* Version 1 wrote the CPU model's totals as source "model". */
+    int v1_cpu_method = MW_EM_MEASURED;
+    size_t i;
+    const json_t *c;
+    json_array_foreach(ns, i, c)
+    {
+        const char *src;
+        if (str(c, "source", &src, 63) == 0 && strcmp(src, "model") == 0)
+            v1_cpu_method = MW_EM_ESTIMATED;
     }
     /* Validate everything first: a half-restored state would be worse than none. */
     for (int pass = 0; pass < 2; pass++) {
-        size_t i;
-        const json_t *c;
         json_array_foreach(cs, i, c)
         {
-            const char *a, *b, *k;
-            double j[MW_EC_N][MW_EK_N], co2;
+            const char *a, *b, *k, *bad;
+            double v[MW_ENERGY_VALUES], co2;
             const json_t *jo = json_object_get(c, "joules");
             if (str(c, "namespace", &a, 253) < 0 || str(c, "pod", &b, 253) < 0 ||
                 str(c, "container", &k, 511) < 0 || !json_is_object(jo) ||
@@ -151,16 +254,43 @@ int mw_energy_state_parse(mw_energy *e, const char *text, size_t len, const char
                 snprintf(err, errsize, "containers[%zu]: malformed", i);
                 goto out;
             }
-            for (int x = 0; x < MW_EC_N; x++) {
-                const json_t *cj = json_object_get(jo, mw_energy_component_names[x]);
-                if (total(json_object_get(cj, "dynamic"), &j[x][MW_EK_DYNAMIC]) < 0 ||
-                    total(json_object_get(cj, "idle"), &j[x][MW_EK_IDLE]) < 0) {
-                    snprintf(err, errsize, "containers[%zu]: bad joules.%s", i,
-                             mw_energy_component_names[x]);
-                    goto out;
-                }
+            if (parse_joules(jo, (int)version, v1_cpu_method, v, &bad) < 0) {
+                snprintf(err, errsize, "containers[%zu]: bad joules.%s", i, bad);
+                goto out;
             }
-            if (pass) mw_energy_restore_container(e, a, b, k, (const double(*)[MW_EK_N])j, co2);
+            if (!pass) continue;
+            if (version == 1 && !*a && !*b && !*k) {
+                /* Version 1's unattributed remainder: its dynamic energy was
+                 * no container's (system), its idle energy no one's
+                 * (unreserved). */
+                double dyn[MW_ENERGY_VALUES] = {0}, idl[MW_ENERGY_VALUES] = {0};
+                for (int x = 0; x < MW_EC_N; x++)
+                    for (int m = 0; m < MW_EM_N; m++) {
+                        int di = (x * MW_EK_N + MW_EK_DYNAMIC) * MW_EM_N + m;
+                        int ii = (x * MW_EK_N + MW_EK_IDLE) * MW_EM_N + m;
+                        dyn[di] = v[di];
+                        idl[ii] = v[ii];
+                    }
+                mw_energy_restore_share(e, MW_ES_SYSTEM, dyn, co2);
+                mw_energy_restore_share(e, MW_ES_UNRESERVED, idl, 0);
+                continue;
+            }
+            mw_energy_restore_container(e, a, b, k, v, co2);
+        }
+        json_array_foreach(ss, i, c)
+        {
+            const char *a, *bad;
+            double v[MW_ENERGY_VALUES], co2;
+            int sh = -1;
+            if (str(c, "share", &a, 32) < 0 ||
+                (sh = mw_energy_name_index(mw_energy_share_names, MW_ES_N, a)) < 0 ||
+                !json_is_object(json_object_get(c, "joules")) ||
+                total(json_object_get(c, "co2_grams"), &co2) < 0 ||
+                parse_joules(json_object_get(c, "joules"), (int)version, 0, v, &bad) < 0) {
+                snprintf(err, errsize, "shares[%zu]: malformed", i);
+                goto out;
+            }
+            if (pass) mw_energy_restore_share(e, sh, v, co2);
         }
         json_array_foreach(ns, i, c)
         {
@@ -173,7 +303,40 @@ int mw_energy_state_parse(mw_energy *e, const char *text, size_t len, const char
             }
             if (pass) mw_energy_restore_node(e, a, b, k, j);
         }
+        json_array_foreach(ks, i, c)
+        {
+            const char *a, *b, *k;
+            double j;
+            int ci = -1, ki = -1, mi = -1;
+            if (str(c, "component", &a, 16) < 0 || str(c, "kind", &b, 16) < 0 ||
+                str(c, "method", &k, 16) < 0 || total(json_object_get(c, "joules"), &j) < 0 ||
+                (ci = mw_energy_name_index(mw_energy_component_names, MW_EC_N, a)) < 0 ||
+                (ki = mw_energy_name_index(mw_energy_kind_names, MW_EK_N, b)) < 0 ||
+                (mi = mw_energy_name_index(mw_energy_method_names, MW_EM_N, k)) < 0) {
+                snprintf(err, errsize, "components[%zu]: malformed", i);
+                goto out;
+            }
+            if (pass) mw_energy_restore_component(e, ci, ki, mi, j);
+        }
+        json_array_foreach(fs, i, c)
+        {
+            const char *a, *g;
+            double w;
+            int ci = -1;
+            if (str(c, "component", &a, 16) < 0 || str(c, "gpu", &g, 95) < 0 ||
+                total(json_object_get(c, "watts"), &w) < 0 || w > 1e6 ||
+                (ci = mw_energy_name_index(mw_energy_component_names, MW_EC_N, a)) < 0 ||
+                (ci == MW_EC_GPU) != (*g != 0)) {
+                snprintf(err, errsize, "floors[%zu]: malformed", i);
+                goto out;
+            }
+            if (pass) mw_energy_restore_floor(e, ci, g, w);
+        }
     }
+    if (version == 1)
+        mw_energy_restore_components_from_parts(e);
+    else
+        mw_energy_restore_node_co2(e, node_co2);
     rc = 0;
 out:
     json_decref(root);

@@ -14,10 +14,12 @@
 
 #include "core/util.h"
 #include "derive/energy.h"
+#include "derive/energy_state.h"
 #include "testutil.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const mw_metric_desc CPU = {"mlwatch_cpu_seconds_total", "", "seconds", MW_COUNTER};
@@ -78,13 +80,43 @@ static double cj(const mw_snapshot *s, const char *pod, const char *comp, const 
     return v;
 }
 
-/* Sum of every container energy sample (all pods, the remainder included). */
-static double sum_all(const mw_snapshot *s)
+static double sum_family(const mw_snapshot *s, const char *name)
 {
-    const mw_family *f = mw_snapshot_find(s, "mlwatch_container_energy_joules_total");
+    const mw_family *f = mw_snapshot_find(s, name);
     double t = 0;
     for (const mw_sample *x = f ? f->first : NULL; x; x = x->next)
         t += x->value;
+    return t;
+}
+
+/* Sum of every energy sample: the containers and the two shares. The node's
+ * component totals must say the same. */
+static double sum_all(const mw_snapshot *s)
+{
+    double parts = sum_family(s, "mlwatch_container_energy_joules_total") +
+                   sum_family(s, "mlwatch_energy_share_joules_total");
+    double whole = sum_family(s, "mlwatch_energy_component_joules_total");
+    if (fabs(parts - whole) > 1e-9 * (whole + 1))
+        fail_msg("workloads and shares %.17g != component totals %.17g", parts, whole);
+    return parts;
+}
+
+/* A share's total of one component and kind (any method). */
+static double sj(const mw_snapshot *s, const char *share, const char *comp, const char *kind)
+{
+    double t = 0;
+    const mw_family *f = mw_snapshot_find(s, "mlwatch_energy_share_joules_total");
+    for (const mw_sample *x = f ? f->first : NULL; x; x = x->next) {
+        int match = 0;
+        for (uint32_t i = 0; i < x->nlabels; i++)
+            match +=
+                (strcmp(x->labels[i].name, "share") == 0 &&
+                 strcmp(x->labels[i].value, share) == 0) +
+                (strcmp(x->labels[i].name, "component") == 0 &&
+                 strcmp(x->labels[i].value, comp) == 0) +
+                (strcmp(x->labels[i].name, "kind") == 0 && strcmp(x->labels[i].value, kind) == 0);
+        if (match == 3) t += x->value;
+    }
     return t;
 }
 
@@ -108,9 +140,8 @@ static void conserved(mw_energy *e, const mw_snapshot *s, double node_total, int
 
 static mw_energy *model(mw_idle_policy pol)
 {
-    mw_energy_params p = {.idle_watts_per_cpu = MW_ENERGY_IDLE_WATTS_PER_CPU,
-                          .max_watts_per_cpu = MW_ENERGY_MAX_WATTS_PER_CPU,
-                          .idle_policy = pol};
+    mw_energy_params p;
+    mw_energy_params_init(&p, pol);
     return mw_energy_new(&p);
 }
 
@@ -134,14 +165,24 @@ static void cpu_split_three_to_one(void **state)
         if (i) total += pkg[i] - pkg[i - 1] + 5;
         assert_conserved(e, s, total);
         if (i == 3) {
-            /* Idle floor 50 W: dynamic 0 + 30 + 20 J, shared 0.6 : 0.2 : rest 0.2. */
-            assert_near(cj(s, "a", "cpu", "dynamic"), 30);
-            assert_near(cj(s, "b", "cpu", "dynamic"), 10);
+            /* The node is 50% busy throughout: nothing idle seen, so the
+             * CPU's idle floor is the prior, 2 CPUs x 0.74 W; DRAM's is 0 W.
+             * 200 J of CPU: 3 x 1.48 = 4.44 J idle, 195.56 J dynamic, shared
+             * 0.6 : 0.2 : 0.2 to the processes outside any container. */
+            assert_near(cj(s, "a", "cpu", "dynamic"), 0.6 * 195.56);
+            assert_near(cj(s, "b", "cpu", "dynamic"), 0.2 * 195.56);
             assert_near(cj(s, "a", "cpu", "dynamic") / cj(s, "b", "cpu", "dynamic"), 3);
-            assert_near(cj(s, "", "cpu", "dynamic"), 10);
-            assert_near(cj(s, "", "cpu", "idle"), 150);
-            assert_near(cj(s, "", "dram", "idle"), 15);
-            assert_near(cj(s, "a", "cpu", "idle"), 0); /* policy none */
+            assert_near(sj(s, "system", "cpu", "dynamic"), 0.2 * 195.56);
+            assert_near(sj(s, "unreserved", "cpu", "idle"), 4.44); /* policy none */
+            assert_near(cj(s, "a", "dram", "dynamic"), 9);
+            assert_near(sj(s, "system", "dram", "dynamic"), 3);
+            assert_near(sj(s, "unreserved", "dram", "idle"), 0);
+            assert_near(cj(s, "a", "cpu", "idle"), 0);
+            double f;
+            assert_int_equal(mw_snapshot_get(s, "mlwatch_energy_idle_floor_watts", &f, "component",
+                                             "cpu", "source", "prior", MW_END),
+                             0);
+            assert_near(f, 1.48);
             double v;
             assert_int_equal(mw_snapshot_get(s, "mlwatch_node_energy_joules_total", &v, "source",
                                              "rapl", "zone", "package-0", "method", "measured",
@@ -172,20 +213,37 @@ static int fake_weight(void *ctx, const char *cgroup, double *w)
     return 0;
 }
 
-/* Idle shared by requests (1:3 weights) or by CPU time (3:1). */
+/* Idle energy (a configured 20 W floor, the package's whole 20 W) by
+ * reservation: requests (1024 and 3072 shares on 8 CPUs, 8192: 1/8 and
+ * 3/8, the other half unreserved), the CPU-time rule (3:1 of the busy time,
+ * processes outside containers the system share), requests without any
+ * (the CPU-time rule), none (all unreserved). */
 static void idle_policies(void **state)
 {
     (void)state;
-    for (int pol = MW_IDLE_REQUESTS; pol <= MW_IDLE_CPU; pol++) {
-        mw_energy_params p = {.idle_watts_per_cpu = 1,
-                              .max_watts_per_cpu = 2,
-                              .idle_policy = (mw_idle_policy)pol,
-                              .cpu_weight = fake_weight};
+    const struct {
+        mw_idle_policy pol;
+        int weights;
+        double a, b, system, unreserved;
+    } cases[] = {
+        {MW_IDLE_REQUESTS, 1, 10, 30, 0, 40},
+        {MW_IDLE_CPU, 1, 48, 16, 16, 0},
+        {MW_IDLE_REQUESTS, 0, 48, 16, 16, 0},
+        {MW_IDLE_NONE, 1, 0, 0, 0, 80},
+    };
+    for (size_t c = 0; c < MW_ARRAY_LEN(cases); c++) {
+        mw_energy_params p;
+        mw_energy_params_init(&p, cases[c].pol);
+        p.idle_watts_per_cpu = 1;
+        p.max_watts_per_cpu = 2;
+        p.idle_watts[MW_EC_CPU] = 20;
+        p.idle_watts_set = 1u << MW_EC_CPU;
+        p.cpu_weight = cases[c].weights ? fake_weight : NULL;
         mw_energy *e = mw_energy_new(&p);
         double total = 0;
         for (int i = 0; i < 3; i++) {
             mw_snapshot *s = at(5000 + i * 2000);
-            node_cpu(s, 2, 1.0 * i, 3.0 * i);
+            node_cpu(s, 8, 1.0 * i, 3.0 * i);
             mw_emit(s, &RAPL, 40.0 * i, "zone", "package-0", MW_END);
             pod_cpu(s, "ml", "a", "main", 0.6 * i);
             pod_cpu(s, "ml", "b", "main", 0.2 * i);
@@ -197,20 +255,31 @@ static void idle_policies(void **state)
             total += i ? 40 : 0;
             assert_conserved(e, s, total);
             if (i == 2) {
-                /* 20 W flat: everything idle (80 J). */
-                if (pol == MW_IDLE_REQUESTS) {
-                    assert_near(cj(s, "a", "cpu", "idle"), 20);
-                    assert_near(cj(s, "b", "cpu", "idle"), 60);
-                } else {
-                    assert_near(cj(s, "a", "cpu", "idle"), 48);
-                    assert_near(cj(s, "b", "cpu", "idle"), 16);
-                    assert_near(cj(s, "", "cpu", "idle"), 16);
-                }
+                assert_near(cj(s, "a", "cpu", "idle"), cases[c].a);
+                assert_near(cj(s, "b", "cpu", "idle"), cases[c].b);
+                assert_near(sj(s, "system", "cpu", "idle"), cases[c].system);
+                assert_near(sj(s, "unreserved", "cpu", "idle"), cases[c].unreserved);
+                assert_near(cj(s, "a", "cpu", "dynamic") + sj(s, "system", "cpu", "dynamic"), 0);
+                double f;
+                assert_int_equal(mw_snapshot_get(s, "mlwatch_energy_idle_floor_watts", &f,
+                                                 "component", "cpu", "source", "configured",
+                                                 MW_END),
+                                 0);
+                assert_near(f, 20);
             }
             mw_snapshot_free(s);
         }
         mw_energy_free(e);
     }
+}
+
+static mw_energy *model_gpu_floor(double watts)
+{
+    mw_energy_params p;
+    mw_energy_params_init(&p, MW_IDLE_NONE);
+    p.idle_watts[MW_EC_GPU] = watts;
+    p.idle_watts_set = 1u << MW_EC_GPU;
+    return mw_energy_new(&p);
 }
 
 static void gpu_util(mw_snapshot *s, const char *pod, double util)
@@ -229,7 +298,7 @@ static void gpu_energy(mw_snapshot *s, double j)
 static void gpu_alone(void **state)
 {
     (void)state;
-    mw_energy *e = model(MW_IDLE_NONE);
+    mw_energy *e = model_gpu_floor(300);
     const double j[] = {1000, 1300, 1700, 2000};
     for (int i = 0; i < 4; i++) {
         mw_snapshot *s = at(i * 1000);
@@ -240,7 +309,7 @@ static void gpu_alone(void **state)
         if (i == 3) {
             assert_near(cj(s, "solo", "gpu", "dynamic") + cj(s, "solo", "gpu", "idle"), 1000);
             assert_near(cj(s, "solo", "gpu", "idle"), 900); /* floor 300 W */
-            assert_near(cj(s, "", "gpu", "dynamic") + cj(s, "", "gpu", "idle"), 0);
+            assert_near(sj(s, "system", "gpu", "dynamic") + sj(s, "unreserved", "gpu", "idle"), 0);
         }
         mw_snapshot_free(s);
     }
@@ -253,7 +322,7 @@ static void gpu_shared(void **state)
 {
     (void)state;
     for (int by_mem = 0; by_mem < 2; by_mem++) {
-        mw_energy *e = model(MW_IDLE_NONE);
+        mw_energy *e = model_gpu_floor(200);
         const double j[] = {0, 200, 800};
         for (int i = 0; i < 3; i++) {
             mw_snapshot *s = at(i * 1000);
@@ -279,7 +348,10 @@ static void gpu_shared(void **state)
                 assert_near(cj(s, "p2", "gpu", "dynamic"), 120 * scale);
                 assert_near(cj(s, "p3", "gpu", "dynamic"), 80 * scale);
                 assert_near(cj(s, "p1", "gpu", "idle"), 400 * 0.5 * scale);
-                assert_near(cj(s, "", "gpu", "dynamic"), by_mem ? 80 : 0);
+                /* The memory of no process: its dynamic energy the system's,
+                 * its idle energy unreserved. */
+                assert_near(sj(s, "system", "gpu", "dynamic"), by_mem ? 80 : 0);
+                assert_near(sj(s, "unreserved", "gpu", "idle"), by_mem ? 80 : 0);
             }
             mw_snapshot_free(s);
         }
@@ -292,7 +364,7 @@ static void gpu_shared(void **state)
 static void gpu_mig(void **state)
 {
     (void)state;
-    mw_energy *e = model(MW_IDLE_NONE);
+    mw_energy *e = model_gpu_floor(400);
     for (int i = 0; i < 2; i++) {
         mw_snapshot *s = at(i * 1000);
         gpu_energy(s, 400.0 * i);
@@ -306,7 +378,7 @@ static void gpu_mig(void **state)
         assert_conserved(e, s, 400.0 * i);
         if (i == 1) {
             assert_near(cj(s, "mig1", "gpu", "idle"), 100);
-            assert_near(cj(s, "", "gpu", "idle"), 300);
+            assert_near(sj(s, "unreserved", "gpu", "idle"), 300);
         }
         mw_snapshot_free(s);
     }
@@ -352,8 +424,23 @@ static void estimated_model(void **state)
                              0);
             assert_near(v, 8.48);
             assert_true(mw_energy_last(e)->estimated_cpu);
-            assert_near(cj(s, "", "cpu", "idle"), 2.96);
+            assert_near(sj(s, "unreserved", "cpu", "idle"), 2.96);
             assert_near(cj(s, "a", "cpu", "dynamic"), 5.52 / 2);
+            assert_near(sj(s, "system", "cpu", "dynamic"), 5.52 / 2);
+            /* Every figure says how it was obtained. */
+            assert_int_equal(mw_snapshot_get(s, "mlwatch_container_energy_joules_total", &v, "pod",
+                                             "a", "component", "cpu", "kind", "dynamic", "method",
+                                             "estimated", MW_END),
+                             0);
+            assert_int_equal(mw_snapshot_get(s, "mlwatch_energy_component_joules_total", &v,
+                                             "component", "cpu", "kind", "idle", "method",
+                                             "estimated", MW_END),
+                             0);
+            assert_near(v, 2.96);
+            assert_int_equal(mw_snapshot_get(s, "mlwatch_container_energy_joules_total", &v, "pod",
+                                             "a", "component", "cpu", "kind", "dynamic", "method",
+                                             "measured", MW_END),
+                             -1);
         }
         mw_snapshot_free(s);
     }
@@ -380,7 +467,7 @@ static void cpu_ahead_of_node(void **state)
         if (i) total += 2 * 0.74 + w;
         assert_conserved(e, s, total);
         assert_near(cj(s, "a", "cpu", "dynamic"), w * i);
-        assert_near(cj(s, "", "cpu", "dynamic"), 0);
+        assert_near(sj(s, "system", "cpu", "dynamic"), 0);
         mw_snapshot_free(s);
     }
     mw_energy_free(e);
@@ -426,8 +513,11 @@ static void ipmi_other(void **state)
         total += i == 0 ? 0 : i < 3 ? 500 : 400;
         assert_conserved(e, s, total);
         if (i == 2) {
-            assert_near(cj(s, "a", "other", "idle") + cj(s, "", "other", "idle"), 200);
-            assert_near(cj(s, "a", "other", "idle"), 100);
+            /* other is 100 W, its prior floor 0 W (nothing idle seen): all
+             * dynamic, half the busy time the pod's. */
+            assert_near(cj(s, "a", "other", "dynamic"), 100);
+            assert_near(sj(s, "system", "other", "dynamic"), 100);
+            assert_near(cj(s, "a", "other", "idle") + sj(s, "unreserved", "other", "idle"), 0);
         }
         if (i == 3) {
             double v;
@@ -505,13 +595,19 @@ static void node_meter_between_readings(void **state)
                 assert_near(cj(s, "a", "cpu", "dynamic") + cj(s, "a", "cpu", "idle") +
                                 cj(s, "a", "other", "dynamic") + cj(s, "a", "other", "idle"),
                             node);
+                /* The exported total of the meter follows the same rule:
+                 * IPMI's as the node, the power meter's as its hwmon zone. */
                 double v = 0;
-                if (src == 0) {
+                if (src == 0)
                     assert_int_equal(mw_snapshot_get(s, "mlwatch_node_energy_joules_total", &v,
                                                      "source", "ipmi", "zone", "node", MW_END),
                                      0);
-                    assert_near(v, node);
-                }
+                else
+                    assert_int_equal(mw_snapshot_get(s, "mlwatch_node_energy_joules_total", &v,
+                                                     "source", "hwmon", "zone",
+                                                     "power_meter/power1", MW_END),
+                                     0);
+                assert_near(v, node);
                 mw_snapshot_free(s);
             }
             mw_energy_free(e);
@@ -548,6 +644,154 @@ static void gpu_counter_between_readings(void **state)
                                          "zone", "0", MW_END),
                          0);
         assert_near(v, total);
+        mw_snapshot_free(s);
+    }
+    mw_energy_free(e);
+}
+
+/* A GPU without an energy counter: its power readings by the trapezoid,
+ * the same rule as the node meter (the last reading would give 300, 300,
+ * 1000, 100 J). */
+static void gpu_power_between_readings(void **state)
+{
+    (void)state;
+    mw_energy *e = model_gpu_floor(50);
+    const double watts[] = {100, 300, 300, 1000, 100}, want[] = {0, 200, 300, 650, 550};
+    double total = 0;
+    for (int i = 0; i < 5; i++) {
+        mw_snapshot *s = at(i * 1000);
+        mw_emit(s, &GPU_P, watts[i], "gpu", "0", "uuid", "GPU-0", MW_END);
+        gpu_util(s, "solo", 1);
+        mw_energy_step(e, s, -1);
+        total += want[i];
+        assert_conserved(e, s, total);
+        assert_near(cj(s, "solo", "gpu", "dynamic") + cj(s, "solo", "gpu", "idle"), total);
+        assert_near(cj(s, "solo", "gpu", "idle"), 50.0 * i);
+        double v = 0;
+        assert_int_equal(mw_snapshot_get(s, "mlwatch_node_energy_joules_total", &v, "source", "gpu",
+                                         "zone", "0", MW_END),
+                         0);
+        assert_near(v, total);
+        mw_snapshot_free(s);
+    }
+    mw_energy_free(e);
+}
+
+/* The issue's node: 4 CPUs, RAPL package at 65 W while idle (5% busy, the
+ * system's processes) for 4 s, then 220 W with two pods at 3:1 of all the
+ * CPU time; default policy (requests, none here: by CPU time). The floor is
+ * learnt from the idle intervals: 65 J idle of each busy interval, 155 J
+ * (70.45 %) dynamic, split 3:1, the idle part too. Then a restart under
+ * load through the state file: the floor is kept, so the split is the same
+ * after it (a fresh agent would use the 2.96 W prior). */
+static void feed_issue_node(mw_energy *e, int64_t t, double busy_since, mw_snapshot **out)
+{
+    double secs = (double)t, busy = t <= 4 ? 0.2 * secs : 0.8 + 4 * (secs - 4);
+    double pkg = t <= 4 ? 65 * secs : 260 + 220 * (secs - 4);
+    mw_snapshot *s = at(t * 1000);
+    node_cpu(s, 4, busy, 4 * secs - busy);
+    mw_emit(s, &RAPL, pkg, "zone", "package-0", MW_END);
+    double pods = secs > busy_since ? 4 * (secs - busy_since) : 0;
+    pod_cpu(s, "ml", "a", "main", 0.75 * pods);
+    pod_cpu(s, "ml", "b", "main", 0.25 * pods);
+    mw_energy_step(e, s, -1);
+    *out = s;
+}
+
+static double floor_of(const mw_snapshot *s, const char *source)
+{
+    double v = -1;
+    if (mw_snapshot_get(s, "mlwatch_energy_idle_floor_watts", &v, "component", "cpu", "source",
+                        source, MW_END) < 0)
+        fail_msg("no cpu floor with source %s", source);
+    return v;
+}
+
+static void idle_busy_restart(void **state)
+{
+    (void)state;
+    mw_energy *e = model(MW_IDLE_REQUESTS);
+    double total = 0;
+    mw_snapshot *s;
+    for (int64_t t = 0; t <= 8; t++) {
+        feed_issue_node(e, t, 4, &s);
+        total += t ? (t <= 4 ? 65 : 220) : 0;
+        assert_conserved(e, s, total);
+        if (t >= 1 && t <= 4) {
+            assert_near(floor_of(s, "learnt"), 65);
+            /* Idle: the system's processes ran all the busy time. */
+            assert_near(sj(s, "system", "cpu", "idle"), 65.0 * t);
+            assert_near(cj(s, "a", "cpu", "idle"), 0);
+        }
+        if (t > 4) {
+            const mw_energy_interval *iv = mw_energy_last(e);
+            assert_near(iv->component[MW_EC_CPU][MW_EK_DYNAMIC] / 220, 155.0 / 220);
+            assert_near(cj(s, "a", "cpu", "dynamic"), 116.25 * (double)(t - 4));
+            assert_near(cj(s, "b", "cpu", "dynamic"), 38.75 * (double)(t - 4));
+            assert_near(cj(s, "a", "cpu", "idle"), 48.75 * (double)(t - 4));
+            assert_near(cj(s, "b", "cpu", "idle"), 16.25 * (double)(t - 4));
+        }
+        if (t < 8) mw_snapshot_free(s);
+    }
+    mw_snapshot_free(s);
+
+    /* Restart: the totals and the floor through the state file's text. */
+    char *text = mw_energy_state_dump(e, "node", 8000);
+    mw_energy_free(e);
+    e = model(MW_IDLE_REQUESTS);
+    char err[256];
+    assert_int_equal(mw_energy_state_parse(e, text, strlen(text), "node", err, sizeof(err)), 0);
+    free(text);
+    /* Down from 8 s to 10 s: the first snapshot after the restart is the new
+     * baseline (that energy is not counted), then three busy intervals. */
+    for (int64_t t = 10; t <= 13; t++) {
+        feed_issue_node(e, t, 4, &s);
+        double n = t == 10 ? 4 : (double)(t - 10) + 4;
+        if (t > 10) total += 220;
+        if (t > 10) assert_near(floor_of(s, "learnt"), 65);
+        assert_near(cj(s, "a", "cpu", "dynamic"), 116.25 * n);
+        assert_near(cj(s, "b", "cpu", "idle"), 16.25 * n);
+        assert_near(sj(s, "system", "cpu", "idle"), 260);
+        assert_conserved(e, s, total);
+        mw_snapshot_free(s);
+    }
+    mw_energy_free(e);
+
+    /* Without the kept floor, busy from the start: the prior (4 x 0.74 W). */
+    e = model(MW_IDLE_REQUESTS);
+    feed_issue_node(e, 5, 4, &s);
+    mw_snapshot_free(s);
+    feed_issue_node(e, 6, 4, &s);
+    assert_near(floor_of(s, "prior"), 2.96);
+    assert_near(cj(s, "a", "cpu", "dynamic"), 0.75 * (220 - 2.96));
+    mw_snapshot_free(s);
+    mw_energy_free(e);
+}
+
+/* A learnt floor falls at once to a lower reading (busy or not) and rises
+ * toward a higher idle reading by 1 - exp(-dt / 7 days) of the gap; a busy
+ * reading above it leaves it. */
+static void floor_follows_slowly(void **state)
+{
+    (void)state;
+    mw_energy *e = model(MW_IDLE_NONE);
+    const double watts[] = {0, 65, 75, 200, 60, 75};
+    const int idle[] = {1, 1, 1, 0, 0, 1};
+    double pkg = 0, busy = 0, f = 0;
+    for (int i = 0; i < 6; i++) {
+        pkg += watts[i] * 100;
+        busy += idle[i] ? 0 : 100;
+        mw_snapshot *s = at((int64_t)i * 100000);
+        node_cpu(s, 1, busy, 100.0 * i - busy);
+        mw_emit(s, &RAPL, pkg, "zone", "package-0", MW_END);
+        mw_energy_step(e, s, -1);
+        if (i == 1) f = 65;
+        if (i == 2 || i == 5) f += (75 - f) * (1 - exp(-100.0 / MW_ENERGY_FLOOR_TAU_S));
+        if (i == 4) f = 60;
+        if (i) {
+            assert_near(floor_of(s, "learnt"), f);
+            assert_near(mw_energy_last(e)->component[MW_EC_CPU][MW_EK_IDLE], f * 100);
+        }
         mw_snapshot_free(s);
     }
     mw_energy_free(e);
@@ -598,8 +842,10 @@ static void rapl_wrap_through_collector(void **state)
     s->timestamp_ms = 2000;
     mw_energy_step(e, s, -1);
     assert_conserved(e, s, 3.5);
-    assert_near(mw_energy_last(e)->component[MW_EC_CPU][MW_EK_IDLE], 3);
-    assert_near(mw_energy_last(e)->component[MW_EC_DRAM][MW_EK_IDLE], 0.5);
+    /* No CPU time in the snapshot: nothing is known to be idle, and with no
+     * CPUs counted the prior is 0 W: all dynamic. */
+    assert_near(mw_energy_last(e)->component[MW_EC_CPU][MW_EK_DYNAMIC], 3);
+    assert_near(mw_energy_last(e)->component[MW_EC_DRAM][MW_EK_DYNAMIC], 0.5);
     mw_snapshot_free(s);
     mw_energy_free(e);
     tu_close(ts);
@@ -641,6 +887,9 @@ int main(void)
         cmocka_unit_test(ipmi_other),
         cmocka_unit_test(node_meter_between_readings),
         cmocka_unit_test(gpu_counter_between_readings),
+        cmocka_unit_test(gpu_power_between_readings),
+        cmocka_unit_test(idle_busy_restart),
+        cmocka_unit_test(floor_follows_slowly),
         cmocka_unit_test(co2_per_interval),
         cmocka_unit_test(rapl_wrap_through_collector),
         cmocka_unit_test(container_restart),

@@ -21,7 +21,10 @@ static const mw_metric_desc CUTIL = {"mlwatch_container_gpu_utilization_ratio", 
 
 static mw_energy *model(void)
 {
-    mw_energy_params p = {.idle_watts_per_cpu = 1, .max_watts_per_cpu = 2};
+    mw_energy_params p;
+    mw_energy_params_init(&p, MW_IDLE_NONE);
+    p.idle_watts_per_cpu = 1;
+    p.max_watts_per_cpu = 2;
     return mw_energy_new(&p);
 }
 
@@ -153,15 +156,14 @@ static void dump_text(void **state)
     assert_non_null(text);
     assert_string_equal(
         text,
-        "{\"format\":\"mlwatch-energy-state\",\"version\":1,\"identity\":\"node \\\"7\\\"\","
+        "{\"format\":\"mlwatch-energy-state\",\"version\":2,\"identity\":\"node \\\"7\\\"\","
         "\"saved_ms\":2000,\"containers\":[{\"namespace\":\"ml\",\"pod\":\"a\",\"container\":"
-        "\"main\",\"joules\":{\"cpu\":{\"dynamic\":0.0,\"idle\":0.0},\"dram\":{\"dynamic\":0.0,"
-        "\"idle\":0.0},\"gpu\":{\"dynamic\":0.0,\"idle\":2.5},\"other\":{\"dynamic\":0.0,"
-        "\"idle\":0.0}},\"co2_grams\":6.9444444444444444e-5},{\"namespace\":\"\",\"pod\":\"\","
-        "\"container\":\"\",\"joules\":{\"cpu\":{\"dynamic\":0.0,\"idle\":0.0},\"dram\":"
-        "{\"dynamic\":0.0,\"idle\":0.0},\"gpu\":{\"dynamic\":0.0,\"idle\":0.0},\"other\":"
-        "{\"dynamic\":0.0,\"idle\":0.0}},\"co2_grams\":0.0}],\"node\":[{\"source\":\"gpu\","
-        "\"zone\":\"0\",\"method\":\"measured\",\"joules\":2.5}]}");
+        "\"main\",\"joules\":{\"gpu\":{\"measured\":{\"dynamic\":2.5,\"idle\":0.0}}},"
+        "\"co2_grams\":6.9444444444444444e-5}],\"shares\":[{\"share\":\"unreserved\",\"joules\":"
+        "{},\"co2_grams\":0.0},{\"share\":\"system\",\"joules\":{},\"co2_grams\":0.0}],"
+        "\"node\":[{\"source\":\"gpu\",\"zone\":\"0\",\"method\":\"measured\",\"joules\":2.5}],"
+        "\"components\":[{\"component\":\"gpu\",\"kind\":\"dynamic\",\"method\":\"measured\","
+        "\"joules\":2.5}],\"floors\":[],\"node_co2_grams\":6.9444444444444444e-5}");
     free(text);
     mw_energy_free(e);
 
@@ -194,6 +196,119 @@ static void dump_text(void **state)
     assert_null(mw_energy_state_dump(NULL, "\xff", 1)); /* an identity must be UTF-8 */
 }
 
+/* A version 1 file (no shares, methods, components or floors): its
+ * containers come back as measured, the CPU as estimated when the model
+ * wrote a node total; its remainder (empty names) becomes the system share
+ * (dynamic) and the unreserved share (idle); the component totals and the
+ * node's CO2 are the sum of the parts. */
+static void reads_version_1(void **state)
+{
+    (void)state;
+    const char *v1 =
+        "{\"format\":\"mlwatch-energy-state\",\"version\":1,\"identity\":\"m\",\"saved_ms\":1,"
+        "\"containers\":[{\"namespace\":\"ml\",\"pod\":\"a\",\"container\":\"main\",\"joules\":"
+        "{\"cpu\":{\"dynamic\":10,\"idle\":2},\"dram\":{\"dynamic\":1,\"idle\":0},\"gpu\":"
+        "{\"dynamic\":0,\"idle\":0},\"other\":{\"dynamic\":0,\"idle\":0}},\"co2_grams\":3},"
+        "{\"namespace\":\"\",\"pod\":\"\",\"container\":\"\",\"joules\":{\"cpu\":{\"dynamic\":4,"
+        "\"idle\":30},\"dram\":{\"dynamic\":0,\"idle\":5},\"gpu\":{\"dynamic\":0,\"idle\":0},"
+        "\"other\":{\"dynamic\":0,\"idle\":0}},\"co2_grams\":7}],\"node\":[{\"source\":\"model\","
+        "\"zone\":\"cpu\",\"method\":\"estimated\",\"joules\":46},{\"source\":\"rapl\",\"zone\":"
+        "\"package-0/dram\",\"method\":\"measured\",\"joules\":6}]}";
+    mw_energy *e = model();
+    char err[256];
+    assert_int_equal(mw_energy_state_parse(e, v1, strlen(v1), "m", err, sizeof(err)), 0);
+    mw_snapshot *s = mw_snapshot_new();
+    s->timestamp_ms = 5000;
+    mw_energy_step(e, s, -1);
+    double v;
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_container_energy_joules_total", &v, "pod", "a",
+                                     "component", "cpu", "kind", "dynamic", "method", "estimated",
+                                     MW_END),
+                     0);
+    assert_true(v == 10);
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_container_energy_joules_total", &v, "pod", "a",
+                                     "component", "dram", "kind", "dynamic", "method", "measured",
+                                     MW_END),
+                     0);
+    assert_true(v == 1);
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_energy_share_joules_total", &v, "share", "system",
+                                     "component", "cpu", "kind", "dynamic", "method", "estimated",
+                                     MW_END),
+                     0);
+    assert_true(v == 4);
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_energy_share_joules_total", &v, "share",
+                                     "unreserved", "component", "cpu", "kind", "idle", "method",
+                                     "estimated", MW_END),
+                     0);
+    assert_true(v == 30);
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_energy_share_joules_total", &v, "share",
+                                     "unreserved", "component", "dram", "kind", "idle", MW_END),
+                     0);
+    assert_true(v == 5);
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_energy_component_joules_total", &v, "component",
+                                     "cpu", "kind", "idle", "method", "estimated", MW_END),
+                     0);
+    assert_true(v == 32);
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_node_co2_grams_total", &v, MW_END), 0);
+    assert_true(v == 10);
+    assert_int_equal(mw_snapshot_get(s, "mlwatch_container_energy_joules_total", &v, "pod", "",
+                                     "container", "", MW_END),
+                     -1);
+    mw_snapshot_free(s);
+    mw_energy_free(e);
+}
+
+/* Learnt floors are kept: a GPU idle (nobody on it) at 70 W learns 70 W;
+ * the restarted model says so before it has seen anything idle, and a
+ * component with nothing learnt is not written. Impossible floors are
+ * refused. */
+static void floors_kept(void **state)
+{
+    (void)state;
+    mw_energy *e = model();
+    for (int i = 0; i < 2; i++) {
+        mw_snapshot *s = mw_snapshot_new();
+        s->timestamp_ms = 1000 * (i + 1);
+        mw_emit(s, &GPU_E, 70.0 * i, "gpu", "0", "uuid", "GPU-0", MW_END);
+        mw_energy_step(e, s, -1);
+        mw_snapshot_free(s);
+    }
+    char *text = mw_energy_state_dump(e, "m", 1);
+    assert_non_null(
+        strstr(text, "\"floors\":[{\"component\":\"gpu\",\"gpu\":\"GPU-0\",\"watts\":70.0}]"));
+    mw_energy_free(e);
+    e = model();
+    char err[256];
+    assert_int_equal(mw_energy_state_parse(e, text, strlen(text), "m", err, sizeof(err)), 0);
+    free(text);
+    for (int i = 0; i < 2; i++) { /* busy now, at 300 W: the floor stays 70 W */
+        mw_snapshot *s = mw_snapshot_new();
+        s->timestamp_ms = 10000 + 1000 * i;
+        mw_emit(s, &GPU_E, 1000 + 300.0 * i, "gpu", "0", "uuid", "GPU-0", MW_END);
+        mw_emit(s, &CUTIL, 1, "namespace", "ml", "pod", "a", "container", "main", "gpu", "0",
+                MW_END);
+        mw_energy_step(e, s, -1);
+        if (i) {
+            double v;
+            assert_int_equal(mw_snapshot_get(s, "mlwatch_energy_idle_floor_watts", &v, "component",
+                                             "gpu", "gpu", "0", "source", "learnt", MW_END),
+                             0);
+            assert_true(v == 70);
+            assert_true(mw_energy_last(e)->component[MW_EC_GPU][MW_EK_IDLE] == 70);
+        }
+        mw_snapshot_free(s);
+    }
+    mw_energy_free(e);
+    const char *bad = "{\"format\":\"mlwatch-energy-state\",\"version\":2,\"identity\":\"m\","
+                      "\"containers\":[],\"shares\":[],\"node\":[],\"components\":[],"
+                      "\"node_co2_grams\":0,\"floors\":[{\"component\":\"cpu\",\"gpu\":\"\","
+                      "\"watts\":-3}]}";
+    e = model();
+    assert_int_equal(mw_energy_state_parse(e, bad, strlen(bad), "m", err, sizeof(err)), -1);
+    assert_string_equal(err, "floors[0]: malformed");
+    mw_energy_free(e);
+}
+
 static void unwritable_dir(void **state)
 {
     (void)state;
@@ -220,10 +335,9 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(survives_restart),
-        cmocka_unit_test(untrusted_files),
-        cmocka_unit_test(unwritable_dir),
-        cmocka_unit_test(dump_text),
+        cmocka_unit_test(survives_restart), cmocka_unit_test(untrusted_files),
+        cmocka_unit_test(unwritable_dir),   cmocka_unit_test(dump_text),
+        cmocka_unit_test(reads_version_1),  cmocka_unit_test(floors_kept),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
