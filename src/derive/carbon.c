@@ -25,7 +25,8 @@ static const char *const failure_names[F_N] = {"timeout", "http_status", "networ
 
 static const mw_metric_desc INTENSITY = {
     "mlwatch_carbon_intensity_grams_per_kwh",
-    "Carbon intensity of the grid used for CO2 (gCO2eq per kWh); absent while unknown.",
+    "Carbon intensity of the grid used for CO2 (gCO2eq per kWh), source constant (a number), "
+    "schedule (a CSV file) or api (a JSON API); absent while unknown.",
     "grams_per_kwh", MW_GAUGE};
 static const mw_metric_desc AGE = {
     "mlwatch_carbon_intensity_age_seconds",
@@ -278,6 +279,46 @@ double mw_carbon_schedule_at(const mw_carbon_schedule *s, int64_t now_ms, int64_
     return s->rows[lo - 1].grams;
 }
 
+/* When the value after t may next change: the next row's time. */
+static int64_t schedule_next(const mw_carbon_schedule *s, int64_t t)
+{
+    int64_t base = 0, tt = t;
+    if (s->daily) {
+        base = t - ((t % 86400000) + 86400000) % 86400000;
+        tt = t - base;
+    }
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->rows[mid].at <= tt)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < s->n) return base + s->rows[lo].at;
+    return s->daily ? base + 86400000 : INT64_MAX;
+}
+
+double mw_carbon_schedule_mean(const mw_carbon_schedule *s, int64_t from_ms, int64_t to_ms)
+{
+    int64_t since;
+    if (to_ms <= from_ms) return mw_carbon_schedule_at(s, to_ms, &since);
+    double sum = 0;
+    int known = 0;
+    int64_t t = from_ms;
+    for (int i = 0; t < to_ms && i < 100000; i++) {
+        int64_t next = schedule_next(s, t);
+        if (next > to_ms || next <= t) next = to_ms;
+        double v = mw_carbon_schedule_at(s, t, &since);
+        if (v >= 0) {
+            sum += v * (double)(next - t);
+            known = 1;
+        }
+        t = next;
+    }
+    return known ? sum / (double)(to_ms - from_ms) : -1;
+}
+
 /* --- URL polling ----------------------------------------------------------------- */
 
 /* One request; returns -1 on success (value set) or the failure reason. */
@@ -488,6 +529,19 @@ double mw_carbon_now(mw_carbon *c, int64_t now_ms, double *age_s)
     return v;
 }
 
+double mw_carbon_mean(mw_carbon *c, int64_t from_ms, int64_t to_ms)
+{
+    if (c && c->kind == SRC_SCHEDULE) return mw_carbon_schedule_mean(&c->sched, from_ms, to_ms);
+    return mw_carbon_now(c, to_ms, NULL);
+}
+
+static const char *const source_names[] = {"constant", "schedule", "api"};
+
+const char *mw_carbon_source(const mw_carbon *c)
+{
+    return c ? source_names[c->kind] : "none";
+}
+
 void mw_carbon_counts(mw_carbon *c, uint64_t *ok, uint64_t *failures)
 {
     *ok = *failures = 0;
@@ -505,7 +559,7 @@ void mw_carbon_emit(mw_carbon *c, mw_snapshot *snap, int64_t now_ms)
     double age;
     double v = mw_carbon_now(c, now_ms, &age);
     if (v >= 0) {
-        mw_emit(snap, &INTENSITY, v, MW_END);
+        mw_emit(snap, &INTENSITY, v, "source", source_names[c->kind], MW_END);
         mw_emit(snap, &AGE, age, MW_END);
     }
     if (c->kind != SRC_URL) return;

@@ -33,7 +33,14 @@ void mw_carbon_close(mw_carbon *c);
 
 /* The intensity now (gCO2eq/kWh) and its age in seconds; < 0 when unknown. */
 double mw_carbon_now(mw_carbon *c, int64_t now_ms, double *age_s);
-/* Emit mlwatch_carbon_intensity_grams_per_kwh, _age_seconds and the fetch
+/* The mean intensity over [from_ms, to_ms]: a schedule's rows weighted by
+ * the time each holds in it (time before the first row counts as 0: never
+ * back-filled); a constant or an API's latest value otherwise. < 0 when
+ * unknown throughout. */
+double mw_carbon_mean(mw_carbon *c, int64_t from_ms, int64_t to_ms);
+/* "constant", "schedule", "api", or "none" for NULL. */
+const char *mw_carbon_source(const mw_carbon *c);
+/* Emit mlwatch_carbon_intensity_grams_per_kwh{source}, _age_seconds and the fetch
  * counters. */
 void mw_carbon_emit(mw_carbon *c, mw_snapshot *snap, int64_t now_ms);
 /* Successful fetches and failures so far (tests). */
@@ -67,6 +74,8 @@ int mw_carbon_schedule_parse(const char *text, size_t len, mw_carbon_schedule *s
 void mw_carbon_schedule_free(mw_carbon_schedule *s);
 /* Value at now_ms and when its row began; < 0 when before the first row. */
 double mw_carbon_schedule_at(const mw_carbon_schedule *s, int64_t now_ms, int64_t *since_ms);
+/* Time-weighted mean over [from_ms, to_ms] (see mw_carbon_mean). */
+double mw_carbon_schedule_mean(const mw_carbon_schedule *s, int64_t from_ms, int64_t to_ms);
 
 /* The carbon settings (--carbon-intensity and the `carbon:` section),
  * parsed by carbon_config.c into the energy module's settings. */

@@ -22,8 +22,9 @@ typedef struct energy_mod {
     mw_energy *model;
     mw_carbon *carbon;
     char identity[256];
-    char dir[4096]; /* DATA_DIR/state */
-    int save_ok;    /* 0 after a failed save, so the log says when it works again */
+    char dir[4096];  /* DATA_DIR/state */
+    int64_t last_ms; /* the previous snapshot's time */
+    int save_ok;     /* 0 after a failed save, so the log says when it works again */
     uint64_t cycles;
     mw_buf scratch;
 } energy_mod;
@@ -279,7 +280,10 @@ static void energy_derive(void *state, mw_snapshot *snap)
 {
     energy_mod *m = state;
     m->cycles++;
-    double intensity = mw_carbon_now(m->carbon, snap->timestamp_ms, NULL);
+    /* The interval's mean intensity: a schedule may change within it. */
+    int64_t from = m->last_ms && m->last_ms < snap->timestamp_ms ? m->last_ms : snap->timestamp_ms;
+    double intensity = mw_carbon_mean(m->carbon, from, snap->timestamp_ms);
+    m->last_ms = snap->timestamp_ms;
     mw_energy_step(m->model, snap, intensity);
     mw_carbon_emit(m->carbon, snap, snap->timestamp_ms);
     if (m->cycles > 1) save(m, snap->timestamp_ms); /* the first cycle adds nothing */

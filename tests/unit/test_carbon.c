@@ -79,6 +79,23 @@ static void schedules(void **state)
     assert_true(mw_carbon_schedule_at(&s, 1714521600000LL - 1, &since) < 0); /* before */
     assert_true(mw_carbon_schedule_at(&s, 1714521600000LL + 3600000, &since) == 100);
     assert_true(mw_carbon_schedule_at(&s, 1714521600000LL + 86400000, &since) == 50);
+    /* An interval across the change at 12:00: 30 s at 100, 30 s at 50. */
+    const int64_t noon = 1714521600000LL + 12 * 3600000;
+    assert_true(mw_carbon_schedule_mean(&s, noon - 30000, noon + 30000) == 75);
+    /* Half before the first row: that half counts 0 (never back-filled). */
+    assert_true(mw_carbon_schedule_mean(&s, 1714521600000LL - 30000, 1714521600000LL + 30000) ==
+                50);
+    assert_true(mw_carbon_schedule_mean(&s, 1714521600000LL - 60000, 1714521600000LL) < 0);
+    assert_true(mw_carbon_schedule_mean(&s, noon + 1000, noon + 2000) == 50);
+    mw_carbon_schedule_free(&s);
+    /* Daily rows: 06:59:00 to 07:01:00 is one minute at 40, one at 120, and
+     * 21:59 to 00:01 the next day spans 22:00 (60) and midnight (40). */
+    assert_int_equal(mw_carbon_schedule_parse(daily, strlen(daily), &s, err, 256), 0);
+    assert_true(mw_carbon_schedule_mean(&s, day + 7 * 3600000 - 60000, day + 7 * 3600000 + 60000) ==
+                80);
+    double m = mw_carbon_schedule_mean(&s, day + 22 * 3600000 - 60000, day + 86400000 + 60000);
+    double want = (60000.0 * 200 + 7200000.0 * 60 + 60000.0 * 40) / (7200000.0 + 120000.0);
+    if (m != want) fail_msg("daily mean %.17g, want %.17g", m, want);
     mw_carbon_schedule_free(&s);
     const char *bad[] = {"00:00,40\n2024-05-01T00:00:00Z,1\n",
                          "07:00,40\n06:00,30\n",
@@ -110,6 +127,15 @@ static void static_and_file(void **state)
     double age;
     assert_true(mw_carbon_now(c, 1000, &age) == 123.5);
     assert_true(age == 0);
+    assert_true(mw_carbon_mean(c, 0, 1000) == 123.5);
+    mw_snapshot *snap = mw_snapshot_new();
+    mw_carbon_emit(c, snap, 1000);
+    double v;
+    assert_int_equal(mw_snapshot_get(snap, "mlwatch_carbon_intensity_grams_per_kwh", &v, "source",
+                                     "constant", MW_END),
+                     0);
+    assert_true(v == 123.5);
+    mw_snapshot_free(snap);
     mw_carbon_close(c);
     o.spec = "";
     assert_int_equal(mw_carbon_open(&o, &c, err, sizeof(err)), 0);
@@ -126,6 +152,10 @@ static void static_and_file(void **state)
     assert_int_equal(mw_carbon_open(&o, &c, err, sizeof(err)), 0);
     assert_true(mw_carbon_now(c, 19000LL * 86400000 + 13 * 3600000, &age) == 90);
     assert_true(age == 3600);
+    /* 11:59:00 to 12:01:00: a minute at 80, a minute at 90. */
+    assert_true(mw_carbon_mean(c, 19000LL * 86400000 + 12 * 3600000 - 60000,
+                               19000LL * 86400000 + 12 * 3600000 + 60000) == 85);
+    assert_string_equal(mw_carbon_source(c), "schedule");
     mw_carbon_close(c);
     unlink(path);
 }
