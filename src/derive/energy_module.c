@@ -8,6 +8,8 @@
 #include "energy.h"
 #include "energy_module.h"
 #include "energy_state.h"
+#include "energy_workloads.h"
+#include "../kube/kube_module.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 typedef struct energy_mod {
     const mw_env *env;
     mw_energy *model;
+    mw_workloads *workloads;
     mw_carbon *carbon;
     char identity[256];
     char dir[4096];  /* DATA_DIR/state */
@@ -55,6 +58,19 @@ int mw_energy_cgroup_weight(const mw_hostfs *host, mw_buf *scratch, const char *
         }
     }
     return -1;
+}
+
+/* A pod's workload from the pod watch (--kubernetes). */
+static int lookup_cb(void *ctx, const char *uid, const char *ns, const char *pod, char kind[32],
+                     char name[254])
+{
+    energy_mod *m = ctx;
+    mw_kube *pods = m->env->kube ? m->env->kube->pods : NULL;
+    mw_kube_pod p;
+    if (!pods || !mw_kube_lookup(pods, uid, ns, pod, &p) || !p.workload_kind[0]) return 0;
+    mw_strlcpy(kind, p.workload_kind, 32);
+    mw_strlcpy(name, p.workload, 254);
+    return 1;
 }
 
 static int weight_cb(void *ctx, const char *cgroup, double *w)
@@ -210,6 +226,7 @@ static void save(energy_mod *m, int64_t now)
         return;
     }
     int rc = mw_energy_state_save(m->model, m->dir, m->identity, now);
+    if (rc == 0) rc = mw_workloads_save(m->workloads, m->dir, m->identity, now);
     if (rc < 0) {
         mw_log_once(MW_LOG_WARN, "energy", "state-save",
                     "cannot save energy totals under %s: %s (a restart will start them at 0)",
@@ -234,6 +251,8 @@ static void restore(energy_mod *m)
                MW_ENERGY_STATE_FILE);
     else if (rc < 0)
         mw_log(MW_LOG_WARN, "energy", "energy state not trusted: %s", err);
+    if (mw_workloads_load(m->workloads, m->dir, m->identity, err, sizeof(err)) < 0)
+        mw_log(MW_LOG_WARN, "energy", "workload totals not trusted: %s", err);
     if (rc != 1 || !cfg->state_dir[0] || strcmp(cfg->state_dir, m->dir) == 0) return;
     rc = mw_energy_state_load(m->model, cfg->state_dir, m->identity, err, sizeof(err));
     if (rc < 0) mw_log(MW_LOG_WARN, "energy", "old energy state not trusted: %s", err);
@@ -265,6 +284,7 @@ static int energy_init(const mw_env *env, void **state)
     p.cpu_weight = weight_cb;
     p.cpu_weight_ctx = m;
     m->model = mw_energy_new(&p);
+    m->workloads = mw_workloads_new(lookup_cb, m);
     char err[1024];
     if (mw_energy_carbon_from_config(env->cfg, &m->carbon, err, sizeof(err)) < 0)
         mw_log(MW_LOG_ERROR, "energy", "carbon intensity off: %s", err);
@@ -285,6 +305,7 @@ static void energy_derive(void *state, mw_snapshot *snap)
     double intensity = mw_carbon_mean(m->carbon, from, snap->timestamp_ms);
     m->last_ms = snap->timestamp_ms;
     mw_energy_step(m->model, snap, intensity);
+    mw_workloads_step(m->workloads, m->model, snap, (double)(snap->timestamp_ms - from) / 1000.0);
     mw_carbon_emit(m->carbon, snap, snap->timestamp_ms);
     if (m->cycles > 1) save(m, snap->timestamp_ms); /* the first cycle adds nothing */
 }
@@ -296,6 +317,7 @@ static void energy_destroy(void *state)
     if (m->cycles > 1) save(m, mw_now_ms()); /* `mlwatch metrics` (one cycle) changes nothing */
     mw_carbon_close(m->carbon);
     mw_energy_free(m->model);
+    mw_workloads_free(m->workloads);
     mw_buf_free(&m->scratch);
     free(m);
 }

@@ -345,11 +345,11 @@ out:
 
 /* --- files -------------------------------------------------------------------- */
 
-int mw_energy_state_load(mw_energy *e, const char *dir, const char *identity, char *err,
-                         size_t errsize)
+int mw_energy_state_read(const char *dir, const char *file, mw_state_parse_fn parse, void *obj,
+                         const char *identity, char *err, size_t errsize)
 {
     char path[4096], aside[4200];
-    snprintf(path, sizeof(path), "%s/%s", dir, MW_ENERGY_STATE_FILE);
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
     snprintf(aside, sizeof(aside), "%s.rejected", path);
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -368,30 +368,36 @@ int mw_energy_state_load(mw_energy *e, const char *dir, const char *identity, ch
     else if (n == MW_ENERGY_STATE_MAX)
         snprintf(why, sizeof(why), "larger than %u bytes", MW_ENERGY_STATE_MAX), rc = -1;
     else
-        rc = mw_energy_state_parse(e, text, n, identity, why, sizeof(why));
+        rc = parse(obj, text, n, identity, why, sizeof(why));
     free(text);
     if (rc == 0) return 0;
     int moved = rename(path, aside) == 0;
-    snprintf(err, errsize, "%s: %s; %s", path, why,
-             moved ? "set aside as " MW_ENERGY_STATE_FILE ".rejected, counters start at 0"
-                   : "could not set it aside");
+    snprintf(err, errsize, "%s: %s; %s%s%s", path, why,
+             moved ? "set aside as " : "could not set it aside", moved ? file : "",
+             moved ? ".rejected, counters start at 0" : "");
     return -1;
 }
 
-int mw_energy_state_save(const mw_energy *e, const char *dir, const char *identity, int64_t now_ms)
+static int parse_energy(void *obj, const char *text, size_t len, const char *identity, char *err,
+                        size_t errsize)
+{
+    return mw_energy_state_parse(obj, text, len, identity, err, errsize);
+}
+
+int mw_energy_state_load(mw_energy *e, const char *dir, const char *identity, char *err,
+                         size_t errsize)
+{
+    return mw_energy_state_read(dir, MW_ENERGY_STATE_FILE, parse_energy, e, identity, err, errsize);
+}
+
+int mw_energy_state_write(const char *dir, const char *file, const char *text)
 {
     if (mkdir(dir, 0700) < 0 && errno != EEXIST) return -errno;
     char path[4096], tmp[4200];
-    snprintf(path, sizeof(path), "%s/%s", dir, MW_ENERGY_STATE_FILE);
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    char *text = mw_energy_state_dump(e, identity, now_ms);
-    if (!text) return -ENOMEM;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        int rc = -errno;
-        free(text);
-        return rc;
-    }
+    if (fd < 0) return -errno;
     size_t len = strlen(text), off = 0;
     int rc = 0;
     while (off < len) {
@@ -403,7 +409,6 @@ int mw_energy_state_save(const mw_energy *e, const char *dir, const char *identi
         }
         off += (size_t)w;
     }
-    free(text);
     if (rc == 0 && fsync(fd) < 0) rc = -errno;
     if (close(fd) < 0 && rc == 0) rc = -errno;
     if (rc == 0 && rename(tmp, path) < 0) rc = -errno;
@@ -418,4 +423,13 @@ int mw_energy_state_save(const mw_energy *e, const char *dir, const char *identi
         close(dfd);
     }
     return 0;
+}
+
+int mw_energy_state_save(const mw_energy *e, const char *dir, const char *identity, int64_t now_ms)
+{
+    char *text = mw_energy_state_dump(e, identity, now_ms);
+    if (!text) return -ENOMEM;
+    int rc = mw_energy_state_write(dir, MW_ENERGY_STATE_FILE, text);
+    free(text);
+    return rc;
 }

@@ -29,4 +29,14 @@ int mw_energy_state_load(mw_energy *e, const char *dir, const char *identity, ch
 /* Save atomically; creates DIR (0700) when missing. Returns 0 or -errno. */
 int mw_energy_state_save(const mw_energy *e, const char *dir, const char *identity, int64_t now_ms);
 
+/* The shared file handling of the state folder's files. Write TEXT to
+ * DIR/FILE atomically (creates DIR 0700); 0 or -errno. */
+int mw_energy_state_write(const char *dir, const char *file, const char *text);
+/* Read DIR/FILE and hand it to parse: 0 parsed, 1 no file, -1 rejected
+ * (renamed to FILE.rejected; err says why). */
+typedef int (*mw_state_parse_fn)(void *obj, const char *text, size_t len, const char *identity,
+                                 char *err, size_t errsize);
+int mw_energy_state_read(const char *dir, const char *file, mw_state_parse_fn parse, void *obj,
+                         const char *identity, char *err, size_t errsize);
+
 #endif
