@@ -53,10 +53,12 @@ static const mw_option global_rows[] = {
         check_log_level),
     OPT("data-dir", MW_OPT_PATH, data_dir, "/var/lib/mlwatch",
         "Folder for data kept across restarts (the store; remote-write queues under "
-        "remote-write/ENDPOINT/)",
+        "remote-write/ENDPOINT/; energy and workload totals under state/)",
         NULL),
     OPT("state-dir", MW_OPT_PATH, state_dir, "/var/lib/mlwatch",
-        "Folder for state kept across restarts (notifications sent)", NULL),
+        "Folder for notification state kept across restarts (notifications sent); an older "
+        "agent's energy-state.json here is migrated once to DATA_DIR/state/",
+        NULL),
     OPT("node-name", MW_OPT_STRING, node_name, "",
         "This node's name for --kubernetes (default: $NODE_NAME, else the host name)", NULL),
     OPT("json", MW_OPT_BOOL, json, "false",
