@@ -852,6 +852,94 @@ static void rapl_wrap_through_collector(void **state)
     tu_cleanup();
 }
 
+/* Conservation through the real collectors on a fixture node (the
+ * Kubernetes v2 tree with the RAPL zones of rapl-cpufreq): five intervals
+ * with the package, DRAM, the node's CPU time and two pods' CPU time moving
+ * by known amounts. The workloads and the shares add up to the node's
+ * energy exactly (1e-9) every interval, and each pod gets its exact part. */
+static void conserved_on_fixture(void **state)
+{
+    (void)state;
+    const char *root = tu_fixture_copy("k8s-v2-systemd");
+    char cmd[2048];
+    snprintf(cmd, sizeof(cmd),
+             "cp -a '%s/sys/devices/virtual/powercap' '%s/sys/devices/virtual/' && mkdir -p "
+             "'%s/sys/class' && cp -a '%s/sys/class/powercap' '%s/sys/class/'",
+             tu_fixture("rapl-cpufreq"), root, root, tu_fixture("rapl-cpufreq"), root);
+    assert_int_equal(system(cmd), 0);
+    tu_session *ts = tu_open(root, "cpu,rapl,cgroup");
+    mw_energy *e = model(MW_IDLE_REQUESTS);
+    const char *pods[] = {
+        "sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/"
+        "kubepods-burstable-podaaaaaaaa_0000_4000_8000_000000000002.slice/"
+        "cri-containerd-b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0.scope/"
+        "cpu.stat",
+        "sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/"
+        "kubepods-burstable-podaaaaaaaa_0000_4000_8000_000000000005.slice/"
+        "cri-containerd-e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1.scope/"
+        "cpu.stat"};
+    /* Per interval (1 s): package +(50 + 30 i) J, DRAM +4 J, cpu0 +80 ticks
+     * busy of 100, pod 0 +0.6 s, pod 1 +0.1 s: 0.75 and 0.125 of the busy
+     * time, 0.125 the system's. */
+    double pkg = 84215.436801, dram = 9876.54321, node = 0, pod0 = 0;
+    long long user = 34567890, idle = 128874088;
+    for (int i = 0; i <= 5; i++) {
+        double dp = i ? 50 + 30.0 * i : 0, dd = i ? 4 : 0;
+        pkg += dp;
+        dram += dd;
+        user += i ? 80 : 0;
+        idle += i ? 20 : 0;
+        char text[512];
+        snprintf(text, sizeof(text), "%.0f\n", pkg * 1e6);
+        tu_write(root, "sys/devices/virtual/powercap/intel-rapl/intel-rapl:0/energy_uj", text);
+        snprintf(text, sizeof(text), "%.0f\n", dram * 1e6);
+        tu_write(root,
+                 "sys/devices/virtual/powercap/intel-rapl/intel-rapl:0/intel-rapl:0:1/energy_uj",
+                 text);
+        snprintf(text, sizeof(text),
+                 "cpu  %lld 0 0 %lld 0 0 0 0 0 0\ncpu0 %lld 0 0 %lld 0 0 0 0 0 0\n", user, idle,
+                 user, idle);
+        tu_write(root, "proc/stat", text);
+        for (int p = 0; p < 2; p++) {
+            snprintf(text, sizeof(text), "usage_usec %lld\nuser_usec %lld\nsystem_usec 0\n",
+                     40000LL + i * (p ? 100000LL : 600000LL),
+                     30000LL + i * (p ? 100000LL : 600000LL));
+            tu_write(root, pods[p], text);
+        }
+        mw_snapshot *s = tu_run(ts);
+        s->timestamp_ms = 1000 + i * 1000;
+        mw_energy_step(e, s, 200);
+        node += dp + dd;
+        const mw_energy_interval *iv = mw_energy_last(e);
+        if (i) {
+            if (fabs(iv->parts_joules - iv->node_joules) > 1e-9 * iv->node_joules ||
+                fabs(iv->node_joules - dp - dd) > 1e-6)
+                fail_msg("interval %d: parts %.17g, node %.17g, want %.17g", i, iv->parts_joules,
+                         iv->node_joules, dp + dd);
+            /* The package's idle part is the prior (0.74 W x 1 CPU: 80 %
+             * busy is not idle), DRAM's 0 W: pod 0 gets 0.75 of the dynamic
+             * and, under the CPU-time rule (no requests here), 0.75 of the
+             * idle part. */
+            pod0 += 0.75 * (dp + dd);
+        }
+        double sum = sum_all(s), got = 0;
+        if (fabs(sum - node) > 1e-6)
+            fail_msg("interval %d: totals %.17g, want %.17g", i, sum, node);
+        const mw_family *f = mw_snapshot_find(s, "mlwatch_container_energy_joules_total");
+        for (const mw_sample *x = f ? f->first : NULL; x; x = x->next)
+            for (uint32_t l = 0; l < x->nlabels; l++)
+                if (!strcmp(x->labels[l].name, "pod") &&
+                    !strcmp(x->labels[l].value, "jupyter-alice"))
+                    got += x->value;
+        if (fabs(got - pod0) > 1e-6) fail_msg("interval %d: pod %.17g J, want %.17g", i, got, pod0);
+        mw_snapshot_free(s);
+    }
+    assert_true(mw_energy_violations(e) == 0);
+    mw_energy_free(e);
+    tu_close(ts);
+    tu_cleanup();
+}
+
 /* Containers that come and go; a container restart (counter back to a low
  * value) counts the new cgroup's time. */
 static void container_restart(void **state)
@@ -893,6 +981,7 @@ int main(void)
         cmocka_unit_test(co2_per_interval),
         cmocka_unit_test(rapl_wrap_through_collector),
         cmocka_unit_test(container_restart),
+        cmocka_unit_test(conserved_on_fixture),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
