@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # energy_restart.sh - every exported energy total (node sources, the node's
-# components, each share, each workload, CO2) continues across a restart
+# components, each share, each container and workload, CO2) continues across a restart
 # of the agent: a clean stop, a kill -9, and a kill -9 with energy the
 # agent never collected (exactly that energy is lost, nothing else). The
 # state lives in DATA_DIR/state (written every interval); an older agent's
@@ -49,7 +49,7 @@ scrape() { curl -sf "$AGENT_URL/metrics" >"$WORK/$1.prom"; }
 
 # The energy and CO2 totals of a scrape, one "series value" a line, sorted.
 totals() {
-    grep -E '^mlwatch_(node_energy_joules|energy_component_joules|energy_share_joules|container_energy_joules|container_co2_grams|energy_share_co2_grams|node_co2_grams)_total' \
+    grep -E '^mlwatch_(node_energy_joules|energy_component_joules|energy_share_joules|container_energy_joules|container_co2_grams|energy_share_co2_grams|node_co2_grams|workload_energy_joules|workload_co2_grams|workload_gpu_seconds)_total' \
         "$WORK/$1.prom" | sort
 }
 
@@ -78,7 +78,7 @@ import re, sys
 def load(p):
     out = {}
     for line in open(p):
-        if re.match(r'mlwatch_(node_energy_joules|energy_component_joules|energy_share_joules|container_energy_joules|container_co2_grams|energy_share_co2_grams|node_co2_grams)_total', line):
+        if re.match(r'mlwatch_(node_energy_joules|energy_component_joules|energy_share_joules|container_energy_joules|container_co2_grams|energy_share_co2_grams|node_co2_grams|workload_energy_joules|workload_co2_grams|workload_gpu_seconds)_total', line):
             k, v = line.rsplit(' ', 1)
             out[k] = float(v)
     return out
@@ -90,10 +90,13 @@ grew = {
 }
 bad = []
 assert before, "no totals before"
+assert any('workload="jupyter-alice"' in k for k in before), "no workload totals"
 for k, v in before.items():
     want = v + grew.get(k, 0)
     if 'pod="jupyter-alice",container="POD"' in k:
         want = v + (d if 'component="cpu",kind="dynamic"' in k else d * 400 / 3.6e6 if 'co2' in k else 0)
+    if 'workload_kind="Pod",namespace="research",workload="jupyter-alice"' in k:
+        want = v + (d if 'energy' in k and 'method="measured"' in k else d * 400 / 3.6e6 if 'co2' in k else 0)
     got = after.get(k)
     if got is None or abs(got - want) > 1e-6 * max(1, abs(want)):
         bad.append(f"{k}: before {v}, after {got}, want {want}")
