@@ -56,7 +56,9 @@ static const command commands[] = {
      mw_doctor_command, 0},
     {"run",
      "mlwatch run [--json] [--interval DURATION] [--work N --unit NAME] -- COMMAND [ARGS...]\n"
-     "                            run COMMAND; report its energy, CO2, GPU use, J per unit",
+     "                            run COMMAND; report its energy, CO2, GPU use, J per unit\n"
+     "mlwatch run --compare [--json] REPORT.json...\n"
+     "                            --json reports side by side (per unit, per GPU-hour)",
      cmd_run, 1},
     {"query",
      "mlwatch query EXPR [--time T] [--start S --end E --step D] [--url URL] [--json]\n"

@@ -189,7 +189,53 @@ static void sample_tree(tracker *t, pstat *ps)
 typedef struct run_acc {
     double gpu_util_sum;
     int gpu_samples;
+    double gpu_seconds; /* each interval times the GPUs the command had processes on */
+    int64_t last_ms;
+    char models[8][96]; /* the models of those GPUs */
+    size_t nmodels;
 } run_acc;
+
+static const char *label_of(const mw_sample *s, const char *name)
+{
+    for (uint32_t i = 0; i < s->nlabels; i++)
+        if (strcmp(s->labels[i].name, name) == 0) return s->labels[i].value;
+    return "";
+}
+
+/* GPU time of the command in the interval ending with snap: the distinct
+ * GPUs its processes use (utilization or memory), and their models. */
+static void gpu_time(run_acc *acc, const mw_snapshot *snap)
+{
+    static const char *const fams[] = {"mlwatch_container_gpu_utilization_ratio",
+                                       "mlwatch_container_gpu_memory_used_bytes"};
+    char gpus[64][16];
+    size_t n = 0;
+    for (size_t f = 0; f < MW_ARRAY_LEN(fams); f++) {
+        const mw_family *fam = mw_snapshot_find(snap, fams[f]);
+        for (const mw_sample *s = fam ? fam->first : NULL; s; s = s->next) {
+            if (!(s->value > 0) || strcmp(label_of(s, "container"), RUN_CONTAINER) != 0) continue;
+            const char *g = label_of(s, "gpu");
+            int dup = 0;
+            for (size_t i = 0; i < n && !dup; i++)
+                dup = !strcmp(gpus[i], g);
+            if (dup || n >= MW_ARRAY_LEN(gpus)) continue;
+            mw_strlcpy(gpus[n++], g, sizeof(gpus[0]));
+            const mw_family *info = mw_snapshot_find(snap, "mlwatch_gpu_info");
+            for (const mw_sample *x = info ? info->first : NULL; x; x = x->next) {
+                if (strcmp(label_of(x, "gpu"), g) != 0) continue;
+                const char *model = label_of(x, "model");
+                int known = 0;
+                for (size_t i = 0; i < acc->nmodels && !known; i++)
+                    known = !strcmp(acc->models[i], model);
+                if (!known && acc->nmodels < MW_ARRAY_LEN(acc->models))
+                    mw_strlcpy(acc->models[acc->nmodels++], model, sizeof(acc->models[0]));
+            }
+        }
+    }
+    if (acc->last_ms && snap->timestamp_ms > acc->last_ms)
+        acc->gpu_seconds += (double)n * (double)(snap->timestamp_ms - acc->last_ms) / 1000.0;
+    acc->last_ms = snap->timestamp_ms;
+}
 
 static void cycle(tracker *t, pstat *ps, mw_collector_set *set, mw_procmap *pm, mw_energy *e,
                   mw_carbon *carbon, run_acc *acc)
@@ -224,6 +270,7 @@ static void cycle(tracker *t, pstat *ps, mw_collector_set *set, mw_procmap *pm, 
         acc->gpu_samples += 1;
     }
     (void)any;
+    gpu_time(acc, snap);
     mw_energy_step(e, snap, mw_carbon_now(carbon, snap->timestamp_ms, NULL));
     mw_snapshot_free(snap);
 }
@@ -233,6 +280,10 @@ static const mw_option run_rows[] = {
            "`mlwatch run`: units of work the command does, for joules per unit", NULL),
     MW_OPT(mw_run_settings, "unit", MW_OPT_STRING, unit, "unit",
            "`mlwatch run`: name of a unit of --work", NULL),
+    MW_OPT(mw_run_settings, "compare", MW_OPT_BOOL, compare, "false",
+           "`mlwatch run --compare FILE...`: one table of the --json reports FILE... (energy per "
+           "unit of work and per GPU-hour, by GPU model)",
+           NULL),
 };
 const mw_option_group mw_run_options =
     MW_OPTION_GROUP("mlwatch run", "src/agent/run.c", mw_run_settings, run_rows, NULL);
@@ -250,7 +301,7 @@ static void report(const mw_config *cfg, char **argv, size_t argc, const tracker
         total += j[k][0] + j[k][1];
     int estimated = mw_energy_last(e)->estimated_cpu;
     double gpu = acc->gpu_samples ? acc->gpu_util_sum / acc->gpu_samples : -1;
-    double kwh = total / 3.6e6;
+    double kwh = total / 3.6e6, gpu_hours = acc->gpu_seconds / 3600;
     if (cfg->json) {
         json_t *cmd = json_array();
         for (size_t i = 0; i < argc; i++)
@@ -272,11 +323,21 @@ static void report(const mw_config *cfg, char **argv, size_t argc, const tracker
         json_object_set_new(o, "carbon_intensity_grams_per_kwh",
                             intensity >= 0 ? json_real(intensity) : json_null());
         json_object_set_new(o, "gpu_utilization_ratio", gpu >= 0 ? json_real(gpu) : json_null());
-        if (rs->work > 0)
-            json_object_set_new(o, "work",
-                                json_pack("{s:f,s:s,s:f,s:f}", "units", rs->work, "unit", rs->unit,
-                                          "joules_per_unit", total / rs->work, "units_per_kwh",
-                                          kwh > 0 ? rs->work / kwh : 0));
+        json_t *models = json_array();
+        for (size_t i = 0; i < acc->nmodels; i++)
+            json_array_append_new(models, json_string(acc->models[i]));
+        json_object_set_new(o, "gpu_models", models);
+        json_object_set_new(o, "gpu_hours", json_real(gpu_hours));
+        json_object_set_new(o, "joules_per_gpu_hour",
+                            gpu_hours > 0 ? json_real(total / gpu_hours) : json_null());
+        if (rs->work > 0) {
+            json_t *w = json_pack("{s:f,s:s,s:f,s:f}", "units", rs->work, "unit", rs->unit,
+                                  "joules_per_unit", total / rs->work, "units_per_kwh",
+                                  kwh > 0 ? rs->work / kwh : 0);
+            json_object_set_new(w, "units_per_gpu_hour",
+                                gpu_hours > 0 ? json_real(rs->work / gpu_hours) : json_null());
+            json_object_set_new(o, "work", w);
+        }
         char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
         fprintf(stderr, "%s\n", text);
         free(text);
@@ -303,6 +364,9 @@ static void report(const mw_config *cfg, char **argv, size_t argc, const tracker
         fprintf(stderr, "  GPU utilization  %.1f %% (mean)\n", gpu * 100);
     else
         fprintf(stderr, "  GPU utilization  no GPU\n");
+    if (gpu_hours > 0)
+        fprintf(stderr, "  GPU time         %.6f GPU-hours (%s), %.6g J per GPU-hour\n", gpu_hours,
+                acc->nmodels ? acc->models[0] : "unknown model", total / gpu_hours);
     if (rs->work > 0)
         fprintf(stderr, "  efficiency       %.6g J/%s, %.6g %s/kWh\n", total / rs->work, rs->unit,
                 kwh > 0 ? rs->work / kwh : 0, rs->unit);
@@ -313,8 +377,104 @@ static double mono_s(void)
     return (double)mw_mono_ns() / 1e9;
 }
 
+/* One row of the --compare table from a --json report. */
+typedef struct cmp_row {
+    const char *file;
+    char command[64], model[96], unit[64], method[16];
+    double joules, gpu_hours, units;
+    int have_work;
+} cmp_row;
+
+static int compare_row(const char *file, cmp_row *r, char *err, size_t errsize)
+{
+    json_error_t je;
+    json_t *o = json_load_file(file, 0, &je);
+    if (!o) {
+        snprintf(err, errsize, "%s: not a `mlwatch run --json` report (%s)", file, je.text);
+        return -1;
+    }
+    memset(r, 0, sizeof(*r));
+    r->file = file;
+    const json_t *cmd = json_array_get(json_object_get(o, "command"), 0);
+    const json_t *j = json_object_get(o, "energy_joules"), *gh = json_object_get(o, "gpu_hours");
+    if (!json_is_number(j)) {
+        snprintf(err, errsize, "%s: no energy_joules: not a `mlwatch run --json` report", file);
+        json_decref(o);
+        return -1;
+    }
+    r->joules = json_number_value(j);
+    r->gpu_hours = json_is_number(gh) ? json_number_value(gh) : 0;
+    mw_strlcpy(r->command, json_is_string(cmd) ? json_string_value(cmd) : "?", sizeof(r->command));
+    const json_t *m = json_array_get(json_object_get(o, "gpu_models"), 0);
+    mw_strlcpy(r->model, json_is_string(m) ? json_string_value(m) : "-", sizeof(r->model));
+    const json_t *cm = json_object_get(o, "cpu_method");
+    mw_strlcpy(r->method, json_is_string(cm) ? json_string_value(cm) : "?", sizeof(r->method));
+    const json_t *w = json_object_get(o, "work");
+    if (json_is_number(json_object_get(w, "units"))) {
+        r->have_work = 1;
+        r->units = json_number_value(json_object_get(w, "units"));
+        const json_t *u = json_object_get(w, "unit");
+        mw_strlcpy(r->unit, json_is_string(u) ? json_string_value(u) : "unit", sizeof(r->unit));
+    }
+    json_decref(o);
+    return 0;
+}
+
+/* `mlwatch run --compare FILE...`: runs on different accelerators side by
+ * side (stdout; --json: a list). */
+static int compare_reports(const mw_config *cfg, char **files, size_t n)
+{
+    if (n == 0) {
+        fprintf(stderr, "mlwatch run --compare: no report files (mlwatch run --json ... 2>FILE)\n");
+        return 2;
+    }
+    json_t *out = json_array();
+    if (!cfg->json)
+        printf("%-24s %-16s %-24s %12s %10s %14s %14s %14s %s\n", "report", "command", "GPU model",
+               "energy J", "GPU-hours", "J/GPU-hour", "J/unit", "units/kWh", "CPU");
+    for (size_t i = 0; i < n; i++) {
+        cmp_row r;
+        char err[512];
+        if (compare_row(files[i], &r, err, sizeof(err)) < 0) {
+            fprintf(stderr, "mlwatch run --compare: %s\n", err);
+            json_decref(out);
+            return 2;
+        }
+        double jpg = r.gpu_hours > 0 ? r.joules / r.gpu_hours : -1;
+        double jpu = r.have_work && r.units > 0 ? r.joules / r.units : -1;
+        double upk = r.have_work && r.joules > 0 ? r.units / (r.joules / 3.6e6) : -1;
+        if (cfg->json) {
+            json_t *row = json_pack("{s:s,s:s,s:s,s:f,s:f,s:s}", "report", r.file, "command",
+                                    r.command, "gpu_model", r.model, "energy_joules", r.joules,
+                                    "gpu_hours", r.gpu_hours, "cpu_method", r.method);
+            json_object_set_new(row, "joules_per_gpu_hour",
+                                jpg >= 0 ? json_real(jpg) : json_null());
+            json_object_set_new(row, "joules_per_unit", jpu >= 0 ? json_real(jpu) : json_null());
+            json_object_set_new(row, "units_per_kwh", upk >= 0 ? json_real(upk) : json_null());
+            json_object_set_new(row, "unit", r.have_work ? json_string(r.unit) : json_null());
+            json_array_append_new(out, row);
+            continue;
+        }
+        char a[32] = "-", b[128] = "-", c[32] = "-";
+        if (jpg >= 0) snprintf(a, sizeof(a), "%.6g", jpg);
+        if (jpu >= 0) snprintf(b, sizeof(b), "%.6g/%s", jpu, r.unit);
+        if (upk >= 0) snprintf(c, sizeof(c), "%.6g", upk);
+        printf("%-24s %-16s %-24s %12.3f %10.6f %14s %14s %14s %s\n", r.file, r.command, r.model,
+               r.joules, r.gpu_hours, a, b, c, r.method);
+    }
+    if (cfg->json) {
+        char *text = json_dumps(out, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
+        printf("%s\n", text);
+        free(text);
+    }
+    json_decref(out);
+    return 0;
+}
+
 int mw_run_command(const mw_config *cfg, char **argv, size_t argc)
 {
+    if (((const mw_run_settings *)mw_config_group(cfg, &mw_run_options))->compare)
+        return compare_reports(cfg, argv, argc);
     if (argc == 0) {
         fprintf(stderr, "mlwatch run: no command (usage: mlwatch run [FLAGS] -- COMMAND [ARGS])\n");
         return 2;
@@ -369,7 +529,8 @@ int mw_run_command(const mw_config *cfg, char **argv, size_t argc)
     memset(&t, 0, sizeof(t));
     t.pids = mw_xcalloc(MAX_PROCS, sizeof(int));
     pstat *ps = mw_xcalloc(MAX_PROCS, sizeof(pstat));
-    run_acc acc = {0, 0};
+    run_acc acc;
+    memset(&acc, 0, sizeof(acc));
     if (make_cgroup(&t) < 0)
         mw_log(MW_LOG_DEBUG, "run", "no cgroup of its own: following the process tree");
 

@@ -3,7 +3,8 @@
 # reach it, --json has the documented fields, a command of known CPU work
 # gets (max - idle) watts per CPU x its CPU seconds of dynamic energy under
 # the estimation model, --work gives J per unit, and the GPU processes of
-# its tree (fake NVML) are its GPU share.
+# its tree (fake NVML) are its GPU share, with its GPU time and model, and
+# --compare puts reports side by side.
 source "$(dirname "$0")/lib.sh"
 
 : "${MLWATCH_BUILD:=$MLWATCH_SRC/build}"
@@ -103,7 +104,34 @@ assert r["gpu_utilization_ratio"] is not None and 0.3 <= r["gpu_utilization_rati
 g = r["components"]["gpu"]["joules"]
 # 300 W while the process was listed: most of 1.2 s (the first listing lags).
 assert 150 <= g <= 300 * (r["wall_seconds"] + 0.2), g
+# GPU time: one GPU while its process was listed, with the GPU's model.
+assert len(r["gpu_models"]) == 1 and r["gpu_models"][0], r["gpu_models"]
+assert 0 < r["gpu_hours"] <= (r["wall_seconds"] + 0.2) / 3600, r["gpu_hours"]
+assert abs(r["joules_per_gpu_hour"] - r["energy_joules"] / r["gpu_hours"]) < 1e-6 * r["joules_per_gpu_hour"]
 PY
+    ok
+    # Runs side by side: one row per report, the figures recomputed from it.
+    "$MLWATCH_BIN" run --compare --json "$WORK/run.json" "$WORK/gpu.json" >"$WORK/cmp.json"
+    python3 - "$WORK/run.json" "$WORK/gpu.json" "$WORK/cmp.json" <<'PY' || fail "--compare: $(cat "$WORK/cmp.json")"
+import json, sys
+a, g, rows = (json.load(open(p)) for p in sys.argv[1:4])
+assert [r["report"] for r in rows] == sys.argv[1:3], rows
+assert rows[0]["energy_joules"] == a["energy_joules"] and rows[1]["energy_joules"] == g["energy_joules"]
+assert rows[0]["joules_per_unit"] == a["energy_joules"] / 20 and rows[0]["unit"] == "image"
+assert rows[0]["joules_per_gpu_hour"] is None and rows[0]["gpu_model"] == "-"
+assert rows[1]["gpu_model"] == g["gpu_models"][0] and rows[1]["joules_per_unit"] is None
+assert abs(rows[1]["joules_per_gpu_hour"] - g["energy_joules"] / g["gpu_hours"]) < 1e-6 * rows[1]["joules_per_gpu_hour"]
+PY
+    ok
+    "$MLWATCH_BIN" run --compare "$WORK/run.json" "$WORK/gpu.json" >"$WORK/cmp.txt"
+    expect_eq "table rows" 3 "$(wc -l <"$WORK/cmp.txt")"
+    grep -q "^$WORK/run.json  *awk  *- " "$WORK/cmp.txt" || fail "table: $(cat "$WORK/cmp.txt")"
+    set +e
+    "$MLWATCH_BIN" run --compare "$WORK/r1.txt" 2>"$WORK/cmp.err"
+    rc=$?
+    set -e
+    expect_eq "exit status of --compare on a text report" 2 "$rc"
+    grep -q "not a \`mlwatch run --json\` report" "$WORK/cmp.err" || fail "$(cat "$WORK/cmp.err")"
     ok
 fi
 done_ok
