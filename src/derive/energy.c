@@ -1,43 +1,13 @@
 /* energy.c - node energy per interval and its attribution to containers; see
  * energy.h and docs/energy.md for the model. */
 #include "energy.h"
-#include "../core/hash.h"
+#include "energy_internal.h"
 #include "../core/util.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define NBUCKETS 4096
-#define MAX_COUNTERS 200000 /* previous values kept; beyond it new series get no delta */
-#define MAX_NODE_SERIES 256
-#define MAX_GPUS 64
-#define ENTITY_EXPIRY_MS 600000 /* a container gone this long stops being exported */
-#define SEP '\x1f'
-
-const char *const mw_energy_component_names[MW_EC_N] = {"cpu", "dram", "gpu", "other"};
-const char *const mw_energy_kind_names[MW_EK_N] = {"dynamic", "idle"};
-const char *const mw_energy_method_names[MW_EM_N] = {"measured", "estimated"};
-const char *const mw_energy_share_names[MW_ES_N] = {"unreserved", "system"};
-const char *const mw_energy_floor_source_names[MW_EF_N] = {"prior", "learnt", "configured"};
-
-int mw_energy_name_index(const char *const *names, int n, const char *name)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(names[i], name) == 0) return i;
-    return -1;
-}
-
-void mw_energy_params_init(mw_energy_params *p, mw_idle_policy policy)
-{
-    memset(p, 0, sizeof(*p));
-    p->idle_watts_per_cpu = MW_ENERGY_IDLE_WATTS_PER_CPU;
-    p->max_watts_per_cpu = MW_ENERGY_MAX_WATTS_PER_CPU;
-    p->idle_policy = policy;
-    p->floor_tau_s = MW_ENERGY_FLOOR_TAU_S;
-    p->idle_util_max = MW_ENERGY_IDLE_UTIL;
-}
 
 static const mw_metric_desc NODE_ENERGY = {
     "mlwatch_node_energy_joules_total",
@@ -90,168 +60,9 @@ static const mw_metric_desc BELOW_PARTS = {
 static const mw_metric_desc INTERVALS = {"mlwatch_energy_intervals_total",
                                          "Intervals whose energy was attributed.", "", MW_COUNTER};
 
-/* --- string-keyed table --------------------------------------------------- */
-
-typedef struct ent {
-    char *ns, *pod, *ctr;
-    double j[MW_EC_N][MW_EK_N][MW_EM_N];
-    double co2;
-    int64_t last_ms;
-    /* scratch of the current interval */
-    uint64_t cycle;
-    double cpu_d, weight, gpu[MW_EK_N];
-    /* CPU seconds its cgroup counted before the node's /proc/stat did (the
-     * files are read moments apart), not paid in interval owed_cycle: the
-     * node counts them, and their energy, in the next interval. */
-    double owed;
-    uint64_t owed_cycle;
-} ent;
-
-typedef struct node {
-    struct node *next;
-    char *key;
-    uint64_t seen;
-    double v;
-    ent *ent; /* entity table only */
-} node;
-
-typedef struct table {
-    node *b[NBUCKETS];
-    size_t n, cap;
-} table;
-
-static uint64_t hash(const char *s)
-{
-    return mw_fnv1a64_str(MW_FNV1A64_SEED, s);
-}
-
-static node *tfind(table *t, const char *key, int create)
-{
-    size_t i = hash(key) & (NBUCKETS - 1);
-    for (node *n = t->b[i]; n; n = n->next)
-        if (strcmp(n->key, key) == 0) return n;
-    if (!create || t->n >= t->cap) return NULL;
-    node *n = mw_xcalloc(1, sizeof(*n));
-    n->key = mw_xstrdup(key);
-    n->next = t->b[i];
-    t->b[i] = n;
-    t->n++;
-    return n;
-}
-
-static void free_ent(ent *x)
-{
-    if (!x) return;
-    free(x->ns);
-    free(x->pod);
-    free(x->ctr);
-    free(x);
-}
-
-/* Drop nodes for which keep() says no. */
-static void tsweep(table *t, int (*keep)(const node *, const void *), const void *arg)
-{
-    for (size_t i = 0; i < NBUCKETS; i++)
-        for (node **p = &t->b[i]; *p;) {
-            node *n = *p;
-            if (keep(n, arg)) {
-                p = &n->next;
-                continue;
-            }
-            *p = n->next;
-            free_ent(n->ent);
-            free(n->key);
-            free(n);
-            t->n--;
-        }
-}
-
-static int keep_none(const node *n, const void *arg)
-{
-    (void)n;
-    (void)arg;
-    return 0;
-}
-
-static void tfree(table *t)
-{
-    tsweep(t, keep_none, NULL);
-}
-
-/* --- the model's state ----------------------------------------------------- */
-
-typedef struct gpu_part {
-    char index[16];
-    double j, idle, floor_w;
-    int floor_source;
-} gpu_part;
-
-/* An idle floor: what is learnt is kept across restarts. */
-typedef struct idle_floor {
-    double w;
-    int learnt;
-} idle_floor;
-
-typedef struct gpu_floor_slot {
-    char uuid[96];
-    idle_floor f;
-} gpu_floor_slot;
-
-struct mw_energy {
-    mw_energy_params p;
-    table counters; /* previous counter values and power floors */
-    table ents;     /* containers */
-    table nodes;    /* node source totals, key source SEP zone SEP method */
-    ent shares[MW_ES_N];
-    double comp_total[MW_EC_N][MW_EK_N][MW_EM_N];
-    double node_co2;
-    uint64_t cycle, violations, below_parts, intervals;
-    int64_t last_ts;
-    int have_ts, restored;
-    int cpu_method;            /* MW_EM_* of the CPU component in the last interval */
-    idle_floor floor[MW_EC_N]; /* cpu, dram, other; GPUs in gpu_floors */
-    gpu_floor_slot gpu_floors[MAX_GPUS];
-    size_t ngpu_floors;
-    mw_energy_interval last;
-    gpu_part gpus[MAX_GPUS];
-    size_t ngpus;
-};
-
 static int keep_seen(const node *n, const void *arg)
 {
     return arg && n->seen == *(const uint64_t *)arg;
-}
-
-mw_energy *mw_energy_new(const mw_energy_params *p)
-{
-    mw_energy *e = mw_xcalloc(1, sizeof(*e));
-    e->p = *p;
-    if (!e->p.max_containers) e->p.max_containers = 10000;
-    e->counters.cap = MAX_COUNTERS;
-    e->ents.cap = e->p.max_containers + 1;
-    e->nodes.cap = MAX_NODE_SERIES;
-    if (!(e->p.floor_tau_s > 0)) e->p.floor_tau_s = MW_ENERGY_FLOOR_TAU_S;
-    if (!(e->p.idle_util_max >= 0)) e->p.idle_util_max = MW_ENERGY_IDLE_UTIL;
-    return e;
-}
-
-void mw_energy_free(mw_energy *e)
-{
-    if (!e) return;
-    tfree(&e->counters);
-    tfree(&e->ents);
-    tfree(&e->nodes);
-    free(e);
-}
-
-const mw_energy_interval *mw_energy_last(const mw_energy *e)
-{
-    return &e->last;
-}
-
-uint64_t mw_energy_violations(const mw_energy *e)
-{
-    return e->violations;
 }
 
 /* --- helpers ---------------------------------------------------------------- */
@@ -286,7 +97,7 @@ static void series_key(const char *prefix, const mw_sample *s, char *out, size_t
  * value). */
 static int counter_delta(mw_energy *e, const char *key, double v, double *d)
 {
-    node *n = tfind(&e->counters, key, 1);
+    node *n = mw_energy_tfind(&e->counters, key, 1);
     *d = 0;
     if (!n) return 0; /* table full: such a series is never counted */
     int had = n->seen != 0;
@@ -300,36 +111,6 @@ static int counter_delta(mw_energy *e, const char *key, double v, double *d)
     }
     *d = v - prev;
     return 1;
-}
-
-static void node_add(mw_energy *e, const char *source, const char *zone, const char *method,
-                     double j)
-{
-    char key[512];
-    snprintf(key, sizeof(key), "%s%c%s%c%s", source, SEP, zone, SEP, method);
-    node *n = tfind(&e->nodes, key, 1);
-    if (n) n->v += j;
-}
-
-static ent *entity(mw_energy *e, const char *ns, const char *pod, const char *ctr, int create)
-{
-    char key[1024];
-    snprintf(key, sizeof(key), "%s%c%s%c%s", ns, SEP, pod, SEP, ctr);
-    node *n = tfind(&e->ents, key, create);
-    if (!n) return NULL;
-    if (!n->ent) {
-        n->ent = mw_xcalloc(1, sizeof(ent));
-        n->ent->ns = mw_xstrdup(ns);
-        n->ent->pod = mw_xstrdup(pod);
-        n->ent->ctr = mw_xstrdup(ctr);
-    }
-    ent *x = n->ent;
-    if (x->cycle != e->cycle) {
-        x->cycle = e->cycle;
-        x->cpu_d = x->weight = 0;
-        x->gpu[0] = x->gpu[1] = 0;
-    }
-    return x;
 }
 
 /* The exported identity of a container sample: Kubernetes names, or for
@@ -346,7 +127,7 @@ static ent *entity_of(mw_energy *e, const mw_sample *s)
     } else if (!*ctr) {
         ctr = label_or(s, "container_id");
     }
-    return entity(e, ns, pod, ctr, 1);
+    return mw_energy_entity(e, ns, pod, ctr, 1);
 }
 
 static gpu_part *gpu_of(mw_energy *e, const char *index)
@@ -371,7 +152,7 @@ static gpu_part *gpu_of(mw_energy *e, const char *index)
  * without an energy counter). */
 static double sampled_energy(mw_energy *e, const char *key, double w, double dt)
 {
-    node *n = tfind(&e->counters, key, 1);
+    node *n = mw_energy_tfind(&e->counters, key, 1);
     if (!n) return w * dt;  /* table full */
     int had = n->seen != 0; /* unseen series are swept every cycle */
     double prev = n->v;
@@ -415,17 +196,6 @@ static double configured(const mw_energy *e, int k)
     return (e->p.idle_watts_set & (1u << k)) ? e->p.idle_watts[k] : -1;
 }
 
-static idle_floor *gpu_floor_of(mw_energy *e, const char *uuid)
-{
-    for (size_t i = 0; i < e->ngpu_floors; i++)
-        if (strcmp(e->gpu_floors[i].uuid, uuid) == 0) return &e->gpu_floors[i].f;
-    if (e->ngpu_floors >= MAX_GPUS) return NULL;
-    gpu_floor_slot *g = &e->gpu_floors[e->ngpu_floors++];
-    memset(g, 0, sizeof(*g));
-    mw_strlcpy(g->uuid, uuid, sizeof(g->uuid));
-    return &g->f;
-}
-
 /* A GPU is idle in an interval when no container has utilization or memory
  * on it and its own utilization (where reported) is at most 5%. */
 static int gpu_idle_like(const mw_snapshot *snap, const char *index)
@@ -450,11 +220,11 @@ static void gpu_add(mw_energy *e, const mw_snapshot *snap, const char *index, co
     gpu_part *g = gpu_of(e, index);
     if (!g) return;
     g->j += d;
-    idle_floor *f = gpu_floor_of(e, uuid);
+    idle_floor *f = mw_energy_gpu_floor(e, uuid);
     if (f && dt > 0 && d > 0)
         g->idle += floor_idle(e, f, configured(e, MW_EC_GPU), 0, d, dt, gpu_idle_like(snap, index),
                               &g->floor_w, &g->floor_source);
-    node_add(e, "gpu", index, "measured", d);
+    mw_energy_node_add(e, "gpu", index, "measured", d);
 }
 
 /* --- one interval ----------------------------------------------------------- */
@@ -492,7 +262,7 @@ static void read_rapl(mw_energy *e, const mw_snapshot *snap, interval *iv)
         /* The collector keeps the counter monotonic across wraps; a decrease
          * means it started over (zone re-found): no delta this interval. */
         if (counter_delta(e, key, s->value, &d) < 0) d = 0;
-        node_add(e, "rapl", zone, "measured", d);
+        mw_energy_node_add(e, "rapl", zone, "measured", d);
         const char *slash = strrchr(zone, '/');
         const char *last = slash ? slash + 1 : zone;
         if (!slash && strncmp(zone, "package", 7) == 0) {
@@ -573,7 +343,7 @@ static void read_node(mw_energy *e, const mw_snapshot *snap, interval *iv)
         char zone[160];
         snprintf(zone, sizeof(zone), "%s/%s", chip, label_or(s, "sensor"));
         series_key("hwmonpower", s, key, sizeof(key));
-        node_add(e, "hwmon", zone, "measured", sampled_energy(e, key, s->value, iv->dt));
+        mw_energy_node_add(e, "hwmon", zone, "measured", sampled_energy(e, key, s->value, iv->dt));
         if (!src && strcmp(chip, "power_meter") == 0) {
             w += s->value;
             have = 1;
@@ -584,7 +354,7 @@ static void read_node(mw_energy *e, const mw_snapshot *snap, interval *iv)
     snprintf(key, sizeof(key), "nodemeter%c%s", SEP, src);
     iv->have_node = 1;
     iv->node_j = sampled_energy(e, key, w, iv->dt);
-    if (strcmp(src, "ipmi") == 0) node_add(e, "ipmi", "node", "measured", iv->node_j);
+    if (strcmp(src, "ipmi") == 0) mw_energy_node_add(e, "ipmi", "node", "measured", iv->node_j);
 }
 
 static void read_containers(mw_energy *e, const mw_snapshot *snap, interval *iv)
@@ -827,9 +597,9 @@ void mw_energy_step(mw_energy *e, mw_snapshot *snap, double intensity)
     read_gpus(e, snap, &iv);
     read_node(e, snap, &iv);
     read_containers(e, snap, &iv);
-    tsweep(&e->counters, keep_seen, &e->cycle);
+    mw_energy_tsweep(&e->counters, keep_seen, &e->cycle);
     if (first) {
-        tsweep(&e->ents, keep_ent, e);
+        mw_energy_tsweep(&e->ents, keep_ent, e);
         emit(e, snap, intensity >= 0);
         return;
     }
@@ -844,7 +614,7 @@ void mw_energy_step(mw_energy *e, mw_snapshot *snap, double intensity)
         iv.comp[MW_EC_CPU] =
             iv.ncpu * e->p.idle_watts_per_cpu * iv.dt +
             iv.ncpu * (e->p.max_watts_per_cpu - e->p.idle_watts_per_cpu) * util * iv.dt;
-        node_add(e, "model", "cpu", "estimated", iv.comp[MW_EC_CPU]);
+        mw_energy_node_add(e, "model", "cpu", "estimated", iv.comp[MW_EC_CPU]);
         estimated = 1;
     }
     double parts = iv.comp[MW_EC_CPU] + iv.comp[MW_EC_DRAM] + iv.comp[MW_EC_GPU];
@@ -957,148 +727,6 @@ void mw_energy_step(mw_energy *e, mw_snapshot *snap, double intensity)
     e->last.parts_joules = ad.sum;
     e->last.estimated_cpu = estimated;
     e->last.valid = 1;
-    tsweep(&e->ents, keep_ent, e);
+    mw_energy_tsweep(&e->ents, keep_ent, e);
     emit(e, snap, intensity >= 0);
-}
-
-/* --- totals in and out ------------------------------------------------------ */
-
-static void sum_methods(const ent *x, double joules[MW_EC_N][MW_EK_N])
-{
-    for (int k = 0; k < MW_EC_N; k++)
-        for (int kind = 0; kind < MW_EK_N; kind++) {
-            joules[k][kind] = 0;
-            for (int m = 0; m < MW_EM_N; m++)
-                joules[k][kind] += x->j[k][kind][m];
-        }
-}
-
-int mw_energy_container(const mw_energy *e, const char *ns, const char *pod, const char *container,
-                        double joules[MW_EC_N][MW_EK_N], double *co2_grams)
-{
-    char key[1024];
-    snprintf(key, sizeof(key), "%s%c%s%c%s", ns, SEP, pod, SEP, container);
-    node *n = tfind((table *)&e->ents, key, 0);
-    if (!n || !n->ent) return -1;
-    sum_methods(n->ent, joules);
-    if (co2_grams) *co2_grams = n->ent->co2;
-    return 0;
-}
-
-void mw_energy_share(const mw_energy *e, int share, double joules[MW_EC_N][MW_EK_N],
-                     double *co2_grams)
-{
-    sum_methods(&e->shares[share], joules);
-    if (co2_grams) *co2_grams = e->shares[share].co2;
-}
-
-static void visit_ent(const ent *x, char kind, const char *a, const char *b, const char *c,
-                      mw_energy_visit_fn fn, void *ctx)
-{
-    double v[MW_ENERGY_VALUES + 1];
-    memcpy(v, x->j, sizeof(x->j));
-    v[MW_ENERGY_VALUES] = x->co2;
-    fn(ctx, kind, a, b, c, v, MW_ARRAY_LEN(v));
-}
-
-void mw_energy_visit(const mw_energy *e, mw_energy_visit_fn fn, void *ctx)
-{
-    for (size_t i = 0; i < NBUCKETS; i++)
-        for (const node *n = e->ents.b[i]; n; n = n->next)
-            visit_ent(n->ent, 'c', n->ent->ns, n->ent->pod, n->ent->ctr, fn, ctx);
-    for (int sh = 0; sh < MW_ES_N; sh++)
-        visit_ent(&e->shares[sh], 's', mw_energy_share_names[sh], "", "", fn, ctx);
-    for (size_t i = 0; i < NBUCKETS; i++)
-        for (const node *n = e->nodes.b[i]; n; n = n->next) {
-            char a[512];
-            mw_strlcpy(a, n->key, sizeof(a));
-            char *b = strchr(a, SEP), *c = b ? strchr(b + 1, SEP) : NULL;
-            if (!c) continue;
-            *b = *c = '\0';
-            fn(ctx, 'n', a, b + 1, c + 1, &n->v, 1);
-        }
-    for (int k = 0; k < MW_EC_N; k++)
-        for (int kind = 0; kind < MW_EK_N; kind++)
-            for (int m = 0; m < MW_EM_N; m++)
-                if (e->comp_total[k][kind][m] > 0)
-                    fn(ctx, 'k', mw_energy_component_names[k], mw_energy_kind_names[kind],
-                       mw_energy_method_names[m], &e->comp_total[k][kind][m], 1);
-    fn(ctx, 'g', "", "", "", &e->node_co2, 1);
-    for (int k = 0; k < MW_EC_N; k++)
-        if (k != MW_EC_GPU && e->floor[k].learnt)
-            fn(ctx, 'f', mw_energy_component_names[k], "", "", &e->floor[k].w, 1);
-    for (size_t i = 0; i < e->ngpu_floors; i++)
-        if (e->gpu_floors[i].f.learnt)
-            fn(ctx, 'f', "gpu", e->gpu_floors[i].uuid, "", &e->gpu_floors[i].f.w, 1);
-}
-
-void mw_energy_restore_container(mw_energy *e, const char *ns, const char *pod,
-                                 const char *container, const double joules[MW_ENERGY_VALUES],
-                                 double co2_grams)
-{
-    ent *x = entity(e, ns, pod, container, 1);
-    if (!x) return;
-    memcpy(x->j, joules, sizeof(x->j));
-    x->co2 = co2_grams;
-    x->last_ms = 0;
-    e->restored = 1;
-}
-
-void mw_energy_restore_share(mw_energy *e, int share, const double joules[MW_ENERGY_VALUES],
-                             double co2_grams)
-{
-    if (share < 0 || share >= MW_ES_N) return;
-    memcpy(e->shares[share].j, joules, sizeof(e->shares[share].j));
-    e->shares[share].co2 = co2_grams;
-}
-
-void mw_energy_restore_component(mw_energy *e, int component, int kind, int method, double joules)
-{
-    if (component < 0 || component >= MW_EC_N || kind < 0 || kind >= MW_EK_N || method < 0 ||
-        method >= MW_EM_N)
-        return;
-    e->comp_total[component][kind][method] = joules;
-}
-
-void mw_energy_restore_node_co2(mw_energy *e, double grams)
-{
-    e->node_co2 = grams;
-}
-
-void mw_energy_restore_floor(mw_energy *e, int component, const char *uuid, double watts)
-{
-    idle_floor *f = NULL;
-    if (component == MW_EC_GPU)
-        f = gpu_floor_of(e, uuid);
-    else if (component >= 0 && component < MW_EC_N)
-        f = &e->floor[component];
-    if (!f) return;
-    f->w = watts;
-    f->learnt = 1;
-}
-
-static void add_parts(double total[MW_EC_N][MW_EK_N][MW_EM_N], const ent *x, double *co2)
-{
-    for (int k = 0; k < MW_EC_N; k++)
-        for (int kind = 0; kind < MW_EK_N; kind++)
-            for (int m = 0; m < MW_EM_N; m++)
-                total[k][kind][m] += x->j[k][kind][m];
-    *co2 += x->co2;
-}
-
-void mw_energy_restore_components_from_parts(mw_energy *e)
-{
-    memset(e->comp_total, 0, sizeof(e->comp_total));
-    e->node_co2 = 0;
-    for (size_t i = 0; i < NBUCKETS; i++)
-        for (const node *n = e->ents.b[i]; n; n = n->next)
-            add_parts(e->comp_total, n->ent, &e->node_co2);
-    for (int sh = 0; sh < MW_ES_N; sh++)
-        add_parts(e->comp_total, &e->shares[sh], &e->node_co2);
-}
-
-void mw_energy_restore_node(mw_energy *e, const char *source, const char *zone, const char *method,
-                            double joules)
-{
-    node_add(e, source, zone, method, joules);
 }

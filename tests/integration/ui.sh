@@ -109,8 +109,9 @@ cat >"$WORK/expect.json" <<JSON
     "cluster-4": {"value": 2}, "cluster-6": {"labels": ["allocated", "busy", "idle", "total"]},
     "cluster-7": {"rows": $idle_rows, "positive": {"Idle since": 1700000000000, "Idle for": 0, "Cost (GPU-hours)": 0}},
     "cluster-8": {"rows": [{"namespace": "ml-team", "Open sessions": 0}, {"namespace": "shared", "Open sessions": 2}]}}},
-  "sustainability": {"count": 6, "panels": {
+  "sustainability": {"count": 9, "panels": {
     "sustainability-1": {"labels": ["inference", "ml-team", "shared"]},
+    "sustainability-7": {"labels": ["node total", "system", "unreserved", "workloads"]},
     "sustainability-3": {"rows": [{"namespace": "inference"}, {"namespace": "ml-team"}, {"namespace": "shared"}]},
     "sustainability-4": {"labels": ["grid"]}, "sustainability-5": {"labels": ["measured"]}}},
   "node": {"count": 6, "panels": {

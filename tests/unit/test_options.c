@@ -63,7 +63,7 @@ static void defaults_of_every_owner(void **state)
         {"gpu-process-interval", "5000"},
         {"freeipmi-library", "libfreeipmi.so.17"},
         {"carbon-intensity", ""},
-        {"energy-idle-policy", "none"},
+        {"energy-idle-policy", "requests"},
         {"energy-idle-watts-per-cpu", "0.73999999999999999"},
         {"energy-max-watts-per-cpu", "3.5"},
         {"idle-threshold", "5"},
@@ -160,7 +160,7 @@ static const char FULL_FILE[] = "root: /host\n"
                                 "  refresh: 10m\n"
                                 "  timeout: 3s\n"
                                 "  max_body: 2MiB\n"
-                                "energy_idle_policy: requests\n"
+                                "energy_idle_policy: cpu\n"
                                 "energy_idle_watts_per_cpu: 1.25\n"
                                 "energy_max_watts_per_cpu: 4\n"
                                 "idle_threshold: 7.5\n"
@@ -243,7 +243,7 @@ static void full_file_loads(void **state)
         {"gpu-process-interval", "7000"},
         {"freeipmi-library", "none"},
         {"carbon-intensity", "250"},
-        {"energy-idle-policy", "requests"},
+        {"energy-idle-policy", "cpu"},
         {"energy-idle-watts-per-cpu", "1.25"},
         {"energy-max-watts-per-cpu", "4"},
         {"idle-threshold", "7.5"},
