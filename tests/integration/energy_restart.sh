@@ -192,6 +192,7 @@ ok
 # at 0 even with the same --state-dir.
 kill -TERM "$AGENT_PID"
 wait "$AGENT_PID" 2>/dev/null || true
+: >"$WORK/agent.log" # emptied first, as start_agent does: it held the last agent's port
 "$MLWATCH_BIN" agent --listen 127.0.0.1:0 --data-dir "$WORK/data2" --state-dir "$WORK/state" \
     "${args[@]}" >"$WORK/agent.log" 2>&1 &
 AGENT_PID=$!
