@@ -629,7 +629,9 @@ void mw_energy_step(mw_energy *e, mw_snapshot *snap, double intensity)
     }
     idle_parts(e, &iv, estimated, idle);
     int method[MW_EC_N] = {MW_EM_MEASURED, MW_EM_MEASURED, MW_EM_MEASURED, MW_EM_MEASURED};
-    if (estimated) method[MW_EC_CPU] = MW_EM_ESTIMATED;
+    /* Without RAPL the CPU's energy is the model's, even in an interval
+     * where the model had no CPU time to go on. */
+    if (estimated || !iv.have_rapl_pkg) method[MW_EC_CPU] = MW_EM_ESTIMATED;
     e->cpu_method = method[MW_EC_CPU];
 
     /* CPU-time shares; requests weights. A container's CPU time is its

@@ -75,7 +75,7 @@ struct mw_energy {
     uint64_t cycle, violations, below_parts, intervals;
     int64_t last_ts;
     int have_ts, restored;
-    int cpu_method;            /* MW_EM_* of the CPU component in the last interval */
+    int cpu_method;            /* MW_EM_* of the CPU component in the last interval, -1 before */
     idle_floor floor[MW_EC_N]; /* cpu, dram, other; GPUs in gpu_floors */
     gpu_floor_slot gpu_floors[MAX_GPUS];
     size_t ngpu_floors;

@@ -139,6 +139,9 @@ mw_energy *mw_energy_new(const mw_energy_params *p)
 {
     mw_energy *e = mw_xcalloc(1, sizeof(*e));
     e->p = *p;
+    /* Unknown until the first interval says how the CPU's energy is had:
+     * no zero series may claim "measured" on a machine that measures nothing. */
+    e->cpu_method = -1;
     if (!e->p.max_containers) e->p.max_containers = 10000;
     e->counters.cap = MAX_COUNTERS;
     e->ents.cap = e->p.max_containers + 1;

@@ -103,7 +103,7 @@ cat >"$WORK/expect.json" <<JSON
   "workloads": {"count": 9, "panels": {
     "workloads-1": {"labels": $gpu_pods}, "workloads-2": {"labels": $gpu_pods},
     "workloads-3": {"labels": $gpu_pods}, "workloads-4": {"series": 9},
-    "workloads-6": {"series": 9}, "workloads-9": {"rowCount": 20}}},
+    "workloads-6": {"series": 9}, "workloads-9": {"rowCount": 19}}},
   "cluster": {"count": 8, "panels": {
     "cluster-1": {"value": 3}, "cluster-2": {"value": 3}, "cluster-3": {"value": 1},
     "cluster-4": {"value": 2}, "cluster-6": {"labels": ["allocated", "busy", "idle", "total"]},

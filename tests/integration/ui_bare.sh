@@ -59,7 +59,7 @@ cat >"$WORK/expect.json" <<JSON
     "overview-6": {"value": 0}, "overview-7": {"labels": ["estimated"]},
     "overview-8": {"labels": [$svcs]}, "overview-9": {"why": "$gpu_why"},
     "overview-10": {"labels": [$svcs]},
-    "overview-11": {"rowSet": {"workload": ["(not attributed)", $svcs]}},
+    "overview-11": {"rowSet": {"workload": ["(system share)", "(unreserved share)", $svcs]}},
     "overview-13": {"why": "No idle GPU sessions.*This agent: no GPU telemetry"}}},
   "whyslow": {"count": 2, "panels": {
     "whyslow-1": {"findings": ["^critical cpu_throttling /system.slice/postgresql.service$", "^(critical|warning) memory_pressure /system.slice/postgresql.service$"]},
@@ -72,10 +72,10 @@ cat >"$WORK/expect.json" <<JSON
     "workloads-5": {"labelsInclude": ["/system.slice/postgresql.service"]}, "workloads-6": {"labels": [$svcs]},
     
     "workloads-8": {"why": "no carbon intensity is configured. Set --carbon-intensity"},
-    "workloads-7": {"labels": [$svcs]}, "workloads-9": {"rowSet": {"workload": ["(not attributed)", $svcs]}}}},
+    "workloads-7": {"labels": [$svcs]}, "workloads-9": {"rowSet": {"workload": [$svcs]}}}},
   "cluster": {"count": 8, "empty": ["cluster-7", "cluster-8"], "panels": {"cluster-1": {"value": 0}}},
-  "sustainability": {"count": 6, "empty": ["sustainability-1", "sustainability-2", "sustainability-3", "sustainability-4", "sustainability-6"], "panels": {
-    "sustainability-5": {"labels": ["estimated"]}}},
+  "sustainability": {"count": 9, "empty": ["sustainability-1", "sustainability-2", "sustainability-3", "sustainability-4", "sustainability-6"], "panels": {
+    "sustainability-5": {"labels": ["estimated"]}, "sustainability-7": {"labels": ["node total", "system", "unreserved", "workloads"]}}},
   "node": {"count": 6, "mayBeEmpty": ["node-1", "node-2", "node-3"], "empty": ["node-5", "node-6"], "panels": {}}
 }}
 JSON
