@@ -1,5 +1,5 @@
 /* fuzz_relabel_config.c - the remote_write / write_relabel_configs config
- * parser (YAML -> JSON -> endpoints, regex translation and compilation) on
+ * parser (YAML -> endpoints, regex translation and compilation) on
  * arbitrary bytes, then the compiled rules applied to a fixed series. An
  * accepted file must build the same endpoints again from mw_config (what the
  * shipper does at start), and relabelling must keep a valid label set. */
@@ -15,6 +15,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static mw_config c;
+    mw_rw_forget_lists(); /* the previous input's, which c held */
     mw_options_register_all();
     mw_config_defaults(&c);
     char err[1024];

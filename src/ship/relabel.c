@@ -144,6 +144,30 @@ int mw_relabel_add(mw_relabel *r, const mw_relabel_spec *spec, char *why, size_t
     return 0;
 }
 
+int mw_relabel_copy(mw_relabel *dst, const mw_relabel *src, char *why, size_t whysize)
+{
+    memset(dst, 0, sizeof(*dst));
+    for (size_t i = 0; i < src->n; i++) {
+        const mw_relabel_rule *r = &src->rules[i];
+        const char *action = NULL;
+        for (size_t k = 0; k < MW_ARRAY_LEN(actions); k++)
+            if (actions[k].a == r->action) action = actions[k].name;
+        mw_relabel_spec sp = {.action = action,
+                              .source_labels = (const char *const *)r->source_labels,
+                              .nsource = r->nsource,
+                              .separator = r->separator,
+                              .regex = r->regex,
+                              .target_label = r->target_label,
+                              .replacement = r->replacement,
+                              .modulus = r->modulus};
+        if (mw_relabel_add(dst, &sp, why, whysize) < 0) {
+            mw_relabel_free(dst);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 void mw_relabel_free(mw_relabel *r)
 {
     for (size_t i = 0; i < r->n; i++)

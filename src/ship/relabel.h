@@ -79,6 +79,9 @@ typedef struct mw_relabel_spec {
 } mw_relabel_spec;
 
 int mw_relabel_add(mw_relabel *r, const mw_relabel_spec *spec, char *why, size_t whysize);
+/* dst = the rules of src, compiled again (dst owns its own). Returns 0, or
+ * -1 with the reason in why (only when out of memory for a regex). */
+int mw_relabel_copy(mw_relabel *dst, const mw_relabel *src, char *why, size_t whysize);
 void mw_relabel_free(mw_relabel *r);
 
 /* Apply the rules to ls in place. New strings go into scratch. Returns 1 to

@@ -1,9 +1,10 @@
 /* rw_config.c - the remote_write and external_labels config sections and the
  * endpoint list the shipper runs with, see rw_config.h.
  *
- * The YAML is turned into JSON (every scalar a string), validated with the
- * same code that later builds the endpoints, and kept in mw_config as text,
- * so a config that loads is a config the shipper can start with. */
+ * The YAML is turned into a jansson tree (every scalar a string) only to walk
+ * it; the endpoints are parsed from it once, when the file is loaded, and
+ * kept as mw_rw_endpoint_cfg values the shipper copies at start, so a config
+ * that loads is a config the shipper can start with. */
 #include "rw_config.h"
 #include "../core/hash.h"
 #include "../core/units.h"
@@ -11,6 +12,7 @@
 
 #include <ctype.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -237,31 +239,38 @@ too_long:
     return whyf(why, n, "%s: %s: expected a non-empty value under 256 characters", where, key);
 }
 
-static int parse_labels(json_t *o, mw_rw_endpoint_cfg *ep, const char *where, char *why, size_t n)
+/* Add name=value unless the set has name already (an endpoint's own label
+ * wins over a global one). */
+static int add_label(char (*names)[128], char (*values)[256], size_t *count, const char *name,
+                     const char *value, const char *where, char *why, size_t n)
+{
+    for (size_t i = 0; i < *count; i++)
+        if (strcmp(names[i], name) == 0) return 0;
+    if (*count >= MW_RW_MAX_EXTERNAL)
+        return whyf(why, n, "%s: more than %d labels", where, MW_RW_MAX_EXTERNAL);
+    mw_strlcpy(names[*count], name, sizeof(names[0]));
+    mw_strlcpy(values[(*count)++], value, sizeof(values[0]));
+    return 0;
+}
+
+static int parse_labels(json_t *o, char (*names)[128], char (*values)[256], size_t *count,
+                        const char *where, char *why, size_t n)
 {
     if (!json_is_object(o)) return whyf(why, n, "%s: expected a mapping of label: value", where);
     const char *k;
     json_t *v;
     json_object_foreach(o, k, v)
     {
-        if (!mw_rl_valid_name(k) || strlen(k) >= sizeof(ep->ext_names[0]))
+        if (!mw_rl_valid_name(k) || strlen(k) >= sizeof(names[0]))
             return whyf(why, n, "%s: '%.100s' is not a valid label name", where, k);
-        char value[sizeof(ep->ext_values[0])];
+        char value[sizeof(values[0])];
         if (json_is_string(v) &&
             expand_env(json_string_value(v), value, sizeof(value), where, k, why, n) < 0)
             return -1;
         if (!json_is_string(v) || !value[0])
             return whyf(why, n, "%s: %s: expected a non-empty value under 256 characters", where,
                         k);
-        size_t i;
-        for (i = 0; i < ep->next; i++)
-            if (strcmp(ep->ext_names[i], k) == 0) break; /* the endpoint's own wins */
-        if (i == ep->next) {
-            if (ep->next >= MW_RW_MAX_EXTERNAL)
-                return whyf(why, n, "%s: more than %d labels", where, MW_RW_MAX_EXTERNAL);
-            mw_strlcpy(ep->ext_names[ep->next], k, sizeof(ep->ext_names[0]));
-            mw_strlcpy(ep->ext_values[ep->next++], value, sizeof(ep->ext_values[0]));
-        }
+        if (add_label(names, values, count, k, value, where, why, n) < 0) return -1;
     }
     return 0;
 }
@@ -420,7 +429,7 @@ static int parse_endpoint(json_t *o, mw_rw_endpoint_cfg *ep, const char *where, 
     json_t *el = json_object_get(o, "external_labels");
     if (el) {
         snprintf(sub, sizeof(sub), "%s.external_labels", where);
-        if (parse_labels(el, ep, sub, why, n) < 0) return -1;
+        if (parse_labels(el, ep->ext_names, ep->ext_values, &ep->next, sub, why, n) < 0) return -1;
     }
     json_t *qc = json_object_get(o, "queue_config");
     if (qc) {
@@ -476,34 +485,70 @@ static mw_rw_endpoint_cfg *add_endpoint(mw_rw_config *rc)
     return &rc->ep[rc->n++];
 }
 
-static int build(const char *url, json_t *list, json_t *global, mw_rw_config *out, char *why,
-                 size_t n)
+/* Two endpoints may not share a queue folder (name or URL): endpoint i
+ * against those before it. */
+static int check_unique(const mw_rw_config *rc, size_t i, char *why, size_t n)
+{
+    for (size_t j = 0; j < i; j++)
+        if (strcmp(rc->ep[i].dirname, rc->ep[j].dirname) == 0)
+            return whyf(why, n, "remote_write: two endpoints named or at '%.100s'",
+                        rc->ep[i].name[0] ? rc->ep[i].name : rc->ep[i].display_url);
+    return 0;
+}
+
+/* The endpoints of the file's remote_write list (a JSON array of
+ * mappings), checked; global labels and --remote-write come later. */
+static int parse_list(json_t *list, mw_rw_config *out, char *why, size_t n)
 {
     memset(out, 0, sizeof(*out));
-    if (url && *url) {
-        mw_rw_endpoint_cfg *ep = add_endpoint(out);
-        if (set_url(ep, url, "--remote-write", why, n) < 0) goto fail;
-    }
     size_t i;
     json_t *o;
-    if (list) json_array_foreach(list, i, o)
-        {
-            char where[64];
-            snprintf(where, sizeof(where), "remote_write[%zu]", i);
-            if (out->n >= MW_RW_MAX_ENDPOINTS) {
-                whyf(why, n, "%s: more than %d endpoints", where, MW_RW_MAX_ENDPOINTS);
-                goto fail;
-            }
-            if (parse_endpoint(o, add_endpoint(out), where, why, n) < 0) goto fail;
+    json_array_foreach(list, i, o)
+    {
+        char where[64];
+        snprintf(where, sizeof(where), "remote_write[%zu]", i);
+        if (out->n >= MW_RW_MAX_ENDPOINTS) {
+            mw_rw_config_free(out);
+            return whyf(why, n, "%s: more than %d endpoints", where, MW_RW_MAX_ENDPOINTS);
         }
+        if (parse_endpoint(o, add_endpoint(out), where, why, n) < 0) {
+            mw_rw_config_free(out);
+            return -1;
+        }
+    }
+    for (i = 0; i < out->n; i++)
+        if (check_unique(out, i, why, n) < 0) {
+            mw_rw_config_free(out);
+            return -1;
+        }
+    return 0;
+}
+
+int mw_rw_config_build(const mw_config *config, mw_rw_config *out, char *why, size_t n)
+{
+    const mw_rw_settings *cfg = mw_config_group(config, &mw_rw_options);
+    memset(out, 0, sizeof(*out));
+    if (cfg->url[0]) {
+        mw_rw_endpoint_cfg *ep = add_endpoint(out);
+        if (set_url(ep, cfg->url, "--remote-write", why, n) < 0) goto fail;
+    }
+    size_t i;
+    for (i = 0; cfg->list && i < cfg->list->n; i++) {
+        if (out->n >= MW_RW_MAX_ENDPOINTS) {
+            whyf(why, n, "remote_write[%zu]: more than %d endpoints", i, MW_RW_MAX_ENDPOINTS);
+            goto fail;
+        }
+        mw_rw_endpoint_cfg *ep = add_endpoint(out);
+        *ep = cfg->list->ep[i];
+        if (mw_relabel_copy(&ep->relabel, &cfg->list->ep[i].relabel, why, n) < 0) goto fail;
+    }
     for (i = 0; i < out->n; i++) {
-        if (global && parse_labels(global, &out->ep[i], "external_labels", why, n) < 0) goto fail;
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(out->ep[i].dirname, out->ep[j].dirname) == 0) {
-                whyf(why, n, "remote_write: two endpoints named or at '%.100s'",
-                     out->ep[i].name[0] ? out->ep[i].name : out->ep[i].display_url);
+        mw_rw_endpoint_cfg *ep = &out->ep[i];
+        for (size_t k = 0; k < cfg->external.n; k++)
+            if (add_label(ep->ext_names, ep->ext_values, &ep->next, cfg->external.names[k],
+                          cfg->external.values[k], "external_labels", why, n) < 0)
                 goto fail;
-            }
+        if (check_unique(out, i, why, n) < 0) goto fail;
     }
     return 0;
 fail:
@@ -511,16 +556,38 @@ fail:
     return -1;
 }
 
-int mw_rw_config_build(const mw_config *config, mw_rw_config *out, char *err, size_t errsize)
+/* Every list the config files made, kept for the life of the process
+ * (copies of a configuration share them). */
+typedef struct kept_list {
+    struct kept_list *next;
+    mw_rw_config rc;
+} kept_list;
+static kept_list *kept;
+static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static const mw_rw_config *keep_list(const mw_rw_config *rc)
 {
-    const mw_rw_settings *cfg = mw_config_group(config, &mw_rw_options);
-    json_t *list = NULL, *global = NULL;
-    if (cfg->remote_write_json[0]) list = json_loads(cfg->remote_write_json, 0, NULL);
-    if (cfg->external_labels_json[0]) global = json_loads(cfg->external_labels_json, 0, NULL);
-    int rc = build(cfg->url, list, global, out, err, errsize);
-    json_decref(list);
-    json_decref(global);
-    return rc;
+    kept_list *k = mw_xcalloc(1, sizeof(*k));
+    k->rc = *rc;
+    pthread_mutex_lock(&kept_mu);
+    k->next = kept;
+    kept = k;
+    pthread_mutex_unlock(&kept_mu);
+    return &k->rc;
+}
+
+void mw_rw_forget_lists(void)
+{
+    pthread_mutex_lock(&kept_mu);
+    kept_list *k = kept;
+    kept = NULL;
+    pthread_mutex_unlock(&kept_mu);
+    while (k) {
+        kept_list *next = k->next;
+        mw_rw_config_free(&k->rc);
+        free(k);
+        k = next;
+    }
 }
 
 /* ---- config-file sections ---- */
@@ -550,9 +617,11 @@ static int remote_write_section(void *settings, const char *file, void *docp, vo
         snprintf(msg, sizeof(msg), "remote_write: %s", why);
         return section_fail(err, errsize, file, &bad, msg);
     }
-    /* Validate by building the endpoints (global labels come later). */
-    mw_rw_config tmp;
-    if (build(NULL, list, NULL, &tmp, why, sizeof(why)) < 0) {
+    /* Parsed once here: the shipper starts from these endpoints. */
+    mw_rw_config parsed;
+    int rc = parse_list(list, &parsed, why, sizeof(why));
+    json_decref(list);
+    if (rc < 0) {
         /* Point at the endpoint the message names. */
         size_t idx = 0;
         if (sscanf(why, "remote_write[%zu]", &idx) == 1 &&
@@ -560,19 +629,9 @@ static int remote_write_section(void *settings, const char *file, void *docp, vo
             yaml_node_t *it = yaml_document_get_node(doc, node->data.sequence.items.start[idx]);
             if (it) bad = it->start_mark;
         }
-        json_decref(list);
         return section_fail(err, errsize, file, &bad, why);
     }
-    mw_rw_config_free(&tmp);
-    char *text = json_dumps(list, JSON_COMPACT);
-    json_decref(list);
-    if (!text || strlen(text) >= sizeof(c->remote_write_json)) {
-        free(text);
-        return section_fail(err, errsize, file, &node->start_mark,
-                            "remote_write: the section is too large (32 KiB as JSON)");
-    }
-    mw_strlcpy(c->remote_write_json, text, sizeof(c->remote_write_json));
-    free(text);
+    c->list = keep_list(&parsed);
     return 0;
 }
 
@@ -594,19 +653,12 @@ static int external_labels_section(void *settings, const char *file, void *docp,
         snprintf(msg, sizeof(msg), "external_labels: %s", why);
         return section_fail(err, errsize, file, &bad, msg);
     }
-    mw_rw_endpoint_cfg *probe = mw_xcalloc(1, sizeof(*probe));
-    int rc = parse_labels(o, probe, "external_labels", why, sizeof(why));
-    free(probe);
-    char *text = rc < 0 ? NULL : json_dumps(o, JSON_COMPACT);
+    mw_rw_labels labels = {.n = 0};
+    int rc = parse_labels(o, labels.names, labels.values, &labels.n, "external_labels", why,
+                          sizeof(why));
     json_decref(o);
     if (rc < 0) return section_fail(err, errsize, file, &node->start_mark, why);
-    if (!text || strlen(text) >= sizeof(c->external_labels_json)) {
-        free(text);
-        return section_fail(err, errsize, file, &node->start_mark,
-                            "external_labels: too large (4 KiB as JSON)");
-    }
-    mw_strlcpy(c->external_labels_json, text, sizeof(c->external_labels_json));
-    free(text);
+    c->external = labels;
     return 0;
 }
 

@@ -58,14 +58,23 @@ typedef struct mw_rw_config {
     size_t n;
 } mw_rw_config;
 
-/* Remote write's settings (rw_config.c): --remote-write URL, and the
- * remote_write list and global external_labels of the file, both kept as
- * canonical JSON (validated at load, parsed again when the shipper starts)
- * so that the settings stay one flat, copyable value. */
+/* Labels added to every series an endpoint ships (values expanded). */
+typedef struct mw_rw_labels {
+    char names[MW_RW_MAX_EXTERNAL][128];
+    char values[MW_RW_MAX_EXTERNAL][256];
+    size_t n;
+} mw_rw_labels;
+
+/* Remote write's settings (rw_config.c): --remote-write URL, the file's
+ * remote_write list as endpoints (parsed and checked once, when the file is
+ * loaded) and its global external_labels. The list lives on the heap and is
+ * never changed after the load, so copies of the configuration (an
+ * assignment) share it; rw_config.c keeps every list it made until
+ * mw_rw_forget_lists(). */
 typedef struct mw_rw_settings {
     char url[1024];
-    char remote_write_json[32768];
-    char external_labels_json[4096];
+    const mw_rw_config *list; /* NULL: the file has no remote_write list */
+    mw_rw_labels external;
 } mw_rw_settings;
 extern const mw_option_group mw_rw_options;
 
@@ -73,6 +82,11 @@ extern const mw_option_group mw_rw_options;
  * global external labels merged in. Returns 0 (n may be 0) or -1. */
 int mw_rw_config_build(const mw_config *cfg, mw_rw_config *out, char *err, size_t errsize);
 void mw_rw_config_free(mw_rw_config *rc);
+
+/* Free every endpoint list the config files loaded so far made: for a
+ * process that loads configurations over and over (the fuzzer), once no
+ * mw_config loaded before is used again. */
+void mw_rw_forget_lists(void);
 
 /* Strip user:password@, ?query and #fragment from a URL for display. */
 void mw_rw_display_url(const char *url, char *out, size_t n);

@@ -14,6 +14,7 @@
 #include "derive/doctor.h"
 #include "derive/energy_module.h"
 #include "derive/idle_config.h"
+#include "ship/relabel.h"
 #include "ship/rw_config.h"
 
 #include <signal.h>
@@ -131,8 +132,8 @@ static void defaults_of_every_owner(void **state)
     const mw_idle_settings *is = mw_config_group(&c, &mw_idle_options);
     assert_int_equal(is->noverrides, 0);
     const mw_rw_settings *rw = mw_config_group(&c, &mw_rw_options);
-    assert_string_equal(rw->remote_write_json, "");
-    assert_string_equal(rw->external_labels_json, "");
+    assert_null(rw->list);
+    assert_int_equal(rw->external.n, 0);
 }
 
 /* Every key and section of a config file written for today's build. */
@@ -334,6 +335,85 @@ static void full_file_loads(void **state)
     assert_int_equal(is->noverrides, 2);
 }
 
+/* The remote_write list is parsed once, into endpoints, when the file is
+ * loaded: no size limit of its own (it was 32 KiB as JSON), each build an
+ * independent copy with its own compiled rules, --remote-write first and
+ * the global labels under each endpoint's own. */
+static void remote_write_list_typed(void **state)
+{
+    (void)state;
+    static mw_config c;
+    mw_config_defaults(&c);
+    char err[1024];
+    size_t cap = 200000, len = 0;
+    char *y = malloc(cap);
+    len += (size_t)snprintf(y + len, cap - len,
+                            "external_labels: {node: n1, cluster: g}\n"
+                            "remote_write:\n");
+    for (int e = 0; e < 7; e++) {
+        len += (size_t)snprintf(y + len, cap - len,
+                                "  - url: http://127.0.0.1:9/push%d\n"
+                                "    external_labels: {cluster: e%d}\n"
+                                "    write_relabel_configs:\n",
+                                e, e);
+        for (int r = 0; r < 60; r++)
+            len += (size_t)snprintf(y + len, cap - len,
+                                    "      - {source_labels: [__name__], regex: 'metric_%d_%d_"
+                                    "with_a_rather_long_name_.*', action: drop}\n",
+                                    e, r);
+    }
+    assert_true(len > 40000); /* 32 KiB was the limit */
+    assert_int_equal(mw_config_load_string(&c, "rw.yaml", y, len, err, sizeof(err)), 0);
+    free(y);
+    mw_rw_settings *rw = mw_config_group_mut(&c, &mw_rw_options);
+    assert_non_null(rw->list);
+    assert_int_equal(rw->list->n, 7);
+    assert_int_equal(rw->external.n, 2);
+    mw_strlcpy(rw->url, "http://127.0.0.1:9/flag", sizeof(rw->url));
+
+    mw_rw_config a, b;
+    assert_int_equal(mw_rw_config_build(&c, &a, err, sizeof(err)), 0);
+    assert_int_equal(mw_rw_config_build(&c, &b, err, sizeof(err)), 0);
+    assert_int_equal(a.n, 8);
+    assert_string_equal(a.ep[0].url, "http://127.0.0.1:9/flag");
+    assert_int_equal(a.ep[0].next, 2);
+    assert_string_equal(a.ep[0].ext_names[0], "node");
+    assert_string_equal(a.ep[0].ext_values[1], "g");
+    assert_string_equal(a.ep[7].url, "http://127.0.0.1:9/push6");
+    assert_int_equal(a.ep[7].next, 2);
+    assert_string_equal(a.ep[7].ext_names[0], "cluster");
+    assert_string_equal(a.ep[7].ext_values[0], "e6"); /* its own wins */
+    assert_string_equal(a.ep[7].ext_names[1], "node");
+    assert_int_equal(a.ep[7].relabel.n, 60);
+    assert_ptr_not_equal(a.ep[7].relabel.rules, b.ep[7].relabel.rules);
+    assert_ptr_not_equal(a.ep[7].relabel.rules[0].re, b.ep[7].relabel.rules[0].re);
+    mw_rw_config_free(&a);
+    /* b works on after a is gone: its rules are its own. */
+    mw_arena ar;
+    mw_arena_init(&ar, 0);
+    mw_rl_labels ls = {.n = 0};
+    mw_rl_set(&ls, "__name__", "metric_6_3_with_a_rather_long_name_x");
+    assert_int_equal(mw_relabel_apply(&b.ep[7].relabel, &ls, &ar), 0);
+    mw_rl_set(&ls, "__name__", "other");
+    assert_int_equal(mw_relabel_apply(&b.ep[7].relabel, &ls, &ar), 1);
+    mw_arena_free(&ar);
+    mw_rw_config_free(&b);
+
+    /* The flag's endpoint counts: 8 from the file are one too many. */
+    char more[2048];
+    len = (size_t)snprintf(more, sizeof(more), "remote_write:\n");
+    for (int e = 0; e < 8; e++)
+        len += (size_t)snprintf(more + len, sizeof(more) - len, "  - url: http://127.0.0.1:9/p%d\n",
+                                e);
+    mw_config_defaults(&c);
+    assert_int_equal(mw_config_load_string(&c, "rw.yaml", more, len, err, sizeof(err)), 0);
+    rw = mw_config_group_mut(&c, &mw_rw_options);
+    mw_strlcpy(rw->url, "http://127.0.0.1:9/flag", sizeof(rw->url));
+    assert_int_equal(mw_rw_config_build(&c, &a, err, sizeof(err)), -1);
+    assert_string_equal(err, "remote_write[7]: more than 8 endpoints");
+    assert_int_equal(a.n, 0);
+}
+
 /* ---- a group of the test's own: what a new owner gets ---- */
 
 typedef struct probe_settings {
@@ -484,9 +564,8 @@ static int setup(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(defaults_of_every_owner),
-        cmocka_unit_test(full_file_loads),
-        cmocka_unit_test(group_of_its_own),
+        cmocka_unit_test(defaults_of_every_owner), cmocka_unit_test(full_file_loads),
+        cmocka_unit_test(remote_write_list_typed), cmocka_unit_test(group_of_its_own),
         cmocka_unit_test(registry_refusals),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
