@@ -38,8 +38,8 @@
 #define RUN_CONTAINER "mlwatch-run"
 #define MAX_PROCS 65536
 
-static const mw_metric_desc RUN_CPU = {"mlwatch_container_cpu_seconds_total",
-                                       "CPU time of the command's tree.", "seconds", MW_COUNTER};
+MW_METRIC(RUN_CPU, MW_COUNTER, "mlwatch_container_cpu_seconds_total", "seconds",
+          "CPU time of the command's tree.");
 
 static volatile sig_atomic_t child_pid;
 

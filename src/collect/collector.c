@@ -24,18 +24,15 @@ struct mw_collector_set {
     int64_t start_ms;
 };
 
-static const mw_metric_desc DURATION = {
-    "mlwatch_collector_duration_seconds",
-    "Wall-clock time the collector took in the last collection cycle.", "seconds", MW_GAUGE};
-static const mw_metric_desc ERRORS = {
-    "mlwatch_collector_errors_total",
-    "Problems the collector met (unreadable or malformed files, vanished items) since start.", "",
-    MW_COUNTER};
-static const mw_metric_desc BUILD_INFO = {
-    "mlwatch_build_info", "Version of the running mlwatch; the value is always 1.", "", MW_INFO};
-static const mw_metric_desc START_TIME = {"mlwatch_start_time_seconds",
-                                          "When the agent started, seconds since the epoch.",
-                                          "seconds", MW_GAUGE};
+MW_METRIC(DURATION, MW_GAUGE, "mlwatch_collector_duration_seconds", "seconds",
+          "Wall-clock time the collector took in the last collection cycle.");
+MW_METRIC(
+    ERRORS, MW_COUNTER, "mlwatch_collector_errors_total", "",
+    "Problems the collector met (unreadable or malformed files, vanished items) since start.");
+MW_METRIC(BUILD_INFO, MW_INFO, "mlwatch_build_info", "",
+          "Version of the running mlwatch; the value is always 1.");
+MW_METRIC(START_TIME, MW_GAUGE, "mlwatch_start_time_seconds", "seconds",
+          "When the agent started, seconds since the epoch.");
 
 void mw_collect_error(mw_collect_ctx *ctx, const char *path, int err, const char *what)
 {

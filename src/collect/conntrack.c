@@ -16,12 +16,10 @@
 
 #define CT_DIR "proc/sys/net/netfilter"
 
-static const mw_metric_desc ENTRIES = {"mlwatch_conntrack_entries",
-                                       "Connections in the conntrack table (nf_conntrack_count).",
-                                       "", MW_GAUGE};
-static const mw_metric_desc LIMIT = {"mlwatch_conntrack_entries_limit",
-                                     "Size limit of the conntrack table (nf_conntrack_max).", "",
-                                     MW_GAUGE};
+MW_METRIC(ENTRIES, MW_GAUGE, "mlwatch_conntrack_entries", "",
+          "Connections in the conntrack table (nf_conntrack_count).");
+MW_METRIC(LIMIT, MW_GAUGE, "mlwatch_conntrack_entries_limit", "",
+          "Size limit of the conntrack table (nf_conntrack_max).");
 
 typedef struct ct_state {
     int fd;

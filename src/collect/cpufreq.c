@@ -20,23 +20,16 @@
 #define CPU_DIR "sys/devices/system/cpu"
 #define MAX_CPUS 8192
 
-static const mw_metric_desc FREQ = {
-    "mlwatch_cpu_frequency_hertz",
-    "Current CPU frequency as the kernel sees it (scaling_cur_freq, else cpuinfo_cur_freq).",
-    "hertz", MW_GAUGE};
-static const mw_metric_desc FREQ_MIN = {
-    "mlwatch_cpu_frequency_min_hertz", "Lowest frequency the governor may pick (scaling_min_freq).",
-    "hertz", MW_GAUGE};
-static const mw_metric_desc FREQ_MAX = {
-    "mlwatch_cpu_frequency_max_hertz",
-    "Highest frequency the governor may pick (scaling_max_freq).", "hertz", MW_GAUGE};
-static const mw_metric_desc HW_MAX = {
-    "mlwatch_cpu_hardware_frequency_max_hertz",
-    "Highest frequency the CPU supports, turbo included (cpuinfo_max_freq).", "hertz", MW_GAUGE};
-static const mw_metric_desc GOVERNOR = {
-    "mlwatch_cpu_scaling_governor_info",
-    "Frequency scaling governor of each CPU (scaling_governor); the value is always 1.", "",
-    MW_INFO};
+MW_METRIC(FREQ, MW_GAUGE, "mlwatch_cpu_frequency_hertz", "hertz",
+          "Current CPU frequency as the kernel sees it (scaling_cur_freq, else cpuinfo_cur_freq).");
+MW_METRIC(FREQ_MIN, MW_GAUGE, "mlwatch_cpu_frequency_min_hertz", "hertz",
+          "Lowest frequency the governor may pick (scaling_min_freq).");
+MW_METRIC(FREQ_MAX, MW_GAUGE, "mlwatch_cpu_frequency_max_hertz", "hertz",
+          "Highest frequency the governor may pick (scaling_max_freq).");
+MW_METRIC(HW_MAX, MW_GAUGE, "mlwatch_cpu_hardware_frequency_max_hertz", "hertz",
+          "Highest frequency the CPU supports, turbo included (cpuinfo_max_freq).");
+MW_METRIC(GOVERNOR, MW_INFO, "mlwatch_cpu_scaling_governor_info", "",
+          "Frequency scaling governor of each CPU (scaling_governor); the value is always 1.");
 
 typedef struct cpufreq_state {
     int dirfd;      /* sys/devices/system/cpu */

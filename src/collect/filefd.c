@@ -10,10 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
-static const mw_metric_desc ALLOCATED = {"mlwatch_filefd_allocated",
-                                         "File handles allocated system-wide.", "", MW_GAUGE};
-static const mw_metric_desc MAXIMUM = {
-    "mlwatch_filefd_maximum", "Limit on file handles system-wide (fs.file-max).", "", MW_GAUGE};
+MW_METRIC(ALLOCATED, MW_GAUGE, "mlwatch_filefd_allocated", "",
+          "File handles allocated system-wide.");
+MW_METRIC(MAXIMUM, MW_GAUGE, "mlwatch_filefd_maximum", "",
+          "Limit on file handles system-wide (fs.file-max).");
 
 int mw_parse_file_nr(const char *text, uint64_t *allocated, uint64_t *maximum)
 {

@@ -28,19 +28,15 @@
 #define FS_MAX 1024   /* mount points reported */
 #define FS_SLOTS 2048 /* hash slots, a power of two > FS_MAX */
 
-static const mw_metric_desc SIZE = {"mlwatch_filesystem_size_bytes", "Size of the filesystem.",
-                                    "bytes", MW_GAUGE};
-static const mw_metric_desc FREE = {"mlwatch_filesystem_free_bytes",
-                                    "Free space, including the blocks reserved for root.", "bytes",
-                                    MW_GAUGE};
-static const mw_metric_desc AVAIL = {"mlwatch_filesystem_available_bytes",
-                                     "Space available to unprivileged users.", "bytes", MW_GAUGE};
-static const mw_metric_desc FILES = {"mlwatch_filesystem_files", "Inodes of the filesystem.", "",
-                                     MW_GAUGE};
-static const mw_metric_desc FILES_FREE = {"mlwatch_filesystem_files_free", "Free inodes.", "",
-                                          MW_GAUGE};
-static const mw_metric_desc READONLY = {
-    "mlwatch_filesystem_readonly", "1 when the filesystem is mounted read-only.", "", MW_GAUGE};
+MW_METRIC(SIZE, MW_GAUGE, "mlwatch_filesystem_size_bytes", "bytes", "Size of the filesystem.");
+MW_METRIC(FREE, MW_GAUGE, "mlwatch_filesystem_free_bytes", "bytes",
+          "Free space, including the blocks reserved for root.");
+MW_METRIC(AVAIL, MW_GAUGE, "mlwatch_filesystem_available_bytes", "bytes",
+          "Space available to unprivileged users.");
+MW_METRIC(FILES, MW_GAUGE, "mlwatch_filesystem_files", "", "Inodes of the filesystem.");
+MW_METRIC(FILES_FREE, MW_GAUGE, "mlwatch_filesystem_files_free", "", "Free inodes.");
+MW_METRIC(READONLY, MW_GAUGE, "mlwatch_filesystem_readonly", "",
+          "1 when the filesystem is mounted read-only.");
 
 typedef struct fs_entry {
     const char *device, *mountpoint, *fstype; /* into ctx->scratch */

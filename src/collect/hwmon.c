@@ -30,24 +30,18 @@
 #define HWMON_MAX_CHIPS 256
 #define HWMON_MAX_SENSORS 128
 
-static const mw_metric_desc TEMP = {"mlwatch_hwmon_temperature_celsius",
-                                    "Temperature reported by a hardware monitoring sensor.",
-                                    "celsius", MW_GAUGE};
-static const mw_metric_desc TEMP_MAX = {"mlwatch_hwmon_temperature_max_celsius",
-                                        "High limit of the temperature sensor (tempN_max).",
-                                        "celsius", MW_GAUGE};
-static const mw_metric_desc TEMP_CRIT = {"mlwatch_hwmon_temperature_critical_celsius",
-                                         "Critical limit of the temperature sensor (tempN_crit).",
-                                         "celsius", MW_GAUGE};
-static const mw_metric_desc POWER = {"mlwatch_hwmon_power_watts",
-                                     "Power reported by a hardware monitoring sensor.", "watts",
-                                     MW_GAUGE};
-static const mw_metric_desc ENERGY = {"mlwatch_hwmon_energy_joules_total",
-                                      "Energy counted by a hardware monitoring sensor.", "joules",
-                                      MW_COUNTER};
-static const mw_metric_desc VOLTAGE = {"mlwatch_hwmon_voltage_volts",
-                                       "Voltage reported by a hardware monitoring sensor.", "volts",
-                                       MW_GAUGE};
+MW_METRIC(TEMP, MW_GAUGE, "mlwatch_hwmon_temperature_celsius", "celsius",
+          "Temperature reported by a hardware monitoring sensor.");
+MW_METRIC(TEMP_MAX, MW_GAUGE, "mlwatch_hwmon_temperature_max_celsius", "celsius",
+          "High limit of the temperature sensor (tempN_max).");
+MW_METRIC(TEMP_CRIT, MW_GAUGE, "mlwatch_hwmon_temperature_critical_celsius", "celsius",
+          "Critical limit of the temperature sensor (tempN_crit).");
+MW_METRIC(POWER, MW_GAUGE, "mlwatch_hwmon_power_watts", "watts",
+          "Power reported by a hardware monitoring sensor.");
+MW_METRIC(ENERGY, MW_COUNTER, "mlwatch_hwmon_energy_joules_total", "joules",
+          "Energy counted by a hardware monitoring sensor.");
+MW_METRIC(VOLTAGE, MW_GAUGE, "mlwatch_hwmon_voltage_volts", "volts",
+          "Voltage reported by a hardware monitoring sensor.");
 
 static const char *const KIND_PREFIX[] = {"temp", "power", "energy", "in"};
 

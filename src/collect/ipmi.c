@@ -18,10 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static const mw_metric_desc POWER = {
-    "mlwatch_ipmi_power_watts",
-    "Node input power reported by the BMC (IPMI DCMI Get Power Reading, current power).", "watts",
-    MW_GAUGE};
+MW_METRIC(POWER, MW_GAUGE, "mlwatch_ipmi_power_watts", "watts",
+          "Node input power reported by the BMC (IPMI DCMI Get Power Reading, current power).");
 
 /* --- FreeIPMI through dlopen ------------------------------------------------ */
 

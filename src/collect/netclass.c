@@ -27,25 +27,20 @@
 #define NETCLASS_MAX 4096
 #define NETCLASS_NAME_MAX 32
 
-static const mw_metric_desc INFO = {
-    "mlwatch_network_info",
-    "Interface state, duplex and MAC address from /sys/class/net; the value is 1.", "", MW_INFO};
-static const mw_metric_desc MTU = {"mlwatch_network_mtu_bytes", "MTU of the interface.", "bytes",
-                                   MW_GAUGE};
-static const mw_metric_desc SPEED = {
-    "mlwatch_network_speed_bytes",
-    "Negotiated link speed in bytes per second (absent while down or unknown).", "bytes", MW_GAUGE};
-static const mw_metric_desc UP = {"mlwatch_network_up", "1 when the operstate is up, else 0.", "",
-                                  MW_GAUGE};
-static const mw_metric_desc CARRIER = {
-    "mlwatch_network_carrier", "1 when the interface has a carrier (link), else 0.", "", MW_GAUGE};
-static const mw_metric_desc CARRIER_CHANGES = {
-    "mlwatch_network_carrier_changes_total", "Times the carrier went up or down.", "", MW_COUNTER};
-static const mw_metric_desc TXQLEN = {"mlwatch_network_transmit_queue_length",
-                                      "Length of the transmit queue (tx_queue_len).", "", MW_GAUGE};
-static const mw_metric_desc FLAGS = {"mlwatch_network_flags",
-                                     "Interface flags (IFF_UP, IFF_BROADCAST, ... as a number).",
-                                     "", MW_GAUGE};
+MW_METRIC(INFO, MW_INFO, "mlwatch_network_info", "",
+          "Interface state, duplex and MAC address from /sys/class/net; the value is 1.");
+MW_METRIC(MTU, MW_GAUGE, "mlwatch_network_mtu_bytes", "bytes", "MTU of the interface.");
+MW_METRIC(SPEED, MW_GAUGE, "mlwatch_network_speed_bytes", "bytes",
+          "Negotiated link speed in bytes per second (absent while down or unknown).");
+MW_METRIC(UP, MW_GAUGE, "mlwatch_network_up", "", "1 when the operstate is up, else 0.");
+MW_METRIC(CARRIER, MW_GAUGE, "mlwatch_network_carrier", "",
+          "1 when the interface has a carrier (link), else 0.");
+MW_METRIC(CARRIER_CHANGES, MW_COUNTER, "mlwatch_network_carrier_changes_total", "",
+          "Times the carrier went up or down.");
+MW_METRIC(TXQLEN, MW_GAUGE, "mlwatch_network_transmit_queue_length", "",
+          "Length of the transmit queue (tx_queue_len).");
+MW_METRIC(FLAGS, MW_GAUGE, "mlwatch_network_flags", "",
+          "Interface flags (IFF_UP, IFF_BROADCAST, ... as a number).");
 
 /* --- parsers -------------------------------------------------------- */
 

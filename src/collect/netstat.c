@@ -140,9 +140,8 @@ static const netstat_counter COUNTERS[] = {
 };
 #define NCOUNTERS (sizeof(COUNTERS) / sizeof(COUNTERS[0]))
 
-static const mw_metric_desc CURR_ESTAB = {
-    "mlwatch_netstat_tcp_current_established",
-    "TCP connections in ESTABLISHED or CLOSE-WAIT state now (Tcp CurrEstab).", "", MW_GAUGE};
+MW_METRIC(CURR_ESTAB, MW_GAUGE, "mlwatch_netstat_tcp_current_established", "",
+          "TCP connections in ESTABLISHED or CLOSE-WAIT state now (Tcp CurrEstab).");
 
 /* --- parser ---------------------------------------------------------- */
 

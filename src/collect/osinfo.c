@@ -18,11 +18,10 @@
 #include <string.h>
 #include <sys/utsname.h>
 
-static const mw_metric_desc OS_INFO = {
-    "mlwatch_os_info", "Operating system from os-release(5); the value is 1.", "", MW_INFO};
-static const mw_metric_desc UNAME_INFO = {
-    "mlwatch_uname_info", "The running kernel as uname(2) reports it to the agent; the value is 1.",
-    "", MW_INFO};
+MW_METRIC(OS_INFO, MW_INFO, "mlwatch_os_info", "",
+          "Operating system from os-release(5); the value is 1.");
+MW_METRIC(UNAME_INFO, MW_INFO, "mlwatch_uname_info", "",
+          "The running kernel as uname(2) reports it to the agent; the value is 1.");
 
 /* --- parser ---------------------------------------------------------- */
 

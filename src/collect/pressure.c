@@ -17,14 +17,10 @@
 
 #define PSI_MAX 4096
 
-static const mw_metric_desc WAITING = {
-    "mlwatch_pressure_waiting_seconds_total",
-    "Time at least one task was stalled on the resource (PSI \"some\" total).", "seconds",
-    MW_COUNTER};
-static const mw_metric_desc STALLED = {
-    "mlwatch_pressure_stalled_seconds_total",
-    "Time all non-idle tasks were stalled on the resource at once (PSI \"full\" total).", "seconds",
-    MW_COUNTER};
+MW_METRIC(WAITING, MW_COUNTER, "mlwatch_pressure_waiting_seconds_total", "seconds",
+          "Time at least one task was stalled on the resource (PSI \"some\" total).");
+MW_METRIC(STALLED, MW_COUNTER, "mlwatch_pressure_stalled_seconds_total", "seconds",
+          "Time all non-idle tasks were stalled on the resource at once (PSI \"full\" total).");
 
 static const char *const RESOURCES[] = {"cpu", "memory", "io"};
 

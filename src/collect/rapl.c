@@ -32,13 +32,10 @@
 #define RAPL_CLASS "sys/class/powercap"
 #define RAPL_MAX_ZONES 64
 
-static const mw_metric_desc ENERGY = {
-    "mlwatch_rapl_energy_joules_total",
-    "Energy used by the RAPL zone since the counter started (wraps accounted for).", "joules",
-    MW_COUNTER};
-static const mw_metric_desc MAX_RANGE = {"mlwatch_rapl_max_energy_range_joules",
-                                         "Value at which the zone's hardware energy counter wraps.",
-                                         "joules", MW_GAUGE};
+MW_METRIC(ENERGY, MW_COUNTER, "mlwatch_rapl_energy_joules_total", "joules",
+          "Energy used by the RAPL zone since the counter started (wraps accounted for).");
+MW_METRIC(MAX_RANGE, MW_GAUGE, "mlwatch_rapl_max_energy_range_joules", "joules",
+          "Value at which the zone's hardware energy counter wraps.");
 
 typedef struct rapl_zone {
     char entry[32];     /* "intel-rapl:0:1" */

@@ -16,21 +16,16 @@
 #define SOFTNET_MAX_CPUS 8192
 #define SOFTNET_MAX_COLS 32
 
-static const mw_metric_desc PROCESSED = {"mlwatch_softnet_processed_total",
-                                         "Packets taken from the CPU's backlog queue.", "",
-                                         MW_COUNTER};
-static const mw_metric_desc DROPPED = {
-    "mlwatch_softnet_dropped_total",
-    "Packets dropped because the CPU's backlog queue was full (netdev_max_backlog).", "",
-    MW_COUNTER};
-static const mw_metric_desc SQUEEZED = {
-    "mlwatch_softnet_times_squeezed_total",
-    "Times the receive softirq stopped with work left (budget or time used up).", "", MW_COUNTER};
-static const mw_metric_desc RPS = {"mlwatch_softnet_received_rps_total",
-                                   "Times the CPU was woken to process packets steered by RPS.", "",
-                                   MW_COUNTER};
-static const mw_metric_desc FLOW_LIMIT = {"mlwatch_softnet_flow_limit_total",
-                                          "Packets dropped by the RPS flow limit.", "", MW_COUNTER};
+MW_METRIC(PROCESSED, MW_COUNTER, "mlwatch_softnet_processed_total", "",
+          "Packets taken from the CPU's backlog queue.");
+MW_METRIC(DROPPED, MW_COUNTER, "mlwatch_softnet_dropped_total", "",
+          "Packets dropped because the CPU's backlog queue was full (netdev_max_backlog).");
+MW_METRIC(SQUEEZED, MW_COUNTER, "mlwatch_softnet_times_squeezed_total", "",
+          "Times the receive softirq stopped with work left (budget or time used up).");
+MW_METRIC(RPS, MW_COUNTER, "mlwatch_softnet_received_rps_total", "",
+          "Times the CPU was woken to process packets steered by RPS.");
+MW_METRIC(FLOW_LIMIT, MW_COUNTER, "mlwatch_softnet_flow_limit_total", "",
+          "Packets dropped by the RPS flow limit.");
 
 /* --- parser ---------------------------------------------------------- */
 

@@ -28,6 +28,13 @@ typedef struct mw_metric_desc {
     mw_metric_type type;
 } mw_metric_desc;
 
+/* A metric family described once, at file scope, by its collector: the
+ * variable, the type, the name, the unit ("" for none) and the help text.
+ *   MW_METRIC(READS, MW_COUNTER, "mlwatch_disk_reads_completed_total", "",
+ *             "Reads completed by the device."); */
+#define MW_METRIC(var, type_, name_, unit_, help_)                                                 \
+    static const mw_metric_desc var = {.name = name_, .help = help_, .unit = unit_, .type = type_}
+
 typedef struct mw_label {
     const char *name;
     const char *value;

@@ -1,6 +1,8 @@
 /* util.c - checked allocation, clocks and bounded copies. */
 #include "util.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,4 +124,24 @@ void mw_release_free_memory(void)
      * 0.5-0.6 MiB on a 100-pod node with 8 GPUs; trimming every tenth cycle
      * saved almost nothing, the holes being refilled in between. */
     malloc_trim(0);
+}
+
+int mw_read_secret_file(const char *path, char *out, size_t size, char *why, size_t whysize)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        snprintf(why, whysize, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t len = fread(out, 1, size - 1, f);
+    int toolong = len == size - 1 && fgetc(f) != EOF;
+    fclose(f);
+    out[len] = '\0';
+    if (toolong) {
+        snprintf(why, whysize, "%s: longer than %zu bytes", path, size - 1);
+        return -2;
+    }
+    while (len && isspace((unsigned char)out[len - 1]))
+        out[--len] = '\0';
+    return 0;
 }

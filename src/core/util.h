@@ -42,4 +42,10 @@ void mw_set_string(char **dst, const char *src, size_t size);
 /* strlcpy semantics: always terminates, returns strlen(src). */
 size_t mw_strlcpy(char *dst, const char *src, size_t size);
 
+/* A secret (password, token) from a file into out, trailing whitespace and
+ * newlines cut off. Returns 0; -1 when the file cannot be read (why: "PATH:
+ * strerror"); -2 when it holds more than size - 1 bytes (why: "PATH: longer
+ * than N bytes"). The secret never goes into why. */
+int mw_read_secret_file(const char *path, char *out, size_t size, char *why, size_t whysize);
+
 #endif

@@ -23,21 +23,16 @@ enum { F_TIMEOUT, F_HTTP, F_NETWORK, F_MALFORMED, F_OVERSIZED, F_N };
 static const char *const failure_names[F_N] = {"timeout", "http_status", "network", "malformed",
                                                "oversized"};
 
-static const mw_metric_desc INTENSITY = {
-    "mlwatch_carbon_intensity_grams_per_kwh",
-    "Carbon intensity of the grid used for CO2 (gCO2eq per kWh), source constant (a number), "
-    "schedule (a CSV file) or api (a JSON API); absent while unknown.",
-    "grams_per_kwh", MW_GAUGE};
-static const mw_metric_desc AGE = {
-    "mlwatch_carbon_intensity_age_seconds",
-    "Age of the carbon intensity in use: since the last good API answer or the schedule row began.",
-    "seconds", MW_GAUGE};
-static const mw_metric_desc FETCHES = {
-    "mlwatch_carbon_fetches_total", "Good answers from the carbon intensity API.", "", MW_COUNTER};
-static const mw_metric_desc FAILURES = {
-    "mlwatch_carbon_fetch_failures_total",
-    "Carbon intensity API requests that failed, by reason; the last good value is kept.", "",
-    MW_COUNTER};
+MW_METRIC(INTENSITY, MW_GAUGE, "mlwatch_carbon_intensity_grams_per_kwh", "grams_per_kwh",
+          "Carbon intensity of the grid used for CO2 (gCO2eq per kWh), source constant (a number), "
+          "schedule (a CSV file) or api (a JSON API); absent while unknown.");
+MW_METRIC(AGE, MW_GAUGE, "mlwatch_carbon_intensity_age_seconds", "seconds",
+          "Age of the carbon intensity in use: since the last good API answer or the schedule row "
+          "began.");
+MW_METRIC(FETCHES, MW_COUNTER, "mlwatch_carbon_fetches_total", "",
+          "Good answers from the carbon intensity API.");
+MW_METRIC(FAILURES, MW_COUNTER, "mlwatch_carbon_fetch_failures_total", "",
+          "Carbon intensity API requests that failed, by reason; the last good value is kept.");
 
 typedef enum { SRC_STATIC, SRC_SCHEDULE, SRC_URL } src_kind;
 
@@ -385,20 +380,16 @@ static void *poll_thread(void *arg)
     return NULL;
 }
 
+/* The auth file holds the header's value: one line. */
 static int read_secret(const char *path, char *out, size_t size, char *err, size_t errsize)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errsize, "carbon auth file %s: %s", path, strerror(errno));
+    char why[PATH_MAX + 128];
+    int rc = mw_read_secret_file(path, out, size, why, sizeof(why));
+    if (rc == -1) {
+        snprintf(err, errsize, "carbon auth file %s", why);
         return -1;
     }
-    size_t n = fread(out, 1, size - 1, f);
-    int toolong = !feof(f) && fgetc(f) != EOF;
-    fclose(f);
-    out[n] = '\0';
-    while (n && (out[n - 1] == '\n' || out[n - 1] == '\r' || out[n - 1] == ' '))
-        out[--n] = '\0';
-    if (toolong || !n || strpbrk(out, "\r\n")) {
+    if (rc == -2 || !out[0] || strpbrk(out, "\r\n")) {
         snprintf(err, errsize, "carbon auth file %s: must hold one line of at most %zu bytes", path,
                  size - 2);
         return -1;

@@ -16,11 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const mw_metric_desc FINDING = {
-    "mlwatch_finding",
-    "A finding of the doctor (docs/doctor.md): 1 while the rule of its kind holds over the "
-    "doctor's history.",
-    "", MW_GAUGE};
+MW_METRIC(FINDING, MW_GAUGE, "mlwatch_finding", "",
+          "A finding of the doctor (docs/doctor.md): 1 while the rule of its kind holds over the "
+          "doctor's history.");
 
 typedef struct doctor_state {
     const mw_env *env;

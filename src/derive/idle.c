@@ -144,29 +144,20 @@ typedef struct idle_state {
     char node[254];
 } idle_state;
 
-static const mw_metric_desc IDLE_SECONDS = {
-    "mlwatch_gpu_idle_seconds",
+MW_METRIC(
+    IDLE_SECONDS, MW_GAUGE, "mlwatch_gpu_idle_seconds", "seconds",
     "How long a GPU (or MIG instance) held by this container has been idle in the open episode; "
-    "0 while it is not idle.",
-    "seconds", MW_GAUGE};
-static const mw_metric_desc IDLE_SESSIONS = {
-    "mlwatch_idle_gpu_sessions",
-    "Open idle GPU sessions (held GPUs below the idle threshold for "
-    "the idle window).",
-    "", MW_GAUGE};
-static const mw_metric_desc IDLE_GPU_SECONDS = {
-    "mlwatch_idle_gpu_seconds_total",
-    "GPU-seconds held idle in idle sessions: the capacity that could be reclaimed.", "seconds",
-    MW_COUNTER};
-static const mw_metric_desc IDLE_ENERGY = {
-    "mlwatch_idle_gpu_energy_joules_total",
-    "GPU energy spent by idle sessions (the container's GPU energy where the energy module "
-    "reports it, else the GPU's power times its share of the GPU's memory).",
-    "joules", MW_COUNTER};
-static const mw_metric_desc IDLE_CO2 = {
-    "mlwatch_idle_gpu_co2_grams_total",
-    "CO2 emitted for the energy of idle sessions, at the grid's carbon intensity.", "grams",
-    MW_COUNTER};
+    "0 while it is not idle.");
+MW_METRIC(IDLE_SESSIONS, MW_GAUGE, "mlwatch_idle_gpu_sessions", "",
+          "Open idle GPU sessions (held GPUs below the idle threshold for "
+          "the idle window).");
+MW_METRIC(IDLE_GPU_SECONDS, MW_COUNTER, "mlwatch_idle_gpu_seconds_total", "seconds",
+          "GPU-seconds held idle in idle sessions: the capacity that could be reclaimed.");
+MW_METRIC(IDLE_ENERGY, MW_COUNTER, "mlwatch_idle_gpu_energy_joules_total", "joules",
+          "GPU energy spent by idle sessions (the container's GPU energy where the energy module "
+          "reports it, else the GPU's power times its share of the GPU's memory).");
+MW_METRIC(IDLE_CO2, MW_COUNTER, "mlwatch_idle_gpu_co2_grams_total", "grams",
+          "CO2 emitted for the energy of idle sessions, at the grid's carbon intensity.");
 
 static const char *label(const mw_sample *s, const char *name)
 {

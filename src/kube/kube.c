@@ -32,7 +32,6 @@ struct mw_kube {
     char owner_from[256];
     mw_kube_pod *pods; /* MW_KUBE_MAX_PODS slots */
     size_t npods;
-    uint64_t lists;
     char rv[32];
     /* watch in progress */
     mw_buf line;
@@ -233,7 +232,6 @@ static int list(mw_kube *k)
             k->pods = tmp.pods;
             k->npods = tmp.npods;
             mw_strlcpy(k->rv, rv, sizeof(k->rv));
-            k->lists++;
             pthread_mutex_unlock(&k->w.mu);
             mw_log(MW_LOG_DEBUG, "kube", "listed %d pods of node %s", n, k->node);
             ret = 0;
@@ -459,22 +457,6 @@ int mw_kube_lookup(mw_kube *k, const char *uid, const char *ns, const char *name
         }
     pthread_mutex_unlock(&k->w.mu);
     return found;
-}
-
-size_t mw_kube_npods(mw_kube *k)
-{
-    pthread_mutex_lock(&k->w.mu);
-    size_t n = k->npods;
-    pthread_mutex_unlock(&k->w.mu);
-    return n;
-}
-
-uint64_t mw_kube_lists(mw_kube *k)
-{
-    pthread_mutex_lock(&k->w.mu);
-    uint64_t n = k->lists;
-    pthread_mutex_unlock(&k->w.mu);
-    return n;
 }
 
 void mw_kube_stop(mw_kube *k)

@@ -44,9 +44,6 @@ extern const mw_option_group mw_kube_options;
 int mw_kube_start(const mw_config *cfg, mw_kube **out, char *err, size_t errsize);
 /* Find a pod by UID, else by namespace and name. Returns 1 and fills out. */
 int mw_kube_lookup(mw_kube *k, const char *uid, const char *ns, const char *name, mw_kube_pod *out);
-/* Pods known, and lists done so far (tests). */
-size_t mw_kube_npods(mw_kube *k);
-uint64_t mw_kube_lists(mw_kube *k);
 void mw_kube_stop(mw_kube *k);
 
 /* ---- parsing (kube_parse.c): pure functions, fuzzed ---- */

@@ -101,7 +101,7 @@ struct mw_podres {
     char socket[PATH_MAX + 64];
     mw_worker w;           /* its mutex also guards what follows */
     mw_podres_table table; /* guarded by w.mu */
-    uint64_t generation, errors;
+    uint64_t generation;
     int available;
 };
 
@@ -180,7 +180,6 @@ static void poll_once(mw_podres *p)
     if (list_once(p->socket, &t, err, sizeof(err)) < 0) {
         mw_log_once(MW_LOG_WARN, "podresources", "list", "kubelet pod-resources List: %s", err);
         pthread_mutex_lock(&p->w.mu);
-        p->errors++;
         p->available = 1;
         pthread_mutex_unlock(&p->w.mu);
         mw_podres_table_free(&t);
@@ -248,22 +247,6 @@ int mw_podres_copy(mw_podres *p, uint64_t *generation, mw_podres_table *t)
     }
     pthread_mutex_unlock(&p->w.mu);
     return copied;
-}
-
-uint64_t mw_podres_errors(mw_podres *p)
-{
-    pthread_mutex_lock(&p->w.mu);
-    uint64_t e = p->errors;
-    pthread_mutex_unlock(&p->w.mu);
-    return e;
-}
-
-int mw_podres_available(mw_podres *p)
-{
-    pthread_mutex_lock(&p->w.mu);
-    int a = p->available;
-    pthread_mutex_unlock(&p->w.mu);
-    return a;
 }
 
 void mw_podres_stop(mw_podres *p)

@@ -65,10 +65,6 @@ int mw_podres_start(const mw_config *cfg, mw_podres **out);
 /* Copy the latest table into t when it changed since *generation (which is
  * updated); returns 1 when copied, 0 when unchanged. */
 int mw_podres_copy(mw_podres *p, uint64_t *generation, mw_podres_table *t);
-/* Failed calls so far (the socket present but no usable answer). */
-uint64_t mw_podres_errors(mw_podres *p);
-/* Whether the last poll found the socket (1), none (0). */
-int mw_podres_available(mw_podres *p);
 void mw_podres_stop(mw_podres *p);
 
 #endif

@@ -260,10 +260,8 @@ void mw_notifier_kick(mw_notifier *n)
     mw_worker_kick(&n->w);
 }
 
-static const mw_metric_desc NOTIFICATIONS = {
-    "mlwatch_notifications_total",
-    "Idle-GPU notification attempts by receiver kind and result (delivered or failed).", "",
-    MW_COUNTER};
+MW_METRIC(NOTIFICATIONS, MW_COUNTER, "mlwatch_notifications_total", "",
+          "Idle-GPU notification attempts by receiver kind and result (delivered or failed).");
 
 void mw_notifier_emit(mw_notifier *n, mw_snapshot *snap)
 {

@@ -5,7 +5,6 @@
 #include "../core/util.h"
 #include "../mlwatch.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,26 +103,6 @@ void mw_rw_client_free(mw_rw_client *c)
 }
 
 /* Read a secret file into out, without trailing white space. */
-static int read_secret(const char *path, char *out, size_t n, char *why, size_t whysize)
-{
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        snprintf(why, whysize, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    size_t len = fread(out, 1, n - 1, f);
-    int toolong = len == n - 1 && fgetc(f) != EOF;
-    fclose(f);
-    if (toolong) {
-        snprintf(why, whysize, "%s: longer than %zu bytes", path, n - 1);
-        return -1;
-    }
-    out[len] = 0;
-    while (len && isspace((unsigned char)out[len - 1]))
-        out[--len] = 0;
-    return 0;
-}
-
 static void one_line(char *s)
 {
     for (unsigned char *p = (unsigned char *)s; *p; p++)
@@ -137,13 +116,13 @@ void mw_rw_post(mw_rw_client *c, const void *body, size_t len, mw_rw_result *res
     res->retry_after_ms = -1;
     c->retry_after_ms = -1;
     char token[4096] = "", password[4096] = "";
-    if (ep->bearer_token_file[0] && read_secret(ep->bearer_token_file, token, sizeof(token),
+    if (ep->bearer_token_file[0] && mw_read_secret_file(ep->bearer_token_file, token, sizeof(token),
                                                 res->detail, sizeof(res->detail)) < 0) {
         res->outcome = MW_RW_RETRY; /* the file may appear (mounted secret) */
         return;
     }
     if (ep->basic_username[0] && ep->basic_password_file[0] &&
-        read_secret(ep->basic_password_file, password, sizeof(password), res->detail,
+        mw_read_secret_file(ep->basic_password_file, password, sizeof(password), res->detail,
                     sizeof(res->detail)) < 0) {
         memset(token, 0, sizeof(token));
         res->outcome = MW_RW_RETRY;

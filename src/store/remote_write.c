@@ -137,164 +137,167 @@ static const char *copy_string(fill *f, wire s, const char *what, char *err, siz
     return d;
 }
 
+/* One field of a message, as next_field reads it. */
+typedef struct pb_field {
+    uint32_t num;
+    int type;
+    wire sub;   /* length-delimited: its bytes */
+    uint64_t v; /* varint or fixed */
+} pb_field;
+
+/* The next field of w: 1, 0 at the end of w, -1 (err set) on a bad one. */
+static int next_field(wire *w, pb_field *fl, char *err, size_t errsize)
+{
+    if (w->p >= w->end) return 0;
+    fl->sub = (wire){0};
+    return read_field(w, &fl->num, &fl->type, &fl->sub, &fl->v, err, errsize) < 0 ? -1 : 1;
+}
+
+/* An item of the first walk: counted and charged cost bytes. */
+static int count_item(tally *t, size_t *count, size_t cost)
+{
+    (*count)++;
+    return charge(t, cost);
+}
+
+/* A string field: counted (f NULL; it costs per_byte for each byte), or
+ * copied into the pool and *dst pointed at it. */
+static int take_string(tally *t, fill *f, wire sub, size_t per_byte, const char *what,
+                       const char **dst, char *err, size_t errsize)
+{
+    size_t n = (size_t)(sub.end - sub.p);
+    if (!f) {
+        t->string_bytes += n + 1;
+        return charge(t, n * per_byte + 1);
+    }
+    *dst = copy_string(f, sub, what, err, errsize);
+    return *dst ? 0 : -1;
+}
+
 /* Label, Sample and MetricMetadata: t counts them (f NULL), or f fills
  * them. A string field seen twice keeps its last value (proto3), so each
  * is counted where it is seen: a repeated field costs its bytes twice. */
 static int walk_label(wire w, tally *t, fill *f, mw_label *out, char *err, size_t errsize)
 {
-    while (w.p < w.end) {
-        uint32_t field;
-        int type;
-        wire sub = {0};
-        uint64_t v;
-        if (read_field(&w, &field, &type, &sub, &v, err, errsize) < 0) return -1;
-        if (field != 1 && field != 2) continue;
-        if (expect_type(field, type, 2, "Label.name/value", err, errsize) < 0) return -1;
-        if (!f) {
-            t->string_bytes += (size_t)(sub.end - sub.p) + 1;
-            if (charge(t, (size_t)(sub.end - sub.p) * 3 + 1) < 0) return -1;
-            continue;
-        }
-        const char *s =
-            copy_string(f, sub, field == 1 ? "a label name" : "a label value", err, errsize);
-        if (!s) return -1;
-        if (field == 1)
-            out->name = s;
-        else
-            out->value = s;
+    pb_field fl;
+    int r;
+    while ((r = next_field(&w, &fl, err, errsize)) > 0) {
+        if (fl.num != 1 && fl.num != 2) continue;
+        if (expect_type(fl.num, fl.type, 2, "Label.name/value", err, errsize) < 0 ||
+            take_string(t, f, fl.sub, 3, fl.num == 1 ? "a label name" : "a label value",
+                        !f ? NULL : fl.num == 1 ? &out->name : &out->value, err, errsize) < 0)
+            return -1;
     }
-    return 0;
+    return r;
 }
 
 static int walk_sample(wire w, mw_store_sample *out, char *err, size_t errsize)
 {
-    while (w.p < w.end) {
-        uint32_t field;
-        int type;
-        wire sub = {0};
-        uint64_t v;
-        if (read_field(&w, &field, &type, &sub, &v, err, errsize) < 0) return -1;
-        if (field == 1) {
-            if (expect_type(field, type, 1, "Sample.value", err, errsize) < 0) return -1;
-            if (out) memcpy(&out->v, &v, sizeof(double));
-        } else if (field == 2) {
-            if (expect_type(field, type, 0, "Sample.timestamp", err, errsize) < 0) return -1;
-            if (out) out->t = (int64_t)v;
+    pb_field fl;
+    int r;
+    while ((r = next_field(&w, &fl, err, errsize)) > 0) {
+        if (fl.num == 1) {
+            if (expect_type(fl.num, fl.type, 1, "Sample.value", err, errsize) < 0) return -1;
+            if (out) memcpy(&out->v, &fl.v, sizeof(double));
+        } else if (fl.num == 2) {
+            if (expect_type(fl.num, fl.type, 0, "Sample.timestamp", err, errsize) < 0) return -1;
+            if (out) out->t = (int64_t)fl.v;
         }
     }
-    return 0;
+    return r;
 }
 
 static int walk_series(wire w, tally *t, fill *f, mw_store_ts *out, char *err, size_t errsize)
 {
-    while (w.p < w.end) {
-        uint32_t field;
-        int type;
-        wire sub = {0};
-        uint64_t v;
-        if (read_field(&w, &field, &type, &sub, &v, err, errsize) < 0) return -1;
-        if (field != 1 && field != 2) continue;
-        if (expect_type(field, type, 2, field == 1 ? "TimeSeries.labels" : "TimeSeries.samples",
-                        err, errsize) < 0)
+    pb_field fl;
+    int r;
+    while ((r = next_field(&w, &fl, err, errsize)) > 0) {
+        if (fl.num != 1 && fl.num != 2) continue;
+        if (expect_type(fl.num, fl.type, 2,
+                        fl.num == 1 ? "TimeSeries.labels" : "TimeSeries.samples", err,
+                        errsize) < 0)
             return -1;
-        if (field == 1) {
+        if (fl.num == 1) {
             mw_label *l = NULL;
             if (f) {
-                l = &f->labels[0];
+                l = f->labels++;
                 *l = (mw_label){"", ""};
-                f->labels++;
                 out->nlabels++;
-            } else {
-                t->labels++;
-                if (charge(t, LABEL_COST) < 0) return -1;
+            } else if (count_item(t, &t->labels, LABEL_COST) < 0) {
+                return -1;
             }
-            if (walk_label(sub, t, f, l, err, errsize) < 0) return -1;
+            if (walk_label(fl.sub, t, f, l, err, errsize) < 0) return -1;
         } else {
             mw_store_sample *sm = NULL;
             if (f) {
                 sm = f->samples++;
                 *sm = (mw_store_sample){0, 0};
                 out->nsamples++;
-            } else {
-                t->samples++;
-                if (charge(t, SAMPLE_COST) < 0) return -1;
+            } else if (count_item(t, &t->samples, SAMPLE_COST) < 0) {
+                return -1;
             }
-            if (walk_sample(sub, sm, err, errsize) < 0) return -1;
+            if (walk_sample(fl.sub, sm, err, errsize) < 0) return -1;
         }
     }
-    return 0;
+    return r;
 }
 
 static int walk_metadata(wire w, tally *t, fill *f, mw_rw_metadata *out, char *err, size_t errsize)
 {
-    while (w.p < w.end) {
-        uint32_t field;
-        int type;
-        wire sub = {0};
-        uint64_t v;
-        if (read_field(&w, &field, &type, &sub, &v, err, errsize) < 0) return -1;
-        if (field == 1) {
-            if (expect_type(field, type, 0, "MetricMetadata.type", err, errsize) < 0) return -1;
-            if (f) out->type = v < 8 ? f->mtypes[v] : "unknown";
+    pb_field fl;
+    int r;
+    while ((r = next_field(&w, &fl, err, errsize)) > 0) {
+        if (fl.num == 1) {
+            if (expect_type(fl.num, fl.type, 0, "MetricMetadata.type", err, errsize) < 0)
+                return -1;
+            if (f) out->type = fl.v < 8 ? f->mtypes[fl.v] : "unknown";
             continue;
         }
-        if (field != 2 && field != 4 && field != 5) continue;
-        if (expect_type(field, type, 2, "MetricMetadata strings", err, errsize) < 0) return -1;
-        if (!f) {
-            t->string_bytes += (size_t)(sub.end - sub.p) + 1;
-            if (charge(t, (size_t)(sub.end - sub.p) + 1) < 0) return -1;
-            continue;
-        }
-        const char *s = copy_string(f, sub, "a metadata string", err, errsize);
-        if (!s) return -1;
-        if (field == 2)
-            out->name = s;
-        else if (field == 4)
-            out->help = s;
-        else
-            out->unit = s;
+        if (fl.num != 2 && fl.num != 4 && fl.num != 5) continue;
+        const char **dst = !f              ? NULL
+                           : fl.num == 2 ? &out->name
+                           : fl.num == 4 ? &out->help
+                                         : &out->unit;
+        if (expect_type(fl.num, fl.type, 2, "MetricMetadata strings", err, errsize) < 0 ||
+            take_string(t, f, fl.sub, 1, "a metadata string", dst, err, errsize) < 0)
+            return -1;
     }
-    return 0;
+    return r;
 }
 
 /* The WriteRequest: counts into t (f NULL) or fills through f. */
 static int walk_request(wire w, tally *t, fill *f, char *err, size_t errsize)
 {
-    while (w.p < w.end) {
-        uint32_t field;
-        int type;
-        wire sub = {0};
-        uint64_t v;
-        if (read_field(&w, &field, &type, &sub, &v, err, errsize) < 0) return -1;
-        if (field != 1 && field != 3) continue;
-        if (expect_type(field, type, 2,
-                        field == 1 ? "WriteRequest.timeseries" : "WriteRequest.metadata", err,
+    pb_field fl;
+    int r;
+    while ((r = next_field(&w, &fl, err, errsize)) > 0) {
+        if (fl.num != 1 && fl.num != 3) continue;
+        if (expect_type(fl.num, fl.type, 2,
+                        fl.num == 1 ? "WriteRequest.timeseries" : "WriteRequest.metadata", err,
                         errsize) < 0)
             return -1;
-        if (field == 1) {
+        if (fl.num == 1) {
             mw_store_ts *ts = NULL;
             if (f) {
                 ts = &f->out->ts[f->out->n++];
                 *ts = (mw_store_ts){f->labels, 0, f->samples, 0};
-            } else {
-                t->series++;
-                if (charge(t, SERIES_COST) < 0) return -1;
+            } else if (count_item(t, &t->series, SERIES_COST) < 0) {
+                return -1;
             }
-            if (walk_series(sub, t, f, ts, err, errsize) < 0) return -1;
+            if (walk_series(fl.sub, t, f, ts, err, errsize) < 0) return -1;
             if (f) f->out->nsamples += ts->nsamples;
         } else {
             mw_rw_metadata *md = NULL;
             if (f) {
                 md = &f->out->meta[f->out->nmeta++];
                 *md = (mw_rw_metadata){"", "unknown", "", ""};
-            } else {
-                t->meta++;
-                if (charge(t, META_COST) < 0) return -1;
+            } else if (count_item(t, &t->meta, META_COST) < 0) {
+                return -1;
             }
-            if (walk_metadata(sub, t, f, md, err, errsize) < 0) return -1;
+            if (walk_metadata(fl.sub, t, f, md, err, errsize) < 0) return -1;
         }
     }
-    return 0;
+    return r;
 }
 
 static void over_budget(const tally *t, size_t raw_len, char *err, size_t errsize)

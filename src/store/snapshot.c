@@ -110,7 +110,7 @@ int mw_snapshot_write(mw_store *s)
      * copy into the page cache as well (the fsyncs come after the lock). */
     pthread_rwlock_rdlock(&s->lock);
     mw_head *h = &s->head;
-    uint64_t lsn = mw_wal_appended(s->wal);
+    uint64_t lsn = mw_wal_status_of(s->wal).appended;
     uint32_t seq = h->seq;
     uint64_t csize = h->size;
     /* The chunk file as it is now (a rotation may close h->fd meanwhile). */

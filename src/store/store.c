@@ -287,7 +287,7 @@ void mw_store_close(mw_store *s)
     mw_wal_flush(s->wal);
     /* A snapshot now makes the next start fast. */
     pthread_mutex_lock(&s->maint_mu);
-    if (mw_wal_appended(s->wal) != s->snap_lsn) mw_snapshot_write(s);
+    if (mw_wal_status_of(s->wal).appended != s->snap_lsn) mw_snapshot_write(s);
     pthread_mutex_unlock(&s->maint_mu);
     mw_wal_close(s->wal);
     mw_head_free(&s->head);
@@ -320,7 +320,7 @@ static void *maintenance(void *arg)
          * here, and a WAL that failed (disk full) is retried. */
         int rc = mw_wal_flush(s->wal);
         if (rc == 0) {
-            uint64_t grown = mw_wal_appended(s->wal) - s->snap_lsn;
+            uint64_t grown = mw_wal_status_of(s->wal).appended - s->snap_lsn;
             if (grown >= s->opt.snapshot_wal_bytes ||
                 (grown > 0 && mw_mono_ns() - s->last_snapshot_ns > 15 * 60 * 1000000000LL))
                 mw_store_snapshot(s);
@@ -705,5 +705,5 @@ void mw_store_get_stats(mw_store *s, mw_store_stats *o)
     o->wal_bytes_cut = s->wal_bytes_cut;
     o->unknown_series_samples = s->unknown_series_samples;
     o->restored_from_previous = s->restored_from_previous;
-    o->disk_full = mw_wal_error(s->wal) != 0;
+    o->disk_full = mw_wal_status_of(s->wal).error != 0;
 }

@@ -238,7 +238,7 @@ static int append(mw_store *s, mw_store_ts *ts, size_t n, int flags, int own, ch
         if (!rc) rc = check_future(s, &ts[i], horizon, msg, msgsize);
         if (rc) return rc;
     }
-    int werr = mw_wal_error(s->wal);
+    int werr = mw_wal_status_of(s->wal).error;
     if (werr)
         return refuse(s, MW_REFUSE_DISK_FULL, 503, msg, msgsize,
                       "storage unavailable: cannot write the WAL in %s: %s; retry later", s->dir,
@@ -386,7 +386,7 @@ static int append(mw_store *s, mw_store_ts *ts, size_t n, int flags, int own, ch
                           "retry later",
                           s->dir, strerror(-rc));
         }
-    } else if (lsn && mw_wal_buffered(s->wal) >= MW_WAL_EARLY_FLUSH) {
+    } else if (lsn && mw_wal_status_of(s->wal).buffered >= MW_WAL_EARLY_FLUSH) {
         /* Samples that need not wait are made durable by the maintenance
          * thread every second; at short intervals and on large nodes that is
          * megabytes of buffer (twice: the WAL double-buffers). Wake it now. */
@@ -402,7 +402,7 @@ int mw_store_append(mw_store *s, mw_store_ts *ts, size_t n, int flags, char *msg
 
 int mw_store_writable(mw_store *s, char *why, size_t size)
 {
-    int werr = mw_wal_error(s->wal);
+    int werr = mw_wal_status_of(s->wal).error;
     if (!werr) return 0;
     snprintf(why, size, "cannot write the WAL in %s: %s", s->dir, strerror(-werr));
     return -1;

@@ -42,46 +42,35 @@ typedef struct store_module {
     void *on_open_ctx;
 } store_module;
 
-static const mw_metric_desc ACTIVE = {"mlwatch_store_active_series",
-                                      "Series in the store's in-memory head.", "", MW_GAUGE};
-static const mw_metric_desc CREATED = {"mlwatch_store_series_created_total",
-                                       "Series created in the store since start.", "", MW_COUNTER};
-static const mw_metric_desc APPENDED = {"mlwatch_store_samples_appended_total",
-                                        "Samples appended to the store since start (the WAL "
-                                        "replay included).",
-                                        "", MW_COUNTER};
-static const mw_metric_desc DUPLICATE = {"mlwatch_store_samples_duplicate_total",
-                                         "Samples skipped as exact duplicates of stored ones.", "",
-                                         MW_COUNTER};
-static const mw_metric_desc FSYNCS = {"mlwatch_store_wal_fsyncs_total",
-                                      "WAL fsyncs (each makes a group of writes durable).", "",
-                                      MW_COUNTER};
-static const mw_metric_desc WAL_ERRORS = {"mlwatch_store_wal_write_errors_total",
-                                          "WAL writes or fsyncs that failed (disk full, I/O).", "",
-                                          MW_COUNTER};
-static const mw_metric_desc DISK = {"mlwatch_store_disk_usage_bytes",
-                                    "Bytes the store uses on disk (WAL, chunks, blocks, "
-                                    "snapshot).",
-                                    "bytes", MW_GAUGE};
-static const mw_metric_desc MEMORY = {"mlwatch_store_head_memory_bytes",
-                                      "Bytes the store's head holds in memory (estimate).", "bytes",
-                                      MW_GAUGE};
-static const mw_metric_desc BLOCKS = {"mlwatch_store_blocks", "Block files in the store.", "",
-                                      MW_GAUGE};
-static const mw_metric_desc REFUSED = {"mlwatch_store_refused_requests_total",
-                                       "Writes the store refused, by reason.", "", MW_COUNTER};
-static const mw_metric_desc DISK_FULL = {"mlwatch_store_disk_full",
-                                         "1 while the WAL cannot be written (ingest gets 503).", "",
-                                         MW_GAUGE};
-static const mw_metric_desc UP = {"mlwatch_store_up",
-                                  "1 while the store accepts writes; 0 while it is disabled (its "
-                                  "folder cannot be opened) or its WAL cannot be written.",
-                                  "", MW_GAUGE};
-static const mw_metric_desc TORN = {
-    "mlwatch_store_wal_torn_bytes",
-    "Bytes of WAL not replayed at the last start: torn or corrupt tails cut off, damaged "
-    "records skipped.",
-    "bytes", MW_GAUGE};
+MW_METRIC(ACTIVE, MW_GAUGE, "mlwatch_store_active_series", "",
+          "Series in the store's in-memory head.");
+MW_METRIC(CREATED, MW_COUNTER, "mlwatch_store_series_created_total", "",
+          "Series created in the store since start.");
+MW_METRIC(APPENDED, MW_COUNTER, "mlwatch_store_samples_appended_total", "",
+          "Samples appended to the store since start (the WAL "
+          "replay included).");
+MW_METRIC(DUPLICATE, MW_COUNTER, "mlwatch_store_samples_duplicate_total", "",
+          "Samples skipped as exact duplicates of stored ones.");
+MW_METRIC(FSYNCS, MW_COUNTER, "mlwatch_store_wal_fsyncs_total", "",
+          "WAL fsyncs (each makes a group of writes durable).");
+MW_METRIC(WAL_ERRORS, MW_COUNTER, "mlwatch_store_wal_write_errors_total", "",
+          "WAL writes or fsyncs that failed (disk full, I/O).");
+MW_METRIC(DISK, MW_GAUGE, "mlwatch_store_disk_usage_bytes", "bytes",
+          "Bytes the store uses on disk (WAL, chunks, blocks, "
+          "snapshot).");
+MW_METRIC(MEMORY, MW_GAUGE, "mlwatch_store_head_memory_bytes", "bytes",
+          "Bytes the store's head holds in memory (estimate).");
+MW_METRIC(BLOCKS, MW_GAUGE, "mlwatch_store_blocks", "", "Block files in the store.");
+MW_METRIC(REFUSED, MW_COUNTER, "mlwatch_store_refused_requests_total", "",
+          "Writes the store refused, by reason.");
+MW_METRIC(DISK_FULL, MW_GAUGE, "mlwatch_store_disk_full", "",
+          "1 while the WAL cannot be written (ingest gets 503).");
+MW_METRIC(UP, MW_GAUGE, "mlwatch_store_up", "",
+          "1 while the store accepts writes; 0 while it is disabled (its "
+          "folder cannot be opened) or its WAL cannot be written.");
+MW_METRIC(TORN, MW_GAUGE, "mlwatch_store_wal_torn_bytes", "bytes",
+          "Bytes of WAL not replayed at the last start: torn or corrupt tails cut off, damaged "
+          "records skipped.");
 
 #define OPT(n, t, f, d, h, v) MW_OPT(mw_store_settings, n, t, f, d, h, v)
 static const mw_option store_rows[] = {

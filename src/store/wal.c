@@ -258,28 +258,12 @@ int mw_wal_flush(mw_wal *w)
     return rc;
 }
 
-int mw_wal_error(mw_wal *w)
+mw_wal_status mw_wal_status_of(mw_wal *w)
 {
     pthread_mutex_lock(&w->mu);
-    int e = w->err;
+    mw_wal_status st = {.error = w->err, .appended = w->appended, .buffered = w->len};
     pthread_mutex_unlock(&w->mu);
-    return e;
-}
-
-uint64_t mw_wal_appended(mw_wal *w)
-{
-    pthread_mutex_lock(&w->mu);
-    uint64_t a = w->appended;
-    pthread_mutex_unlock(&w->mu);
-    return a;
-}
-
-size_t mw_wal_buffered(mw_wal *w)
-{
-    pthread_mutex_lock(&w->mu);
-    size_t n = w->len;
-    pthread_mutex_unlock(&w->mu);
-    return n;
+    return st;
 }
 
 void mw_wal_close(mw_wal *w)

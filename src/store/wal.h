@@ -37,10 +37,13 @@ uint64_t mw_wal_append(mw_wal *w, uint8_t type, const void *payload, size_t len)
 int mw_wal_wait(mw_wal *w, uint64_t lsn);
 /* Make everything buffered durable (background flushes). */
 int mw_wal_flush(mw_wal *w);
-/* The last write error (negative errno) while it persists, else 0. */
-int mw_wal_error(mw_wal *w);
-uint64_t mw_wal_appended(mw_wal *w);
-size_t mw_wal_buffered(mw_wal *w);
+/* Where the log stands, read in one go under its lock. */
+typedef struct mw_wal_status {
+    int error;         /* the last write error (negative errno) while it persists, else 0 */
+    uint64_t appended; /* LSN of the last record appended */
+    size_t buffered;   /* bytes appended and not yet written */
+} mw_wal_status;
+mw_wal_status mw_wal_status_of(mw_wal *w);
 /* Buffered bytes at which appenders that do not wait ask for a flush. */
 #define MW_WAL_EARLY_FLUSH (256u << 10)
 /* Delete segments that hold only records before lsn. */

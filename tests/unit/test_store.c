@@ -1012,11 +1012,11 @@ static void wal_failed_flush_keeps_the_batch(void **state)
     assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
     signal(SIGXFSZ, was);
     assert_int_equal(rc, -EFBIG);
-    assert_int_equal(mw_wal_error(w), -EFBIG);
-    assert_int_equal(mw_wal_buffered(w), 9 + 5); /* the record, kept */
+    assert_int_equal(mw_wal_status_of(w).error, -EFBIG);
+    assert_int_equal(mw_wal_status_of(w).buffered, 9 + 5); /* the record, kept */
     assert_int_equal(mw_wal_flush(w), 0);
     assert_int_equal(mw_wal_wait(w, lsn), 0);
-    assert_int_equal(mw_wal_error(w), 0);
+    assert_int_equal(mw_wal_status_of(w).error, 0);
     mw_wal_close(w);
     size_t found = 0;
     uint64_t end = 0;
