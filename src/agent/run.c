@@ -505,7 +505,8 @@ int mw_run_command(const mw_config *cfg, char **argv, size_t argc)
         free(args);
         return 2;
     }
-    if (p.idle_policy == MW_IDLE_REQUESTS) p.idle_policy = MW_IDLE_CPU; /* no requests here */
+    if (p.idle_policy == MW_IDLE_POLICY_REQUESTS)
+        p.idle_policy = MW_IDLE_POLICY_CPU; /* no requests here */
     char err[1024];
     mw_carbon *carbon = NULL;
     if (mw_energy_carbon_from_config(&c, &carbon, err, sizeof(err)) < 0) {

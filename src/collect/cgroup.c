@@ -43,7 +43,6 @@
  * pressure and limits, only that part). Files that exist only with a
  * controller or PSI enabled (memory.*, cpu.max, *.pressure) are silently
  * absent when missing. */
-#include "collector.h"
 #include "bundle.h"
 #include "cgroup_path.h"
 #include "cgroup_stat.h"
@@ -65,85 +64,9 @@
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
-
-#define MAX_DEPTH 10             /* hierarchy levels walked below the root */
-#define MAX_ENTRIES 16384        /* reported cgroups */
-#define MAX_DIRS 65536           /* directories listed or reported per cycle */
-#define DENTS_SIZE (16 * 1024)   /* getdents64 buffer per depth */
-#define MAX_FILE (64 * 1024)     /* bound for a control file */
-#define MAX_PROCS (1024 * 1024)  /* bound for cgroup.procs (about 100k PIDs) */
-#define PSI_EVERY 5              /* cycles between two reads of a cgroup's pressure */
-#define REFRESH_EVERY 10         /* cycles between two reads of a cgroup's limits */
-#define PODS_RESCAN_MS 60000     /* the names index is rebuilt at least this often */
-#define PODS_RETRY_MS 10000      /* an unnamed container asks for a rebuild this often */
-#define PODS_RETRY_AGE_MS 120000 /* ... while it is younger than this */
-#define PATH_SIZE sizeof(((mw_container_ref *)0)->cgroup)
-
-/* --- metric families ----------------------------------------------------- */
-
-MW_METRIC(
-    CPU, MW_COUNTER, "mlwatch_container_cpu_seconds_total", "seconds",
-    "CPU time consumed by the container's cgroup (v2 cpu.stat usage_usec, v1 cpuacct.usage).");
-MW_METRIC(THROTTLED, MW_COUNTER, "mlwatch_container_cpu_throttled_seconds_total", "seconds",
-          "Time the container's cgroup was throttled by its CPU quota.");
-MW_METRIC(THROTTLED_PERIODS, MW_COUNTER, "mlwatch_container_cpu_throttled_periods_total", "",
-          "CPU quota enforcement periods in which the container's cgroup was throttled.");
-MW_METRIC(PERIODS, MW_COUNTER, "mlwatch_container_cpu_periods_total", "",
-          "CPU quota enforcement periods that elapsed while the container's cgroup was runnable.");
-MW_METRIC(QUOTA, MW_GAUGE, "mlwatch_container_cpu_quota_seconds", "seconds",
-          "CPU time the container's cgroup may use per period (cpu.max); absent when unlimited.");
-MW_METRIC(PERIOD, MW_GAUGE, "mlwatch_container_cpu_period_seconds", "seconds",
-          "Length of the CPU quota enforcement period.");
-MW_METRIC(MEM_USAGE, MW_GAUGE, "mlwatch_container_memory_usage_bytes", "bytes",
-          "Memory charged to the container's cgroup, page cache included (memory.current).");
-MW_METRIC(MEM_WS, MW_GAUGE, "mlwatch_container_memory_working_set_bytes", "bytes",
-          "Memory usage minus inactive file cache, the figure the kubelet evicts on.");
-MW_METRIC(MEM_RSS, MW_GAUGE, "mlwatch_container_memory_rss_bytes", "bytes",
-          "Anonymous memory of the container's cgroup (v2 anon, v1 total_rss).");
-MW_METRIC(MEM_LIMIT, MW_GAUGE, "mlwatch_container_memory_limit_bytes", "bytes",
-          "Memory limit of the container's cgroup (memory.max); absent when unlimited.");
-MW_METRIC(PROCESSES, MW_GAUGE, "mlwatch_container_processes", "",
-          "Processes in the container's cgroup (cgroup.procs).");
-MW_METRIC(PSI_WAITING, MW_COUNTER, "mlwatch_container_pressure_waiting_seconds_total", "seconds",
-          "Time some tasks of the container's cgroup waited for the resource (PSI some).");
-MW_METRIC(PSI_STALLED, MW_COUNTER, "mlwatch_container_pressure_stalled_seconds_total", "seconds",
-          "Time all non-idle tasks of the container's cgroup stalled on the resource (PSI full).");
-MW_METRIC(INFO, MW_INFO, "mlwatch_container_info", "",
-          "A reported cgroup and what its path and the kubelet's logs tell about it; value 1.");
+#include "cgroup_int.h"
 
 /* --- control files -------------------------------------------------------- */
-
-/* Slots of a cgroup's control files; the first five are read every cycle. */
-enum {
-    F_CPU,      /* v2 cpu.stat, v1 cpuacct.usage */
-    F_THROTTLE, /* v1 cpu.stat (v2: in cpu.stat) */
-    F_MEM,      /* v2 memory.current, v1 memory.usage_in_bytes */
-    F_MEMSTAT,  /* memory.stat */
-    F_PROCS,    /* cgroup.procs */
-    F_PSI_CPU,  /* v2 cpu.pressure, memory.pressure, io.pressure */
-    F_PSI_MEM,
-    F_PSI_IO,
-    F_QUOTA,    /* v2 cpu.max, v1 cpu.cfs_quota_us */
-    F_PERIOD,   /* v1 cpu.cfs_period_us (v2: in cpu.max) */
-    F_MEMLIMIT, /* v2 memory.max, v1 memory.limit_in_bytes */
-    NFILES
-};
-
-/* The hierarchy a file lives in (v1 has one per controller; a hybrid host
- * has the v2 hierarchy at unified/, where the pressure files are). */
-enum { H_WALK, H_CPU, H_MEM, H_UNIFIED, NHIER };
-
-typedef struct cg_file {
-    const char *name;       /* NULL: not read in this cgroup version */
-    unsigned char hier;     /* H_* */
-    unsigned char optional; /* exists only with a controller or PSI enabled */
-    unsigned char iterated; /* a seq_file that may need several reads */
-} cg_file;
-
-/* Files read every cycle stay open between cycles; those read every
- * PSI_EVERY or REFRESH_EVERY cycles are opened for each read (keeping them
- * would save little and multiply the descriptors the agent holds). */
-#define KEPT(slot) ((slot) <= F_PROCS)
 
 static const cg_file FILES_V2[NFILES] = {
     [F_CPU] = {"cpu.stat", H_WALK, 0, 0},         [F_MEM] = {"memory.current", H_WALK, 1, 0},
@@ -166,71 +89,6 @@ static const cg_file FILES_V1[NFILES] = {
     [F_PSI_MEM] = {"memory.pressure", H_UNIFIED, 1, 0},
     [F_PSI_IO] = {"io.pressure", H_UNIFIED, 1, 0},
 };
-
-static const char *const PSI_RESOURCES[3] = {"cpu", "memory", "io"};
-
-#define FD_NONE (-1)   /* not open (yet) */
-#define FD_ABSENT (-2) /* optional file missing; looked for again at the next refresh */
-
-/* --- state ----------------------------------------------------------------- */
-
-typedef struct cg_entry {
-    struct cg_entry *hnext; /* hash chain */
-    uint64_t hash;
-    uint64_t seen;   /* cycle in which the walk last met it */
-    uint64_t born;   /* cycle in which the walk first met it */
-    mw_cg_node node; /* kind, qos, runtime, pod UID, container ID */
-    /* Path and names at their own length (a mw_container_ref is 1,168
-     * bytes; hundreds of cgroups are kept); ID and pod UID are in node. */
-    char *cgroup, *namespace_, *pod, *container;
-    mw_label labels[4]; /* sample labels; values point into the strings above */
-    size_t nlabels;
-    uint64_t names_gen; /* pods index generation the names were taken from */
-    int named;          /* names from the runtime's bundle or a log link: final */
-    int bundle_named;   /* names from the runtime's bundle: never replaced */
-    int bundle_failed;  /* the bundle is unreadable or malformed: counted once, not read again */
-    int sandbox;        /* the runtime's bundle says it is the pod's sandbox */
-    int64_t first_ms, last_try_ms;
-    int fd[NFILES];       /* open control files, or FD_NONE / FD_ABSENT */
-    int64_t dir_mtime_ns; /* not a cgroup file system: directory mtime at the last refresh */
-    /* What the last reads gave. */
-    int ok; /* CPU usage read this cycle: emit */
-    mw_cg_cpu cpu;
-    int has_mem, has_memstat;
-    uint64_t mem_usage;
-    mw_cg_memstat memstat;
-    int nprocs; /* -1: unknown */
-    unsigned char psi_some[3], psi_full[3];
-    uint64_t psi_some_us[3], psi_full_us[3];
-    int has_quota, has_mem_limit;
-    double quota_s, period_s, mem_limit;
-} cg_entry;
-
-typedef struct cg_state {
-    const mw_env *env;
-    int v1;
-    const cg_file *files;      /* FILES_V2 or FILES_V1 */
-    int rootfd[NHIER];         /* hierarchy roots; v1 cpu/memory: -1 when absent or == walk */
-    const char *prefix[NHIER]; /* for messages: "sys/fs/cgroup", ... */
-    int kernfs;                /* the hierarchy is a real cgroup file system */
-    cg_entry **buckets;
-    size_t nbuckets;
-    cg_entry **entries; /* sorted by path when emitting */
-    size_t nentries, cap;
-    int unsorted;           /* entries were added since the last sort */
-    uint64_t inferred_gen;  /* pods index generation infer_names() last ran on */
-    mw_buf bundle_buf;      /* an OCI bundle's config.json (bundle.h) */
-    size_t nfds, fd_budget; /* control files kept open, and the most allowed */
-    uint64_t cycle;
-    int64_t now_ms;
-    size_t dirs;    /* directories met this cycle */
-    int overflowed; /* a bound was hit this cycle (reported once) */
-    mw_pods *pods;
-    int64_t pods_scan_ms;
-    uint64_t pods_scan_cycle; /* cycle of the last rebuild, 0 = never */
-    char *dents[MAX_DEPTH];
-    char path[PATH_SIZE]; /* path of the directory being handled */
-} cg_state;
 
 /* --- errors -------------------------------------------------------------- */
 
@@ -417,21 +275,6 @@ static void cg_destroy(void *state)
 
 /* --- entries --------------------------------------------------------------- */
 
-static void set_labels(cg_entry *e)
-{
-    size_t n = 0;
-    if (e->node.kind == MW_CG_K8S_CONTAINER) {
-        e->labels[n++] = (mw_label){"namespace", e->namespace_};
-        e->labels[n++] = (mw_label){"pod", e->pod};
-        e->labels[n++] = (mw_label){"container", e->container};
-        e->labels[n++] = (mw_label){"container_id", e->node.id};
-    } else {
-        e->labels[n++] = (mw_label){"cgroup", e->cgroup};
-        if (e->node.id[0]) e->labels[n++] = (mw_label){"container_id", e->node.id};
-    }
-    e->nlabels = n;
-}
-
 static void rehash(cg_state *st)
 {
     size_t n = st->nbuckets * 2;
@@ -471,7 +314,7 @@ static cg_entry *entry_get(cg_state *st, mw_collect_ctx *ctx, const mw_cg_node *
     e->first_ms = st->now_ms;
     for (int i = 0; i < NFILES; i++)
         e->fd[i] = FD_NONE;
-    set_labels(e);
+    mw_cgroup_set_labels(e);
     st->entries[st->nentries++] = e;
     st->unsorted = 1;
     if (st->nentries > st->nbuckets) rehash(st);
@@ -498,139 +341,6 @@ static void sweep(cg_state *st)
         entry_free(st, e);
     }
     st->nentries = w;
-}
-
-/* --- Kubernetes names ---------------------------------------------------- */
-
-static void pods_scan(cg_state *st, mw_collect_ctx *ctx)
-{
-    mw_pods_error err;
-    if (mw_pods_scan(st->pods, st->env->host, &err) < 0)
-        mw_collect_error(ctx, err.path, err.err, err.what);
-    st->pods_scan_ms = st->now_ms;
-    st->pods_scan_cycle = st->cycle;
-}
-
-/* Names are cut as the process map's fields of their size would be. */
-#define REF_SIZE(field) sizeof(((mw_container_ref *)0)->field)
-
-/* Names from the runtime's bundle: 1 when it named e. Read until it names e
- * (a bundle does not change during its container's life), or once when it is
- * unreadable or malformed: that is counted and e keeps its ID. */
-static int bundle_names(cg_state *st, mw_collect_ctx *ctx, cg_entry *e)
-{
-    if (e->bundle_failed) return 0;
-    mw_bundle_names b;
-    char path[160];
-    int err = 0;
-    const char *what = NULL;
-    int rc = mw_bundle_read(st->env->host, e->node.id, &st->bundle_buf, &b, path, &err, &what);
-    if (rc < 0) {
-        e->bundle_failed = 1;
-        mw_collect_error(ctx, path, err, what);
-        return 0;
-    }
-    if (rc == 0) return 0;
-    mw_set_string(&e->namespace_, b.namespace_, REF_SIZE(namespace_));
-    mw_set_string(&e->pod, b.pod, REF_SIZE(pod));
-    mw_set_string(&e->container, b.sandbox ? "POD" : b.container, REF_SIZE(container));
-    e->sandbox = b.sandbox;
-    e->named = e->bundle_named = 1;
-    return 1;
-}
-
-/* Take names from the runtime's bundle, else from the index. Never
- * downgrades: a record keeps its names when the pod's logs are removed
- * before its cgroup. A container of a known pod without either keeps an
- * empty name until infer_names() finds evidence. */
-static void apply_names(cg_state *st, mw_collect_ctx *ctx, cg_entry *e)
-{
-    e->names_gen = mw_pods_generation(st->pods);
-    if (e->bundle_named || bundle_names(st, ctx, e)) {
-        set_labels(e);
-        return;
-    }
-    const mw_ctr_info *c = mw_pods_find_container(st->pods, e->node.id);
-    const mw_pod_info *p = mw_pods_find_pod(st->pods, e->node.pod_uid);
-    if (c) {
-        mw_set_string(&e->namespace_, p ? p->namespace_ : c->namespace_, REF_SIZE(namespace_));
-        mw_set_string(&e->pod, p ? p->name : c->pod, REF_SIZE(pod));
-        mw_set_string(&e->container, c->name, REF_SIZE(container));
-        e->named = 1;
-    } else if (p && !e->named) {
-        mw_set_string(&e->namespace_, p->namespace_, REF_SIZE(namespace_));
-        mw_set_string(&e->pod, p->name, REF_SIZE(pod));
-    }
-    set_labels(e); /* the strings may have moved */
-}
-
-/* Names of a container neither its bundle nor a log link names, from what
- * its pod's other cgroups are (after the walk, when entries appeared or the
- * index changed, before the process map's walk ends):
- *  - every other container cgroup of the pod is named and they account for
- *    every container folder of the pod's log folder: e is the sandbox
- *    (the kubelet logs every container but the sandbox), "POD";
- *  - the pod's log folder holds one container folder and every other cgroup
- *    of the pod is the sandbox by its bundle (or there is none): e is that
- *    container.
- * Otherwise the name stays empty: container="" with container_id set. */
-static void infer_names(cg_state *st)
-{
-    for (size_t i = 0; i < st->nentries; i++) {
-        cg_entry *e = st->entries[i];
-        if (e->node.kind != MW_CG_K8S_CONTAINER || e->named || e->seen != st->cycle) continue;
-        const mw_pod_info *p = mw_pods_find_pod(st->pods, e->node.pod_uid);
-        if (!p || p->ncontainers == 0) continue;
-        size_t unknown = 0, containers = 0, distinct = 0;
-        const char *names[8];
-        for (size_t j = 0; j < st->nentries; j++) {
-            const cg_entry *s = st->entries[j];
-            if (s == e || s->node.kind != MW_CG_K8S_CONTAINER || s->seen != st->cycle ||
-                strcmp(s->node.pod_uid, e->node.pod_uid) != 0)
-                continue;
-            if (!s->named) {
-                unknown++;
-                continue;
-            }
-            if (s->sandbox) continue;
-            containers++;
-            size_t k = 0;
-            while (k < distinct && strcmp(names[k], s->container) != 0)
-                k++;
-            if (k == distinct && distinct < sizeof(names) / sizeof(names[0]))
-                names[distinct++] = s->container;
-        }
-        const char *name = NULL;
-        if (unknown == 0 && containers > 0 && distinct == (size_t)p->ncontainers)
-            name = "POD";
-        else if (unknown == 0 && containers == 0 && p->ncontainers == 1)
-            name = p->sole;
-        if (!name || strcmp(e->container, name) == 0) continue;
-        mw_set_string(&e->container, name, REF_SIZE(container));
-        set_labels(e);
-        if (st->env->procmap) mw_procmap_rename(st->env->procmap, e->cgroup, e->container);
-    }
-}
-
-static void name_entry(cg_state *st, mw_collect_ctx *ctx, cg_entry *e)
-{
-    if (e->node.kind != MW_CG_K8S_CONTAINER) return;
-    int scanned_now = st->pods_scan_cycle == st->cycle;
-    if (!scanned_now &&
-        (st->pods_scan_cycle == 0 || st->now_ms - st->pods_scan_ms >= PODS_RESCAN_MS)) {
-        pods_scan(st, ctx);
-        scanned_now = 1;
-    }
-    if (e->names_gen != mw_pods_generation(st->pods)) apply_names(st, ctx, e);
-    if (e->named || scanned_now) return;
-    /* Unnamed: new, or young and not retried lately -> rebuild the index. */
-    int is_new = e->born == st->cycle;
-    int retry = st->now_ms - e->first_ms < PODS_RETRY_AGE_MS &&
-                st->now_ms - e->last_try_ms >= PODS_RETRY_MS;
-    if (!is_new && !retry) return;
-    e->last_try_ms = st->now_ms;
-    pods_scan(st, ctx);
-    apply_names(st, ctx, e);
 }
 
 /* --- reading a cgroup ---------------------------------------------------- */
@@ -880,7 +590,7 @@ static void report(cg_state *st, mw_collect_ctx *ctx, int parentfd, const char *
     cg_entry *e = entry_get(st, ctx, node);
     if (!e || e->seen == st->cycle) return;
     e->seen = st->cycle;
-    name_entry(st, ctx, e);
+    mw_cgroup_name_entry(st, ctx, e);
     cg_dirs d = {parentfd, name, {0}};
     for (int h = 0; h < NHIER; h++)
         d.fd[h] = -1;
@@ -945,146 +655,6 @@ static void walk(cg_state *st, mw_collect_ctx *ctx, int fd, const mw_cg_node *pa
     }
 }
 
-/* --- emitting -------------------------------------------------------------- */
-
-typedef enum {
-    V_CPU,
-    V_THROTTLED,
-    V_THROTTLED_PERIODS,
-    V_PERIODS,
-    V_QUOTA,
-    V_PERIOD,
-    V_MEM_USAGE,
-    V_MEM_WS,
-    V_MEM_RSS,
-    V_MEM_LIMIT,
-    V_PROCESSES,
-    NVALUES
-} cg_value;
-
-static const mw_metric_desc *const VALUE_DESC[NVALUES] = {
-    [V_CPU] = &CPU,
-    [V_THROTTLED] = &THROTTLED,
-    [V_THROTTLED_PERIODS] = &THROTTLED_PERIODS,
-    [V_PERIODS] = &PERIODS,
-    [V_QUOTA] = &QUOTA,
-    [V_PERIOD] = &PERIOD,
-    [V_MEM_USAGE] = &MEM_USAGE,
-    [V_MEM_WS] = &MEM_WS,
-    [V_MEM_RSS] = &MEM_RSS,
-    [V_MEM_LIMIT] = &MEM_LIMIT,
-    [V_PROCESSES] = &PROCESSES,
-};
-
-/* Value number V of e, 0 when e has none. */
-static int value_of(const cg_entry *e, cg_value v, double *out)
-{
-    /* Throttling exists only under a CPU quota: the kernel counts periods
-     * only while one is set. Cgroups that never had one get no such series. */
-    int throttling = e->cpu.has_throttling && (e->has_quota || e->cpu.nr_periods > 0);
-    switch (v) {
-    case V_CPU:
-        *out = (double)e->cpu.usage_ns / 1e9;
-        return 1;
-    case V_THROTTLED:
-        *out = (double)e->cpu.throttled_ns / 1e9;
-        return throttling;
-    case V_THROTTLED_PERIODS:
-        *out = (double)e->cpu.nr_throttled;
-        return throttling;
-    case V_PERIODS:
-        *out = (double)e->cpu.nr_periods;
-        return throttling;
-    case V_QUOTA:
-        *out = e->quota_s;
-        return e->has_quota;
-    case V_PERIOD:
-        *out = e->period_s;
-        return e->has_quota;
-    case V_MEM_USAGE:
-        *out = (double)e->mem_usage;
-        return e->has_mem;
-    case V_MEM_WS:
-        /* cAdvisor's working set: usage minus inactive file cache, at least 0. */
-        *out = e->mem_usage > e->memstat.inactive_file
-                   ? (double)(e->mem_usage - e->memstat.inactive_file)
-                   : 0;
-        return e->has_mem && e->has_memstat;
-    case V_MEM_RSS:
-        *out = (double)e->memstat.rss;
-        return e->has_mem && e->has_memstat && e->memstat.has_rss;
-    case V_MEM_LIMIT:
-        *out = e->mem_limit;
-        return e->has_mem_limit;
-    case V_PROCESSES:
-        *out = e->nprocs;
-        return e->nprocs >= 0;
-    default:
-        return 0;
-    }
-}
-
-/* A resource's waiting and stalled samples one after the other, from one
- * label array: the snapshot gives both the same copy of the labels (each
- * family's samples keep their order). */
-static void emit_psi(mw_collect_ctx *ctx, const cg_entry *e)
-{
-    for (int i = 0; i < 3; i++) {
-        if (!e->psi_some[i] && !e->psi_full[i]) continue;
-        mw_label l[5];
-        memcpy(l, e->labels, e->nlabels * sizeof(mw_label));
-        l[e->nlabels] = (mw_label){"resource", PSI_RESOURCES[i]};
-        if (e->psi_some[i])
-            mw_emitv(ctx->snap, &PSI_WAITING, (double)e->psi_some_us[i] / 1e6, e->nlabels + 1, l);
-        if (e->psi_full[i])
-            mw_emitv(ctx->snap, &PSI_STALLED, (double)e->psi_full_us[i] / 1e6, e->nlabels + 1, l);
-    }
-}
-
-static void emit_info(mw_collect_ctx *ctx, const cg_entry *e)
-{
-    mw_label l[8];
-    size_t n = 0;
-    for (size_t i = 0; i < e->nlabels; i++)
-        l[n++] = e->labels[i];
-    if (e->node.kind == MW_CG_K8S_CONTAINER) {
-        l[n++] = (mw_label){"pod_uid", e->node.pod_uid};
-        l[n++] = (mw_label){"qos", mw_cg_qos_name(e->node.qos)};
-        l[n++] = (mw_label){"runtime", mw_cg_runtime_name(e->node.runtime)};
-        l[n++] = (mw_label){"cgroup", e->cgroup};
-    } else if (e->node.runtime != MW_RT_NONE) {
-        l[n++] = (mw_label){"runtime", mw_cg_runtime_name(e->node.runtime)};
-    }
-    mw_emitv(ctx->snap, &INFO, 1, n, l);
-}
-
-static int by_path(const void *a, const void *b)
-{
-    return strcmp((*(cg_entry *const *)a)->cgroup, (*(cg_entry *const *)b)->cgroup);
-}
-
-/* Family by family, cgroups by path: the order does not depend on the order
- * of directory entries (which on ext4 depends on the file system's hash
- * seed), and is sorted again only when cgroups appeared. */
-static void emit_all(cg_state *st, mw_collect_ctx *ctx)
-{
-    if (st->unsorted) {
-        qsort(st->entries, st->nentries, sizeof(*st->entries), by_path);
-        st->unsorted = 0;
-    }
-    for (int v = 0; v < NVALUES; v++)
-        for (size_t i = 0; i < st->nentries; i++) {
-            const cg_entry *e = st->entries[i];
-            double x;
-            if (e->ok && value_of(e, (cg_value)v, &x))
-                mw_emitv(ctx->snap, VALUE_DESC[v], x, e->nlabels, e->labels);
-        }
-    for (size_t i = 0; i < st->nentries; i++)
-        if (st->entries[i]->ok) emit_psi(ctx, st->entries[i]);
-    for (size_t i = 0; i < st->nentries; i++)
-        if (st->entries[i]->ok) emit_info(ctx, st->entries[i]);
-}
-
 static void cg_collect(void *state, mw_collect_ctx *ctx)
 {
     cg_state *st = state;
@@ -1103,11 +673,11 @@ static void cg_collect(void *state, mw_collect_ctx *ctx)
         walk(st, ctx, st->rootfd[H_WALK], &root, 0, 0);
     }
     uint64_t gen = mw_pods_generation(st->pods);
-    if (st->unsorted || gen != st->inferred_gen) infer_names(st);
+    if (st->unsorted || gen != st->inferred_gen) mw_cgroup_infer_names(st);
     st->inferred_gen = gen;
     if (pm) mw_procmap_end(pm);
     sweep(st);
-    emit_all(st, ctx);
+    mw_cgroup_emit_all(st, ctx);
 }
 
 const mw_collector mw_collector_cgroup = {

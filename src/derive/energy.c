@@ -357,7 +357,7 @@ static void read_containers(mw_energy *e, const mw_snapshot *snap, interval *iv)
         x->cpu_d += d;
         x->last_ms = snap->timestamp_ms;
     }
-    if (e->p.idle_policy != MW_IDLE_REQUESTS || !e->p.cpu_weight) return;
+    if (e->p.idle_policy != MW_IDLE_POLICY_REQUESTS || !e->p.cpu_weight) return;
     FOR_SAMPLES(snap, "mlwatch_container_info", s)
     {
         const char *cg = label(s, "cgroup");
@@ -651,9 +651,9 @@ void mw_energy_step(mw_energy *e, mw_snapshot *snap, double intensity)
      * each Kubernetes container its CPU request over the node's CPUs (1024
      * shares per CPU), the rest unreserved; with none (or policy cpu), by
      * CPU time, processes outside any container being the system share. */
-    int by_requests = e->p.idle_policy == MW_IDLE_REQUESTS && sum_w > 0;
+    int by_requests = e->p.idle_policy == MW_IDLE_POLICY_REQUESTS && sum_w > 0;
     int by_cpu =
-        e->p.idle_policy == MW_IDLE_CPU || (e->p.idle_policy == MW_IDLE_REQUESTS && !(sum_w > 0));
+        e->p.idle_policy == MW_IDLE_POLICY_CPU || (e->p.idle_policy == MW_IDLE_POLICY_REQUESTS && !(sum_w > 0));
     double capacity = iv.ncpu * 1024.0 > sum_w ? iv.ncpu * 1024.0 : sum_w;
     double system_frac = denom > 0 ? (denom - sum_cpu) / denom : 0;
 

@@ -172,7 +172,7 @@ const mw_option_group mw_energy_options =
 int mw_energy_params_from_config(const mw_config *config, mw_energy_params *p)
 {
     const mw_energy_settings *cfg = mw_config_group(config, &mw_energy_options);
-    mw_energy_params_init(p, MW_IDLE_REQUESTS);
+    mw_energy_params_init(p, MW_IDLE_POLICY_REQUESTS);
     for (size_t i = 0; i < cfg->nidle_watts; i++) {
         int c;
         double w;
@@ -184,9 +184,9 @@ int mw_energy_params_from_config(const mw_config *config, mw_energy_params *p)
     p->idle_watts_per_cpu = cfg->idle_watts_per_cpu;
     p->max_watts_per_cpu = cfg->max_watts_per_cpu;
     if (p->idle_watts_per_cpu < 0 || p->max_watts_per_cpu < p->idle_watts_per_cpu) return -1;
-    p->idle_policy = strcmp(cfg->idle_policy, "requests") == 0 ? MW_IDLE_REQUESTS
-                     : strcmp(cfg->idle_policy, "cpu") == 0    ? MW_IDLE_CPU
-                                                               : MW_IDLE_NONE;
+    p->idle_policy = strcmp(cfg->idle_policy, "requests") == 0 ? MW_IDLE_POLICY_REQUESTS
+                     : strcmp(cfg->idle_policy, "cpu") == 0    ? MW_IDLE_POLICY_CPU
+                                                               : MW_IDLE_POLICY_NONE;
     return 0;
 }
 

@@ -22,17 +22,6 @@ const char *const mw_store_refusal_names[MW_REFUSE_COUNT] = {
     "samples_limit", "disk_full",    "too_large", "future",       "own_series",
 };
 
-void mw_store_default_limits(mw_store_limits *l)
-{
-    memset(l, 0, sizeof(*l));
-    l->max_series = 10000000;
-    l->max_label_name_len = 256;
-    l->max_label_value_len = 4096;
-    l->max_labels = 64;
-    l->max_samples_per_request = 1000000;
-    l->max_future_ms = MW_STORE_DEFAULT_MAX_FUTURE_MS;
-}
-
 void mw_store_path(const mw_store *s, const char *name, char *out, size_t size)
 {
     snprintf(out, size, "%s/%s", s->dir, name);

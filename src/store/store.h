@@ -49,9 +49,7 @@ typedef struct mw_store_options {
     int64_t background_ms; /* period of the maintenance thread; 0 = 1 s, -1 = none */
 } mw_store_options;
 
-/* Prometheus' own TSDB refuses samples more than 10 minutes ahead of its
- * clock; 5 leaves room for a writer whose clock runs a little fast. */
-#define MW_STORE_DEFAULT_MAX_FUTURE_MS (5 * 60 * 1000)
+/* The limits the store's options (store_module.c) default to. */
 void mw_store_default_limits(mw_store_limits *l);
 
 /* Open (creating) the store in o->dir and recover it. NULL with a one-line

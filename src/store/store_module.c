@@ -101,6 +101,8 @@ static const mw_option store_rows[] = {
     OPT("store-max-samples-per-request", MW_OPT_NUMBER, max_samples_per_request, "1000000",
         "Most samples in one remote-write request; beyond it 400 (0: no limit)",
         mw_option_check_count),
+    /* Prometheus' own TSDB refuses samples more than 10 minutes ahead of
+     * its clock; 5 leaves room for a writer whose clock runs a little fast. */
     OPT("store-max-future", MW_OPT_DURATION, max_future_ms, "5m",
         "Samples further ahead of the agent's clock are refused with 400 naming the series, so "
         "that no writer can block a series for good",
@@ -299,6 +301,30 @@ static void *reopen_main(void *arg)
     return NULL;
 }
 
+static void limits_of(const mw_store_settings *cfg, mw_store_limits *l)
+{
+    memset(l, 0, sizeof(*l));
+    l->max_series = (uint64_t)cfg->max_series;
+    l->max_series_per_tenant = (uint64_t)cfg->max_series_per_tenant;
+    mw_strlcpy(l->tenant_label, cfg->tenant_label, sizeof(l->tenant_label));
+    l->max_label_name_len = (uint32_t)cfg->max_label_name_length;
+    l->max_label_value_len = (uint32_t)cfg->max_label_value_length;
+    l->max_labels = (uint32_t)cfg->max_labels;
+    l->max_samples_per_request = (uint64_t)cfg->max_samples_per_request;
+    l->max_future_ms = cfg->max_future_ms;
+}
+
+/* The limits of the options' defaults: each default is written once, in
+ * its row above. */
+void mw_store_default_limits(mw_store_limits *l)
+{
+    mw_config *c = mw_xcalloc(1, sizeof(*c));
+    mw_config_register_group(&mw_store_module_options);
+    mw_config_defaults(c);
+    limits_of(mw_config_group(c, &mw_store_module_options), l);
+    free(c);
+}
+
 static void module_routes(void *state, mw_http_server *http)
 {
     store_module *m = state;
@@ -306,15 +332,7 @@ static void module_routes(void *state, mw_http_server *http)
     snprintf(m->dir, sizeof(m->dir), "%s/data", m->cfg->data_dir);
     mw_store_options o = {
         .dir = m->dir, .retention_ms = cfg->retention_ms, .retention_bytes = cfg->retention_size};
-    mw_store_default_limits(&o.limits);
-    o.limits.max_series = (uint64_t)cfg->max_series;
-    o.limits.max_series_per_tenant = (uint64_t)cfg->max_series_per_tenant;
-    mw_strlcpy(o.limits.tenant_label, cfg->tenant_label, sizeof(o.limits.tenant_label));
-    o.limits.max_label_name_len = (uint32_t)cfg->max_label_name_length;
-    o.limits.max_label_value_len = (uint32_t)cfg->max_label_value_length;
-    o.limits.max_labels = (uint32_t)cfg->max_labels;
-    o.limits.max_samples_per_request = (uint64_t)cfg->max_samples_per_request;
-    o.limits.max_future_ms = cfg->max_future_ms;
+    limits_of(cfg, &o.limits);
     o.no_sync = getenv("MLWATCH_STORE_NO_FSYNC") != NULL; /* benchmarks of CPU cost only */
     /* Millions of small, long-lived chunk buffers share the heap with each
      * request's short-lived decoding arena (megabytes). Large blocks go to

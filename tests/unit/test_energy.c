@@ -149,7 +149,7 @@ static mw_energy *model(mw_idle_policy pol)
 static void cpu_split_three_to_one(void **state)
 {
     (void)state;
-    mw_energy *e = model(MW_IDLE_NONE);
+    mw_energy *e = model(MW_IDLE_POLICY_NONE);
     /* Package watts per interval: 50, 80, 70; DRAM 5 W flat. */
     const double pkg[] = {100, 150, 230, 300};
     double total = 0;
@@ -226,10 +226,10 @@ static void idle_policies(void **state)
         int weights;
         double a, b, system, unreserved;
     } cases[] = {
-        {MW_IDLE_REQUESTS, 1, 10, 30, 0, 40},
-        {MW_IDLE_CPU, 1, 48, 16, 16, 0},
-        {MW_IDLE_REQUESTS, 0, 48, 16, 16, 0},
-        {MW_IDLE_NONE, 1, 0, 0, 0, 80},
+        {MW_IDLE_POLICY_REQUESTS, 1, 10, 30, 0, 40},
+        {MW_IDLE_POLICY_CPU, 1, 48, 16, 16, 0},
+        {MW_IDLE_POLICY_REQUESTS, 0, 48, 16, 16, 0},
+        {MW_IDLE_POLICY_NONE, 1, 0, 0, 0, 80},
     };
     for (size_t c = 0; c < MW_ARRAY_LEN(cases); c++) {
         mw_energy_params p;
@@ -276,7 +276,7 @@ static void idle_policies(void **state)
 static mw_energy *model_gpu_floor(double watts)
 {
     mw_energy_params p;
-    mw_energy_params_init(&p, MW_IDLE_NONE);
+    mw_energy_params_init(&p, MW_IDLE_POLICY_NONE);
     p.idle_watts[MW_EC_GPU] = watts;
     p.idle_watts_set = 1u << MW_EC_GPU;
     return mw_energy_new(&p);
@@ -389,7 +389,7 @@ static void gpu_mig(void **state)
 static void gpu_counter_reset(void **state)
 {
     (void)state;
-    mw_energy *e = model(MW_IDLE_NONE);
+    mw_energy *e = model(MW_IDLE_POLICY_NONE);
     const double j[] = {5000, 5600, 40, 640};
     double total = 0;
     for (int i = 0; i < 4; i++) {
@@ -409,7 +409,7 @@ static void gpu_counter_reset(void **state)
 static void estimated_model(void **state)
 {
     (void)state;
-    mw_energy *e = model(MW_IDLE_NONE);
+    mw_energy *e = model(MW_IDLE_POLICY_NONE);
     for (int i = 0; i < 2; i++) {
         mw_snapshot *s = at(i * 1000);
         node_cpu(s, 4, 2.0 * i, 2.0 * i); /* 50% busy */
@@ -456,7 +456,7 @@ static void cpu_ahead_of_node(void **state)
 {
     (void)state;
     const double w = 3.5 - 0.74; /* dynamic watts per busy CPU, estimated model */
-    mw_energy *e = model(MW_IDLE_NONE);
+    mw_energy *e = model(MW_IDLE_POLICY_NONE);
     const double ctr[] = {0, 1.2, 2.0, 3.0};
     double total = 0;
     for (int i = 0; i < 4; i++) {
@@ -475,7 +475,7 @@ static void cpu_ahead_of_node(void **state)
     /* Containers that claim more than the node every interval (0.75 + 0.5
      * of 1 busy second) keep their 3:2 split of all of it; what each is
      * owed stays bounded by one interval of its own CPU time. */
-    e = model(MW_IDLE_NONE);
+    e = model(MW_IDLE_POLICY_NONE);
     total = 0;
     for (int i = 0; i < 10; i++) {
         mw_snapshot *s = at(1000 + i * 1000);
@@ -497,7 +497,7 @@ static void cpu_ahead_of_node(void **state)
 static void ipmi_other(void **state)
 {
     (void)state;
-    mw_energy *e = model(MW_IDLE_CPU);
+    mw_energy *e = model(MW_IDLE_POLICY_CPU);
     const double watts[] = {500, 500, 500, 150};
     double total = 0;
     for (int i = 0; i < 4; i++) {
@@ -565,7 +565,7 @@ static void node_meter_between_readings(void **state)
     for (int src = 0; src < 2; src++) /* IPMI, then the hwmon power meter */
         for (size_t c = 0; c < MW_ARRAY_LEN(METER_CASES); c++) {
             const meter_case *mc = &METER_CASES[c];
-            mw_energy *e = model(MW_IDLE_CPU);
+            mw_energy *e = model(MW_IDLE_POLICY_CPU);
             double node = 0, other = 0;
             for (int i = 0; i < mc->n; i++) {
                 double t = (double)mc->ms[i] / 1000, dt = i ? t - (double)mc->ms[i - 1] / 1000 : 0;
@@ -622,7 +622,7 @@ static void node_meter_between_readings(void **state)
 static void gpu_counter_between_readings(void **state)
 {
     (void)state;
-    mw_energy *e = model(MW_IDLE_NONE);
+    mw_energy *e = model(MW_IDLE_POLICY_NONE);
     const double counter[] = {1000, 1100, 1380, 1580}, want[] = {0, 100, 280, 200};
     double total = 0;
     for (int i = 0; i < 4; i++) {
@@ -710,7 +710,7 @@ static double floor_of(const mw_snapshot *s, const char *source)
 static void idle_busy_restart(void **state)
 {
     (void)state;
-    mw_energy *e = model(MW_IDLE_REQUESTS);
+    mw_energy *e = model(MW_IDLE_POLICY_REQUESTS);
     double total = 0;
     mw_snapshot *s;
     for (int64_t t = 0; t <= 8; t++) {
@@ -738,7 +738,7 @@ static void idle_busy_restart(void **state)
     /* Restart: the totals and the floor through the state file's text. */
     char *text = mw_energy_state_dump(e, "node", 8000);
     mw_energy_free(e);
-    e = model(MW_IDLE_REQUESTS);
+    e = model(MW_IDLE_POLICY_REQUESTS);
     char err[256];
     assert_int_equal(mw_energy_state_parse(e, text, strlen(text), "node", err, sizeof(err)), 0);
     free(text);
@@ -758,7 +758,7 @@ static void idle_busy_restart(void **state)
     mw_energy_free(e);
 
     /* Without the kept floor, busy from the start: the prior (4 x 0.74 W). */
-    e = model(MW_IDLE_REQUESTS);
+    e = model(MW_IDLE_POLICY_REQUESTS);
     feed_issue_node(e, 5, 4, &s);
     mw_snapshot_free(s);
     feed_issue_node(e, 6, 4, &s);
@@ -774,7 +774,7 @@ static void idle_busy_restart(void **state)
 static void floor_follows_slowly(void **state)
 {
     (void)state;
-    mw_energy *e = model(MW_IDLE_NONE);
+    mw_energy *e = model(MW_IDLE_POLICY_NONE);
     const double watts[] = {0, 65, 75, 200, 60, 75};
     const int idle[] = {1, 1, 1, 0, 0, 1};
     double pkg = 0, busy = 0, f = 0;
@@ -801,7 +801,7 @@ static void floor_follows_slowly(void **state)
 static void co2_per_interval(void **state)
 {
     (void)state;
-    mw_energy *e = model(MW_IDLE_NONE);
+    mw_energy *e = model(MW_IDLE_POLICY_NONE);
     const double intensity[] = {100, 100, 400, -1, 50};
     for (int i = 0; i < 5; i++) {
         mw_snapshot *s = at(i * 1000);
@@ -826,7 +826,7 @@ static void rapl_wrap_through_collector(void **state)
     (void)state;
     const char *root = tu_fixture_copy("rapl-cpufreq");
     tu_session *ts = tu_open(root, "rapl");
-    mw_energy *e = model(MW_IDLE_NONE);
+    mw_energy *e = model(MW_IDLE_POLICY_NONE);
     mw_snapshot *s = tu_run(ts);
     s->timestamp_ms = 1000;
     mw_energy_step(e, s, -1);
@@ -868,7 +868,7 @@ static void conserved_on_fixture(void **state)
              tu_fixture("rapl-cpufreq"), root, root, tu_fixture("rapl-cpufreq"), root);
     assert_int_equal(system(cmd), 0);
     tu_session *ts = tu_open(root, "cpu,rapl,cgroup");
-    mw_energy *e = model(MW_IDLE_REQUESTS);
+    mw_energy *e = model(MW_IDLE_POLICY_REQUESTS);
     const char *pods[] = {
         "sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/"
         "kubepods-burstable-podaaaaaaaa_0000_4000_8000_000000000002.slice/"
@@ -945,7 +945,7 @@ static void conserved_on_fixture(void **state)
 static void container_restart(void **state)
 {
     (void)state;
-    mw_energy *e = model(MW_IDLE_NONE);
+    mw_energy *e = model(MW_IDLE_POLICY_NONE);
     const double c[] = {100, 101, 0.5, 1.5};
     double total = 0;
     for (int i = 0; i < 4; i++) {

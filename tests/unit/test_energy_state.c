@@ -22,7 +22,7 @@ static const mw_metric_desc CUTIL = {"mlwatch_container_gpu_utilization_ratio", 
 static mw_energy *model(void)
 {
     mw_energy_params p;
-    mw_energy_params_init(&p, MW_IDLE_NONE);
+    mw_energy_params_init(&p, MW_IDLE_POLICY_NONE);
     p.idle_watts_per_cpu = 1;
     p.max_watts_per_cpu = 2;
     return mw_energy_new(&p);

@@ -45,7 +45,7 @@ static int lookup(void *ctx, const char *uid, const char *ns, const char *pod, c
 static mw_energy *model(void)
 {
     mw_energy_params p;
-    mw_energy_params_init(&p, MW_IDLE_CPU);
+    mw_energy_params_init(&p, MW_IDLE_POLICY_CPU);
     p.idle_watts[MW_EC_CPU] = 0;
     p.idle_watts_set = 1u << MW_EC_CPU;
     return mw_energy_new(&p);
