@@ -9,6 +9,7 @@
 #include "collector.h"
 #include "cpuinfo.h"
 #include "../core/log.h"
+#include "../core/parse.h"
 #include "../core/util.h"
 
 #include <errno.h>
@@ -60,14 +61,8 @@ int mw_parse_cpuinfo(const char *text, mw_cpuinfo_cpu *cpus, size_t max, size_t 
     long last = -1; /* the kernel lists CPUs in increasing order */
     mw_cpuinfo_cpu *cur = NULL;
     *n = 0;
-    const char *p = text;
-    while (*p) {
-        const char *nl = strchr(p, '\n');
-        const char *e = nl ? nl : p + strlen(p);
-        const char *s = p;
-        p = nl ? nl + 1 : e;
-        while (s < e && (*s == ' ' || *s == '\t'))
-            s++;
+    const char *p = text, *s, *e;
+    while (mw_next_line(&p, &s, &e)) {
         if (s == e) continue;
         const char *colon = memchr(s, ':', (size_t)(e - s));
         if (!colon) {

@@ -178,22 +178,6 @@ static int prefix_len(const char *s, const char *e)
     return (int)(c - s);
 }
 
-static int is_blank(char c)
-{
-    return c == ' ' || c == '\t';
-}
-
-/* Next whitespace-separated token in [*q, e): its start and length. */
-static size_t token(const char **q, const char *e, const char **start)
-{
-    while (*q < e && is_blank(**q))
-        (*q)++;
-    *start = *q;
-    while (*q < e && !is_blank(**q))
-        (*q)++;
-    return (size_t)(*q - *start);
-}
-
 /* Walk one section; with cb NULL it only checks it. Returns 0 or -1. */
 static int section(const char *proto, const char *hs, const char *he, const char *vs,
                    const char *ve, mw_netstat_cb cb, void *arg)
@@ -201,8 +185,8 @@ static int section(const char *proto, const char *hs, const char *he, const char
     int n = 0;
     for (;;) {
         const char *name, *val;
-        size_t nl = token(&hs, he, &name);
-        size_t vl = token(&vs, ve, &val);
+        size_t nl = mw_next_token(&hs, he, &name);
+        size_t vl = mw_next_token(&vs, ve, &val);
         if (nl == 0 || vl == 0) return nl == vl ? 0 : -1;
         if (++n > NETSTAT_MAX_FIELDS || nl >= NETSTAT_NAME_MAX) return -1;
         const char *p = val;

@@ -10,6 +10,7 @@
  * is the container's unless it shares the host's UTS namespace. */
 #include "collector.h"
 #include "osinfo.h"
+#include "../core/parse.h"
 #include "../core/log.h"
 #include "../core/util.h"
 
@@ -56,14 +57,8 @@ int mw_parse_os_release(const char *text, mw_os_release *out)
 {
     memset(out, 0, sizeof(*out));
     int bad = 0;
-    const char *p = text;
-    while (*p) {
-        const char *nl = strchr(p, '\n');
-        const char *e = nl ? nl : p + strlen(p);
-        const char *s = p;
-        p = nl ? nl + 1 : e;
-        while (s < e && (*s == ' ' || *s == '\t'))
-            s++;
+    const char *p = text, *s, *e;
+    while (mw_next_line(&p, &s, &e)) {
         while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
             e--;
         if (s == e || *s == '#') continue;

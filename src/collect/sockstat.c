@@ -70,25 +70,15 @@ static int is_blank(char c)
     return c == ' ' || c == '\t';
 }
 
-static size_t token(const char **q, const char *e, const char **start)
-{
-    while (*q < e && is_blank(**q))
-        (*q)++;
-    *start = *q;
-    while (*q < e && !is_blank(**q))
-        (*q)++;
-    return (size_t)(*q - *start);
-}
-
 /* Check ([s, e) after the prefix) and, with cb, report one line. */
 static int line_pairs(const char *proto, const char *s, const char *e, mw_sockstat_cb cb, void *arg)
 {
     int n = 0;
     for (;;) {
         const char *k, *v;
-        size_t kl = token(&s, e, &k);
+        size_t kl = mw_next_token(&s, e, &k);
         if (kl == 0) return n > 0 ? 0 : -1;
-        size_t vl = token(&s, e, &v);
+        size_t vl = mw_next_token(&s, e, &v);
         if (vl == 0 || kl >= SOCKSTAT_NAME_MAX || ++n > SOCKSTAT_MAX_PAIRS) return -1;
         const char *p = v;
         uint64_t x;
@@ -105,13 +95,8 @@ static int line_pairs(const char *proto, const char *s, const char *e, mw_sockst
 int mw_parse_sockstat(const char *text, mw_sockstat_cb cb, void *arg)
 {
     int bad = 0;
-    const char *p = text;
-    while (*p) {
-        const char *nl = strchr(p, '\n');
-        const char *e = nl ? nl : p + strlen(p);
-        const char *s = p;
-        p = nl ? nl + 1 : e;
-        mw_skip_blanks(&s);
+    const char *p = text, *s, *e;
+    while (mw_next_line(&p, &s, &e)) {
         if (s == e) continue;
         const char *c = memchr(s, ':', (size_t)(e - s));
         size_t plen = c ? (size_t)(c - s) : 0;

@@ -120,3 +120,12 @@ int mw_log_once(mw_log_level level, const char *component, const char *key, cons
         mw_log(level, component, "%s", msg);
     return 1;
 }
+
+int mw_fail(char *err, size_t errsize, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errsize, fmt, ap);
+    va_end(ap);
+    return -1;
+}

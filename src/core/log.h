@@ -8,6 +8,8 @@
 #ifndef MW_LOG_H
 #define MW_LOG_H
 
+#include <stddef.h>
+
 typedef enum { MW_LOG_DEBUG, MW_LOG_INFO, MW_LOG_WARN, MW_LOG_ERROR } mw_log_level;
 
 void mw_log_set_level(mw_log_level level);
@@ -23,5 +25,9 @@ void mw_log(mw_log_level level, const char *component, const char *fmt, ...)
  * "... (N more like it since the last such line)". */
 int mw_log_once(mw_log_level level, const char *component, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* Write the reason into err and return -1: for functions that fail with
+ * a reason in a caller's buffer. */
+int mw_fail(char *err, size_t errsize, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

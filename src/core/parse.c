@@ -52,6 +52,30 @@ void mw_skip_blanks(const char **p)
         (*p)++;
 }
 
+int mw_next_line(const char **p, const char **start, const char **end)
+{
+    if (!**p) return 0;
+    const char *nl = strchr(*p, '\n');
+    const char *e = nl ? nl : *p + strlen(*p);
+    const char *s = *p;
+    *p = nl ? nl + 1 : e;
+    while (s < e && (*s == ' ' || *s == '\t'))
+        s++;
+    *start = s;
+    *end = e;
+    return 1;
+}
+
+size_t mw_next_token(const char **q, const char *e, const char **start)
+{
+    while (*q < e && (**q == ' ' || **q == '\t'))
+        (*q)++;
+    *start = *q;
+    while (*q < e && **q != ' ' && **q != '\t')
+        (*q)++;
+    return (size_t)(*q - *start);
+}
+
 void mw_skip_line(const char **p)
 {
     const char *nl = strchr(*p, '\n');

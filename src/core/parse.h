@@ -21,6 +21,12 @@ int mw_parse_double(const char **p, double *out);
 void mw_skip_blanks(const char **p);
 /* Advance *p past the next '\n' (or to the end). */
 void mw_skip_line(const char **p);
+/* The next line of the text at *p as [*start, *end): without its '\n' and
+ * its leading spaces and tabs; *p moves past it. 0 at the end of the text. */
+int mw_next_line(const char **p, const char **start, const char **end);
+/* The next token in [*q, e) separated by spaces and tabs: *start and its
+ * length (0 at the end); *q moves past it. */
+size_t mw_next_token(const char **q, const char *e, const char **start);
 
 /* In a "key value\n" file (cpu.stat, memory.stat), find KEY at the start of a
  * line and parse its value. Returns 0, -1 when absent, -2 when malformed. */

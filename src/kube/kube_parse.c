@@ -13,6 +13,7 @@
  *                                               StatefulSet, DaemonSet, ...)
  *   no owner                                 -> Pod, the pod's name */
 #include "kube.h"
+#include "../core/log.h"
 #include "../core/util.h"
 
 #include <jansson.h>
@@ -23,16 +24,6 @@
 
 /* Objects larger than this are refused (a pod is a few KiB). */
 #define MAX_OBJECT (4u << 20)
-
-static int failf(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int failf(char *err, size_t n, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static const char *str_at(json_t *o, const char *key)
 {
@@ -45,7 +36,8 @@ static int copy_field(char *dst, size_t n, const char *v, const char *what, char
                       size_t errsize)
 {
     if (!v) v = "";
-    if (strlen(v) >= n) return failf(err, errsize, "%s is longer than %zu characters", what, n - 1);
+    if (strlen(v) >= n)
+        return mw_fail(err, errsize, "%s is longer than %zu characters", what, n - 1);
     mw_strlcpy(dst, v, n);
     return 0;
 }
@@ -67,10 +59,10 @@ static int pod_from_json(json_t *obj, const char *owner_from, mw_kube_pod *out, 
 {
     memset(out, 0, sizeof(*out));
     json_t *md = json_object_get(obj, "metadata");
-    if (!json_is_object(md)) return failf(err, errsize, "pod without metadata");
+    if (!json_is_object(md)) return mw_fail(err, errsize, "pod without metadata");
     const char *uid = str_at(md, "uid"), *ns = str_at(md, "namespace"), *name = str_at(md, "name");
     if (!uid || !*uid || !ns || !name)
-        return failf(err, errsize, "pod metadata lacks uid, namespace or name");
+        return mw_fail(err, errsize, "pod metadata lacks uid, namespace or name");
     if (copy_field(out->uid, sizeof(out->uid), uid, "metadata.uid", err, errsize) < 0 ||
         copy_field(out->ns, sizeof(out->ns), ns, "metadata.namespace", err, errsize) < 0 ||
         copy_field(out->name, sizeof(out->name), name, "metadata.name", err, errsize) < 0 ||
@@ -79,19 +71,19 @@ static int pod_from_json(json_t *obj, const char *owner_from, mw_kube_pod *out, 
         return -1;
     json_t *labels = json_object_get(md, "labels");
     json_t *ann = json_object_get(md, "annotations");
-    if (labels && !json_is_object(labels)) return failf(err, errsize, "labels is not an object");
-    if (ann && !json_is_object(ann)) return failf(err, errsize, "annotations is not an object");
+    if (labels && !json_is_object(labels)) return mw_fail(err, errsize, "labels is not an object");
+    if (ann && !json_is_object(ann)) return mw_fail(err, errsize, "annotations is not an object");
 
     /* The controlling owner reference. */
     const char *okind = NULL, *oname = NULL, *oapi = NULL;
     json_t *refs = json_object_get(md, "ownerReferences");
-    if (refs && !json_is_array(refs)) return failf(err, errsize, "ownerReferences is not a list");
+    if (refs && !json_is_array(refs)) return mw_fail(err, errsize, "ownerReferences is not a list");
     size_t i;
     json_t *ref;
     json_array_foreach(refs, i, ref)
     {
         if (!json_is_object(ref))
-            return failf(err, errsize, "ownerReferences[%zu] is not an object", i);
+            return mw_fail(err, errsize, "ownerReferences[%zu] is not an object", i);
         if (!okind || json_is_true(json_object_get(ref, "controller"))) {
             okind = str_at(ref, "kind");
             oname = str_at(ref, "name");
@@ -147,13 +139,13 @@ static int pod_from_json(json_t *obj, const char *owner_from, mw_kube_pod *out, 
 static json_t *load(const char *text, size_t len, char *err, size_t errsize)
 {
     if (len > MAX_OBJECT) {
-        failf(err, errsize, "object larger than %u bytes", MAX_OBJECT);
+        mw_fail(err, errsize, "object larger than %u bytes", MAX_OBJECT);
         return NULL;
     }
     json_error_t je;
     json_t *j = json_loadb(text, len, 0, &je);
     if (!j)
-        failf(err, errsize, "invalid JSON at line %d column %d: %s", je.line, je.column, je.text);
+        mw_fail(err, errsize, "invalid JSON at line %d column %d: %s", je.line, je.column, je.text);
     return j;
 }
 
@@ -177,11 +169,11 @@ int mw_kube_list_parse(const char *text, size_t len, const char *owner_from,
     json_t *items = json_object_get(j, "items");
     const char *lrv = str_at(json_object_get(j, "metadata"), "resourceVersion");
     if (!json_is_array(items) && !json_is_null(items)) {
-        failf(err, errsize, "not a list: no items");
+        mw_fail(err, errsize, "not a list: no items");
     } else if (!lrv || strlen(lrv) >= rvsize) {
-        failf(err, errsize, "list without a usable metadata.resourceVersion");
+        mw_fail(err, errsize, "list without a usable metadata.resourceVersion");
     } else if (json_array_size(items) > MW_KUBE_MAX_PODS) {
-        failf(err, errsize, "more than %d pods on one node", MW_KUBE_MAX_PODS);
+        mw_fail(err, errsize, "more than %d pods on one node", MW_KUBE_MAX_PODS);
     } else {
         mw_strlcpy(rv, lrv, rvsize);
         rc = 0;
@@ -212,7 +204,7 @@ int mw_kube_event_parse(const char *text, size_t len, const char *owner_from, mw
     const char *type = str_at(j, "type");
     json_t *obj = json_object_get(j, "object");
     if (!type || !json_is_object(obj)) {
-        failf(err, errsize, "watch event without type or object");
+        mw_fail(err, errsize, "watch event without type or object");
     } else if (strcmp(type, "ERROR") == 0) {
         json_t *c = json_object_get(obj, "code");
         *code = json_is_integer(c) ? (int)json_integer_value(c) : 0;
@@ -220,7 +212,7 @@ int mw_kube_event_parse(const char *text, size_t len, const char *owner_from, mw
     } else if (strcmp(type, "BOOKMARK") == 0) {
         const char *rv = str_at(json_object_get(obj, "metadata"), "resourceVersion");
         if (!rv || strlen(rv) >= sizeof(pod->rv))
-            failf(err, errsize, "bookmark without a usable resourceVersion");
+            mw_fail(err, errsize, "bookmark without a usable resourceVersion");
         else {
             mw_strlcpy(pod->rv, rv, sizeof(pod->rv));
             rc = MW_KUBE_BOOKMARK;
@@ -231,7 +223,7 @@ int mw_kube_event_parse(const char *text, size_t len, const char *owner_from, mw
                 : strcmp(type, "DELETED") == 0  ? MW_KUBE_DELETED
                                                 : -1;
         if (t < 0)
-            failf(err, errsize, "unknown watch event type '%.32s'", type);
+            mw_fail(err, errsize, "unknown watch event type '%.32s'", type);
         else if (pod_from_json(obj, owner_from, pod, err, errsize) == 0)
             rc = t;
     }
@@ -312,7 +304,8 @@ static int path_field(char *dst, size_t n, const char *v, const char *base, cons
     if (!v) return 0;
     int w = v[0] == '/' || !base || !*base ? snprintf(dst, n, "%s", v)
                                            : snprintf(dst, n, "%s/%s", base, v);
-    if (w < 0 || (size_t)w >= n) return failf(err, errsize, "kubeconfig: %s: path too long", what);
+    if (w < 0 || (size_t)w >= n)
+        return mw_fail(err, errsize, "kubeconfig: %s: path too long", what);
     return 0;
 }
 
@@ -321,8 +314,8 @@ static int data_field(char *dst, size_t n, const char *v, const char *what, char
 {
     if (!v) return 0;
     if (b64decode(v, dst, n) < 0)
-        return failf(err, errsize, "kubeconfig: %s: invalid base64 or larger than %zu bytes", what,
-                     n - 1);
+        return mw_fail(err, errsize, "kubeconfig: %s: invalid base64 or larger than %zu bytes",
+                       what, n - 1);
     return 0;
 }
 
@@ -331,22 +324,23 @@ static int kubeconfig_doc(yaml_document_t *d, const char *base, mw_kube_creds *c
 {
     yaml_node_t *root = yaml_document_get_root_node(d);
     if (!root || root->type != YAML_MAPPING_NODE)
-        return failf(err, errsize, "kubeconfig: the top level must be a mapping");
+        return mw_fail(err, errsize, "kubeconfig: the top level must be a mapping");
     const char *cur = ytext(yget(d, root, "current-context"));
     if (cur && !*cur) cur = NULL;
     yaml_node_t *ctx = named(d, yget(d, root, "contexts"), cur, "context");
     if (!ctx)
-        return failf(err, errsize, "kubeconfig: %s%s%s", cur ? "no context named '" : "",
-                     cur ? cur : "no current-context and not exactly one context", cur ? "'" : "");
+        return mw_fail(err, errsize, "kubeconfig: %s%s%s", cur ? "no context named '" : "",
+                       cur ? cur : "no current-context and not exactly one context",
+                       cur ? "'" : "");
     const char *cname = ytext(yget(d, ctx, "cluster")), *uname = ytext(yget(d, ctx, "user"));
-    if (!cname) return failf(err, errsize, "kubeconfig: the context names no cluster");
+    if (!cname) return mw_fail(err, errsize, "kubeconfig: the context names no cluster");
     yaml_node_t *cl = named(d, yget(d, root, "clusters"), cname, "cluster");
-    if (!cl) return failf(err, errsize, "kubeconfig: no cluster named '%.100s'", cname);
+    if (!cl) return mw_fail(err, errsize, "kubeconfig: no cluster named '%.100s'", cname);
     const char *server = ytext(yget(d, cl, "server"));
     if (!server || !*server)
-        return failf(err, errsize, "kubeconfig: cluster '%.100s' has no server", cname);
+        return mw_fail(err, errsize, "kubeconfig: cluster '%.100s' has no server", cname);
     if (strlen(server) >= sizeof(c->server))
-        return failf(err, errsize, "kubeconfig: server URL too long");
+        return mw_fail(err, errsize, "kubeconfig: server URL too long");
     mw_strlcpy(c->server, server, sizeof(c->server));
     const char *ins = ytext(yget(d, cl, "insecure-skip-tls-verify"));
     c->insecure = ins && strcmp(ins, "true") == 0;
@@ -357,16 +351,16 @@ static int kubeconfig_doc(yaml_document_t *d, const char *base, mw_kube_creds *c
         return -1;
     if (!uname) return 0; /* anonymous */
     yaml_node_t *u = named(d, yget(d, root, "users"), uname, "user");
-    if (!u) return failf(err, errsize, "kubeconfig: no user named '%.100s'", uname);
+    if (!u) return mw_fail(err, errsize, "kubeconfig: no user named '%.100s'", uname);
     if (yget(d, u, "exec") || yget(d, u, "auth-provider"))
-        return failf(err, errsize,
-                     "kubeconfig: user '%.100s' uses an exec or auth-provider "
-                     "plugin, which mlwatch does not run; use a token or a client "
-                     "certificate",
-                     uname);
+        return mw_fail(err, errsize,
+                       "kubeconfig: user '%.100s' uses an exec or auth-provider "
+                       "plugin, which mlwatch does not run; use a token or a client "
+                       "certificate",
+                       uname);
     const char *tok = ytext(yget(d, u, "token"));
     if (tok && strlen(tok) >= sizeof(c->token))
-        return failf(err, errsize, "kubeconfig: token too long");
+        return mw_fail(err, errsize, "kubeconfig: token too long");
     if (tok) mw_strlcpy(c->token, tok, sizeof(c->token));
     if (path_field(c->token_file, sizeof(c->token_file), ytext(yget(d, u, "tokenFile")), base,
                    "tokenFile", err, errsize) < 0 ||
@@ -386,11 +380,11 @@ static int kubeconfig_doc(yaml_document_t *d, const char *base, mw_kube_creds *c
     int cert = c->client_cert_file[0] || c->client_cert_data[0];
     int key = c->client_key_file[0] || c->client_key_data[0];
     if (cert != key)
-        return failf(err, errsize, "kubeconfig: user '%.100s' has %s but no %s", uname,
-                     cert ? "a client certificate" : "a client key",
-                     cert ? "client-key or client-key-data"
-                          : "client-certificate or "
-                            "client-certificate-data");
+        return mw_fail(err, errsize, "kubeconfig: user '%.100s' has %s but no %s", uname,
+                       cert ? "a client certificate" : "a client key",
+                       cert ? "client-key or client-key-data"
+                            : "client-certificate or "
+                              "client-certificate-data");
     return 0;
 }
 
@@ -398,14 +392,14 @@ int mw_kubeconfig_parse(const char *text, size_t len, const char *base_dir, mw_k
                         char *err, size_t errsize)
 {
     memset(out, 0, sizeof(*out));
-    if (len > (1u << 20)) return failf(err, errsize, "kubeconfig larger than 1 MiB");
+    if (len > (1u << 20)) return mw_fail(err, errsize, "kubeconfig larger than 1 MiB");
     yaml_parser_t p;
     yaml_document_t d;
-    if (!yaml_parser_initialize(&p)) return failf(err, errsize, "cannot initialise YAML");
+    if (!yaml_parser_initialize(&p)) return mw_fail(err, errsize, "cannot initialise YAML");
     yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
     if (!yaml_parser_load(&p, &d)) {
-        failf(err, errsize, "kubeconfig:%zu:%zu: YAML syntax error: %s", p.problem_mark.line + 1,
-              p.problem_mark.column + 1, p.problem ? p.problem : "unknown");
+        mw_fail(err, errsize, "kubeconfig:%zu:%zu: YAML syntax error: %s", p.problem_mark.line + 1,
+                p.problem_mark.column + 1, p.problem ? p.problem : "unknown");
         yaml_parser_delete(&p);
         return -1;
     }

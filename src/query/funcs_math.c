@@ -79,47 +79,22 @@ static int civil_time(double x, struct tm *tm)
     return 1;
 }
 
-double pq_date_day_of_month(double x)
-{
-    struct tm tm;
-    return civil_time(x, &tm) ? tm.tm_mday : NAN;
-}
-
-double pq_date_day_of_week(double x)
-{
-    struct tm tm;
-    return civil_time(x, &tm) ? tm.tm_wday : NAN;
-}
-
-double pq_date_day_of_year(double x)
-{
-    struct tm tm;
-    return civil_time(x, &tm) ? tm.tm_yday + 1 : NAN;
-}
-
-double pq_date_hour(double x)
-{
-    struct tm tm;
-    return civil_time(x, &tm) ? tm.tm_hour : NAN;
-}
-
-double pq_date_minute(double x)
-{
-    struct tm tm;
-    return civil_time(x, &tm) ? tm.tm_min : NAN;
-}
-
-double pq_date_month(double x)
-{
-    struct tm tm;
-    return civil_time(x, &tm) ? tm.tm_mon + 1 : NAN;
-}
-
-double pq_date_year(double x)
-{
-    struct tm tm;
-    return civil_time(x, &tm) ? tm.tm_year + 1900 : NAN;
-}
+/* The date functions: one field of the UTC calendar time of x (NaN when x
+ * is no time). */
+#define DATE_FIELD(name, field)                                                                    \
+    double pq_date_##name(double x)                                                                \
+    {                                                                                              \
+        struct tm tm;                                                                              \
+        return civil_time(x, &tm) ? (field) : NAN;                                                 \
+    }
+DATE_FIELD(day_of_month, tm.tm_mday)
+DATE_FIELD(day_of_week, tm.tm_wday)
+DATE_FIELD(day_of_year, tm.tm_yday + 1)
+DATE_FIELD(hour, tm.tm_hour)
+DATE_FIELD(minute, tm.tm_min)
+DATE_FIELD(month, tm.tm_mon + 1)
+DATE_FIELD(year, tm.tm_year + 1900)
+#undef DATE_FIELD
 
 double pq_date_days_in_month(double x)
 {

@@ -6,6 +6,7 @@
  * kept as mw_rw_endpoint_cfg values the shipper copies at start, so a config
  * that loads is a config the shipper can start with. */
 #include "rw_config.h"
+#include "../core/log.h"
 #include "../core/hash.h"
 #include "../core/units.h"
 #include "../core/util.h"
@@ -22,16 +23,6 @@
 #define MAX_NODES 20000
 #define MAX_DEPTH 12
 
-static int whyf(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int whyf(char *why, size_t n, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, n, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* ---- YAML -> JSON ---- */
 
 static json_t *to_json(yaml_document_t *doc, yaml_node_t *n, int depth, size_t *budget,
@@ -39,16 +30,16 @@ static json_t *to_json(yaml_document_t *doc, yaml_node_t *n, int depth, size_t *
 {
     *bad = n->start_mark;
     if (depth > MAX_DEPTH || ++*budget > MAX_NODES) {
-        whyf(why, whysize, "nested too deeply or too large");
+        mw_fail(why, whysize, "nested too deeply or too large");
         return NULL;
     }
     if (n->type == YAML_SCALAR_NODE) {
         if (strlen((const char *)n->data.scalar.value) != n->data.scalar.length) {
-            whyf(why, whysize, "value contains a NUL character");
+            mw_fail(why, whysize, "value contains a NUL character");
             return NULL;
         }
         json_t *s = json_stringn((const char *)n->data.scalar.value, n->data.scalar.length);
-        if (!s) whyf(why, whysize, "value is not valid UTF-8");
+        if (!s) mw_fail(why, whysize, "value is not valid UTF-8");
         return s;
     }
     if (n->type == YAML_SEQUENCE_NODE) {
@@ -73,13 +64,13 @@ static json_t *to_json(yaml_document_t *doc, yaml_node_t *n, int depth, size_t *
         *bad = k->start_mark;
         if (k->type != YAML_SCALAR_NODE ||
             strlen((const char *)k->data.scalar.value) != k->data.scalar.length) {
-            whyf(why, whysize, "keys must be plain names");
+            mw_fail(why, whysize, "keys must be plain names");
             json_decref(o);
             return NULL;
         }
         const char *key = (const char *)k->data.scalar.value;
         if (json_object_get(o, key)) {
-            whyf(why, whysize, "duplicate key '%.100s'", key);
+            mw_fail(why, whysize, "duplicate key '%.100s'", key);
             json_decref(o);
             return NULL;
         }
@@ -97,7 +88,7 @@ static json_t *to_json(yaml_document_t *doc, yaml_node_t *n, int depth, size_t *
 
 static int check_keys(json_t *o, const char *const *allowed, const char *where, char *why, size_t n)
 {
-    if (!json_is_object(o)) return whyf(why, n, "%s: expected a mapping", where);
+    if (!json_is_object(o)) return mw_fail(why, n, "%s: expected a mapping", where);
     const char *k;
     json_t *v;
     json_object_foreach(o, k, v)
@@ -107,11 +98,11 @@ static int check_keys(json_t *o, const char *const *allowed, const char *where, 
             if (strcmp(k, allowed[i]) == 0) break;
         if (!allowed[i]) {
             if (strcmp(k, "password") == 0 || strcmp(k, "bearer_token") == 0)
-                return whyf(why, n,
-                            "%s: '%s' inline is refused: put the secret in a file and use "
-                            "%s_file",
-                            where, k, k);
-            return whyf(why, n, "%s: unknown key '%.100s'", where, k);
+                return mw_fail(why, n,
+                               "%s: '%s' inline is refused: put the secret in a file and use "
+                               "%s_file",
+                               where, k, k);
+            return mw_fail(why, n, "%s: unknown key '%.100s'", where, k);
         }
     }
     return 0;
@@ -124,7 +115,7 @@ static int get_str(json_t *o, const char *key, const char **out, const char *whe
     json_t *v = json_object_get(o, key);
     *out = NULL;
     if (!v) return 0;
-    if (!json_is_string(v)) return whyf(why, n, "%s: %s: expected a single value", where, key);
+    if (!json_is_string(v)) return mw_fail(why, n, "%s: %s: expected a single value", where, key);
     *out = json_string_value(v);
     return 0;
 }
@@ -136,7 +127,7 @@ static int copy_str(json_t *o, const char *key, char *dst, size_t size, const ch
     if (get_str(o, key, &s, where, why, n) < 0) return -1;
     if (!s) return 0;
     if (strlen(s) >= size)
-        return whyf(why, n, "%s: %s: longer than %zu characters", where, key, size - 1);
+        return mw_fail(why, n, "%s: %s: longer than %zu characters", where, key, size - 1);
     mw_strlcpy(dst, s, size);
     return 0;
 }
@@ -149,8 +140,8 @@ static int get_duration(json_t *o, const char *key, int64_t *out, const char *wh
     if (!s) return 0;
     int64_t ms;
     if (mw_parse_duration_ms(s, &ms) < 0 || ms <= 0)
-        return whyf(why, n, "%s: %s: invalid duration '%.60s' (examples: 30s, 500ms)", where, key,
-                    s);
+        return mw_fail(why, n, "%s: %s: invalid duration '%.60s' (examples: 30s, 500ms)", where,
+                       key, s);
     *out = ms;
     return 0;
 }
@@ -164,8 +155,8 @@ static int get_uint(json_t *o, const char *key, uint64_t *out, uint64_t lo, uint
     char *end;
     unsigned long long v = strtoull(s, &end, 10);
     if (!*s || *s == '-' || *end || v < lo || v > hi)
-        return whyf(why, n, "%s: %s: must be a whole number from %llu to %llu, got '%.40s'", where,
-                    key, (unsigned long long)lo, (unsigned long long)hi, s);
+        return mw_fail(why, n, "%s: %s: must be a whole number from %llu to %llu, got '%.40s'",
+                       where, key, (unsigned long long)lo, (unsigned long long)hi, s);
     *out = v;
     return 0;
 }
@@ -180,7 +171,7 @@ static int get_bool(json_t *o, const char *key, int *out, const char *where, cha
     else if (strcmp(s, "false") == 0)
         *out = 0;
     else
-        return whyf(why, n, "%s: %s: must be true or false", where, key);
+        return mw_fail(why, n, "%s: %s: must be true or false", where, key);
     return 0;
 }
 
@@ -204,10 +195,10 @@ static int expand_env(const char *in, char *out, size_t outsz, const char *where
         }
         if (p[0] == '$' && p[1] == '{') {
             const char *e = strchr(p + 2, '}');
-            if (!e) return whyf(why, n, "%s: %s: unterminated ${ in '%.100s'", where, key, in);
+            if (!e) return mw_fail(why, n, "%s: %s: unterminated ${ in '%.100s'", where, key, in);
             vl = (size_t)(e - (p + 2));
             if (!vl || vl >= sizeof(var))
-                return whyf(why, n, "%s: %s: bad variable name in '%.100s'", where, key, in);
+                return mw_fail(why, n, "%s: %s: bad variable name in '%.100s'", where, key, in);
             memcpy(var, p + 2, vl);
             p = e + 1;
         } else if (p[0] == '$' && (isalpha((unsigned char)p[1]) || p[1] == '_')) {
@@ -216,7 +207,7 @@ static int expand_env(const char *in, char *out, size_t outsz, const char *where
                 e++;
             vl = (size_t)(e - (p + 1));
             if (vl >= sizeof(var))
-                return whyf(why, n, "%s: %s: bad variable name in '%.100s'", where, key, in);
+                return mw_fail(why, n, "%s: %s: bad variable name in '%.100s'", where, key, in);
             memcpy(var, p + 1, vl);
             p = e;
         } else {
@@ -227,7 +218,7 @@ static int expand_env(const char *in, char *out, size_t outsz, const char *where
         var[vl] = '\0';
         const char *val = getenv(var);
         if (!val)
-            return whyf(why, n, "%s: %s: environment variable %s is not set", where, key, var);
+            return mw_fail(why, n, "%s: %s: environment variable %s is not set", where, key, var);
         size_t l = strlen(val);
         if (o + l >= outsz) goto too_long;
         memcpy(out + o, val, l);
@@ -236,7 +227,7 @@ static int expand_env(const char *in, char *out, size_t outsz, const char *where
     out[o] = '\0';
     return 0;
 too_long:
-    return whyf(why, n, "%s: %s: expected a non-empty value under 256 characters", where, key);
+    return mw_fail(why, n, "%s: %s: expected a non-empty value under 256 characters", where, key);
 }
 
 /* Add name=value unless the set has name already (an endpoint's own label
@@ -247,7 +238,7 @@ static int add_label(char (*names)[128], char (*values)[256], size_t *count, con
     for (size_t i = 0; i < *count; i++)
         if (strcmp(names[i], name) == 0) return 0;
     if (*count >= MW_RW_MAX_EXTERNAL)
-        return whyf(why, n, "%s: more than %d labels", where, MW_RW_MAX_EXTERNAL);
+        return mw_fail(why, n, "%s: more than %d labels", where, MW_RW_MAX_EXTERNAL);
     mw_strlcpy(names[*count], name, sizeof(names[0]));
     mw_strlcpy(values[(*count)++], value, sizeof(values[0]));
     return 0;
@@ -256,20 +247,20 @@ static int add_label(char (*names)[128], char (*values)[256], size_t *count, con
 static int parse_labels(json_t *o, char (*names)[128], char (*values)[256], size_t *count,
                         const char *where, char *why, size_t n)
 {
-    if (!json_is_object(o)) return whyf(why, n, "%s: expected a mapping of label: value", where);
+    if (!json_is_object(o)) return mw_fail(why, n, "%s: expected a mapping of label: value", where);
     const char *k;
     json_t *v;
     json_object_foreach(o, k, v)
     {
         if (!mw_rl_valid_name(k) || strlen(k) >= sizeof(names[0]))
-            return whyf(why, n, "%s: '%.100s' is not a valid label name", where, k);
+            return mw_fail(why, n, "%s: '%.100s' is not a valid label name", where, k);
         char value[sizeof(values[0])];
         if (json_is_string(v) &&
             expand_env(json_string_value(v), value, sizeof(value), where, k, why, n) < 0)
             return -1;
         if (!json_is_string(v) || !value[0])
-            return whyf(why, n, "%s: %s: expected a non-empty value under 256 characters", where,
-                        k);
+            return mw_fail(why, n, "%s: %s: expected a non-empty value under 256 characters", where,
+                           k);
         if (add_label(names, values, count, k, value, where, why, n) < 0) return -1;
     }
     return 0;
@@ -292,13 +283,14 @@ static int parse_rule(json_t *o, mw_relabel *rl, const char *where, char *why, s
             json_array_foreach(sl, i, it)
             {
                 if (!json_is_string(it))
-                    return whyf(why, n, "%s: source_labels: expected label names", where);
+                    return mw_fail(why, n, "%s: source_labels: expected label names", where);
                 if (sp.nsource >= MW_RL_MAX_SOURCES)
-                    return whyf(why, n, "%s: more than %d source_labels", where, MW_RL_MAX_SOURCES);
+                    return mw_fail(why, n, "%s: more than %d source_labels", where,
+                                   MW_RL_MAX_SOURCES);
                 src[sp.nsource++] = json_string_value(it);
             }
         } else {
-            return whyf(why, n, "%s: source_labels: expected a list of label names", where);
+            return mw_fail(why, n, "%s: source_labels: expected a list of label names", where);
         }
     }
     sp.source_labels = src;
@@ -311,7 +303,7 @@ static int parse_rule(json_t *o, mw_relabel *rl, const char *where, char *why, s
         return -1;
     char inner[512];
     if (mw_relabel_add(rl, &sp, inner, sizeof(inner)) < 0)
-        return whyf(why, n, "%s: %s", where, inner);
+        return mw_fail(why, n, "%s: %s", where, inner);
     return 0;
 }
 
@@ -344,12 +336,12 @@ static void defaults(mw_rw_endpoint_cfg *ep)
 static int set_url(mw_rw_endpoint_cfg *ep, const char *url, const char *where, char *why, size_t n)
 {
     if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
-        return whyf(why, n, "%s: url must start with http:// or https://", where);
+        return mw_fail(why, n, "%s: url must start with http:// or https://", where);
     if (strlen(url) >= sizeof(ep->url))
-        return whyf(why, n, "%s: url longer than %zu characters", where, sizeof(ep->url) - 1);
+        return mw_fail(why, n, "%s: url longer than %zu characters", where, sizeof(ep->url) - 1);
     for (const unsigned char *p = (const unsigned char *)url; *p; p++)
         if (*p <= 0x20 || *p == 0x7f)
-            return whyf(why, n, "%s: url contains a space or control character", where);
+            return mw_fail(why, n, "%s: url contains a space or control character", where);
     mw_strlcpy(ep->url, url, sizeof(ep->url));
     mw_rw_display_url(url, ep->display_url, sizeof(ep->display_url));
     uint64_t h = mw_fnv1a64_str(MW_FNV1A64_SEED, ep->display_url); /* a stable folder per URL */
@@ -381,7 +373,7 @@ static int parse_endpoint(json_t *o, mw_rw_endpoint_cfg *ep, const char *where, 
     const char *url, *name;
     if (get_str(o, "url", &url, where, why, n) < 0 || get_str(o, "name", &name, where, why, n) < 0)
         return -1;
-    if (!url) return whyf(why, n, "%s: url is missing", where);
+    if (!url) return mw_fail(why, n, "%s: url is missing", where);
     if (set_url(ep, url, where, why, n) < 0) return -1;
     if (name) {
         size_t l = strlen(name);
@@ -389,10 +381,10 @@ static int parse_endpoint(json_t *o, mw_rw_endpoint_cfg *ep, const char *where, 
             strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
                          "OPQRSTUVWXYZ0123456789_.-") != l ||
             name[0] == '.')
-            return whyf(why, n,
-                        "%s: name must be 1 to 63 of A-Z a-z 0-9 _ . - (not starting "
-                        "with .)",
-                        where);
+            return mw_fail(why, n,
+                           "%s: name must be 1 to 63 of A-Z a-z 0-9 _ . - (not starting "
+                           "with .)",
+                           where);
         mw_strlcpy(ep->name, name, sizeof(ep->name));
         mw_strlcpy(ep->dirname, name, sizeof(ep->dirname));
     }
@@ -409,10 +401,10 @@ static int parse_endpoint(json_t *o, mw_rw_endpoint_cfg *ep, const char *where, 
             copy_str(a, "password_file", ep->basic_password_file, sizeof(ep->basic_password_file),
                      sub, why, n) < 0)
             return -1;
-        if (!ep->basic_username[0]) return whyf(why, n, "%s: username is missing", sub);
+        if (!ep->basic_username[0]) return mw_fail(why, n, "%s: username is missing", sub);
         if (ep->bearer_token_file[0])
-            return whyf(why, n, "%s: basic_auth and bearer_token_file are mutually exclusive",
-                        where);
+            return mw_fail(why, n, "%s: basic_auth and bearer_token_file are mutually exclusive",
+                           where);
     }
     json_t *t = json_object_get(o, "tls_config");
     if (t) {
@@ -424,7 +416,7 @@ static int parse_endpoint(json_t *o, mw_rw_endpoint_cfg *ep, const char *where, 
             get_bool(t, "insecure_skip_verify", &ep->insecure_skip_verify, sub, why, n) < 0)
             return -1;
         if (!ep->cert_file[0] != !ep->key_file[0])
-            return whyf(why, n, "%s: cert_file and key_file go together", sub);
+            return mw_fail(why, n, "%s: cert_file and key_file go together", sub);
     }
     json_t *el = json_object_get(o, "external_labels");
     if (el) {
@@ -447,17 +439,17 @@ static int parse_endpoint(json_t *o, mw_rw_endpoint_cfg *ep, const char *where, 
             return -1;
         ep->max_shards = (int)shards;
         if (cap && (mw_parse_size(cap, &ep->capacity) < 0 || ep->capacity < (1u << 20)))
-            return whyf(why, n,
-                        "%s: capacity: a size of at least 1MiB (bytes on disk), got "
-                        "'%.40s'",
-                        sub, cap);
+            return mw_fail(why, n,
+                           "%s: capacity: a size of at least 1MiB (bytes on disk), got "
+                           "'%.40s'",
+                           sub, cap);
         if (ep->min_backoff_ms > ep->max_backoff_ms)
-            return whyf(why, n, "%s: min_backoff is above max_backoff", sub);
+            return mw_fail(why, n, "%s: min_backoff is above max_backoff", sub);
     }
     json_t *rules = json_object_get(o, "write_relabel_configs");
     if (rules) {
         if (!json_is_array(rules))
-            return whyf(why, n, "%s: write_relabel_configs: expected a list", where);
+            return mw_fail(why, n, "%s: write_relabel_configs: expected a list", where);
         size_t i;
         json_t *r;
         json_array_foreach(rules, i, r)
@@ -491,8 +483,8 @@ static int check_unique(const mw_rw_config *rc, size_t i, char *why, size_t n)
 {
     for (size_t j = 0; j < i; j++)
         if (strcmp(rc->ep[i].dirname, rc->ep[j].dirname) == 0)
-            return whyf(why, n, "remote_write: two endpoints named or at '%.100s'",
-                        rc->ep[i].name[0] ? rc->ep[i].name : rc->ep[i].display_url);
+            return mw_fail(why, n, "remote_write: two endpoints named or at '%.100s'",
+                           rc->ep[i].name[0] ? rc->ep[i].name : rc->ep[i].display_url);
     return 0;
 }
 
@@ -509,7 +501,7 @@ static int parse_list(json_t *list, mw_rw_config *out, char *why, size_t n)
         snprintf(where, sizeof(where), "remote_write[%zu]", i);
         if (out->n >= MW_RW_MAX_ENDPOINTS) {
             mw_rw_config_free(out);
-            return whyf(why, n, "%s: more than %d endpoints", where, MW_RW_MAX_ENDPOINTS);
+            return mw_fail(why, n, "%s: more than %d endpoints", where, MW_RW_MAX_ENDPOINTS);
         }
         if (parse_endpoint(o, add_endpoint(out), where, why, n) < 0) {
             mw_rw_config_free(out);
@@ -535,7 +527,7 @@ int mw_rw_config_build(const mw_config *config, mw_rw_config *out, char *why, si
     size_t i;
     for (i = 0; cfg->list && i < cfg->list->n; i++) {
         if (out->n >= MW_RW_MAX_ENDPOINTS) {
-            whyf(why, n, "remote_write[%zu]: more than %d endpoints", i, MW_RW_MAX_ENDPOINTS);
+            mw_fail(why, n, "remote_write[%zu]: more than %d endpoints", i, MW_RW_MAX_ENDPOINTS);
             goto fail;
         }
         mw_rw_endpoint_cfg *ep = add_endpoint(out);
@@ -599,6 +591,28 @@ static int section_fail(char *err, size_t errsize, const char *file, const yaml_
     return -1;
 }
 
+/* The section's node as a tree to walk, or NULL with err set: not of the
+ * type wanted, or not walkable. *bad: the last node walked. */
+static json_t *section_tree(const char *section, const char *expected, yaml_node_type_t want,
+                            const char *file, yaml_document_t *doc, yaml_node_t *node,
+                            yaml_mark_t *bad, char *err, size_t errsize)
+{
+    char why[512], msg[600];
+    size_t budget = 0;
+    *bad = node->start_mark;
+    if (node->type != want) {
+        snprintf(msg, sizeof(msg), "%s: expected %s", section, expected);
+        section_fail(err, errsize, file, bad, msg);
+        return NULL;
+    }
+    json_t *tree = to_json(doc, node, 0, &budget, bad, why, sizeof(why));
+    if (!tree) {
+        snprintf(msg, sizeof(msg), "%s: %s", section, why);
+        section_fail(err, errsize, file, bad, msg);
+    }
+    return tree;
+}
+
 static int remote_write_section(void *settings, const char *file, void *docp, void *nodep,
                                 char *err, size_t errsize)
 {
@@ -606,17 +620,10 @@ static int remote_write_section(void *settings, const char *file, void *docp, vo
     yaml_document_t *doc = docp;
     yaml_node_t *node = nodep;
     char why[512];
-    yaml_mark_t bad = node->start_mark;
-    size_t budget = 0;
-    if (node->type != YAML_SEQUENCE_NODE)
-        return section_fail(err, errsize, file, &bad,
-                            "remote_write: expected a URL or a list of endpoints");
-    json_t *list = to_json(doc, node, 0, &budget, &bad, why, sizeof(why));
-    if (!list) {
-        char msg[600];
-        snprintf(msg, sizeof(msg), "remote_write: %s", why);
-        return section_fail(err, errsize, file, &bad, msg);
-    }
+    yaml_mark_t bad;
+    json_t *list = section_tree("remote_write", "a URL or a list of endpoints", YAML_SEQUENCE_NODE,
+                                file, doc, node, &bad, err, errsize);
+    if (!list) return -1;
     /* Parsed once here: the shipper starts from these endpoints. */
     mw_rw_config parsed;
     int rc = parse_list(list, &parsed, why, sizeof(why));
@@ -639,20 +646,12 @@ static int external_labels_section(void *settings, const char *file, void *docp,
                                    char *err, size_t errsize)
 {
     mw_rw_settings *c = settings;
-    yaml_document_t *doc = docp;
     yaml_node_t *node = nodep;
     char why[512];
-    yaml_mark_t bad = node->start_mark;
-    size_t budget = 0;
-    if (node->type != YAML_MAPPING_NODE)
-        return section_fail(err, errsize, file, &bad,
-                            "external_labels: expected a mapping of label: value");
-    json_t *o = to_json(doc, node, 0, &budget, &bad, why, sizeof(why));
-    if (!o) {
-        char msg[600];
-        snprintf(msg, sizeof(msg), "external_labels: %s", why);
-        return section_fail(err, errsize, file, &bad, msg);
-    }
+    yaml_mark_t bad;
+    json_t *o = section_tree("external_labels", "a mapping of label: value", YAML_MAPPING_NODE,
+                             file, docp, node, &bad, err, errsize);
+    if (!o) return -1;
     mw_rw_labels labels = {.n = 0};
     int rc = parse_labels(o, labels.names, labels.values, &labels.n, "external_labels", why,
                           sizeof(why));
