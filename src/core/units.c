@@ -2,6 +2,7 @@
 #include "units.h"
 #include "parse.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -93,4 +94,15 @@ int mw_parse_size(const char *s, uint64_t *out)
         }
     }
     return -1;
+}
+
+int mw_format_nonfinite(double v, char *out, size_t size)
+{
+    if (isnan(v))
+        snprintf(out, size, "NaN");
+    else if (isinf(v))
+        snprintf(out, size, v > 0 ? "+Inf" : "-Inf");
+    else
+        return 0;
+    return 1;
 }

@@ -13,5 +13,8 @@ int mw_parse_duration_ms(const char *s, int64_t *out_ms);
 int mw_parse_size(const char *s, uint64_t *out);
 /* Format milliseconds as the shortest duration string ("1m30s"). */
 void mw_format_duration(int64_t ms, char *out, size_t size);
+/* Write NaN, +Inf or -Inf as Prometheus spells them and return 1 when v is
+ * one of them; 0 (out untouched) for a finite v. */
+int mw_format_nonfinite(double v, char *out, size_t size);
 
 #endif

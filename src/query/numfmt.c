@@ -20,6 +20,7 @@
  * values, and exact strings. */
 #include "promql.h"
 
+#include "../core/units.h"
 #include "../core/util.h"
 
 #include <math.h>
@@ -329,14 +330,7 @@ static void format_value(double v, char *out)
 
 void pq_format_value(double v, char *buf, size_t size)
 {
-    if (isnan(v)) {
-        snprintf(buf, size, "NaN");
-        return;
-    }
-    if (isinf(v)) {
-        snprintf(buf, size, v > 0 ? "+Inf" : "-Inf");
-        return;
-    }
+    if (mw_format_nonfinite(v, buf, size)) return;
     if (size >= PQ_VALUE_BUFSIZE) {
         format_value(v, buf);
         return;

@@ -1,5 +1,6 @@
 /* exposition.c - Prometheus text 0.0.4 and OpenMetrics 1.0 rendering. */
 #include "exposition.h"
+#include "../core/units.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -10,14 +11,7 @@
 
 void mw_format_value(double v, char *out, size_t size)
 {
-    if (isnan(v)) {
-        snprintf(out, size, "NaN");
-        return;
-    }
-    if (isinf(v)) {
-        snprintf(out, size, v > 0 ? "+Inf" : "-Inf");
-        return;
-    }
+    if (mw_format_nonfinite(v, out, size)) return;
     /* Integers (counters, bytes) are the common case: print them exactly.
      * The sign of -0.0 is kept, as Go's FormatFloat does. */
     if (v == floor(v) && fabs(v) < 9007199254740992.0) {

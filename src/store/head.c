@@ -101,8 +101,7 @@ int mw_head_lookup(const mw_head *h, const mw_label *labels, size_t n, uint64_t 
     }
 }
 
-/* The hash of a stored series, recomputed from its strings (index growth). */
-static uint64_t series_hash(const mw_head *h, const mw_series *s)
+uint64_t mw_head_series_hash(const mw_head *h, const mw_series *s)
 {
     uint64_t x = 0x6d6c7761746368ull;
     const uint32_t *pairs = mw_head_labels(h, s);
@@ -129,7 +128,7 @@ static void grow_index(mw_head *h)
     uint64_t *slots = mw_xcalloc(n, sizeof(uint64_t));
     for (uint32_t id = 0; id < h->next_id; id++) {
         mw_series *s = mw_head_series(h, id);
-        if (s->flags & MW_SERIES_LIVE) index_insert(slots, n, series_hash(h, s), id);
+        if (s->flags & MW_SERIES_LIVE) index_insert(slots, n, mw_head_series_hash(h, s), id);
     }
     free(h->slots);
     h->slots = slots;

@@ -101,6 +101,10 @@ static inline const uint32_t *mw_head_labels(const mw_head *h, const mw_series *
     return h->lpool[s->labels >> 20] + (s->labels & 0xfffff);
 }
 
+/* The hash of a stored series recomputed from its strings, as
+ * mw_labels_hash computes it (index growth, snapshots). */
+uint64_t mw_head_series_hash(const mw_head *h, const mw_series *s);
+
 /* Hash of a label set (names and values), the key of the series index. */
 uint64_t mw_labels_hash(const mw_label *labels, size_t n);
 /* Find the series with exactly these labels (sorted by name). */

@@ -44,19 +44,6 @@
 
 static const char snap_magic[8] = {'M', 'W', 'S', 'N', 'A', 'P', '0', '1'};
 
-/* The hash of a stored series, as mw_labels_hash computes it. */
-static uint64_t stored_hash(const mw_head *h, const mw_series *se)
-{
-    uint64_t x = 0x6d6c7761746368ull;
-    const uint32_t *pairs = mw_head_labels(h, se);
-    for (size_t i = 0; i < se->nlabels; i++) {
-        const uint32_t *p = h->sym.pairs[pairs[i]];
-        x = mw_hash64(h->sym.strs[p[0]], h->sym.lens[p[0]], x);
-        x = mw_hash64(h->sym.strs[p[1]], h->sym.lens[p[1]], x);
-    }
-    return x;
-}
-
 static int write_all(int fd, const void *p, size_t n)
 {
     const char *c = p;
@@ -136,7 +123,7 @@ int mw_snapshot_write(mw_store *s)
         const mw_series *se = mw_head_series(h, id);
         if (!(se->flags & MW_SERIES_LIVE)) continue;
         mw_buf_uvarint(b, id);
-        mw_buf_u64(b, stored_hash(h, se));
+        mw_buf_u64(b, mw_head_series_hash(h, se));
         uint8_t nl = se->nlabels;
         mw_buf_append(b, &nl, 1);
         const uint32_t *pairs = mw_head_labels(h, se);
