@@ -117,13 +117,13 @@ void mw_rw_post(mw_rw_client *c, const void *body, size_t len, mw_rw_result *res
     c->retry_after_ms = -1;
     char token[4096] = "", password[4096] = "";
     if (ep->bearer_token_file[0] && mw_read_secret_file(ep->bearer_token_file, token, sizeof(token),
-                                                res->detail, sizeof(res->detail)) < 0) {
+                                                        res->detail, sizeof(res->detail)) < 0) {
         res->outcome = MW_RW_RETRY; /* the file may appear (mounted secret) */
         return;
     }
     if (ep->basic_username[0] && ep->basic_password_file[0] &&
         mw_read_secret_file(ep->basic_password_file, password, sizeof(password), res->detail,
-                    sizeof(res->detail)) < 0) {
+                            sizeof(res->detail)) < 0) {
         memset(token, 0, sizeof(token));
         res->outcome = MW_RW_RETRY;
         return;

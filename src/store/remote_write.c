@@ -185,7 +185,10 @@ static int walk_label(wire w, tally *t, fill *f, mw_label *out, char *err, size_
         if (fl.num != 1 && fl.num != 2) continue;
         if (expect_type(fl.num, fl.type, 2, "Label.name/value", err, errsize) < 0 ||
             take_string(t, f, fl.sub, 3, fl.num == 1 ? "a label name" : "a label value",
-                        !f ? NULL : fl.num == 1 ? &out->name : &out->value, err, errsize) < 0)
+                        !f            ? NULL
+                        : fl.num == 1 ? &out->name
+                                      : &out->value,
+                        err, errsize) < 0)
             return -1;
     }
     return r;
@@ -214,8 +217,7 @@ static int walk_series(wire w, tally *t, fill *f, mw_store_ts *out, char *err, s
     while ((r = next_field(&w, &fl, err, errsize)) > 0) {
         if (fl.num != 1 && fl.num != 2) continue;
         if (expect_type(fl.num, fl.type, 2,
-                        fl.num == 1 ? "TimeSeries.labels" : "TimeSeries.samples", err,
-                        errsize) < 0)
+                        fl.num == 1 ? "TimeSeries.labels" : "TimeSeries.samples", err, errsize) < 0)
             return -1;
         if (fl.num == 1) {
             mw_label *l = NULL;
@@ -248,13 +250,12 @@ static int walk_metadata(wire w, tally *t, fill *f, mw_rw_metadata *out, char *e
     int r;
     while ((r = next_field(&w, &fl, err, errsize)) > 0) {
         if (fl.num == 1) {
-            if (expect_type(fl.num, fl.type, 0, "MetricMetadata.type", err, errsize) < 0)
-                return -1;
+            if (expect_type(fl.num, fl.type, 0, "MetricMetadata.type", err, errsize) < 0) return -1;
             if (f) out->type = fl.v < 8 ? f->mtypes[fl.v] : "unknown";
             continue;
         }
         if (fl.num != 2 && fl.num != 4 && fl.num != 5) continue;
-        const char **dst = !f              ? NULL
+        const char **dst = !f            ? NULL
                            : fl.num == 2 ? &out->name
                            : fl.num == 4 ? &out->help
                                          : &out->unit;
