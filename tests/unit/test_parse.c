@@ -161,6 +161,35 @@ static int bit(const uint64_t *bits, unsigned i)
     return (int)((bits[i / 64] >> (i % 64)) & 1);
 }
 
+/* Lines without their newline and leading blanks, the last one without a
+ * newline too; tokens split on spaces and tabs. */
+static void lines_and_tokens(void **state)
+{
+    (void)state;
+    const char *text = "a b\n \t key:  v1\tv2\n\n  last";
+    const char *p = text, *s, *e;
+    assert_int_equal(mw_next_line(&p, &s, &e), 1);
+    assert_int_equal(e - s, 3);
+    assert_memory_equal(s, "a b", 3);
+    assert_int_equal(mw_next_line(&p, &s, &e), 1);
+    assert_int_equal(e - s, 11);
+    assert_memory_equal(s, "key:  v1\tv2", 11);
+    const char *q = s, *t;
+    assert_int_equal(mw_next_token(&q, e, &t), 4);
+    assert_memory_equal(t, "key:", 4);
+    assert_int_equal(mw_next_token(&q, e, &t), 2);
+    assert_memory_equal(t, "v1", 2);
+    assert_int_equal(mw_next_token(&q, e, &t), 2);
+    assert_memory_equal(t, "v2", 2);
+    assert_int_equal(mw_next_token(&q, e, &t), 0);
+    assert_int_equal(mw_next_line(&p, &s, &e), 1);
+    assert_true(s == e); /* the empty line */
+    assert_int_equal(mw_next_line(&p, &s, &e), 1);
+    assert_int_equal(e - s, 4);
+    assert_memory_equal(s, "last", 4);
+    assert_int_equal(mw_next_line(&p, &s, &e), 0);
+}
+
 static void cpulist(void **state)
 {
     (void)state;
@@ -207,9 +236,13 @@ static void cpulist(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(u64), cmocka_unit_test(i64),
-        cmocka_unit_test(dbl), cmocka_unit_test(blanks_and_lines),
-        cmocka_unit_test(kv),  cmocka_unit_test(cpulist),
+        cmocka_unit_test(u64),
+        cmocka_unit_test(i64),
+        cmocka_unit_test(dbl),
+        cmocka_unit_test(blanks_and_lines),
+        cmocka_unit_test(kv),
+        cmocka_unit_test(cpulist),
+        cmocka_unit_test(lines_and_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
