@@ -652,8 +652,8 @@ void mw_energy_step(mw_energy *e, mw_snapshot *snap, double intensity)
      * shares per CPU), the rest unreserved; with none (or policy cpu), by
      * CPU time, processes outside any container being the system share. */
     int by_requests = e->p.idle_policy == MW_IDLE_POLICY_REQUESTS && sum_w > 0;
-    int by_cpu =
-        e->p.idle_policy == MW_IDLE_POLICY_CPU || (e->p.idle_policy == MW_IDLE_POLICY_REQUESTS && !(sum_w > 0));
+    int by_cpu = e->p.idle_policy == MW_IDLE_POLICY_CPU ||
+                 (e->p.idle_policy == MW_IDLE_POLICY_REQUESTS && !(sum_w > 0));
     double capacity = iv.ncpu * 1024.0 > sum_w ? iv.ncpu * 1024.0 : sum_w;
     double system_frac = denom > 0 ? (denom - sum_cpu) / denom : 0;
 

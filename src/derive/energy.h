@@ -38,8 +38,8 @@ enum { MW_EF_PRIOR, MW_EF_LEARNT, MW_EF_CONFIGURED, MW_EF_N };
 typedef enum {
     MW_IDLE_POLICY_NONE,     /* idle energy goes to the unreserved share */
     MW_IDLE_POLICY_REQUESTS, /* by the Kubernetes containers' CPU requests over the node's CPUs
-                       * (cgroup cpu weight), the rest unreserved; by CPU time where no
-                       * container has a request */
+                              * (cgroup cpu weight), the rest unreserved; by CPU time where no
+                              * container has a request */
     MW_IDLE_POLICY_CPU,      /* shared like dynamic energy, by CPU time */
 } mw_idle_policy;
 
