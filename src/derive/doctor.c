@@ -97,6 +97,12 @@ static void findings_handler(void *cls, const mw_http_request *req, mw_http_resp
     l.root = dr_list_str(&l, s->env->cfg->root, DR_ROOT_MAX);
     dr_list_filter(&l, mw_http_arg(req, "namespace"), mw_http_arg(req, "pod"),
                    mw_http_arg(req, "container"));
+    /* A namespace-scoped reader sees the findings of its namespaces only,
+     * and the node's own when its policy shows node-level series. */
+    size_t keep = 0;
+    for (size_t i = 0; i < l.n; i++)
+        if (mw_http_scope_allows(req->scope, l.items[i].namespace_)) l.items[keep++] = l.items[i];
+    l.n = keep;
     char *json = dr_list_to_json(&l, mw_now_ms(), "agent",
                                  (double)(window_ms ? window_ms : s->t.history_ms) / 1000);
     dr_list_free(&l);

@@ -135,6 +135,21 @@ static void respond_store_unavailable(mw_http_response *resp)
                                "error", "store unavailable"));
 }
 
+/* The reader's namespace scope as one set matcher on "namespace" (into
+ * *m): 1 when scoped, 0 when the reader sees everything, -1 after a 500. */
+static int scope_matcher(const mw_http_request *req, mw_matcher *m, mw_http_response *resp)
+{
+    const mw_http_scope *sc = req->scope;
+    if (!sc || !sc->scoped) return 0;
+    char err[256];
+    if (mw_matcher_init_set(m, "namespace", sc->namespaces, sc->n, sc->node_series, err,
+                            sizeof(err)) < 0) {
+        api_respond_error(resp, 500, "the namespace scope of this reader: %s", err);
+        return -1;
+    }
+    return 1;
+}
+
 /* The answer gzip'd when the client takes gzip and it is over 1 KiB (as
  * Prometheus, which compresses every answer a client accepts so; the
  * small ones gain nothing). Level 1: a 30-minute range answer of 78 KB
@@ -483,9 +498,14 @@ static void query_handler(void *cls, const mw_http_request *req, mw_http_respons
         respond_store_unavailable(resp);
         goto done;
     }
+    mw_matcher scope;
+    int scoped = scope_matcher(req, &scope, resp);
+    if (scoped < 0) goto done;
+    if (scoped) lim.scope = &scope;
     pq_result r;
     int64_t t_eval = mw_mono_ns();
     int rc = pq_eval(api->store, n, start, end, step, &lim, &r, err, sizeof(err));
+    if (scoped) mw_matcher_free(&scope);
     if (rc) {
         api_respond_error(resp, rc, "%s", err);
         goto done;
@@ -523,8 +543,8 @@ done:
  * callback per series. -1 after responding with an error. */
 typedef void (*series_fn)(void *ctx, const mw_series_data *d);
 
-static int for_series(mw_query_api *api, mw_http_response *resp, const params *p, int need_match,
-                      series_fn fn, void *ctx)
+static int for_series(mw_query_api *api, const mw_http_request *req, mw_http_response *resp,
+                      const params *p, int need_match, series_fn fn, void *ctx)
 {
     int64_t start, end;
     if (api_time_param(resp, p, "start", INT64_MIN / 2, &start) < 0 ||
@@ -534,8 +554,11 @@ static int for_series(mw_query_api *api, mw_http_response *resp, const params *p
         respond_store_unavailable(resp);
         return -1;
     }
-    int nmatch = 0;
-    for (int i = 0; i <= p->n; i++) {
+    mw_matcher scope;
+    int scoped = scope_matcher(req, &scope, resp);
+    if (scoped < 0) return -1;
+    int nmatch = 0, failed = 0;
+    for (int i = 0; i <= p->n && !failed; i++) {
         const char *sel = NULL;
         if (i < p->n) {
             if (strcmp(p->k[i], "match[]") != 0) continue;
@@ -555,21 +578,26 @@ static int for_series(mw_query_api *api, mw_http_response *resp, const params *p
             }
             if (!n) {
                 api_respond_error(resp, 400, "invalid parameter \"match[]\": %s", err);
-                return -1;
+                failed = 1;
+                break;
             }
         }
         mw_select_result r;
-        int rc = mw_store_select(api->store, n ? n->matchers : NULL, n ? n->nmatchers : 0, start,
-                                 end, api->limits.max_samples, &r, err, sizeof(err));
+        int rc = mw_store_select_scoped(api->store, scoped ? &scope : NULL, n ? n->matchers : NULL,
+                                        n ? n->nmatchers : 0, start, end, api->limits.max_samples,
+                                        &r, err, sizeof(err));
         pq_node_free(n);
         if (rc < 0) {
             api_respond_error(resp, 422, "%s", err);
-            return -1;
+            failed = 1;
+            break;
         }
         for (size_t k = 0; k < r.nseries; k++)
             if (r.series[k].n) fn(ctx, &r.series[k]);
         mw_select_result_free(&r);
     }
+    if (scoped) mw_matcher_free(&scope);
+    if (failed) return -1;
     if (!nmatch) {
         api_respond_error(resp, 400, "no match[] parameter provided");
         return -1;
@@ -646,7 +674,7 @@ static void meta_handler(void *cls, const mw_http_request *req, mw_http_response
         }
         c.label = name;
     }
-    if (for_series(api, resp, &p, !c.names && !c.label, collect_series, &c) < 0) goto done;
+    if (for_series(api, req, resp, &p, !c.names && !c.label, collect_series, &c) < 0) goto done;
     if (c.names || c.label) {
         size_t n = json_array_size(c.arr);
         json_t **items = mw_xcalloc(n ? n : 1, sizeof(json_t *));
@@ -667,6 +695,38 @@ done:
     api_gzip(req, resp);
 }
 
+/* A scoped reader learns only the metric names of series it may see: a
+ * name stays when one of them has a sample at any time (a selection
+ * limited to one sample says so without loading more). */
+static void drop_invisible_metrics(mw_query_api *api, const mw_matcher *scope, json_t *data)
+{
+    const char *name;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(data, tmp, name, v)
+    {
+        int visible = 0;
+        if (api->store) {
+            mw_matcher m;
+            char err[256];
+            if (mw_matcher_init(&m, MW_MATCH_EQ, "__name__", name, err, sizeof(err)) == 0) {
+                mw_select_result r;
+                int rc = mw_store_select_scoped(api->store, scope, &m, 1, INT64_MIN / 2,
+                                                INT64_MAX / 2, 1, &r, err, sizeof(err));
+                if (rc < 0)
+                    visible = 1; /* more than one sample */
+                else {
+                    for (size_t k = 0; k < r.nseries && !visible; k++)
+                        visible = r.series[k].n > 0;
+                    mw_select_result_free(&r);
+                }
+                mw_matcher_free(&m);
+            }
+        }
+        if (!visible) json_object_del(data, name);
+    }
+}
+
 /* /api/v1/metadata?metric=NAME&limit=N as Prometheus 2.x. */
 static void metadata_handler(void *cls, const mw_http_request *req, mw_http_response *resp)
 {
@@ -684,7 +744,17 @@ static void metadata_handler(void *cls, const mw_http_request *req, mw_http_resp
             return;
         }
     }
-    api_respond_data(resp, mw_metadata_json(api->meta, metric, limit));
+    json_t *data = mw_metadata_json(api->meta, metric, limit);
+    mw_matcher scope;
+    int scoped = scope_matcher(req, &scope, resp);
+    if (scoped < 0) {
+        json_decref(data);
+        api_params_free(&p);
+        return;
+    }
+    if (scoped) drop_invisible_metrics(api, &scope, data);
+    if (scoped) mw_matcher_free(&scope);
+    api_respond_data(resp, data);
     api_params_free(&p);
     api_gzip(req, resp);
 }

@@ -218,6 +218,13 @@ static void status_handler(void *cls, const mw_http_request *req, mw_http_respon
         {"/api/v1/targets", targets},
         {"/api/v1/features", features},
     };
+    if (req->scope && req->scope->scoped && !strcmp(req->path, "/api/v1/status/tsdb")) {
+        /* The store's totals count every namespace's series. */
+        api_respond_error(resp, 403,
+                          "a namespace-scoped reader cannot see the store's totals "
+                          "(docs/security.md)");
+        return;
+    }
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
         if (!strcmp(req->path, routes[i].path)) {
             routes[i].fn(api, resp);

@@ -17,6 +17,7 @@ void pq_default_limits(pq_limits *l)
     l->max_samples = 20000000;
     l->timeout_ms = 120000;
     l->lookback_ms = 300000;
+    l->scope = NULL;
 }
 
 /* Reference time of step i for a selector or subquery: @ fixes it. */
@@ -39,8 +40,8 @@ static int store_select(qctx *c, const pq_node *vs, int64_t mint, int64_t maxt, 
                         : 0;
     if (c->lim.max_samples && budget == 0) return qcharge(c, 1);
     char err[256];
-    if (mw_store_select(c->store, vs->matchers, vs->nmatchers, mint, maxt, budget, r, err,
-                        sizeof(err)) < 0) {
+    if (mw_store_select_scoped(c->store, c->lim.scope, vs->matchers, vs->nmatchers, mint, maxt,
+                               budget, r, err, sizeof(err)) < 0) {
         qerr(c, PQ_ERR_EXECUTION,
              "query processing would load too many samples into memory in query execution (%s)",
              err);

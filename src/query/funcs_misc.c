@@ -278,8 +278,9 @@ val pq_call_timestamp(qctx *c, const pq_node *n)
     }
     char err[256];
     if (!c->store) return (val){.type = PQ_T_VECTOR};
-    if (mw_store_select(c->store, arg->matchers, arg->nmatchers, lo - c->lim.lookback_ms, hi,
-                        c->lim.max_samples, &r, err, sizeof(err)) < 0) {
+    if (mw_store_select_scoped(c->store, c->lim.scope, arg->matchers, arg->nmatchers,
+                               lo - c->lim.lookback_ms, hi, c->lim.max_samples, &r, err,
+                               sizeof(err)) < 0) {
         qerr(c, PQ_ERR_EXECUTION, "%s", err);
         return out;
     }

@@ -116,6 +116,9 @@ typedef struct pq_limits {
     size_t max_samples; /* samples in memory at once (loaded + computed) */
     int64_t timeout_ms;
     int64_t lookback_ms;
+    /* Per query: a matcher ANDed with every selector (a namespace-scoped
+     * reader's, docs/security.md); NULL: none. */
+    const mw_matcher *scope;
 } pq_limits;
 
 void pq_default_limits(pq_limits *l);

@@ -9,6 +9,7 @@
  * fixed-size slot, without stopping at the first difference or the first
  * match, so the time taken says nothing of how much of a token was right. */
 #include "auth.h"
+#include "access_policy.h"
 #include "tls.h"
 #include "../core/config.h"
 #include "../core/log.h"
@@ -17,6 +18,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,12 +51,32 @@ typedef struct token_file {
     token_set set;
 } token_file;
 
+/* A loaded --access-policy: the parsed file and the tokens of its
+ * token_file bindings (tokens[i].path NULL for user and group bindings). */
+typedef struct policy_state {
+    mw_access_policy pol;
+    token_file *tokens;
+    struct stat st;
+} policy_state;
+
+#define MAX_PROXIES 32
+typedef struct cidr {
+    unsigned char addr[16]; /* IPv4 as ::ffff:a.b.c.d */
+    int bits;
+} cidr;
+
 struct mw_auth {
     mw_auth_settings settings;
     token_file files[MW_HTTP_NROLES];
     int loopback;
     char listen[300];
     mw_tls *tls;
+    /* Every use of the policy holds pmu: a reload swaps it whole. */
+    pthread_mutex_t pmu;
+    policy_state *policy; /* NULL: no --access-policy */
+    int64_t policy_checked_ms;
+    cidr proxies[MAX_PROXIES];
+    int nproxies;
 };
 
 #define OPT(n, t, f, d, h, v) MW_OPT(mw_auth_settings, n, t, f, d, h, v)
@@ -81,6 +104,19 @@ static const mw_option auth_rows[] = {
         "PEM CA certificates: every request but /-/healthy and /-/ready then needs a client "
         "certificate they signed (mutual TLS; read at start)",
         NULL),
+    OPT("access-policy", MW_OPT_PATH, access_policy, "",
+        "YAML file binding read tokens, proxy users and groups to the namespaces they may see "
+        "(docs/security.md); re-read when it changes. Set: every read needs an identity",
+        NULL),
+    OPT("trusted-proxy", MW_OPT_STRING, trusted_proxy, "",
+        "Comma-separated addresses or CIDRs of authenticating proxies (oauth2-proxy) whose "
+        "--proxy-user-header and --proxy-groups-header are believed; from any other address "
+        "those headers are ignored",
+        NULL),
+    OPT("proxy-user-header", MW_OPT_STRING, proxy_user_header, "X-Forwarded-User",
+        "Header naming the user that a trusted proxy authenticated", NULL),
+    OPT("proxy-groups-header", MW_OPT_STRING, proxy_groups_header, "X-Forwarded-Groups",
+        "Header with the comma-separated groups of that user", NULL),
 };
 #undef OPT
 const mw_option_group mw_auth_options = MW_OPTION_GROUP(
@@ -253,6 +289,213 @@ int mw_auth_listen_is_loopback(const char *listen)
     return 0;
 }
 
+static void policy_free(policy_state *ps)
+{
+    if (!ps) return;
+    for (size_t i = 0; i < ps->pol.n; i++)
+        if (ps->tokens[i].path) pthread_mutex_destroy(&ps->tokens[i].mu);
+    free(ps->tokens);
+    mw_access_policy_free(&ps->pol);
+    free(ps);
+}
+
+/* Read the policy and the token files it names. NULL with a message. */
+static policy_state *policy_load(const char *path, char *err, size_t errsize)
+{
+    policy_state *ps = mw_xcalloc(1, sizeof(*ps));
+    if (stat(path, &ps->st) < 0) {
+        snprintf(err, errsize, "%s: %s", path, strerror(errno));
+        free(ps);
+        return NULL;
+    }
+    if (mw_access_policy_load(path, &ps->pol, err, errsize) < 0) {
+        free(ps);
+        return NULL;
+    }
+    ps->tokens = mw_xcalloc(ps->pol.n ? ps->pol.n : 1, sizeof(token_file));
+    for (size_t i = 0; i < ps->pol.n; i++) {
+        mw_binding *b = &ps->pol.b[i];
+        if (b->kind != MW_BIND_TOKEN_FILE) continue;
+        token_file *f = &ps->tokens[i];
+        char why[PATH_MAX + 200];
+        if (load_tokens(b->subject, &f->set, &f->st, why, sizeof(why)) < 0) {
+            snprintf(err, errsize, "%s:%d: token_file %s", path, b->line, why);
+            policy_free(ps);
+            return NULL;
+        }
+        pthread_mutex_init(&f->mu, NULL);
+        f->path = b->subject;
+        f->checked_ms = monotonic_ms();
+    }
+    return ps;
+}
+
+/* Re-read the policy when its file changed (a->pmu held); a file that
+ * turns unreadable or malformed keeps the last good policy. */
+static void policy_refresh(mw_auth *a)
+{
+    int64_t now = monotonic_ms();
+    if (now - a->policy_checked_ms < RECHECK_MS) return;
+    a->policy_checked_ms = now;
+    const char *path = a->settings.access_policy;
+    struct stat st;
+    if (stat(path, &st) < 0) {
+        mw_log_once(MW_LOG_WARN, "auth", path, "access policy %s: %s; keeping the last policy",
+                    path, strerror(errno));
+        return;
+    }
+    if (same_file(&st, &a->policy->st)) return;
+    char err[PATH_MAX + 600];
+    policy_state *fresh = policy_load(path, err, sizeof(err));
+    if (!fresh) {
+        mw_log_once(MW_LOG_WARN, "auth", path, "access policy %s; keeping the last policy", err);
+        return;
+    }
+    policy_free(a->policy);
+    a->policy = fresh;
+    mw_log(MW_LOG_INFO, "auth", "access policy %s re-read: %zu binding(s)", path, fresh->pol.n);
+}
+
+static int parse_cidr(const char *s, cidr *out)
+{
+    char host[64];
+    const char *slash = strchr(s, '/');
+    size_t n = slash ? (size_t)(slash - s) : strlen(s);
+    if (n == 0 || n >= sizeof(host)) return -1;
+    memcpy(host, s, n);
+    host[n] = '\0';
+    struct in_addr a4;
+    int max;
+    memset(out, 0, sizeof(*out));
+    if (inet_pton(AF_INET, host, &a4) == 1) {
+        out->addr[10] = out->addr[11] = 0xff;
+        memcpy(out->addr + 12, &a4, 4);
+        max = 32;
+    } else if (inet_pton(AF_INET6, host, out->addr) == 1) {
+        max = 128;
+    } else {
+        return -1;
+    }
+    int bits = max;
+    if (slash) {
+        char *end;
+        long b = strtol(slash + 1, &end, 10);
+        if (*end || end == slash + 1 || b < 0 || b > max) return -1;
+        bits = (int)b;
+    }
+    out->bits = bits + (max == 32 ? 96 : 0);
+    return 0;
+}
+
+static int cidr_contains(const cidr *c, const unsigned char addr[16])
+{
+    int full = c->bits / 8, rest = c->bits % 8;
+    if (memcmp(c->addr, addr, (size_t)full) != 0) return 0;
+    if (!rest) return 1;
+    unsigned char mask = (unsigned char)(0xff << (8 - rest));
+    return (c->addr[full] & mask) == (addr[full] & mask);
+}
+
+/* Whether the request comes straight from a --trusted-proxy address. */
+static int from_trusted_proxy(const mw_auth *a, const mw_http_request *req)
+{
+    if (!a->nproxies || !req->conn) return 0;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!ci || !ci->client_addr) return 0;
+    unsigned char addr[16] = {0};
+    if (ci->client_addr->sa_family == AF_INET) {
+        addr[10] = addr[11] = 0xff;
+        memcpy(addr + 12, &((const struct sockaddr_in *)(const void *)ci->client_addr)->sin_addr,
+               4);
+    } else if (ci->client_addr->sa_family == AF_INET6) {
+        memcpy(addr, &((const struct sockaddr_in6 *)(const void *)ci->client_addr)->sin6_addr, 16);
+    } else {
+        return 0;
+    }
+    for (int i = 0; i < a->nproxies; i++)
+        if (cidr_contains(&a->proxies[i], addr)) return 1;
+    return 0;
+}
+
+/* Add binding b's namespaces to the scope (a union over the bindings that
+ * apply to one identity). */
+static void scope_add(mw_http_scope *sc, const mw_binding *b)
+{
+    sc->scoped = 1;
+    sc->node_series |= b->node_series;
+    for (size_t i = 0; i < b->nnamespaces; i++) {
+        int dup = 0;
+        for (size_t k = 0; k < sc->n; k++)
+            dup |= strcmp(sc->namespaces[k], b->namespaces[i]) == 0;
+        if (dup) continue;
+        sc->namespaces = mw_xrealloc(sc->namespaces, (sc->n + 1) * sizeof(char *));
+        sc->namespaces[sc->n++] = mw_xstrdup(b->namespaces[i]);
+    }
+}
+
+/* Whether group is in the comma-separated list. */
+static int in_groups(const char *groups, const char *group)
+{
+    size_t gl = strlen(group);
+    const char *p = groups;
+    while (p && *p) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        size_t t = n;
+        while (t && (p[t - 1] == ' ' || p[t - 1] == '\t'))
+            t--;
+        if (t == gl && memcmp(p, group, gl) == 0) return 1;
+        p = comma ? comma + 1 : NULL;
+    }
+    return 0;
+}
+
+/* The scope of a proxy's user: 0, or -1 with a 403 when no binding names
+ * the user or one of the groups. */
+static int user_scope(mw_auth *a, const char *user, const char *groups, mw_http_scope *sc,
+                      mw_http_response *resp)
+{
+    pthread_mutex_lock(&a->pmu);
+    policy_refresh(a);
+    int found = 0;
+    for (size_t i = 0; i < a->policy->pol.n; i++) {
+        const mw_binding *b = &a->policy->pol.b[i];
+        int applies = (b->kind == MW_BIND_USER && strcmp(b->subject, user) == 0) ||
+                      (b->kind == MW_BIND_GROUP && groups && in_groups(groups, b->subject));
+        if (applies) scope_add(sc, b), found = 1;
+    }
+    pthread_mutex_unlock(&a->pmu);
+    if (!found) {
+        mw_http_text(resp, 403,
+                     "user '%.128s' has no namespaces in the access policy (--access-policy)\n",
+                     user);
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether the token is one of the policy's token_file bindings; fills sc. */
+static int token_scope(mw_auth *a, const char *tok, size_t len, mw_http_scope *sc)
+{
+    if (len == 0 || len >= TOKEN_SLOT) return 0;
+    unsigned char padded[TOKEN_SLOT] = {0};
+    memcpy(padded, tok, len);
+    pthread_mutex_lock(&a->pmu);
+    policy_refresh(a);
+    int found = 0;
+    for (size_t i = 0; i < a->policy->pol.n; i++) {
+        token_file *f = &a->policy->tokens[i];
+        if (f->path && matches(f, padded)) scope_add(sc, &a->policy->pol.b[i]), found = 1;
+    }
+    pthread_mutex_unlock(&a->pmu);
+    memset(padded, 0, sizeof(padded));
+    __asm__ __volatile__("" ::"r"(padded) : "memory");
+    return found;
+}
+
 mw_auth *mw_auth_open(const mw_auth_settings *s, const char *listen, char *err, size_t errsize)
 {
     mw_auth *a = mw_xcalloc(1, sizeof(*a));
@@ -261,6 +504,34 @@ mw_auth *mw_auth_open(const mw_auth_settings *s, const char *listen, char *err, 
     snprintf(a->listen, sizeof(a->listen), "%s", listen);
     for (int r = 0; r < MW_HTTP_NROLES; r++)
         pthread_mutex_init(&a->files[r].mu, NULL);
+    pthread_mutex_init(&a->pmu, NULL);
+    if (a->settings.access_policy[0]) {
+        char why[PATH_MAX + 600];
+        a->policy = policy_load(a->settings.access_policy, why, sizeof(why));
+        if (!a->policy) {
+            snprintf(err, errsize, "--access-policy %s", why);
+            mw_auth_free(a);
+            return NULL;
+        }
+        a->policy_checked_ms = monotonic_ms();
+    }
+    for (const char *p = a->settings.trusted_proxy; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        char item[80];
+        snprintf(item, sizeof(item), "%.*s", (int)(n < 79 ? n : 79), p);
+        if (a->nproxies == MAX_PROXIES || n >= sizeof(item) ||
+            parse_cidr(item, &a->proxies[a->nproxies]) < 0) {
+            snprintf(err, errsize,
+                     "--trusted-proxy: '%s' is not an address or CIDR (a.b.c.d/n, x::/n), or "
+                     "more than %d of them",
+                     item, MAX_PROXIES);
+            mw_auth_free(a);
+            return NULL;
+        }
+        a->nproxies++;
+        p = comma ? comma + 1 : p + n;
+    }
     for (int r = MW_ROLE_METRICS; r < MW_HTTP_NROLES; r++) {
         token_file *f = &a->files[r];
         if (!a->settings.token_file[r][0]) continue;
@@ -301,6 +572,8 @@ void mw_auth_free(mw_auth *a)
     if (!a) return;
     for (int r = 0; r < MW_HTTP_NROLES; r++)
         pthread_mutex_destroy(&a->files[r].mu);
+    policy_free(a->policy);
+    pthread_mutex_destroy(&a->pmu);
     mw_tls_free(a->tls);
     memset(a, 0, sizeof(*a));
     __asm__ __volatile__("" ::"r"(a) : "memory");
@@ -334,6 +607,57 @@ static void unauthorized(mw_http_response *resp, const char *why, mw_http_role r
     mw_http_add_header(resp, "WWW-Authenticate", "Bearer realm=\"mlwatch\"");
 }
 
+/* The bearer token of the request (*tok, *len), or -1 after a 401. */
+static int bearer(const mw_http_request *req, mw_http_response *resp, mw_http_role role,
+                  const char **tok, size_t *len)
+{
+    const char *h = mw_http_header(req, "Authorization");
+    if (!h) {
+        unauthorized(resp, "no Authorization header", role);
+        return -1;
+    }
+    if (strncasecmp(h, "Bearer ", 7) != 0) {
+        unauthorized(resp, "the Authorization header is not a bearer token", role);
+        return -1;
+    }
+    const char *t = h + 7;
+    while (*t == ' ')
+        t++;
+    size_t n = strlen(t);
+    while (n && (t[n - 1] == ' ' || t[n - 1] == '\t'))
+        n--;
+    *tok = t;
+    *len = n;
+    return 0;
+}
+
+/* A read with --access-policy: every read needs an identity. A trusted
+ * proxy's user (its headers, believed only from --trusted-proxy addresses)
+ * is scoped by the user and group bindings; else a bearer token: one of
+ * --read-token-file sees everything, one of a token_file binding its
+ * namespaces. */
+static int guard_scoped_read(mw_auth *a, const mw_http_request *req, mw_http_response *resp)
+{
+    if (from_trusted_proxy(a, req)) {
+        const char *user = mw_http_header(req, a->settings.proxy_user_header);
+        if (user && *user)
+            return user_scope(a, user, mw_http_header(req, a->settings.proxy_groups_header),
+                              req->scope, resp);
+    }
+    const char *tok;
+    size_t len;
+    if (bearer(req, resp, MW_ROLE_READ, &tok, &len) < 0) return -1;
+    if (mw_auth_token_has_role(a, tok, len, MW_ROLE_READ)) return 0;
+    if (token_scope(a, tok, len, req->scope)) return 0;
+    for (int r = MW_ROLE_METRICS; r < MW_HTTP_NROLES; r++)
+        if (mw_auth_token_has_role(a, tok, len, (mw_http_role)r)) {
+            mw_http_text(resp, 403, "this bearer token does not have the read role\n");
+            return -1;
+        }
+    unauthorized(resp, "unknown bearer token", MW_ROLE_READ);
+    return -1;
+}
+
 int mw_auth_guard(void *ctx, mw_http_role role, const mw_http_request *req, mw_http_response *resp)
 {
     mw_auth *a = ctx;
@@ -345,6 +669,7 @@ int mw_auth_guard(void *ctx, mw_http_role role, const mw_http_request *req, mw_h
         return -1;
     }
     token_file *f = &a->files[role];
+    if (role == MW_ROLE_READ && a->policy) return guard_scoped_read(a, req, resp);
     if (f->path) {
         const char *h = mw_http_header(req, "Authorization");
         if (!h) {

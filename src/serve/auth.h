@@ -23,6 +23,13 @@ typedef struct mw_auth_settings {
     char tls_cert_file[PATH_MAX];
     char tls_key_file[PATH_MAX];
     char tls_client_ca_file[PATH_MAX];
+    /* Namespace-scoped reads (docs/security.md): the policy binding tokens,
+     * users and groups to namespaces; the proxies whose identity headers are
+     * believed (comma-separated CIDRs) and those headers' names. */
+    char access_policy[PATH_MAX];
+    char trusted_proxy[1024];
+    char proxy_user_header[64];
+    char proxy_groups_header[64];
 } mw_auth_settings;
 
 extern const mw_option_group mw_auth_options;

@@ -43,7 +43,25 @@ struct mw_http_server {
 typedef struct pending {
     mw_buf body;
     int too_large;
+    mw_http_scope scope; /* set by the guard, for the handler */
 } pending;
+
+int mw_http_scope_allows(const mw_http_scope *scope, const char *ns)
+{
+    if (!scope || !scope->scoped) return 1;
+    if (!ns || !*ns) return scope->node_series;
+    for (size_t i = 0; i < scope->n; i++)
+        if (strcmp(scope->namespaces[i], ns) == 0) return 1;
+    return 0;
+}
+
+void mw_http_scope_clear(mw_http_scope *scope)
+{
+    for (size_t i = 0; i < scope->n; i++)
+        free(scope->namespaces[i]);
+    free(scope->namespaces);
+    memset(scope, 0, sizeof(*scope));
+}
 
 mw_http_server *mw_http_new(size_t max_body)
 {
@@ -254,13 +272,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
          * guard refuses is answered now, without reading its body. */
         int mismatch;
         const route *gr = find_route(s, method, url, &mismatch);
+        mw_http_scope scope = {0};
         if (gr && gr->role != MW_ROLE_PUBLIC && s->guard) {
-            mw_http_request greq = {method, url, "", 0, conn};
+            mw_http_request greq = {method, url, "", 0, conn, &scope};
             mw_http_response gresp = {0};
-            if (s->guard(s->guard_ctx, gr->role, &greq, &gresp) < 0)
+            if (s->guard(s->guard_ctx, gr->role, &greq, &gresp) < 0) {
+                mw_http_scope_clear(&scope);
                 return send_response(conn, &gresp);
+            }
         }
         p = mw_xcalloc(1, sizeof(*p));
+        p->scope = scope;
         mw_buf_init(&p->body, s->max_body);
         *con_cls = p;
         return MHD_YES;
@@ -296,7 +318,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         }
         return send_response(conn, &resp);
     }
-    mw_http_request req = {method, url, p->body.data ? p->body.data : "", p->body.len, conn};
+    mw_http_request req = {method,      url,  p->body.data ? p->body.data : "",
+                           p->body.len, conn, &p->scope};
     resp.status = 200;
     r->h(r->cls, &req, &resp);
     return send_response(conn, &resp);
@@ -311,6 +334,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     pending *p = *con_cls;
     if (!p) return;
     mw_buf_free(&p->body);
+    mw_http_scope_clear(&p->scope);
     free(p);
     *con_cls = NULL;
 }

@@ -12,12 +12,29 @@
 typedef struct mw_http_server mw_http_server;
 struct MHD_Connection;
 
+/* The namespaces a read identity may see (docs/security.md "Namespace-scoped
+ * access"): filled by the guard (serve/auth.c) for each request, read by the
+ * handlers, which pass it into the query engine. Owned by the request. */
+typedef struct mw_http_scope {
+    int scoped;      /* 0: every series */
+    int node_series; /* when scoped: whether series without a namespace label are visible */
+    size_t n;
+    char **namespaces;
+} mw_http_scope;
+
+/* Whether scope lets its holder see something of namespace ns (NULL or "":
+ * a node-level series or finding). */
+int mw_http_scope_allows(const mw_http_scope *scope, const char *ns);
+/* Empty the scope (unscoped again) and free its namespaces. */
+void mw_http_scope_clear(mw_http_scope *scope);
+
 typedef struct mw_http_request {
     const char *method;
     const char *path; /* without the query string */
     const char *body;
     size_t body_len;
     struct MHD_Connection *conn;
+    mw_http_scope *scope; /* never NULL in a handler; the guard fills it */
 } mw_http_request;
 
 #define MW_HTTP_MAX_HEADERS 8 /* the web UI sets 6: CSP, nosniff, cache, ETag, Vary, encoding */

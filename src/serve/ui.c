@@ -265,6 +265,13 @@ static void proxy_handler(void *cls, const mw_http_request *req, mw_http_respons
         mw_http_text(resp, 404, "no --query-url: the UI queries /api/v1/%s\n", sub);
         return;
     }
+    if (req->scope && req->scope->scoped) {
+        /* --query-url's server does not know this reader's namespaces. */
+        mw_http_text(resp, 403,
+                     "a namespace-scoped reader cannot query through --query-url; the agent's "
+                     "own /api/v1 applies the scope\n");
+        return;
+    }
     mw_buf q;
     mw_buf_init(&q, 64u << 10);
     args_ctx a = {&q};

@@ -24,6 +24,12 @@ typedef struct mw_matcher {
 /* 0, or -1 with a one-line reason in err (a bad regular expression). */
 int mw_matcher_init(mw_matcher *m, mw_match_op op, const char *name, const char *value, char *err,
                     size_t errsize);
+/* A set matcher: name is one of values[0..n) (exact strings: each is
+ * regex-escaped), or, with match_empty, absent or empty. Built as
+ * name=~"v1|v2|..." (one compiled pattern), as prom-label-proxy scopes a
+ * selector. 0, or -1 with a reason (a pattern over MW_REGEX_MAX_MEM). */
+int mw_matcher_init_set(mw_matcher *m, const char *name, char *const *values, size_t n,
+                        int match_empty, char *err, size_t errsize);
 int mw_matcher_matches(const mw_matcher *m, const char *value);
 void mw_matcher_free(mw_matcher *m);
 

@@ -103,6 +103,11 @@ typedef struct mw_select_result {
 } mw_select_result;
 int mw_store_select(mw_store *s, const mw_matcher *ms, size_t nm, int64_t mint, int64_t maxt,
                     size_t max_samples, mw_select_result *out, char *err, size_t errsize);
+/* mw_store_select with scope (NULL: none) ANDed with ms: how a
+ * namespace-scoped reader's every selector is narrowed (docs/security.md). */
+int mw_store_select_scoped(mw_store *s, const mw_matcher *scope, const mw_matcher *ms, size_t nm,
+                           int64_t mint, int64_t maxt, size_t max_samples, mw_select_result *out,
+                           char *err, size_t errsize);
 void mw_select_result_free(mw_select_result *r);
 /* The series' label strings, detached from r so that they outlive it
  * (mw_select_result_free then leaves them): a query engine refers to them

@@ -229,10 +229,22 @@ static void read_handler(void *cls, const mw_http_request *req, mw_http_response
         }
         nm = 1;
     }
+    /* A namespace-scoped reader's selection is narrowed as its queries are. */
+    mw_matcher scope;
+    const mw_http_scope *sc = req->scope;
+    int scoped = sc && sc->scoped;
+    if (scoped && mw_matcher_init_set(&scope, "namespace", sc->namespaces, sc->n, sc->node_series,
+                                      err, sizeof(err)) < 0) {
+        if (nm) mw_matcher_free(&mt);
+        mw_http_text(resp, 500, "the namespace scope of this reader: %s\n", err);
+        return;
+    }
     mw_select_result res;
-    int rc = mw_store_select(st, nm ? &mt : NULL, nm, arg_ms(req, "start", INT64_MIN),
-                             arg_ms(req, "end", INT64_MAX), 50000000, &res, err, sizeof(err));
+    int rc = mw_store_select_scoped(st, scoped ? &scope : NULL, nm ? &mt : NULL, nm,
+                                    arg_ms(req, "start", INT64_MIN), arg_ms(req, "end", INT64_MAX),
+                                    50000000, &res, err, sizeof(err));
     if (nm) mw_matcher_free(&mt);
+    if (scoped) mw_matcher_free(&scope);
     if (rc < 0) {
         mw_http_text(resp, 422, "%s\n", err);
         return;
