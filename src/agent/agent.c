@@ -206,6 +206,7 @@ int mw_agent_run(const mw_config *cfg)
     }
     mw_published *pub = mw_published_new();
     mw_http_server *http = mw_http_new(0);
+    mw_http_configure(http, mw_config_group(cfg, &mw_http_options));
     mw_http_route(http, MW_ROLE_METRICS, "GET", "/metrics", 0, mw_metrics_handler, pub);
     mw_http_route(http, MW_ROLE_PUBLIC, "GET", "/-/healthy", 0, healthy_handler, NULL);
     mw_http_route(http, MW_ROLE_PUBLIC, "GET", "/-/ready", 0, ready_handler, rt.modules);

@@ -14,6 +14,7 @@
 #include "../query/api.h"
 #include "../query/query_cmd.h"
 #include "../serve/auth.h"
+#include "../serve/http.h"
 
 #include <stdatomic.h>
 
@@ -35,6 +36,8 @@ void mw_options_register_all(void)
     mw_config_register_group(&mw_notify_options);
     for (size_t i = 0; i < mw_nreceivers; i++)
         mw_config_register_group(mw_receivers[i]->options);
+    /* The HTTP server: connections, deadlines, the query lane. */
+    mw_config_register_group(&mw_http_options);
     /* The PromQL engine, whose API agent/store_query.c serves. */
     mw_config_register_group(&mw_query_options);
     /* Who may use the HTTP server's routes (serve/auth.c). */

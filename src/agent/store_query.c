@@ -49,11 +49,7 @@ static void store_query_routes(void *state, mw_http_server *http)
     mw_store_module_on_open(q->store_module, store_opened, q);
     mw_store_module_on_metadata(q->store_module, note_metadata, q->api.meta);
     mw_module_store.routes(q->store_module, http);
-    pq_default_limits(&q->api.limits);
-    const mw_query_settings *limits = mw_config_group(q->cfg, &mw_query_options);
-    q->api.limits.max_samples = (size_t)limits->max_samples;
-    q->api.limits.timeout_ms = limits->timeout_ms;
-    q->api.limits.lookback_ms = limits->lookback_ms;
+    mw_query_api_set_limits(&q->api, mw_config_group(q->cfg, &mw_query_options));
     mw_query_api_register(http, &q->api);
 }
 

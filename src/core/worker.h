@@ -24,11 +24,15 @@
  *   (kube/podresources.c), carbon-intensity poll (derive/carbon.c) and the
  *   idle-session notifier (notify/notify.c): a pass, then the interval or a
  *   backoff.
+ * - HTTP server (serve/http.c): the reaper, which closes connections past
+ *   their deadlines every 250 ms, and the query lane's threads, which wait
+ *   for queued requests on the server's own condition variable (the worker
+ *   gives them their start and join).
  * Not workers: the short-lived helpers that split one computation and are
  * joined before it returns (store.c's head_read_part during a select,
- * query/funcs_range.c's range-function halves); the HTTP server's threads,
- * owned by libmicrohttpd; the agent's main thread, which waits for its
- * next cycle and for signals with sigtimedwait() (agent/agent.c). */
+ * query/funcs_range.c's range-function halves); libmicrohttpd's own
+ * threads; the agent's main thread, which waits for its next cycle and for
+ * signals with sigtimedwait() (agent/agent.c). */
 #ifndef MW_WORKER_H
 #define MW_WORKER_H
 

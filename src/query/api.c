@@ -36,14 +36,15 @@ static void params_add(params *p, const char *k, size_t kl, const char *v, size_
     p->v[p->n] = mw_xmalloc(vl + 1);
     memcpy(p->v[p->n], v, vl);
     p->v[p->n][vl] = '\0';
+    p->vlen[p->n] = vl;
     p->n++;
 }
 
-static enum MHD_Result get_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-                               const char *value)
+static enum MHD_Result get_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                               const char *value, size_t value_size)
 {
     (void)kind;
-    if (key) params_add(cls, key, strlen(key), value ? value : "", value ? strlen(value) : 0);
+    if (key) params_add(cls, key, key_size, value ? value : "", value ? value_size : 0);
     return MHD_YES;
 }
 
@@ -68,7 +69,7 @@ static size_t url_decode(char *s, size_t n)
 void api_params_load(params *p, const mw_http_request *req)
 {
     memset(p, 0, sizeof(*p));
-    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, get_arg, p);
+    MHD_get_connection_values_n(req->conn, MHD_GET_ARGUMENT_KIND, get_arg, p);
     const char *ct = mw_http_header(req, "Content-Type");
     if (!req->body || !ct || strncasecmp(ct, "application/x-www-form-urlencoded", 33) != 0) return;
     char *body = mw_xmalloc(req->body_len + 1);
@@ -148,6 +149,26 @@ static int scope_matcher(const mw_http_request *req, mw_matcher *m, mw_http_resp
         return -1;
     }
     return 1;
+}
+
+/* A NUL in a parameter (%00) would cut the query short where C strings end,
+ * silently; the other C0 controls and DEL have no place in PromQL either
+ * (tab, newline and carriage return are whitespace): 400 naming the
+ * parameter and the byte. -1 after responding. */
+static int check_control_bytes(mw_http_response *resp, const params *p)
+{
+    for (int i = 0; i < p->n; i++)
+        for (size_t j = 0; j < p->vlen[i]; j++) {
+            unsigned char ch = (unsigned char)p->v[i][j];
+            if ((ch >= 0x20 && ch != 0x7f) || ch == '\t' || ch == '\n' || ch == '\r') continue;
+            api_respond_error(resp, 400,
+                              "invalid parameter \"%.64s\": control character 0x%02x at byte "
+                              "%zu (counting from 0); only tab, newline and carriage return are "
+                              "allowed",
+                              p->k[i], ch, j);
+            return -1;
+        }
+    return 0;
 }
 
 /* The answer gzip'd when the client takes gzip and it is over 1 KiB (as
@@ -354,10 +375,11 @@ static json_t *stats_json(const pq_result *r, double prep_s, double eval_s)
                      (json_int_t)r->peak_samples);
 }
 
-static char *result_text(const pq_result *r, const json_t *stats, size_t *len)
+/* NULL when the text would be larger than max bytes (0: no limit). */
+static char *result_text(const pq_result *r, const json_t *stats, size_t max, size_t *len)
 {
     mw_buf b;
-    mw_buf_init(&b, 0);
+    mw_buf_init(&b, max);
     mw_buf_puts(&b,
                 r->type == PQ_T_VECTOR
                     ? "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":["
@@ -402,7 +424,35 @@ static char *result_text(const pq_result *r, const json_t *stats, size_t *len)
         free(text);
     }
     mw_buf_putc(&b, '}');
+    if (b.overflow) {
+        mw_buf_free(&b);
+        return NULL;
+    }
     return mw_buf_steal(&b, len);
+}
+
+/* The answer's limits: 0, or -1 after a 422. */
+static int check_answer(const mw_query_api *api, const pq_result *r, mw_http_response *resp)
+{
+    if (r->type != PQ_T_VECTOR && r->type != PQ_T_MATRIX) return 0;
+    if (api->max_answer_series && r->nseries > api->max_answer_series) {
+        api_respond_error(resp, 422,
+                          "the answer would hold %zu series, more than the limit of %zu "
+                          "(--query-max-series)",
+                          r->nseries, api->max_answer_series);
+        return -1;
+    }
+    size_t points = 0;
+    for (size_t i = 0; i < r->nseries; i++)
+        points += r->type == PQ_T_VECTOR ? 1 : r->series[i].n;
+    if (api->max_answer_points && points > api->max_answer_points) {
+        api_respond_error(resp, 422,
+                          "the answer would hold %zu points, more than the limit of %zu "
+                          "(--query-max-points)",
+                          points, api->max_answer_points);
+        return -1;
+    }
+    return 0;
 }
 
 int api_time_param(mw_http_response *resp, const params *p, const char *name, int64_t def,
@@ -432,6 +482,7 @@ static void query_handler(void *cls, const mw_http_request *req, mw_http_respons
     pq_node *n = NULL;
     const char *q = api_param(&p, "query");
     char err[1024];
+    if (check_control_bytes(resp, &p) < 0) goto done;
     if (!q) {
         api_respond_error(resp, 400, "invalid parameter \"query\": query must not be empty");
         goto done;
@@ -477,6 +528,7 @@ static void query_handler(void *cls, const mw_http_request *req, mw_http_respons
         end = start;
     }
     pq_limits lim = api->limits;
+    lim.cancel = req->cancel;
     const char *to = api_param(&p, "timeout");
     int64_t tms;
     if (to && *to) {
@@ -508,6 +560,14 @@ static void query_handler(void *cls, const mw_http_request *req, mw_http_respons
     if (scoped) mw_matcher_free(&scope);
     if (rc) {
         api_respond_error(resp, rc, "%s", err);
+        /* What the query held is free again: give it back to the system
+         * now rather than at the agent's next cycle. */
+        mw_release_free_memory();
+        goto done;
+    }
+    if (check_answer(api, &r, resp) < 0) {
+        pq_result_free(&r);
+        mw_release_free_memory();
         goto done;
     }
     const char *want_stats = api_param(&p, "stats");
@@ -517,7 +577,11 @@ static void query_handler(void *cls, const mw_http_request *req, mw_http_respons
     if (r.type == PQ_T_VECTOR || r.type == PQ_T_MATRIX) {
         resp->status = 200;
         resp->content_type = "application/json";
-        resp->body = result_text(&r, stats, &resp->len);
+        resp->body = result_text(&r, stats, api->max_answer_bytes, &resp->len);
+        if (!resp->body)
+            api_respond_error(resp, 422,
+                              "the answer would be larger than %zu bytes (--query-max-bytes)",
+                              api->max_answer_bytes);
     } else {
         json_t *data = result_json(&r);
         if (stats) json_object_set(data, "stats", stats);
@@ -533,6 +597,7 @@ static void query_handler(void *cls, const mw_http_request *req, mw_http_respons
     }
     json_decref(stats);
     pq_result_free(&r);
+    if (resp->status != 200 || resp->len > (1u << 20)) mw_release_free_memory();
 done:
     pq_node_free(n);
     api_params_free(&p);
@@ -591,6 +656,14 @@ static int for_series(mw_query_api *api, const mw_http_request *req, mw_http_res
             api_respond_error(resp, 422, "%s", err);
             failed = 1;
             break;
+        }
+        if (api->limits.max_series && r.nseries > api->limits.max_series) {
+            api_respond_error(resp, 422,
+                              "the selector matches %zu series, more than the limit of %zu "
+                              "(--query-max-series)",
+                              r.nseries, api->limits.max_series);
+            mw_select_result_free(&r);
+            return -1;
         }
         for (size_t k = 0; k < r.nseries; k++)
             if (r.series[k].n) fn(ctx, &r.series[k]);
@@ -654,6 +727,7 @@ static void meta_handler(void *cls, const mw_http_request *req, mw_http_response
     smap_init(&c.seen);
     mw_buf_init(&c.key, 0);
     char name[256] = "";
+    if (check_control_bytes(resp, &p) < 0) goto done;
     if (!strcmp(req->path, "/api/v1/labels")) {
         c.names = 1;
     } else if (!strncmp(req->path, "/api/v1/label/", 14)) {
@@ -763,13 +837,22 @@ static void metadata_handler(void *cls, const mw_http_request *req, mw_http_resp
 static const mw_option query_rows[] = {
     OPT("query-timeout", MW_OPT_DURATION, timeout_ms, "2m",
         "Longest one PromQL query may take, evaluated from the store or forwarded to --query-url "
-        "(an HTTP thread is busy meanwhile); beyond it errorType timeout (503, or 504 from "
+        "(a query thread is busy meanwhile); beyond it errorType timeout (503, or 504 from "
         "--query-url)",
         NULL),
     OPT("query-max-samples", MW_OPT_NUMBER, max_samples, "20000000",
         "Most samples one PromQL query may hold in memory at once (loaded and computed); "
         "beyond it 422 (0: no limit)",
         mw_option_check_count),
+    OPT("query-max-series", MW_OPT_NUMBER, max_series, "500000",
+        "Most series one selector may load, and one answer (query, query_range, series) may "
+        "hold; beyond it 422 (0: no limit)",
+        mw_option_check_count),
+    OPT("query-max-points", MW_OPT_NUMBER, max_points, "5000000",
+        "Most points (samples) one query's answer may hold; beyond it 422 (0: no limit)",
+        mw_option_check_count),
+    OPT("query-max-bytes", MW_OPT_SIZE, max_bytes, "64MiB",
+        "Largest answer one query may send; beyond it 422 (0: no limit)", NULL),
     OPT("query-lookback-delta", MW_OPT_DURATION, lookback_ms, "5m",
         "How far back an instant selector looks for a series' latest sample, as Prometheus's "
         "--query.lookback-delta",
@@ -779,15 +862,28 @@ static const mw_option query_rows[] = {
 const mw_option_group mw_query_options =
     MW_OPTION_GROUP("PromQL engine", "src/query/api.c", mw_query_settings, query_rows, NULL);
 
+void mw_query_api_set_limits(mw_query_api *api, const mw_query_settings *set)
+{
+    pq_default_limits(&api->limits);
+    api->limits.max_samples = (size_t)set->max_samples;
+    api->limits.timeout_ms = set->timeout_ms;
+    api->limits.lookback_ms = set->lookback_ms;
+    api->limits.max_series = (size_t)set->max_series;
+    api->max_answer_series = (size_t)set->max_series;
+    api->max_answer_points = (size_t)set->max_points;
+    api->max_answer_bytes = (size_t)set->max_bytes;
+}
+
 void mw_query_api_register(mw_http_server *http, mw_query_api *api)
 {
     static const char *methods[] = {"GET", "POST"};
     for (int i = 0; i < 2; i++) {
-        mw_http_route(http, MW_ROLE_READ, methods[i], "/api/v1/query", 0, query_handler, api);
-        mw_http_route(http, MW_ROLE_READ, methods[i], "/api/v1/query_range", 0, query_handler, api);
-        mw_http_route(http, MW_ROLE_READ, methods[i], "/api/v1/series", 0, meta_handler, api);
-        mw_http_route(http, MW_ROLE_READ, methods[i], "/api/v1/labels", 0, meta_handler, api);
-        mw_http_route(http, MW_ROLE_READ, methods[i], "/api/v1/label/", 1, meta_handler, api);
+        mw_http_route_lane(http, MW_ROLE_READ, methods[i], "/api/v1/query", 0, query_handler, api);
+        mw_http_route_lane(http, MW_ROLE_READ, methods[i], "/api/v1/query_range", 0, query_handler,
+                           api);
+        mw_http_route_lane(http, MW_ROLE_READ, methods[i], "/api/v1/series", 0, meta_handler, api);
+        mw_http_route_lane(http, MW_ROLE_READ, methods[i], "/api/v1/labels", 0, meta_handler, api);
+        mw_http_route_lane(http, MW_ROLE_READ, methods[i], "/api/v1/label/", 1, meta_handler, api);
     }
     mw_http_route(http, MW_ROLE_READ, "GET", "/api/v1/metadata", 0, metadata_handler, api);
     api_register_status(http, api);

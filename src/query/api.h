@@ -13,9 +13,14 @@ typedef struct mw_query_api {
      * module sets it when a store that could not open comes back. */
     mw_store *_Atomic store;
     pq_limits limits;
+    /* Limits on an answer (0: none): its series, its points, its bytes. */
+    size_t max_answer_series, max_answer_points, max_answer_bytes;
     mw_metadata *meta; /* for /api/v1/metadata; NULL: an empty answer */
 } mw_query_api;
 
+/* The engine's and the answers' limits from the settings (below). */
+struct mw_query_settings;
+void mw_query_api_set_limits(mw_query_api *api, const struct mw_query_settings *set);
 /* api must outlive the server. */
 void mw_query_api_register(mw_http_server *http, mw_query_api *api);
 /* Prometheus' time parameter: float seconds or RFC 3339. 0, or -1. */
@@ -28,6 +33,8 @@ typedef struct mw_query_settings {
     int64_t timeout_ms;
     double max_samples;
     int64_t lookback_ms;
+    double max_series, max_points;
+    uint64_t max_bytes;
 } mw_query_settings;
 extern const mw_option_group mw_query_options;
 

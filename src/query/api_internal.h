@@ -16,6 +16,7 @@
 /* The query string's and a form body's parameters, decoded. */
 typedef struct params {
     char *k[MAX_PARAMS], *v[MAX_PARAMS];
+    size_t vlen[MAX_PARAMS]; /* v may hold a NUL (%00): its true length */
     int n;
 } params;
 void api_params_load(params *p, const mw_http_request *req);

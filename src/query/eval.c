@@ -18,6 +18,8 @@ void pq_default_limits(pq_limits *l)
     l->timeout_ms = 120000;
     l->lookback_ms = 300000;
     l->scope = NULL;
+    l->max_series = 0;
+    l->cancel = NULL;
 }
 
 /* Reference time of step i for a selector or subquery: @ fixes it. */
@@ -49,7 +51,7 @@ static int store_select(qctx *c, const pq_node *vs, int64_t mint, int64_t maxt, 
     }
     c->damaged_chunks += r->damaged_chunks;
     c->loaded += r->nsamples;
-    if (qcharge(c, r->nsamples) < 0) {
+    if (qcheck_series(c, r->nseries) < 0 || qcharge(c, r->nsamples) < 0) {
         mw_select_result_free(r);
         return -1;
     }

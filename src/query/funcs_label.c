@@ -25,6 +25,7 @@ static val relabel(qctx *c, val *in, const char *dst, label_value_fn *value, con
     mw_buf b;
     mw_buf_init(&b, 1 << 20);
     for (size_t i = 0; i < in->n && !c->code; i++) {
+        if ((i & 1023) == 1023 && qcheck_time(c) < 0) break;
         sv *s = &in->s[i];
         pq_label *l = lbl_copy(s->labels, s->nlabels);
         size_t nl = s->nlabels;

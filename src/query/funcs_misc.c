@@ -286,6 +286,10 @@ val pq_call_timestamp(qctx *c, const pq_node *n)
     }
     c->damaged_chunks += r.damaged_chunks;
     c->loaded += r.nsamples;
+    if (qcheck_series(c, r.nseries) < 0) {
+        mw_select_result_free(&r);
+        return out;
+    }
     vbuild vb;
     vb_init(&vb, c);
     for (size_t i = 0; i < r.nseries && !c->code; i++) {

@@ -36,6 +36,19 @@ int qcharge(qctx *c, size_t n)
     return qcheck_time(c);
 }
 
+int qcheck_series(qctx *c, size_t nseries)
+{
+    if (c->code) return -1;
+    if (c->lim.max_series && nseries > c->lim.max_series) {
+        qerr(c, PQ_ERR_EXECUTION,
+             "query processing would load too many series into memory: a selector matches %zu "
+             "series, more than the limit of %zu (--query-max-series)",
+             nseries, c->lim.max_series);
+        return -1;
+    }
+    return 0;
+}
+
 void qrelease(qctx *c, size_t n)
 {
     c->samples = n > c->samples ? 0 : c->samples - n;
@@ -44,6 +57,10 @@ void qrelease(qctx *c, size_t n)
 int qcheck_time(qctx *c)
 {
     if (c->code) return -1;
+    if (c->lim.cancel && *c->lim.cancel) {
+        qerr(c, PQ_ERR_TIMEOUT, "query cancelled: the server is stopping");
+        return -1;
+    }
     if (c->deadline_ns && mw_mono_ns() > c->deadline_ns) {
         qerr(c, PQ_ERR_TIMEOUT, "query timed out in query execution");
         return -1;

@@ -119,6 +119,9 @@ typedef struct pq_limits {
     /* Per query: a matcher ANDed with every selector (a namespace-scoped
      * reader's, docs/security.md); NULL: none. */
     const mw_matcher *scope;
+    size_t max_series; /* series one selector may load (0: no limit) */
+    /* Nonzero: stop now (the server is stopping); checked with the deadline. */
+    const _Atomic int *cancel;
 } pq_limits;
 
 void pq_default_limits(pq_limits *l);

@@ -53,6 +53,9 @@ void qerr(qctx *c, int code, const char *fmt, ...) __attribute__((format(printf,
 /* 0, or -1 (and the context failed) when over the sample budget or time. */
 int qcharge(qctx *c, size_t n);
 void qrelease(qctx *c, size_t n);
+/* 0, or -1 (and the context failed) when one selection holds more series
+ * than the limit. */
+int qcheck_series(qctx *c, size_t nseries);
 int qcheck_time(qctx *c);
 
 static inline int64_t qts(const qctx *c, size_t i)

@@ -1,9 +1,21 @@
-/* http.c - routing and bounded request handling over libmicrohttpd. */
+/* http.c - routing and bounded request handling over libmicrohttpd.
+ *
+ * Two lanes (docs/http.md): libmicrohttpd's threads read every request and
+ * run the fast handlers (/metrics, health, readiness, remote write, the UI's
+ * files) themselves; the routes registered with mw_http_route_lane (queries)
+ * are suspended there and run on a small pool of lane threads with a short
+ * queue, so a slow query never holds the threads a scrape needs. Every
+ * connection is tracked from accept to close: a reaper thread closes those
+ * that take too long to send their request line and headers or their body
+ * (total deadlines, which a client dripping bytes cannot extend), and a new
+ * connection beyond the total limit evicts the oldest one that has not sent
+ * a request yet, so idle and slow clients can never lock the scrape out. */
 #include "http.h"
 #include "../core/buf.h"
 #include "../core/config.h"
 #include "../core/log.h"
 #include "../core/util.h"
+#include "../core/worker.h"
 #include "exposition.h"
 
 #include <arpa/inet.h>
@@ -12,12 +24,22 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #define MAX_ROUTES 128
+#define MAX_LANE_THREADS 64
+/* libmicrohttpd's own threads: they run only the fast handlers. */
+#define FAST_THREADS 4
+/* Connections libmicrohttpd may hold beyond --http-max-connections, while
+ * the ones evicted to make room are being closed. */
+#define EVICTION_SLACK 64
+/* How often the reaper looks for connections past their deadline. */
+#define REAP_EVERY_MS 250
 
 typedef struct route {
     mw_http_role role;
@@ -25,7 +47,40 @@ typedef struct route {
     int prefix;
     mw_http_handler h;
     void *cls;
+    int lane; /* runs on the lane threads (mw_http_route_lane) */
 } route;
+
+/* Where a connection is in its current request, for its deadline. */
+typedef enum {
+    PHASE_IDLE,    /* no request line yet (new, or kept alive after a response) */
+    PHASE_HEADERS, /* request line read, headers still arriving */
+    PHASE_BODY,    /* headers read, body still arriving */
+    PHASE_BUSY,    /* the request is complete: handled, queued or answered */
+} conn_phase;
+
+/* One accepted connection, from libmicrohttpd's NOTIFY_CONNECTION STARTED
+ * to CLOSED (which libmicrohttpd calls before it closes the socket, so the
+ * fd of a tracked connection is never another connection's). */
+typedef struct conn_track {
+    struct conn_track *prev, *next; /* oldest first */
+    int fd;
+    conn_phase phase;
+    int64_t since_ns; /* the phase began (CLOCK_MONOTONIC) */
+    int cut;          /* shut down by us; libmicrohttpd closes it next */
+} conn_track;
+
+/* Per-request state: the body as it arrives, then a lane job. */
+typedef struct pending {
+    mw_buf body;
+    int too_large;
+    int lane_state;      /* 0 none, 1 queued or running, 2 answered by the lane */
+    mw_http_scope scope; /* set by the guard, for the handler */
+    const route *r;
+    const char *method, *url; /* libmicrohttpd's, valid for the request */
+    struct MHD_Connection *conn;
+    mw_http_response resp; /* the lane's answer */
+    struct pending *next;  /* in the lane's queue */
+} pending;
 
 struct mw_http_server {
     struct MHD_Daemon *d;
@@ -37,14 +92,69 @@ struct mw_http_server {
     void *guard_ctx;
     unsigned extra_flags;
     const void *extra_items; /* struct MHD_OptionItem[], MHD_OPTION_END last */
+    mw_http_settings set;
+    /* Connections (conn_mu). */
+    pthread_mutex_t conn_mu;
+    conn_track *oldest, *newest;
+    size_t live; /* tracked and not cut */
+    uint64_t cut_header, cut_body, cut_idle, evicted;
+    mw_worker reaper;
+    /* The lane (lane_mu). */
+    pthread_mutex_t lane_mu;
+    pthread_cond_t lane_cv;
+    pending *queue_head, *queue_tail;
+    unsigned queued, running, nworkers;
+    int lane_stopping;
+    atomic_int cancel; /* set when the server stops: running handlers end early */
+    mw_worker workers[MAX_LANE_THREADS];
+    uint64_t lane_refused;
 };
 
-/* Per-connection state while a request body arrives. */
-typedef struct pending {
-    mw_buf body;
-    int too_large;
-    mw_http_scope scope; /* set by the guard, for the handler */
-} pending;
+static int check_lane_threads(const char *v, char *why, size_t n)
+{
+    char *end;
+    double d = strtod(v, &end);
+    if (*end || end == v || d < 1 || d > MAX_LANE_THREADS || d != (double)(long)d) {
+        snprintf(why, n, "must be a whole number from 1 to %d", MAX_LANE_THREADS);
+        return -1;
+    }
+    return 0;
+}
+
+#define OPT(n, t, f, d, h, v) MW_OPT(mw_http_settings, n, t, f, d, h, v)
+static const mw_option http_rows[] = {
+    OPT("http-max-connections", MW_OPT_NUMBER, max_connections, "512",
+        "Most connections the HTTP server holds; a new one beyond it closes the oldest that has "
+        "not sent a request yet, so idle clients never lock out a scrape (docs/http.md)",
+        mw_option_check_count),
+    OPT("http-max-connections-per-ip", MW_OPT_NUMBER, max_connections_per_ip, "64",
+        "Most connections from one client address; beyond it a new one is closed at once "
+        "(0: no limit)",
+        mw_option_check_count),
+    OPT("http-idle-timeout", MW_OPT_DURATION, idle_timeout_ms, "30s",
+        "Longest a connection may stay without sending a request line, counted from its start "
+        "or its previous answer (bytes that never finish the line do not extend it)",
+        NULL),
+    OPT("http-header-timeout", MW_OPT_DURATION, header_timeout_ms, "10s",
+        "Longest a request's headers may take to arrive, from its request line; beyond it the "
+        "connection is closed",
+        NULL),
+    OPT("http-body-timeout", MW_OPT_DURATION, body_timeout_ms, "1m",
+        "Longest a request's body may take to arrive, from the end of its headers; beyond it the "
+        "connection is closed",
+        NULL),
+    OPT("query-max-concurrency", MW_OPT_NUMBER, lane_threads, "2",
+        "Queries (and UI proxy and store export requests) evaluated at once, on threads of their "
+        "own that never serve /metrics, health, readiness or remote write (1 to 64)",
+        check_lane_threads),
+    OPT("query-max-queued", MW_OPT_NUMBER, lane_queue, "4",
+        "Queries that may wait for a free query thread; one more is answered 503 with "
+        "Retry-After",
+        mw_option_check_count),
+};
+#undef OPT
+const mw_option_group mw_http_options =
+    MW_OPTION_GROUP("HTTP server", "src/serve/http.c", mw_http_settings, http_rows, NULL);
 
 int mw_http_scope_allows(const mw_http_scope *scope, const char *ns)
 {
@@ -67,14 +177,37 @@ mw_http_server *mw_http_new(size_t max_body)
 {
     mw_http_server *s = mw_xcalloc(1, sizeof(*s));
     s->max_body = max_body ? max_body : (16u << 20);
+    pthread_mutex_init(&s->conn_mu, NULL);
+    pthread_mutex_init(&s->lane_mu, NULL);
+    pthread_cond_init(&s->lane_cv, NULL);
+    mw_worker_init(&s->reaper);
+    for (int i = 0; i < MAX_LANE_THREADS; i++)
+        mw_worker_init(&s->workers[i]);
     return s;
+}
+
+void mw_http_configure(mw_http_server *s, const mw_http_settings *set)
+{
+    s->set = *set;
+}
+
+static void add_route(mw_http_server *s, mw_http_role role, const char *method, const char *path,
+                      int prefix, mw_http_handler h, void *cls, int lane)
+{
+    if (s->nroutes >= MAX_ROUTES) abort(); /* programming error */
+    s->routes[s->nroutes++] = (route){role, method, path, prefix, h, cls, lane};
 }
 
 void mw_http_route(mw_http_server *s, mw_http_role role, const char *method, const char *path,
                    int prefix, mw_http_handler h, void *cls)
 {
-    if (s->nroutes >= MAX_ROUTES) abort(); /* programming error */
-    s->routes[s->nroutes++] = (route){role, method, path, prefix, h, cls};
+    add_route(s, role, method, path, prefix, h, cls, 0);
+}
+
+void mw_http_route_lane(mw_http_server *s, mw_http_role role, const char *method, const char *path,
+                        int prefix, mw_http_handler h, void *cls)
+{
+    add_route(s, role, method, path, prefix, h, cls, 1);
 }
 
 void mw_http_set_guard(mw_http_server *s, mw_http_guard g, void *ctx)
@@ -87,6 +220,145 @@ void mw_http_set_daemon_extra(mw_http_server *s, unsigned flags, const void *ite
 {
     s->extra_flags = flags;
     s->extra_items = items;
+}
+
+/* ---- Connections: tracking, deadlines, eviction ---- */
+
+static void track_unlink(mw_http_server *s, conn_track *t)
+{
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        s->oldest = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    else
+        s->newest = t->prev;
+    t->prev = t->next = NULL;
+}
+
+/* With conn_mu held: end t's connection. shutdown() rather than close():
+ * libmicrohttpd owns the descriptor, sees end of file on its next read and
+ * closes the connection itself. */
+static void track_cut(mw_http_server *s, conn_track *t)
+{
+    if (t->cut) return;
+    t->cut = 1;
+    s->live--;
+    shutdown(t->fd, SHUT_RDWR);
+}
+
+static void set_phase(mw_http_server *s, struct MHD_Connection *conn, conn_phase phase)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    conn_track *t = ci ? ci->socket_context : NULL;
+    if (!t) return;
+    pthread_mutex_lock(&s->conn_mu);
+    t->phase = phase;
+    t->since_ns = mw_mono_ns();
+    pthread_mutex_unlock(&s->conn_mu);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    mw_http_server *s = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        conn_track *t = mw_xcalloc(1, sizeof(*t));
+        t->fd = ci ? ci->connect_fd : -1;
+        t->phase = PHASE_IDLE;
+        t->since_ns = mw_mono_ns();
+        pthread_mutex_lock(&s->conn_mu);
+        t->prev = s->newest;
+        if (s->newest)
+            s->newest->next = t;
+        else
+            s->oldest = t;
+        s->newest = t;
+        s->live++;
+        /* Over the limit: make room by closing the oldest connections that
+         * have not sent a whole request (idle or still sending headers);
+         * those with a request under way are left alone. */
+        size_t max = (size_t)s->set.max_connections;
+        for (conn_track *o = s->oldest; max && s->live > max && o && o != t; o = o->next) {
+            if (o->cut || (o->phase != PHASE_IDLE && o->phase != PHASE_HEADERS)) continue;
+            track_cut(s, o);
+            s->evicted++;
+        }
+        pthread_mutex_unlock(&s->conn_mu);
+        *socket_context = t;
+        return;
+    }
+    conn_track *t = *socket_context;
+    if (!t) return;
+    pthread_mutex_lock(&s->conn_mu);
+    track_unlink(s, t);
+    if (!t->cut) s->live--;
+    pthread_mutex_unlock(&s->conn_mu);
+    free(t);
+    *socket_context = NULL;
+}
+
+/* Called once a request line has arrived, before its headers. */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)uri;
+    set_phase(cls, conn, PHASE_HEADERS);
+    return NULL;
+}
+
+static void *reaper_main(void *arg)
+{
+    mw_http_server *s = arg;
+    while (mw_worker_sleep(&s->reaper, REAP_EVERY_MS)) {
+        int64_t now = mw_mono_ns();
+        uint64_t header = 0, body = 0, idle = 0;
+        pthread_mutex_lock(&s->conn_mu);
+        for (conn_track *t = s->oldest; t; t = t->next) {
+            int64_t limit_ms = t->phase == PHASE_IDLE      ? s->set.idle_timeout_ms
+                               : t->phase == PHASE_HEADERS ? s->set.header_timeout_ms
+                               : t->phase == PHASE_BODY    ? s->set.body_timeout_ms
+                                                           : 0;
+            if (t->cut || limit_ms <= 0 || now - t->since_ns <= limit_ms * 1000000) continue;
+            track_cut(s, t);
+            if (t->phase == PHASE_IDLE)
+                idle++;
+            else if (t->phase == PHASE_HEADERS)
+                header++;
+            else
+                body++;
+        }
+        s->cut_idle += idle;
+        s->cut_header += header;
+        s->cut_body += body;
+        pthread_mutex_unlock(&s->conn_mu);
+        if (header || body)
+            mw_log_once(MW_LOG_WARN, "http", "slow-clients",
+                        "closed %llu connections whose headers took longer than "
+                        "--http-header-timeout and %llu whose body took longer than "
+                        "--http-body-timeout",
+                        (unsigned long long)header, (unsigned long long)body);
+    }
+    return NULL;
+}
+
+void mw_http_stats(mw_http_server *s, mw_http_stats_t *out)
+{
+    pthread_mutex_lock(&s->conn_mu);
+    out->connections = s->live;
+    out->cut_idle = s->cut_idle;
+    out->cut_header = s->cut_header;
+    out->cut_body = s->cut_body;
+    out->evicted = s->evicted;
+    pthread_mutex_unlock(&s->conn_mu);
+    pthread_mutex_lock(&s->lane_mu);
+    out->lane_running = s->running;
+    out->lane_queued = s->queued;
+    out->lane_refused = s->lane_refused;
+    pthread_mutex_unlock(&s->lane_mu);
 }
 
 const char *mw_http_header(const mw_http_request *r, const char *name)
@@ -260,6 +532,75 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, mw_http_respon
     return ret;
 }
 
+/* ---- The lane: queries on threads of their own ---- */
+
+static void *lane_main(void *arg);
+
+/* Queue p's request for the lane: 0, or -1 when every lane thread is busy
+ * and the queue is full. */
+static int lane_enqueue(mw_http_server *s, pending *p)
+{
+    pthread_mutex_lock(&s->lane_mu);
+    if (s->lane_stopping || s->queued + s->running >= s->nworkers + (unsigned)s->set.lane_queue) {
+        s->lane_refused++;
+        pthread_mutex_unlock(&s->lane_mu);
+        return -1;
+    }
+    p->lane_state = 1;
+    p->next = NULL;
+    if (s->queue_tail)
+        s->queue_tail->next = p;
+    else
+        s->queue_head = p;
+    s->queue_tail = p;
+    s->queued++;
+    /* Suspended before a lane thread can resume it: libmicrohttpd requires
+     * the suspend to come first, and a worker takes p only after this lock
+     * is released. */
+    MHD_suspend_connection(p->conn);
+    pthread_cond_signal(&s->lane_cv);
+    pthread_mutex_unlock(&s->lane_mu);
+    return 0;
+}
+
+static void *lane_main(void *arg)
+{
+    mw_http_server *s = arg;
+    pthread_mutex_lock(&s->lane_mu);
+    for (;;) {
+        while (!s->queue_head && !s->lane_stopping)
+            pthread_cond_wait(&s->lane_cv, &s->lane_mu);
+        if (!s->queue_head) break; /* stopping, and nothing left to answer */
+        pending *p = s->queue_head;
+        s->queue_head = p->next;
+        if (!s->queue_head) s->queue_tail = NULL;
+        s->queued--;
+        s->running++;
+        int stopping = s->lane_stopping;
+        pthread_mutex_unlock(&s->lane_mu);
+        struct MHD_Connection *conn = p->conn;
+        mw_http_request req = {p->method,   p->url, p->body.data ? p->body.data : "",
+                               p->body.len, conn,   &p->scope,
+                               &s->cancel};
+        p->resp.status = 200;
+        if (stopping)
+            mw_http_text(&p->resp, 503, "the server is stopping\n");
+        else
+            p->r->h(p->r->cls, &req, &p->resp);
+        pthread_mutex_lock(&s->lane_mu);
+        s->running--;
+        p->lane_state = 2;
+        /* p belongs to libmicrohttpd again from here: not touched after. */
+        MHD_resume_connection(conn);
+    }
+    pthread_mutex_unlock(&s->lane_mu);
+    return NULL;
+}
+
+/* The lane is full: Prometheus's error shape, so that Grafana and promtool
+ * show the reason, and Retry-After. */
+static enum MHD_Result lane_refuse(mw_http_server *s, struct MHD_Connection *conn);
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
@@ -274,10 +615,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         const route *gr = find_route(s, method, url, &mismatch);
         mw_http_scope scope = {0};
         if (gr && gr->role != MW_ROLE_PUBLIC && s->guard) {
-            mw_http_request greq = {method, url, "", 0, conn, &scope};
+            mw_http_request greq = {method, url, "", 0, conn, &scope, &s->cancel};
             mw_http_response gresp = {0};
             if (s->guard(s->guard_ctx, gr->role, &greq, &gresp) < 0) {
                 mw_http_scope_clear(&scope);
+                set_phase(s, conn, PHASE_BUSY); /* refused before any lane slot */
                 return send_response(conn, &gresp);
             }
         }
@@ -285,13 +627,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         p->scope = scope;
         mw_buf_init(&p->body, s->max_body);
         *con_cls = p;
+        set_phase(s, conn, PHASE_BODY);
         return MHD_YES;
+    }
+    if (p->lane_state == 2) {
+        p->lane_state = 3;
+        return send_response(conn, &p->resp);
     }
     if (*upload_size) {
         if (!p->too_large && mw_buf_append(&p->body, upload, *upload_size) < 0) p->too_large = 1;
         *upload_size = 0;
         return MHD_YES;
     }
+    set_phase(s, conn, PHASE_BUSY);
     mw_http_response resp = {0};
     if (p->too_large) {
         mw_http_text(&resp, 413, "request body larger than %zu bytes\n", s->max_body);
@@ -318,25 +666,72 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         }
         return send_response(conn, &resp);
     }
-    mw_http_request req = {method,      url,  p->body.data ? p->body.data : "",
-                           p->body.len, conn, &p->scope};
+    if (r->lane && s->nworkers) {
+        p->r = r;
+        p->method = method;
+        p->url = url;
+        p->conn = conn;
+        if (lane_enqueue(s, p) == 0) return MHD_YES;
+        return lane_refuse(s, conn);
+    }
+    mw_http_request req = {
+        method, url, p->body.data ? p->body.data : "", p->body.len, conn, &p->scope, &s->cancel};
     resp.status = 200;
     r->h(r->cls, &req, &resp);
+    return send_response(conn, &resp);
+}
+
+static enum MHD_Result lane_refuse(mw_http_server *s, struct MHD_Connection *conn)
+{
+    mw_http_response resp = {0};
+    mw_http_text(&resp, 503,
+                 "{\"status\":\"error\",\"errorType\":\"unavailable\",\"error\":\"too many "
+                 "concurrent queries: %u running and %u waiting (--query-max-concurrency %u, "
+                 "--query-max-queued %u); retry later\"}",
+                 s->nworkers, (unsigned)s->set.lane_queue, s->nworkers,
+                 (unsigned)s->set.lane_queue);
+    resp.content_type = "application/json";
+    mw_http_add_header(&resp, "Retry-After", "1");
     return send_response(conn, &resp);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
-    (void)conn;
     (void)toe;
+    mw_http_server *s = cls;
     pending *p = *con_cls;
+    /* Kept alive: the wait for the next request line starts now. */
+    set_phase(s, conn, PHASE_IDLE);
     if (!p) return;
+    if (p->lane_state == 2) {
+        /* Answered by the lane but never sent (the connection ended). */
+        if (p->resp.stream) {
+            if (p->resp.free_fn) p->resp.free_fn(p->resp.free_cls);
+        } else if (!p->resp.body_static) {
+            if (p->resp.free_fn)
+                p->resp.free_fn(p->resp.free_cls);
+            else
+                free(p->resp.body);
+        }
+    }
     mw_buf_free(&p->body);
     mw_http_scope_clear(&p->scope);
     free(p);
     *con_cls = NULL;
+}
+
+/* Start the reaper and the lane's threads. */
+static int start_threads(mw_http_server *s)
+{
+    if (mw_worker_start(&s->reaper, reaper_main, s) < 0) return -1;
+    unsigned n = (unsigned)s->set.lane_threads;
+    if (n > MAX_LANE_THREADS) n = MAX_LANE_THREADS;
+    for (unsigned i = 0; i < n; i++) {
+        if (mw_worker_start(&s->workers[i], lane_main, s) < 0) break;
+        s->nworkers++;
+    }
+    return 0;
 }
 
 int mw_http_start(mw_http_server *s, const char *listen, char *err, size_t errsize)
@@ -349,7 +744,8 @@ int mw_http_start(mw_http_server *s, const char *listen, char *err, size_t errsi
     }
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof(ss));
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | s->extra_flags;
+    unsigned flags =
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | s->extra_flags | MHD_ALLOW_SUSPEND_RESUME;
     static const struct MHD_OptionItem no_items[] = {{MHD_OPTION_END, 0, NULL}};
     if (host[0] == '\0') {
         struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
@@ -373,12 +769,25 @@ int mw_http_start(mw_http_server *s, const char *listen, char *err, size_t errsi
         if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
         freeaddrinfo(ai);
     }
+    /* A server never configured (unit tests) keeps libmicrohttpd's own
+     * limits: no deadlines, no lane (lane routes run inline). */
+    unsigned max_conn =
+        s->set.max_connections > 0 ? (unsigned)s->set.max_connections + EVICTION_SLACK : 256;
+    unsigned idle_s =
+        s->set.idle_timeout_ms > 0 ? (unsigned)((s->set.idle_timeout_ms + 999) / 1000) : 30;
+    if (start_threads(s) < 0) {
+        snprintf(err, errsize, "cannot start the HTTP server's threads");
+        return -1;
+    }
     for (int attempt = 0; attempt < 2 && !s->d; attempt++) {
         s->d = MHD_start_daemon(
             flags, port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)2,
-            MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-            MHD_OPTION_ARRAY, s->extra_items ? s->extra_items : no_items, MHD_OPTION_END);
+            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
+            on_connection, s, MHD_OPTION_URI_LOG_CALLBACK, on_request_line, s,
+            MHD_OPTION_THREAD_POOL_SIZE, (unsigned)FAST_THREADS, MHD_OPTION_CONNECTION_LIMIT,
+            max_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->set.max_connections_per_ip,
+            MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_ARRAY,
+            s->extra_items ? s->extra_items : no_items, MHD_OPTION_END);
         if (!s->d && host[0] == '\0' && attempt == 0) {
             /* No IPv6 on this host: fall back to all IPv4 interfaces. */
             memset(&ss, 0, sizeof(ss));
@@ -391,7 +800,7 @@ int mw_http_start(mw_http_server *s, const char *listen, char *err, size_t errsi
     }
     if (!s->d) {
         snprintf(err, errsize, "cannot listen on %s (address in use or not available)", listen);
-        return -1;
+        return -1; /* the threads are stopped by mw_http_free */
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info ? info->port : port;
@@ -406,7 +815,24 @@ int mw_http_port(const mw_http_server *s)
 void mw_http_free(mw_http_server *s)
 {
     if (!s) return;
+    /* The lane first: running handlers see the cancel flag, queued ones are
+     * answered 503 and resumed, all while libmicrohttpd still runs to send
+     * the answers; then the daemon, which has no suspended connection left. */
+    atomic_store(&s->cancel, 1);
+    pthread_mutex_lock(&s->lane_mu);
+    s->lane_stopping = 1;
+    pthread_cond_broadcast(&s->lane_cv);
+    pthread_mutex_unlock(&s->lane_mu);
+    for (unsigned i = 0; i < s->nworkers; i++)
+        mw_worker_stop(&s->workers[i]);
     if (s->d) MHD_stop_daemon(s->d);
+    mw_worker_stop(&s->reaper);
+    for (int i = 0; i < MAX_LANE_THREADS; i++)
+        mw_worker_destroy(&s->workers[i]);
+    mw_worker_destroy(&s->reaper);
+    pthread_cond_destroy(&s->lane_cv);
+    pthread_mutex_destroy(&s->lane_mu);
+    pthread_mutex_destroy(&s->conn_mu);
     free(s);
 }
 

@@ -1,13 +1,19 @@
 /* http.h - the one HTTP layer: a small router on top of libmicrohttpd.
  *
- * Handlers are registered before mw_http_start() and run on the server's
- * thread pool; they fill a mw_http_response whose body the server frees
- * (through free_fn) once it has been sent. Request bodies are read up to a
- * bound (413 beyond it). */
+ * Handlers are registered before mw_http_start() and fill a
+ * mw_http_response whose body the server frees (through free_fn) once it
+ * has been sent. Request bodies are read up to a bound (413 beyond it).
+ * Routes of mw_http_route run on libmicrohttpd's threads and must be quick
+ * (/metrics, health, remote write); routes of mw_http_route_lane (queries)
+ * run on the lane's own threads, a bounded number at once with a short
+ * queue, beyond which the server answers 503 (docs/http.md). */
 #ifndef MW_HTTP_H
 #define MW_HTTP_H
 
+#include "../core/options.h"
+
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct mw_http_server mw_http_server;
 struct MHD_Connection;
@@ -35,6 +41,8 @@ typedef struct mw_http_request {
     size_t body_len;
     struct MHD_Connection *conn;
     mw_http_scope *scope; /* never NULL in a handler; the guard fills it */
+    /* Nonzero once the server is stopping: a long handler ends early. */
+    const _Atomic int *cancel;
 } mw_http_request;
 
 #define MW_HTTP_MAX_HEADERS 8 /* the web UI sets 6: CSP, nosniff, cache, ETag, Vary, encoding */
@@ -72,10 +80,26 @@ typedef enum {
 } mw_http_role;
 #define MW_HTTP_NROLES 5
 
+/* The server's limits (its options table, http.c): connections, their
+ * deadlines, and the lane. */
+typedef struct mw_http_settings {
+    double max_connections, max_connections_per_ip;
+    int64_t idle_timeout_ms, header_timeout_ms, body_timeout_ms;
+    double lane_threads, lane_queue;
+} mw_http_settings;
+extern const mw_option_group mw_http_options;
+
 mw_http_server *mw_http_new(size_t max_body);
+/* Before mw_http_start. A server never configured has libmicrohttpd's
+ * limits, no deadlines and no lane (lane routes run inline). */
+void mw_http_configure(mw_http_server *s, const mw_http_settings *set);
 /* path matches exactly, or as a prefix when prefix is set. method NULL = any. */
 void mw_http_route(mw_http_server *s, mw_http_role role, const char *method, const char *path,
                    int prefix, mw_http_handler h, void *cls);
+/* The same for a handler that may take long (a query): it runs on the lane,
+ * once the guard has let the request through. */
+void mw_http_route_lane(mw_http_server *s, mw_http_role role, const char *method, const char *path,
+                        int prefix, mw_http_handler h, void *cls);
 
 /* The guard decides, once a request's headers are in and before its body
  * is read, whether a route of this role may serve it: 0 to go on, or -1
@@ -92,6 +116,15 @@ int mw_http_start(mw_http_server *s, const char *listen, char *err, size_t errsi
 /* The port actually bound (useful with port 0 in tests). */
 int mw_http_port(const mw_http_server *s);
 void mw_http_free(mw_http_server *s); /* stops the server if running */
+
+/* What the server's limits have done so far. */
+typedef struct mw_http_stats_t {
+    uint64_t connections;                    /* open now */
+    uint64_t cut_idle, cut_header, cut_body; /* closed past a deadline */
+    uint64_t evicted;                        /* closed to make room for a new connection */
+    uint64_t lane_running, lane_queued, lane_refused;
+} mw_http_stats_t;
+void mw_http_stats(mw_http_server *s, mw_http_stats_t *out);
 
 const char *mw_http_header(const mw_http_request *r, const char *name);
 /* Prometheus's JSON error, {"status":"error","errorType":TYPE,"error":MSG},

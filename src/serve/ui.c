@@ -294,8 +294,8 @@ static void module_routes(void *state, mw_http_server *http)
     mw_http_route(http, MW_ROLE_PUBLIC, "GET", "/ui", 0, redirect_handler, m);
     mw_http_route(http, MW_ROLE_READ, "GET", "/ui/config.json", 0, config_handler, m);
     mw_http_route(http, MW_ROLE_READ, "GET", "/api/v1/status/sources", 0, sources_handler, m);
-    mw_http_route(http, MW_ROLE_READ, "GET", "/ui/api/v1/", 1, proxy_handler, m);
-    mw_http_route(http, MW_ROLE_READ, "POST", "/ui/api/v1/", 1, proxy_handler, m);
+    mw_http_route_lane(http, MW_ROLE_READ, "GET", "/ui/api/v1/", 1, proxy_handler, m);
+    mw_http_route_lane(http, MW_ROLE_READ, "POST", "/ui/api/v1/", 1, proxy_handler, m);
     mw_http_route(http, MW_ROLE_READ, "GET", "/ui/", 1, asset_handler, m);
 }
 
