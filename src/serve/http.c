@@ -147,7 +147,7 @@ static const mw_option http_rows[] = {
         "Queries (and UI proxy and store export requests) evaluated at once, on threads of their "
         "own that never serve /metrics, health, readiness or remote write (1 to 64)",
         check_lane_threads),
-    OPT("query-max-queued", MW_OPT_NUMBER, lane_queue, "4",
+    OPT("query-max-queued", MW_OPT_NUMBER, lane_queue, "16",
         "Queries that may wait for a free query thread; one more is answered 503 with "
         "Retry-After",
         mw_option_check_count),
