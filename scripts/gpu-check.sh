@@ -143,7 +143,7 @@ procs=$(awk '/^mlwatch_gpu_processes\{/ {s += $NF} END {print s + 0}' "$out/scra
     echo "lists/MIG/ECC/NVLink when that poll included them):"
     awk 'index($0, "mlwatch_collector_duration_seconds{collector=\"gpu\",gpu=") == 1 {print "  " $0}' "$out/scrape.prom"
     echo "collection cycle, main thread:"
-    awk '/^mlwatch_collector_duration_seconds\{collector="(gpu|cgroup)"\}/ {print "  " $0}' "$out/scrape.prom"
+    awk '/^mlwatch_collector_duration_seconds\{collector="(gpu|cgroup)",node="[^"]*"\}/ {print "  " $0}' "$out/scrape.prom"
     echo "slowest of 10 scrapes: ${worst} s"
     echo "agent RSS after ${run_s} s: $((rss / 1024)) MiB (peak $((hwm / 1024)) MiB), all collectors"
     echo "samples: $(awk '!/^#/ {n++} END {print n + 0}' "$out/scrape.prom"), GPU samples: $(awk '/^mlwatch_(gpu|mig|container_gpu|container_mig)_/ {n++} END {print n + 0}' "$out/scrape.prom")"

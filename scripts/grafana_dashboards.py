@@ -15,7 +15,7 @@ dashboard (schemaVersion 39, Grafana 9 and later) in deploy/grafana/:
                                              compatible base URL); list the empty ones
 
 Substitution (what --exprs prints; docs/ui.md): $namespace -> .*,
-$workload -> "" (every pod), $instance -> .*, $__range -> 1h,
+$workload -> "" (every pod), $node -> .*, $__range -> 1h,
 $__rate_interval -> 1m. Standard library only.
 
 Panel kinds: timeseries, stat, table, findings (a table of mlwatch_finding
@@ -39,7 +39,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SPEC = os.path.join(ROOT, "ui", "dashboards.json")
 OUT = os.path.join(ROOT, "deploy", "grafana")
 DS = {"type": "prometheus", "uid": "${datasource}"}
-SUBST = {"namespace": ".*", "workload": "", "instance": ".*", "__range": "1h", "__rate_interval": "1m"}
+SUBST = {"namespace": ".*", "workload": "", "node": ".*", "__range": "1h", "__rate_interval": "1m"}
 
 
 def load_spec(path=SPEC):

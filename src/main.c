@@ -27,7 +27,14 @@ static int cmd_agent(const mw_config *cfg, char **rest, size_t nrest)
 {
     (void)rest;
     (void)nrest;
-    return mw_agent_run(cfg);
+    return mw_agent_run(cfg, 0);
+}
+
+static int cmd_hub(const mw_config *cfg, char **rest, size_t nrest)
+{
+    (void)rest;
+    (void)nrest;
+    return mw_agent_run(cfg, 1);
 }
 
 static int cmd_metrics(const mw_config *cfg, char **rest, size_t nrest)
@@ -45,6 +52,10 @@ static int cmd_run(const mw_config *cfg, char **rest, size_t nrest)
 static const command commands[] = {
     {"agent", "mlwatch agent [FLAGS]     collect every interval; serve /metrics on --listen",
      cmd_agent, 0},
+    {"hub",
+     "mlwatch hub [FLAGS]       the cluster's view: store, query API and UI for what node\n"
+     "                            agents remote-write to /api/v1/write; collects nothing",
+     cmd_hub, 0},
     {"metrics", "mlwatch metrics [FLAGS]   collect once and print the exposition on stdout",
      cmd_metrics, 0},
     {"doctor",

@@ -80,11 +80,13 @@ typedef struct runtime {
     mw_procmap *procmap;
     mw_kube_inputs kube; /* filled by the kube module (kube/kube_module.c) */
     mw_env env;
-    mw_collector_set *set;
+    mw_collector_set *set; /* NULL in a hub: it collects nothing */
     mw_module_set *modules;
+    char node[256]; /* the node label of every series (mw_node_name) */
 } runtime;
 
-static int runtime_open(runtime *rt, const mw_config *cfg, int oneshot)
+/* mode: MW_MODULES_AGENT, _ONESHOT or _HUB (module.h). */
+static int runtime_open(runtime *rt, const mw_config *cfg, int mode)
 {
     memset(rt, 0, sizeof(*rt));
     int rc = mw_hostfs_open(&rt->host, cfg->root);
@@ -94,15 +96,16 @@ static int runtime_open(runtime *rt, const mw_config *cfg, int oneshot)
     }
     rt->procmap = mw_procmap_new(&rt->host);
     rt->env = (mw_env){cfg, &rt->host, rt->procmap, &rt->kube};
-    rt->set = mw_collector_set_new(&rt->env);
-    rt->modules = mw_module_set_new(&rt->env, oneshot);
+    if (mode != MW_MODULES_HUB) rt->set = mw_collector_set_new(&rt->env);
+    rt->modules = mw_module_set_new(&rt->env, mode);
+    mw_node_name(cfg, rt->node, sizeof(rt->node));
     return 0;
 }
 
 static void runtime_close(runtime *rt)
 {
     mw_module_set_free(rt->modules);
-    mw_collector_set_free(rt->set);
+    if (rt->set) mw_collector_set_free(rt->set);
     mw_procmap_free(rt->procmap);
     mw_hostfs_close(&rt->host);
 }
@@ -110,8 +113,12 @@ static void runtime_close(runtime *rt)
 static mw_snapshot *collect_once(runtime *rt)
 {
     mw_snapshot *snap = mw_snapshot_new();
-    mw_collector_set_run(rt->set, snap);
+    if (rt->set) mw_collector_set_run(rt->set, snap);
     mw_module_set_derive(rt->modules, snap);
+    /* One name for the node on every path out (/metrics, the store, remote
+     * write): a scrape adds instance and job, never node, so the label is
+     * the same whether the series are scraped or shipped. */
+    mw_snapshot_label_all(snap, "node", rt->node);
     return snap;
 }
 
@@ -133,7 +140,7 @@ int mw_metrics_once(const mw_config *cfg, FILE *out)
 {
     const mw_metrics_settings *ms = mw_config_group(cfg, &mw_metrics_options);
     runtime rt;
-    if (runtime_open(&rt, cfg, 1) < 0) return 1;
+    if (runtime_open(&rt, cfg, MW_MODULES_ONESHOT) < 0) return 1;
     mw_snapshot *snap = collect_once(&rt);
     mw_buf b;
     mw_buf_init(&b, 0);
@@ -175,7 +182,7 @@ static int sleep_until(const sigset_t *set, const struct timespec *deadline)
     }
 }
 
-int mw_agent_run(const mw_config *cfg)
+int mw_agent_run(const mw_config *cfg, int hub)
 {
     /* SIGINT and SIGTERM stay blocked in every thread (a thread starts with
      * its creator's mask, and all start after this) and the main loop takes
@@ -200,7 +207,7 @@ int mw_agent_run(const mw_config *cfg)
         return 1;
     }
     runtime rt;
-    if (runtime_open(&rt, cfg, 0) < 0) {
+    if (runtime_open(&rt, cfg, hub ? MW_MODULES_HUB : MW_MODULES_AGENT) < 0) {
         mw_auth_free(auth);
         return 1;
     }
@@ -223,9 +230,16 @@ int mw_agent_run(const mw_config *cfg)
     }
     char iv[32];
     mw_format_duration(cfg->interval_ms, iv, sizeof(iv));
-    mw_log(MW_LOG_INFO, "agent", "mlwatch %s listening on %s (port %d)%s, root %s, interval %s",
-           MLWATCH_VERSION, cfg->listen, mw_http_port(http), mw_auth_tls(auth) ? " with TLS" : "",
-           cfg->root, iv);
+    const char *tls = mw_auth_tls(auth) ? " with TLS" : "";
+    if (hub)
+        mw_log(MW_LOG_INFO, "agent",
+               "mlwatch %s hub listening on %s (port %d)%s, node %s, interval %s: no collection; "
+               "remote write to /api/v1/write",
+               MLWATCH_VERSION, cfg->listen, mw_http_port(http), tls, rt.node, iv);
+    else
+        mw_log(MW_LOG_INFO, "agent",
+               "mlwatch %s listening on %s (port %d)%s, root %s, node %s, interval %s",
+               MLWATCH_VERSION, cfg->listen, mw_http_port(http), tls, cfg->root, rt.node, iv);
 
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);

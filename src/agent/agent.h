@@ -11,8 +11,10 @@
 void mw_options_register_all(void);
 
 /* Collect every interval and serve until SIGINT/SIGTERM. Returns the
- * process exit status. */
-int mw_agent_run(const mw_config *cfg);
+ * process exit status. hub: `mlwatch hub`, the same loop with the collect
+ * stage off (no collector, no deriver): the store, its query API, the UI
+ * and remote write, for what node agents remote-write to it. */
+int mw_agent_run(const mw_config *cfg, int hub);
 /* `mlwatch metrics`'s settings: --format, text or openmetrics. */
 typedef struct mw_metrics_settings {
     char format[32];

@@ -46,8 +46,11 @@ extern const size_t mw_nmodules;
 
 typedef struct mw_module_set mw_module_set;
 
-/* oneshot: skip agent_only modules. */
-mw_module_set *mw_module_set_new(const mw_env *env, int oneshot);
+/* Which modules a set runs: all (the agent); not the agent_only ones
+ * (one-shot commands); those that need no local collection (a hub, which
+ * stores, serves and ships what agents remote-write to it: modules.c). */
+enum { MW_MODULES_AGENT = 0, MW_MODULES_ONESHOT = 1, MW_MODULES_HUB = 2 };
+mw_module_set *mw_module_set_new(const mw_env *env, int mode);
 void mw_module_set_routes(mw_module_set *set, mw_http_server *http);
 void mw_module_set_derive(mw_module_set *set, mw_snapshot *snap);
 void mw_module_set_consume(mw_module_set *set, const mw_snapshot *snap);

@@ -34,6 +34,22 @@ const mw_module *const mw_modules[] = {
 };
 const size_t mw_nmodules = sizeof(mw_modules) / sizeof(mw_modules[0]);
 
+/* A hub (`mlwatch hub`) collects nothing: the derivers (kube inputs,
+ * energy, idle sessions, findings) would see an empty host, so it runs only
+ * these, which work on what agents remote-write to it. */
+static const mw_module *const hub_modules[] = {
+    &mw_module_store_query,
+    &mw_module_remote_write,
+    &mw_module_ui,
+};
+
+static int runs_in_hub(const mw_module *m)
+{
+    for (size_t i = 0; i < sizeof(hub_modules) / sizeof(hub_modules[0]); i++)
+        if (hub_modules[i] == m) return 1;
+    return 0;
+}
+
 typedef struct active_module {
     const mw_module *m;
     void *state;
@@ -44,13 +60,14 @@ struct mw_module_set {
     size_t n;
 };
 
-mw_module_set *mw_module_set_new(const mw_env *env, int oneshot)
+mw_module_set *mw_module_set_new(const mw_env *env, int mode)
 {
     mw_module_set *set = mw_xcalloc(1, sizeof(*set));
     set->items = mw_xcalloc(mw_nmodules, sizeof(active_module));
     for (size_t i = 0; i < mw_nmodules; i++) {
         const mw_module *m = mw_modules[i];
-        if (!m || (oneshot && m->agent_only)) continue;
+        if (!m || (mode == MW_MODULES_ONESHOT && m->agent_only)) continue;
+        if (mode == MW_MODULES_HUB && !runs_in_hub(m)) continue;
         void *state = NULL;
         if (m->init) {
             int rc = m->init(env, &state);

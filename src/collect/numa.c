@@ -220,9 +220,9 @@ static void collect_node(numa_state *st, mw_collect_ctx *ctx, uint32_t node)
     if (rc < 0 || mw_parse_node_meminfo(b->data ? b->data : "", &m) < 0 || m.node != node) {
         report(ctx, path, rc);
     } else {
-        mw_emit(ctx->snap, &MEM_TOTAL, (double)m.total, "node", id, MW_END);
-        mw_emit(ctx->snap, &MEM_FREE, (double)m.free, "node", id, MW_END);
-        mw_emit(ctx->snap, &MEM_USED, (double)m.used, "node", id, MW_END);
+        mw_emit(ctx->snap, &MEM_TOTAL, (double)m.total, "numa_node", id, MW_END);
+        mw_emit(ctx->snap, &MEM_FREE, (double)m.free, "numa_node", id, MW_END);
+        mw_emit(ctx->snap, &MEM_USED, (double)m.used, "numa_node", id, MW_END);
     }
 
     mw_strlcpy(path + dirlen, "cpulist", sizeof(path) - dirlen);
@@ -233,8 +233,8 @@ static void collect_node(numa_state *st, mw_collect_ctx *ctx, uint32_t node)
     } else {
         while (b->len > 0 && (b->data[b->len - 1] == '\n' || b->data[b->len - 1] == ' '))
             b->data[--b->len] = '\0';
-        mw_emit(ctx->snap, &CPUS, ncpus, "node", id, MW_END);
-        mw_emit(ctx->snap, &INFO, 1, "node", id, "cpulist", b->data ? b->data : "", MW_END);
+        mw_emit(ctx->snap, &CPUS, ncpus, "numa_node", id, MW_END);
+        mw_emit(ctx->snap, &INFO, 1, "numa_node", id, "cpulist", b->data ? b->data : "", MW_END);
     }
 
     mw_strlcpy(path + dirlen, "numastat", sizeof(path) - dirlen);
@@ -243,9 +243,9 @@ static void collect_node(numa_state *st, mw_collect_ctx *ctx, uint32_t node)
     if (rc < 0 || mw_parse_numastat(b->data ? b->data : "", &ns) < 0) {
         report(ctx, path, rc);
     } else {
-        mw_emit(ctx->snap, &HITS, (double)ns.hit, "node", id, MW_END);
-        mw_emit(ctx->snap, &MISSES, (double)ns.miss, "node", id, MW_END);
-        mw_emit(ctx->snap, &FOREIGN, (double)ns.foreign, "node", id, MW_END);
+        mw_emit(ctx->snap, &HITS, (double)ns.hit, "numa_node", id, MW_END);
+        mw_emit(ctx->snap, &MISSES, (double)ns.miss, "numa_node", id, MW_END);
+        mw_emit(ctx->snap, &FOREIGN, (double)ns.foreign, "numa_node", id, MW_END);
     }
 }
 

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <yaml.h>
 
 static int check_listen(const char *v, char *why, size_t n)
@@ -60,7 +61,8 @@ static const mw_option global_rows[] = {
         "agent's energy-state.json here is migrated once to DATA_DIR/state/",
         NULL),
     OPT("node-name", MW_OPT_STRING, node_name, "",
-        "This node's name for --kubernetes (default: $NODE_NAME, else the host name)", NULL),
+        "This node's name: the node label of every series, the pods --kubernetes watches "
+        "(default: $NODE_NAME, else the host name)", NULL),
     OPT("json", MW_OPT_BOOL, json, "false",
         "`mlwatch doctor`, `mlwatch run`, `mlwatch query`: print JSON", NULL),
 };
@@ -74,6 +76,18 @@ static const mw_option_group global_options = {
     .nrows = MW_ARRAY_LEN(global_rows),
     .size = 0,
 };
+
+void mw_node_name(const mw_config *c, char *out, size_t size)
+{
+    const char *env = getenv("NODE_NAME");
+    if (c->node_name[0])
+        mw_strlcpy(out, c->node_name, size);
+    else if (env && *env)
+        mw_strlcpy(out, env, size);
+    else if (gethostname(out, size) != 0 || !out[0])
+        mw_strlcpy(out, "unknown", size);
+    out[size - 1] = '\0'; /* gethostname may not terminate a truncated name */
+}
 
 /* ---- the registry of groups ---- */
 

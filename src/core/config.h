@@ -60,6 +60,10 @@ int mw_option_check_count(const char *v, char *why, size_t whysize);
 
 void mw_config_defaults(mw_config *c);
 
+/* This node's name: --node-name, else $NODE_NAME, else the host name
+ * (else "unknown"). The `node` label of every series the agent produces. */
+void mw_node_name(const mw_config *c, char *out, size_t size);
+
 /* Parse argv[first..argc) as flags. Non-flag arguments are collected into
  * rest (argv pointers) when rest is given, else they are errors; "--" ends
  * the flags and everything after it goes to rest. A --config flag is loaded

@@ -218,6 +218,28 @@ void mw_emit(mw_snapshot *s, const mw_metric_desc *d, double value, ...)
     mw_emitv(s, d, value, n, labels);
 }
 
+void mw_snapshot_label_all(mw_snapshot *s, const char *name, const char *value)
+{
+    const char *v = mw_arena_strdup(&s->arena, value);
+    const mw_label *from = NULL, *to = NULL;
+    for (mw_family *f = s->first; f; f = f->next)
+        for (mw_sample *smp = f->first; smp; smp = smp->next) {
+            uint32_t n = smp->nlabels, i;
+            for (i = 0; i < n && strcmp(smp->labels[i].name, name) != 0; i++) {
+            }
+            if (i < n || n >= MW_MAX_LABELS) continue; /* has it, or no room */
+            if (smp->labels != from || !to) {
+                mw_label *copy = mw_arena_alloc(&s->arena, (n + 1) * sizeof(*copy));
+                if (n) memcpy(copy, smp->labels, n * sizeof(*copy));
+                copy[n] = (mw_label){name, v};
+                from = smp->labels;
+                to = copy;
+            }
+            smp->labels = to;
+            smp->nlabels = n + 1;
+        }
+}
+
 const mw_family *mw_snapshot_find(const mw_snapshot *s, const char *name)
 {
     size_t i = find_slot(s->slots, s->nslots, name);

@@ -92,6 +92,11 @@ void mw_emit(mw_snapshot *s, const mw_metric_desc *d, double value, ...);
 void mw_emitv(mw_snapshot *s, const mw_metric_desc *d, double value, size_t nlabels,
               const mw_label *labels);
 
+/* Append NAME=VALUE (NAME a string literal; VALUE copied) to every sample
+ * that lacks a label NAME: the node's name on every series of a cycle.
+ * Samples that shared a label set share the extended one. */
+void mw_snapshot_label_all(mw_snapshot *s, const char *name, const char *value);
+
 const mw_family *mw_snapshot_find(const mw_snapshot *s, const char *name);
 /* The value of the first sample of NAME whose labels include all given pairs
  * (NULL-terminated name/value list); returns 0 and sets *out, or -1. Used by

@@ -536,7 +536,7 @@ static void extract_cpusets(builder *fr, const mw_snapshot *snap, const mw_hostf
     uint64_t node_cpus[MAX_NODES][NODE_BITS / 64];
     uint64_t have_nodes = 0;
     for (const mw_sample *s = first_of(snap, "mlwatch_numa_node_info"); s; s = s->next) {
-        long id = small_id(label(s, "node"), MAX_NODES);
+        long id = small_id(label(s, "numa_node"), MAX_NODES);
         const char *list = label(s, "cpulist");
         if (id < 0 || !list) continue;
         if (dr_parse_cpuset(list, node_cpus[id], NODE_BITS) >= 0) have_nodes |= 1ULL << id;

@@ -15,10 +15,10 @@ expect_eq "text content type" "text/plain; version=0.0.4; charset=utf-8" \
     "$(grep -i '^content-type:' "$WORK/h.txt" | cut -d' ' -f2- | tr -d '\r')"
 promtool check metrics <"$WORK/m.txt" || fail "promtool check metrics rejected the text exposition"
 ok
-errors=$(awk '$1 == "mlwatch_collector_errors_total{collector=\"loadavg\"}" {print $2}' "$WORK/m.txt")
+errors=$(awk '$1 == "mlwatch_collector_errors_total{collector=\"loadavg\",node=\"t1\"}" {print $2}' "$WORK/m.txt")
 [ -n "$errors" ] && [ "$errors" -ge 3 ] || fail "loadavg errors not counted (got '$errors')"
 ok
-if grep -q '^mlwatch_load1 ' "$WORK/m.txt"; then fail "a malformed loadavg still produced mlwatch_load1"; fi
+if grep -q '^mlwatch_load1[{ ]' "$WORK/m.txt"; then fail "a malformed loadavg still produced mlwatch_load1"; fi
 ok
 grep -q '^mlwatch_build_info{' "$WORK/m.txt" || fail "build_info missing"
 ok
@@ -38,7 +38,7 @@ expect_eq "OpenMetrics content type" "application/openmetrics-text; version=1.0.
 expect_eq "OpenMetrics last line" "# EOF" "$(tail -n1 "$WORK/m.om")"
 grep -q '^# TYPE mlwatch_collector_errors counter$' "$WORK/m.om" || fail "counter family name in OpenMetrics"
 ok
-grep -q '^mlwatch_collector_errors_total{collector="loadavg"} ' "$WORK/m.om" || fail "counter sample name in OpenMetrics"
+grep -q '^mlwatch_collector_errors_total{collector="loadavg",node="t1"} ' "$WORK/m.om" || fail "counter sample name in OpenMetrics"
 ok
 grep -q '^# TYPE mlwatch_build info$' "$WORK/m.om" || fail "info family in OpenMetrics"
 ok
@@ -64,8 +64,8 @@ expect_eq "POST /metrics" 405 "$(curl -s -o /dev/null -w '%{http_code}' -X POST 
 printf '0.50 0.25 0.10 2/200 777\n' >"$root/proc/loadavg"
 sleep 0.6
 curl -sf -o "$WORK/m2.txt" "$AGENT_URL/metrics"
-expect_eq "mlwatch_load1 after the fix" "mlwatch_load1 0.5" "$(grep '^mlwatch_load1 ' "$WORK/m2.txt")"
-errors2=$(awk '$1 == "mlwatch_collector_errors_total{collector=\"loadavg\"}" {print $2}' "$WORK/m2.txt")
+expect_eq "mlwatch_load1 after the fix" 'mlwatch_load1{node="t1"} 0.5' "$(grep '^mlwatch_load1{' "$WORK/m2.txt")"
+errors2=$(awk '$1 == "mlwatch_collector_errors_total{collector=\"loadavg\",node=\"t1\"}" {print $2}' "$WORK/m2.txt")
 [ "$errors2" -ge "$errors" ] || fail "error counter went backwards ($errors -> $errors2)"
 ok
 

@@ -92,10 +92,15 @@ expect_usage_error "mlwatch agent: $WORK/missing.yaml: cannot open config file: 
 
 # A config file sets values; a flag overrides the file.
 printf 'collectors: [loadavg]\nformat: openmetrics\n' >"$WORK/good.yaml"
-"$MLWATCH_BIN" metrics --config "$WORK/good.yaml" --root "$MLWATCH_FIXTURES/bare-vm" >"$WORK/om"
+env -u NODE_NAME "$MLWATCH_BIN" metrics --config "$WORK/good.yaml" --root "$MLWATCH_FIXTURES/bare-vm" >"$WORK/om"
 expect_eq "last line of OpenMetrics output" "# EOF" "$(tail -n1 "$WORK/om")"
-grep -q '^mlwatch_load1 ' "$WORK/om" || fail "loadavg missing from config-selected run"
+grep -q '^mlwatch_load1{node="'"$(hostname)"'"} ' "$WORK/om" || fail "loadavg missing from config-selected run"
 ok
+# The node label: the host name by default, else $NODE_NAME, else --node-name.
+expect_eq "node label from \$NODE_NAME" 'mlwatch_load1{node="n-env"} 0.1' \
+    "$(NODE_NAME=n-env "$MLWATCH_BIN" metrics --collectors loadavg --root "$MLWATCH_FIXTURES/bare-vm" | grep '^mlwatch_load1{')"
+expect_eq "node label from --node-name" 'mlwatch_load1{node="n-flag"} 0.1' \
+    "$(NODE_NAME=n-env "$MLWATCH_BIN" metrics --collectors loadavg --node-name n-flag --root "$MLWATCH_FIXTURES/bare-vm" | grep '^mlwatch_load1{')"
 if grep -q '^mlwatch_cpu_seconds_total' "$WORK/om"; then fail "collectors: [loadavg] did not restrict collectors"; fi
 ok
 "$MLWATCH_BIN" metrics --config "$WORK/good.yaml" --format text --root "$MLWATCH_FIXTURES/bare-vm" >"$WORK/text"

@@ -282,7 +282,7 @@ expect_eq "why" "write requests are refused: mlwatch listens on 0.0.0.0:0, not a
 expect_eq "compaction" 403 "$(scrape -o /dev/null -w '%{http_code}' -X POST "$AGENT_URL/api/v1/store/compact")"
 idle_session() {
     scrape -f -H "Authorization: Bearer $metrics_token" "$AGENT_URL/metrics" >"$WORK/m.txt" &&
-        grep -q '^mlwatch_idle_gpu_sessions{namespace="shared"} 1$' "$WORK/m.txt"
+        grep -q '^mlwatch_idle_gpu_sessions{namespace="shared",node="gpu-node-1"} 1$' "$WORK/m.txt"
 }
 if ! WAIT_EVERY=0.2 wait_for 15 idle_session; then
     tail -20 "$WORK/agent.log" >&2

@@ -20,7 +20,8 @@
 # __meta_kubernetes_* labels Kubernetes SD would give, and relabels them with
 # deploy/prometheus/scrape-config.yml's own relabel_configs (Debian's
 # Prometheus is built without Kubernetes SD): the series must come out with
-# node/instance = the node name, and a pod that is not Running is dropped.
+# instance = the node name, node = the agent's own label (untouched), and a
+# pod that is not Running is dropped.
 #
 # Conditions the test cannot make hold, whose queries must only succeed
 # (and are printed with 0 series): none of the alert expressions at present;
@@ -77,9 +78,9 @@ run_agent() { # NAME ARGS...: start one agent, its URL in URLS[NAME]
 }
 run_agent gpu --root "$MLWATCH_FIXTURES/gpu-node" --nvml-library "$fake" \
     --gpu-process-interval 500ms --idle-window 1s --idle-busy-period 1s --node-name gpu-node-1
-run_agent host --root "$MLWATCH_FIXTURES/rapl-cpufreq" --nvml-library none
+run_agent host --root "$MLWATCH_FIXTURES/rapl-cpufreq" --nvml-library none --node-name cpu-node-2
 pods_root=$(fixture_copy k8s-v2-systemd)
-run_agent pods --root "$pods_root" --nvml-library none
+run_agent pods --root "$pods_root" --nvml-library none --node-name cpu-node-3
 for n in gpu host pods; do wait_http "http://${URLS[$n]}/-/ready" 30; done
 
 # The fixtures are still pictures; counters must move for rate() to see
@@ -182,6 +183,10 @@ expect_eq "targets" "cpu-node-2 cpu-node-3 gpu-node-1" \
 expect_eq "node label" "cpu-node-2 cpu-node-3 gpu-node-1" \
     "$(q 'count by (node) (mlwatch_build_info)' | jq -r '[.[].metric.node] | sort | join(" ")')"
 expect_eq "series of namespace mlwatch" "[]" "$(q 'count({namespace="mlwatch"})')"
+# The agent's node label comes through the scrape as it is: not renamed
+# (exported_node) by a target label, on every series.
+expect_eq "series with exported_node" "[]" "$(q 'count({exported_node!=""})')"
+expect_eq "series without node" "[]" "$(q 'count({__name__=~"mlwatch_.+", node=""})')"
 expect_eq "idle session of notebook-a" \
     '{"container":"main","gpu":"0","namespace":"shared","pod":"notebook-a"}' \
     "$(q 'mlwatch_gpu_idle_seconds > 0' | jq -c '.[0].metric | {container, gpu, namespace, pod}')"

@@ -91,7 +91,7 @@ expect_eq "agent: ?namespace=ml-team" 0 \
 expect_eq "agent: ?window=bad" 400 \
     "$(curl -s -o /dev/null -w '%{http_code}' "$AGENT_URL/api/v1/findings?window=bad")"
 curl -sf "$AGENT_URL/metrics" >"$WORK/metrics.txt"
-grep -qx 'mlwatch_finding{kind="gpu_shared",severity="warning",namespace="shared",pod="notebook-c",container="main",gpu="0"} 1' \
+grep -qx 'mlwatch_finding{kind="gpu_shared",severity="warning",namespace="shared",pod="notebook-c",container="main",gpu="0",node="t1"} 1' \
     "$WORK/metrics.txt" || fail "no mlwatch_finding for notebook-c"
 ok
 expect_eq "agent: mlwatch_finding samples" 3 "$(grep -c '^mlwatch_finding{' "$WORK/metrics.txt")"

@@ -10,7 +10,7 @@ source "$(dirname "$0")/lib.sh"
 
 for fx in k8s-v2-systemd k8s-v1-cgroupfs rapl-cpufreq bare-vm; do
     [ -d "$MLWATCH_FIXTURES/$fx" ] || fail "fixture $fx is missing"
-    "$MLWATCH_BIN" metrics --root "$MLWATCH_FIXTURES/$fx" --nvml-library none --rocm-library none >"$WORK/$fx.prom" 2>"$WORK/$fx.err" ||
+    "$MLWATCH_BIN" metrics --root "$MLWATCH_FIXTURES/$fx" --node-name "$fx" --nvml-library none --rocm-library none >"$WORK/$fx.prom" 2>"$WORK/$fx.err" ||
         fail "$fx: mlwatch metrics failed: $(cat "$WORK/$fx.err")"
     promtool check metrics <"$WORK/$fx.prom" >"$WORK/$fx.lint" 2>&1 ||
         fail "$fx: promtool check metrics: $(cat "$WORK/$fx.lint")"
@@ -35,9 +35,9 @@ if grep -q '^mlwatch_cpu_frequency_hertz' "$WORK/bare-vm.prom"; then fail "bare-
 ok
 if grep -q '^mlwatch_rapl_energy_joules_total' "$WORK/bare-vm.prom"; then fail "bare-vm reports RAPL"; fi
 ok
-grep -q '^mlwatch_rapl_energy_joules_total{zone="package-0"}' "$WORK/rapl-cpufreq.prom" || fail "rapl-cpufreq lacks RAPL"
+grep -q '^mlwatch_rapl_energy_joules_total{zone="package-0",node="rapl-cpufreq"}' "$WORK/rapl-cpufreq.prom" || fail "rapl-cpufreq lacks RAPL"
 ok
-grep -q '^mlwatch_cpu_scaling_governor_info{cpu="0",governor="powersave"} 1$' "$WORK/rapl-cpufreq.prom" || fail "governor of cpu0"
+grep -q '^mlwatch_cpu_scaling_governor_info{cpu="0",governor="powersave",node="rapl-cpufreq"} 1$' "$WORK/rapl-cpufreq.prom" || fail "governor of cpu0"
 ok
 for fx in k8s-v2-systemd k8s-v1-cgroupfs; do
     grep -q '^mlwatch_container_cpu_seconds_total{namespace="' "$WORK/$fx.prom" || fail "$fx: no pod containers"

@@ -48,7 +48,7 @@ curl -sf "$AGENT_URL/metrics" >"$WORK/m1.txt"
 promtool check metrics <"$WORK/m1.txt" || fail "promtool check metrics"
 ok
 for g in 0 1 2 3; do
-    grep -q "^mlwatch_collector_duration_seconds{collector=\"gpu\",gpu=\"$g\"} " "$WORK/m1.txt" ||
+    grep -q "^mlwatch_collector_duration_seconds{collector=\"gpu\",gpu=\"$g\",node=\"t1\"} " "$WORK/m1.txt" ||
         fail "no collection time of GPU $g"
     ok
 done
@@ -81,7 +81,7 @@ for i in $(seq 1 10); do
 done
 awk -v w="$worst" 'BEGIN { exit !(w < 0.5) }' || fail "a scrape took $worst s behind a slow driver"
 ok
-d=$(value mlwatch_collector_duration_seconds 'collector="gpu"}')
+d=$(value mlwatch_collector_duration_seconds 'collector="gpu",node="t1"}')
 awk -v d="$d" 'BEGIN { exit !(d != "" && d < 0.1) }' || fail "the gpu collector's cycle took $d s"
 ok
 scenario

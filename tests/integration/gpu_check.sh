@@ -37,15 +37,15 @@ line() { grep -x "$1" "$sum" >/dev/null || fail "summary lacks '$1': $(cat "$sum
 expect_eq "stderr" "" "$(cat "$WORK/stderr.txt")"
 line 'agent: ran 2 s and was stopped'
 line 'GPUs: 2, compute processes: 1'
-line 'gpu: mlwatch_gpu_info{gpu="1",uuid="GPU-fake-1",model="Fake GPU",pci_bus_id="0000:02:00.0",driver_version="550.54.15",cpu_affinity=""} 1'
+line 'gpu: mlwatch_gpu_info{gpu="1",uuid="GPU-fake-1",model="Fake GPU",pci_bus_id="0000:02:00.0",driver_version="550.54.15",cpu_affinity="",node="[^"]*"} 1'
 line 'log: .* info gpu: GPU telemetry: NVML, driver 550.54.15: 2 GPUs'
 if command -v promtool >/dev/null; then
     line 'promtool check metrics: clean'
 else
     line 'promtool not installed: not checked'
 fi
-expect_eq "per-GPU poll times" 2 "$(grep -c '^  mlwatch_collector_duration_seconds{collector="gpu",gpu="[01]"} [0-9.e-]*$' "$sum")"
-line '  mlwatch_collector_duration_seconds{collector="gpu"} [0-9.e-]*'
+expect_eq "per-GPU poll times" 2 "$(grep -c '^  mlwatch_collector_duration_seconds{collector="gpu",gpu="[01]",node="[^"]*"} [0-9.e-]*$' "$sum")"
+line '  mlwatch_collector_duration_seconds{collector="gpu",node="[^"]*"} [0-9.e-]*'
 line 'slowest of 10 scrapes: [0-9]*\.[0-9]* s'
 line 'agent RSS after 2 s: [1-9][0-9]* MiB (peak [1-9][0-9]* MiB), all collectors'
 line 'samples: [1-9][0-9]*, GPU samples: [1-9][0-9]*'

@@ -15,14 +15,14 @@ root=$MLWATCH_FIXTURES/gpu-node
 
 for sc in h100x8 timeshare a100-mig h100-mig consumer; do
     FAKE_NVML_SCENARIO=$MLWATCH_SRC/tests/fakenvml/scenarios/$sc.txt \
-        "$MLWATCH_BIN" metrics --root "$root" --collectors cgroup,gpu --nvml-library "$fake" \
+        "$MLWATCH_BIN" metrics --root "$root" --node-name gpu-node --collectors cgroup,gpu --nvml-library "$fake" \
         --rocm-library none >"$WORK/$sc.prom" 2>"$WORK/$sc.err" ||
         fail "$sc: mlwatch metrics failed: $(cat "$WORK/$sc.err")"
     promtool check metrics <"$WORK/$sc.prom" >"$WORK/$sc.lint" 2>&1 ||
         fail "$sc: promtool check metrics: $(cat "$WORK/$sc.lint")"
     ok
-    expect_eq "$sc: gpu errors" 'mlwatch_collector_errors_total{collector="gpu"} 0' \
-        "$(grep '^mlwatch_collector_errors_total{collector="gpu"}' "$WORK/$sc.prom")"
+    expect_eq "$sc: gpu errors" 'mlwatch_collector_errors_total{collector="gpu",node="gpu-node"} 0' \
+        "$(grep '^mlwatch_collector_errors_total{collector="gpu",' "$WORK/$sc.prom")"
     # One line (what was found); on a GPU in MIG mode without GPM one more
     # saying that MIG instances have no utilization.
     lines=1

@@ -48,13 +48,13 @@ stop_agent() {
 agent_args=(--root "$root" --collectors cgroup,gpu --nvml-library "$fake" --rocm-library none
     --interval 200ms --gpu-process-interval 200ms --idle-window 2s --idle-busy-period 1s
     --node-name gpu-node-1)
-Z='mlwatch_gpu_idle_seconds{namespace="shared",pod="notebook-z",container="main",gpu="0",workload_kind="",workload="",owner="shared"}'
+Z='mlwatch_gpu_idle_seconds{namespace="shared",pod="notebook-z",container="main",gpu="0",workload_kind="",workload="",owner="shared",node="gpu-node-1"}'
 
 start_fake --alloc "shared/notebook-z/main=nvidia.com/gpu:GPU-00000000-0000-4000-8000-000000000000" \
     --alloc "ml-team/train-1/main=nvidia.com/gpu:GPU-11111111-0000-4000-8000-000000000001" \
     --alloc "shared/notebook-z/main=cpu:0,1"
 start_agent "${agent_args[@]}"
-shared_sessions() { awk '/^mlwatch_idle_gpu_sessions\{namespace="shared"\}/ { print $2 }' "$WORK/m1.txt"; }
+shared_sessions() { awk '/^mlwatch_idle_gpu_sessions\{namespace="shared",node="gpu-node-1"\}/ { print $2 }' "$WORK/m1.txt"; }
 one_shared_session() { # in a fresh scrape, kept in $WORK/m1.txt
     curl -sf "$AGENT_URL/metrics" >"$WORK/m1.txt" || true
     [ "$(shared_sessions)" = 1 ]
@@ -66,10 +66,10 @@ awk -v z="$z" 'BEGIN { exit !(z > 0) }' || fail "notebook-z idle seconds: '$z'"
 ok
 expect_eq "sessions of notebook-z" 1 "$(grep -c '^mlwatch_gpu_idle_seconds{namespace="shared",pod="notebook-z"' "$WORK/m1.txt")"
 expect_eq "sessions of train-1 (process and allocation are one)" \
-    'mlwatch_gpu_idle_seconds{namespace="ml-team",pod="train-1",container="main",gpu="1",workload_kind="",workload="",owner="ml-team"} 0' \
+    'mlwatch_gpu_idle_seconds{namespace="ml-team",pod="train-1",container="main",gpu="1",workload_kind="",workload="",owner="ml-team",node="gpu-node-1"} 0' \
     "$(grep '^mlwatch_gpu_idle_seconds{namespace="ml-team",pod="train-1"' "$WORK/m1.txt")"
 expect_eq "idle sessions in ml-team" 0 \
-    "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="ml-team"\}/ { print $2 }' "$WORK/m1.txt")"
+    "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="ml-team",node="gpu-node-1"\}/ { print $2 }' "$WORK/m1.txt")"
 grep -q "idle session: shared/notebook-z container main GPU 0" "$WORK/agent.log" ||
     fail "no log of the idle session: $(tail -5 "$WORK/agent.log")"
 ok

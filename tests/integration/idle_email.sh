@@ -73,7 +73,7 @@ grep -qF "Subject: [mlwatch] Resolved: GPU 0 (NVIDIA L40S) on gpu-node-7 is no l
 ok
 delivered() {
     curl -sf "$AGENT_URL/metrics" >"$WORK/m.txt"
-    awk '/^mlwatch_notifications_total\{receiver="email",result="delivered"\}/ { print $2 }' "$WORK/m.txt"
+    awk '/^mlwatch_notifications_total\{receiver="email",result="delivered",node="gpu-node-7"\}/ { print $2 }' "$WORK/m.txt"
 }
 delivered_are() { [ "$(delivered)" = "$1" ]; }
 wait_for 3 delivered_are 2 || true

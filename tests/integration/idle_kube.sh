@@ -67,7 +67,7 @@ await_wl notebook-c "Pod notebook-c" # the relisted pod list has it as a bare po
 # else the namespace.
 owner_of() {
     curl -sf "$AGENT_URL/metrics" |
-        sed -n 's/^mlwatch_gpu_idle_seconds{namespace="[^"]*",pod="'"$1"'",.*,owner="\([^"]*\)"} .*/\1/p'
+        sed -n 's/^mlwatch_gpu_idle_seconds{namespace="[^"]*",pod="'"$1"'",.*,owner="\([^"]*\)",node="[^"]*"} .*/\1/p'
 }
 [ "$(owner_of notebook-a)" = "alice@example.org" ] && ok || fail "owner label of notebook-a: $(owner_of notebook-a)"
 [ "$(owner_of train-0)" = "ml-team" ] && ok || fail "owner label of train-0: $(owner_of train-0)"

@@ -50,25 +50,25 @@ start_agent --root "$root" --collectors cgroup,gpu --nvml-library "$fake" --rocm
     --notify-repeat-interval 1h --state-dir "$WORK/state"
 idle_slices() { # in a fresh scrape, kept in $WORK/m.txt: infer-0's and notebook-z's
     curl -sf "$AGENT_URL/metrics" >"$WORK/m.txt" || true
-    [ "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="inference"\}/ { print $2 }' "$WORK/m.txt")" = 1 ] &&
-        [ "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="shared"\}/ { print $2 }' "$WORK/m.txt")" = 1 ]
+    [ "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="inference",node="gpu-node-1"\}/ { print $2 }' "$WORK/m.txt")" = 1 ] &&
+        [ "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="shared",node="gpu-node-1"\}/ { print $2 }' "$WORK/m.txt")" = 1 ]
 }
 WAIT_EVERY=0.2 wait_for 15 idle_slices || fail "no idle MIG sessions: $(grep idle "$WORK/m.txt")"
 expect_eq "idle sessions in ml-team (busy allocated slice)" 0 \
-    "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="ml-team"\}/ { print $2 }' "$WORK/m.txt")"
+    "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="ml-team",node="gpu-node-1"\}/ { print $2 }' "$WORK/m.txt")"
 expect_eq "activity of GI 9" 0 "$(awk '/^mlwatch_mig_utilization_ratio\{.*gpu_instance="9"/ { print $2 }' "$WORK/m.txt")"
 expect_eq "activity of GI 8" 0.6 "$(awk '/^mlwatch_mig_utilization_ratio\{.*gpu_instance="8"/ { print $2 }' "$WORK/m.txt")"
 ok
 L='container="main",gpu="0",mig_profile="1g.10gb"'
-grep -q "^mlwatch_gpu_idle_seconds{namespace=\"inference\",pod=\"infer-0\",$L,gpu_instance=\"7\",compute_instance=\"0\",workload_kind=\"\",workload=\"\",owner=\"inference\"} [1-9]" "$WORK/m.txt" ||
+grep -q "^mlwatch_gpu_idle_seconds{namespace=\"inference\",pod=\"infer-0\",$L,gpu_instance=\"7\",compute_instance=\"0\",workload_kind=\"\",workload=\"\",owner=\"inference\",node=\"gpu-node-1\"} [1-9]" "$WORK/m.txt" ||
     fail "infer-0 on GI 7 not idle: $(grep idle_seconds "$WORK/m.txt")"
-grep -q "^mlwatch_gpu_idle_seconds{namespace=\"shared\",pod=\"notebook-z\",$L,gpu_instance=\"9\",compute_instance=\"0\",workload_kind=\"\",workload=\"\",owner=\"shared\"} [1-9]" "$WORK/m.txt" ||
+grep -q "^mlwatch_gpu_idle_seconds{namespace=\"shared\",pod=\"notebook-z\",$L,gpu_instance=\"9\",compute_instance=\"0\",workload_kind=\"\",workload=\"\",owner=\"shared\",node=\"gpu-node-1\"} [1-9]" "$WORK/m.txt" ||
     fail "notebook-z on GI 9 (allocated only) not idle: $(grep idle_seconds "$WORK/m.txt")"
 expect_eq "infer-1 on GI 8 (busy)" \
-    "mlwatch_gpu_idle_seconds{namespace=\"inference\",pod=\"infer-1\",$L,gpu_instance=\"8\",compute_instance=\"0\",workload_kind=\"\",workload=\"\",owner=\"inference\"} 0" \
+    "mlwatch_gpu_idle_seconds{namespace=\"inference\",pod=\"infer-1\",$L,gpu_instance=\"8\",compute_instance=\"0\",workload_kind=\"\",workload=\"\",owner=\"inference\",node=\"gpu-node-1\"} 0" \
     "$(grep '^mlwatch_gpu_idle_seconds{namespace="inference",pod="infer-1"' "$WORK/m.txt")"
 expect_eq "train-1 on GI 10 (allocated, busy)" \
-    "mlwatch_gpu_idle_seconds{namespace=\"ml-team\",pod=\"train-1\",$L,gpu_instance=\"10\",compute_instance=\"0\",workload_kind=\"\",workload=\"\",owner=\"ml-team\"} 0" \
+    "mlwatch_gpu_idle_seconds{namespace=\"ml-team\",pod=\"train-1\",$L,gpu_instance=\"10\",compute_instance=\"0\",workload_kind=\"\",workload=\"\",owner=\"ml-team\",node=\"gpu-node-1\"} 0" \
     "$(grep '^mlwatch_gpu_idle_seconds{namespace="ml-team",pod="train-1"' "$WORK/m.txt")"
 # Allocation and processes on the same instance are one session.
 expect_eq "sessions of infer-0" 1 "$(grep -c '^mlwatch_gpu_idle_seconds{namespace="inference",pod="infer-0"' "$WORK/m.txt")"
@@ -96,11 +96,11 @@ expect_eq "messages about busy slices" 0 "$(got_count '(.body | tostring | test(
 sed -i 's/gi=7 memused=550502400 graphics=0/gi=7 memused=550502400 graphics=50/' "$WORK/scenario.txt"
 gi7_ended() { # in a fresh scrape, kept in $WORK/m2.txt
     curl -sf "$AGENT_URL/metrics" >"$WORK/m2.txt" || true
-    [ "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="inference"\}/ { print $2 }' "$WORK/m2.txt")" = 0 ]
+    [ "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="inference",node="gpu-node-1"\}/ { print $2 }' "$WORK/m2.txt")" = 0 ]
 }
 WAIT_EVERY=0.2 wait_for 10 gi7_ended || fail "GI 7 episode did not end: $(grep idle "$WORK/m2.txt")"
 expect_eq "idle sessions in shared after GI 7 got busy" 1 \
-    "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="shared"\}/ { print $2 }' "$WORK/m2.txt")"
+    "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="shared",node="gpu-node-1"\}/ { print $2 }' "$WORK/m2.txt")"
 grep -q "idle session ended (busy): inference/infer-0 container main GPU 0 MIG 1g.10gb GI 7 CI 0" "$WORK/agent.log" ||
     fail "no log of the end: $(grep idle "$WORK/agent.log" | tail -5)"
 ok

@@ -94,11 +94,11 @@ expect_eq "alertmanager endsAt" '"0001-01-01T00:00:00Z"' "$(jq -c '.alerts[0].en
 # The busy pod: no session, no message; its idle seconds are 0.
 expect_eq "messages about train-1" 0 "$(got_count '(.body | tostring | contains("train-1"))')"
 curl -sf "$AGENT_URL/metrics" >"$WORK/m1.txt"
-grep -q '^mlwatch_gpu_idle_seconds{namespace="ml-team",pod="train-1",container="main",gpu="1",workload_kind="",workload="",owner="ml-team"} 0$' "$WORK/m1.txt" ||
+grep -q '^mlwatch_gpu_idle_seconds{namespace="ml-team",pod="train-1",container="main",gpu="1",workload_kind="",workload="",owner="ml-team",node="gpu-node-1"} 0$' "$WORK/m1.txt" ||
     fail "train-1 idle seconds: $(grep train-1 "$WORK/m1.txt" | grep idle)"
 ok
 expect_eq "idle sessions in shared" 2 \
-    "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="shared"\}/ { print $2 }' "$WORK/m1.txt")"
+    "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="shared",node="gpu-node-1"\}/ { print $2 }' "$WORK/m1.txt")"
 promtool check metrics <"$WORK/m1.txt" || fail "promtool check metrics"
 ok
 
@@ -132,7 +132,7 @@ expect_eq "nothing delivered while down" 2 "$(got_count "$CHAT and $A")"
 start_receiver
 await_count "new episode delivered after the receiver came back" "$CHAT and $A" 3 12
 curl -sf "$AGENT_URL/metrics" >"$WORK/m2.txt"
-failed=$(awk '/^mlwatch_notifications_total\{receiver="webhook",result="failed"\}/ { print $2 }' "$WORK/m2.txt")
+failed=$(awk '/^mlwatch_notifications_total\{receiver="webhook",result="failed",node="gpu-node-1"\}/ { print $2 }' "$WORK/m2.txt")
 awk -v f="$failed" 'BEGIN { exit !(f >= 1) }' || fail "failed deliveries not counted: '$failed'"
 ok
 

@@ -75,7 +75,7 @@ stop_agent() { # NAME
 
 wl() { # POD: "kind workload" of the pod's idle-seconds sample
     curl -sf "$AGENT_URL/metrics" |
-        sed -n 's/^mlwatch_gpu_idle_seconds{namespace="[^"]*",pod="'"$1"'",container="main",gpu="[0-9]*",workload_kind="\([^"]*\)",workload="\([^"]*\)",owner="[^"]*"} .*/\1 \2/p'
+        sed -n 's/^mlwatch_gpu_idle_seconds{namespace="[^"]*",pod="'"$1"'",container="main",gpu="[0-9]*",workload_kind="\([^"]*\)",workload="\([^"]*\)",owner="[^"]*",node="[^"]*"} .*/\1 \2/p'
 }
 # The whole page first: grep -q stops at the match, and curl, still writing,
 # would fail the pipeline with SIGPIPE (pipefail).

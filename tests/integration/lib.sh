@@ -222,12 +222,14 @@ agent_started() { [ -n "$(agent_port)" ] || exited "$AGENT_PID"; }
 # /var/lib/mlwatch (ARGS may override: later flags win).
 # It listens on a port of the kernel's choice, read from its log: a port
 # picked free beforehand may be taken (a parallel test's connection) by then.
+# Its node label is "t1" (\$NODE_NAME, unless the caller sets it or passes
+# --node-name), not the name of the machine the test runs on.
 start_agent() {
     local port
     # Emptied here, not only by the child's redirection: until the child
     # runs, the log is the previous agent's, with its port.
     : >"$WORK/agent.log"
-    "$MLWATCH_BIN" agent --listen 127.0.0.1:0 --data-dir "$WORK/data" \
+    NODE_NAME=${NODE_NAME:-t1} "$MLWATCH_BIN" agent --listen 127.0.0.1:0 --data-dir "$WORK/data" \
         --state-dir "$WORK/state" "$@" >"$WORK/agent.log" 2>&1 &
     AGENT_PID=$!
     PIDS+=("$AGENT_PID")

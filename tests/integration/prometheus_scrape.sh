@@ -31,7 +31,7 @@ exposed=$(grep -vc '^#' "$WORK/m.om")
 scraped=$(query 'scrape_samples_scraped{job="mlwatch"}')
 expect_eq "samples Prometheus scraped vs samples exposed" "$exposed" "$scraped"
 expect_eq "mlwatch_load1 as Prometheus reads it" \
-    "$(awk '$1 == "mlwatch_load1" {print $2}' "$WORK/m.om")" "$(query 'mlwatch_load1')"
+    "$(awk '$1 == "mlwatch_load1{node=\"t1\"}" {print $2}' "$WORK/m.om")" "$(query 'mlwatch_load1{node="t1"}')"
 expect_eq "collector errors seen by Prometheus" 0 "$(query 'sum(mlwatch_collector_errors_total)')"
 
 # Metadata (TYPE/HELP/UNIT) reached Prometheus intact.

@@ -22,7 +22,7 @@ want=$(curl -s --get --data-urlencode 'query=mlwatch_load1' --data-urlencode "ti
     "$AGENT_URL/api/v1/query" | jq -r '.data.result[0].value[1]')
 [ -n "$want" ] && [ "$want" != null ] || fail "the API returned no mlwatch_load1"
 out=$("$MLWATCH_BIN" query --url "$AGENT_URL" --time "$now" 'mlwatch_load1')
-expect_eq "table line for mlwatch_load1" "mlwatch_load1 $want" "$out"
+expect_eq "table line for mlwatch_load1" "mlwatch_load1{node=\"t1\"} $want" "$out"
 
 # Labels in PromQL notation, sorted; one line per series.
 out=$("$MLWATCH_BIN" query --url "$AGENT_URL/" --time "$now" 'label_replace(vector(2), "b", "x\"y", "", "")')
@@ -33,7 +33,7 @@ expect_eq "scalar result" "1.5" "$out"
 # The default URL is the agent on --listen (":PORT" means 127.0.0.1).
 port=${AGENT_URL##*:}
 out=$("$MLWATCH_BIN" query --listen ":$port" --time "$now" 'mlwatch_load1')
-expect_eq "default URL from --listen" "mlwatch_load1 $want" "$out"
+expect_eq "default URL from --listen" "mlwatch_load1{node=\"t1\"} $want" "$out"
 
 # Range query: 5 points from start to end at a 1s step; --json is `data`.
 "$MLWATCH_BIN" query --url "$AGENT_URL" --json --start $((now - 4)) --end "$now" --step 1s \
@@ -97,7 +97,7 @@ if command -v prometheus >/dev/null; then
         "$PROM/api/v1/query" | jq -r '.data.result[0].value[1]')
     out=$("$MLWATCH_BIN" query --url "$PROM" --time "$t" 'mlwatch_load1')
     expect_eq "Prometheus table line" \
-        "mlwatch_load1{instance=\"${AGENT_URL#http://}\", job=\"mlwatch\"} $want" "$out"
+        "mlwatch_load1{instance=\"${AGENT_URL#http://}\", job=\"mlwatch\", node=\"t1\"} $want" "$out"
     set +e
     err=$("$MLWATCH_BIN" query --url "$PROM" 'sum(' 2>&1 >/dev/null)
     rc=$?

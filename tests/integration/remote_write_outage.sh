@@ -60,7 +60,9 @@ sleep 1
 curl -s --get --data-urlencode 'query={__name__=~"mlwatch_load1|mlwatch_cpu_seconds_total"}[15m]' \
     --data-urlencode "time=$highest" "$AGENT_URL/api/v1/query" >"$WORK/generated.json"
 for r in "$PROM" "$VM"; do
-    curl -s --get --data-urlencode "query={node=\"outage\"}[15m]" --data-urlencode "time=$highest" \
+    # node: the agent's own label (t1, start_agent's), which an external
+    # label of that name does not replace (as in Prometheus).
+    curl -s --get --data-urlencode "query={node=\"t1\"}[15m]" --data-urlencode "time=$highest" \
         "$r/api/v1/query" >"$WORK/samples.json"
     python3 - "$WORK/generated.json" "$WORK/samples.json" "$r" <<'PY' || fail "samples missing on $r"
 import json, sys
@@ -70,7 +72,7 @@ def series(path, drop):
         key = tuple(sorted((k, v) for k, v in r['metric'].items() if k != drop))
         out[key] = {float(t): v for t, v in r['values']}
     return out
-gen = series(sys.argv[1], None)
+gen = series(sys.argv[1], 'node')
 got = series(sys.argv[2], 'node')
 load = [k for k in gen if ('__name__', 'mlwatch_load1') in k]
 cpu = [k for k in gen if ('__name__', 'mlwatch_cpu_seconds_total') in k]

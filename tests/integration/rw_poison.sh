@@ -19,7 +19,7 @@ count_of() { curl -s "$AGENT_URL/api/v1/store/count?match=$1" | awk '/^samples/{
 OWN=mlwatch_store_active_series
 more_own_than() { [ "$(count_of $OWN)" -gt "$1" ]; }
 
-start_agent --data-dir "$WORK/d" --interval 200ms --disable-collectors gpu
+start_agent --data-dir "$WORK/d" --interval 200ms --disable-collectors gpu --node-name n1
 wait_for 20 more_own_than 1 || fail "the agent's own samples are not stored"
 ok
 now_ms=$(( $(date +%s) * 1000 ))
@@ -31,8 +31,11 @@ out=$("$CLIENT" one "$AGENT_URL/api/v1/write" other_series x "" $((now_ms + 6000
 expect_eq "ten minutes ahead" "400 sample too far in the future for series {__name__=\"other_series\"}: timestamp $((now_ms + 600000)) is more than 300000 ms after the store's clock; nothing of this request was stored" "$out"
 out=$("$CLIENT" one "$AGENT_URL/api/v1/write" other_series x "" $((now_ms + 60000)) 1)
 expect_eq "a minute ahead is accepted" "204 " "$out"
-out=$("$CLIENT" one "$AGENT_URL/api/v1/write" $OWN x "" $((now_ms + 60000)) 1)
-expect_eq "into an own series" "400 series {__name__=\"$OWN\"} is the agent's own: remote writes may not add to it; nothing of this request was stored" "$out"
+# The agent's own series carry its node label: another node's are not its own.
+out=$("$CLIENT" one "$AGENT_URL/api/v1/write" $OWN node n1 $((now_ms + 60000)) 1)
+expect_eq "into an own series" "400 series {__name__=\"$OWN\", node=\"n1\"} is the agent's own: remote writes may not add to it; nothing of this request was stored" "$out"
+out=$("$CLIENT" one "$AGENT_URL/api/v1/write" $OWN node n2 $((now_ms + 60000)) 1)
+expect_eq "into another node's series of that name" "204 " "$out"
 
 # Every series of the agent's exposition, ten years ahead, in one request;
 # then the same a minute ahead.

@@ -49,8 +49,8 @@ expect_eq "nothing more stored" 1 "$(count_of up)"
 for _ in $(seq 1 100); do
     own=$(count_of mlwatch_store_active_series)
     metrics=$(curl -s "$AGENT_URL/metrics")
-    refused_ooo=$(echo "$metrics" | awk '/^mlwatch_store_refused_requests_total\{reason="out_of_order"\}/{print $2}')
-    refused_bad=$(echo "$metrics" | awk '/^mlwatch_store_refused_requests_total\{reason="malformed"\}/{print $2}')
+    refused_ooo=$(echo "$metrics" | awk '/^mlwatch_store_refused_requests_total\{reason="out_of_order",node="t1"\}/{print $2}')
+    refused_bad=$(echo "$metrics" | awk '/^mlwatch_store_refused_requests_total\{reason="malformed",node="t1"\}/{print $2}')
     [ "${own:-0}" -ge 2 ] && [ "$refused_ooo" = 1 ] && [ "$refused_bad" = 2 ] && break
     sleep 0.1
 done
@@ -135,7 +135,7 @@ if mount -t tmpfs -o size=3m tmpfs "$FULL" 2>/dev/null; then
     ok
     # /metrics shows the snapshot of the last cycle: wait for the next one.
     for _ in $(seq 1 50); do
-        full=$(curl -s "$AGENT_URL/metrics" | awk '/^mlwatch_store_disk_full /{print $2}')
+        full=$(curl -s "$AGENT_URL/metrics" | awk '/^mlwatch_store_disk_full{node="t1"} /{print $2}')
         [ "$full" = 1 ] && break
         sleep 0.1
     done

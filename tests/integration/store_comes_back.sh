@@ -17,7 +17,7 @@ T0=$(( $(date +%s) * 1000 - 3600000 ))
 FULL=$WORK/full
 mkdir -p "$FULL"
 count_of() { curl -s "$AGENT_URL/api/v1/store/count?match=$1" | awk '/^samples/{print $2}'; }
-metric() { curl -s "$AGENT_URL/metrics" | awk -v n="$1" '$1 == n {print $2}'; }
+metric() { curl -s "$AGENT_URL/metrics" | awk -v n="$1{node=\"t1\"}" '$1 == n {print $2}'; }
 metric_is() { [ "$(metric "$1")" = "$2" ]; }
 ready_is() { [ "$(curl -s -o /dev/null -w '%{http_code}' "$AGENT_URL/-/ready")" = "$1" ]; }
 

@@ -86,7 +86,7 @@ expect_eq "POST to the store" 3 "$(curl -s --data-urlencode 'query=count(mlwatch
 # 3. The pages. Known values: 3 GPUs, all held, GPU 1 busy, 2 idle sessions.
 idle_rows='[{"owner":"shared","namespace":"shared","pod":"notebook-a","container":"main","workload":"","gpu":"0","model":"NVIDIA H100 80GB HBM3"},{"owner":"shared","namespace":"shared","pod":"notebook-b","container":"main","workload":"","gpu":"2","model":"NVIDIA H100 80GB HBM3"}]'
 gpu_pods='["ml-team/train-1","shared/notebook-a","shared/notebook-b"]'
-cpus='["cpu 0 (powersave)","cpu 1 (powersave)","cpu 2 (powersave)","cpu 3 (powersave)","cpu 4 (performance)","cpu 5 (performance)","cpu 6 (performance)","cpu 7 (performance)"]'
+cpus='["t1 cpu 0 (powersave)","t1 cpu 1 (powersave)","t1 cpu 2 (powersave)","t1 cpu 3 (powersave)","t1 cpu 4 (performance)","t1 cpu 5 (performance)","t1 cpu 6 (performance)","t1 cpu 7 (performance)"]'
 cat >"$WORK/expect.json" <<JSON
 {"pages": {
   "overview": {"count": 13, "mayBeEmpty": ["overview-12"], "panels": {
@@ -115,7 +115,7 @@ cat >"$WORK/expect.json" <<JSON
     "sustainability-3": {"rows": [{"namespace": "inference"}, {"namespace": "ml-team"}, {"namespace": "shared"}]},
     "sustainability-4": {"labels": ["grid"]}, "sustainability-5": {"labels": ["measured"]}}},
   "node": {"count": 6, "panels": {
-    "node-1": {"labels": $cpus}, "node-2": {"labels": ["node 0", "node 1"]},
+    "node-1": {"labels": $cpus}, "node-2": {"labels": ["t1 NUMA 0", "t1 NUMA 1"]},
     "node-5": {"series": 6}}}
  },
  "scoped_gpu_memory_series": 2}

@@ -24,7 +24,7 @@ MLWATCH_BIN="$WORK/mlwatch"
 export MW_FAKE_WALLCLOCK_TRIGGER="$WORK/jump" MW_FAKE_WALLCLOCK_JUMP_S=31536000
 root=$(fixture_copy rapl-cpufreq)
 
-fsyncs() { curl -s "$AGENT_URL/metrics" | awk '$1 == "mlwatch_store_wal_fsyncs_total" {print $2}'; }
+fsyncs() { curl -s "$AGENT_URL/metrics" | awk '$1 == "mlwatch_store_wal_fsyncs_total{node=\"t1\"}" {print $2}'; }
 at_least() { [ "$("$1")" -ge "$2" ]; }
 jumped() { grep -q 'fake_wallclock: the wall clock jumped' "$WORK/agent.log"; }
 

@@ -75,28 +75,28 @@ static void collects_two_nodes(void **state)
     (void)state;
     tu_session *s = tu_open(tu_fixture("rapl-cpufreq"), "numa");
     mw_snapshot *snap = tu_run(s);
-    assert_true(tu_value(snap, "mlwatch_numa_node_memory_total_bytes", "node", "0", MW_END) ==
+    assert_true(tu_value(snap, "mlwatch_numa_node_memory_total_bytes", "numa_node", "0", MW_END) ==
                 KIB(65793208));
-    assert_true(tu_value(snap, "mlwatch_numa_node_memory_free_bytes", "node", "0", MW_END) ==
+    assert_true(tu_value(snap, "mlwatch_numa_node_memory_free_bytes", "numa_node", "0", MW_END) ==
                 KIB(40123456));
-    assert_true(tu_value(snap, "mlwatch_numa_node_memory_used_bytes", "node", "0", MW_END) ==
+    assert_true(tu_value(snap, "mlwatch_numa_node_memory_used_bytes", "numa_node", "0", MW_END) ==
                 KIB(65793208 - 40123456));
-    assert_true(tu_value(snap, "mlwatch_numa_node_memory_total_bytes", "node", "1", MW_END) ==
+    assert_true(tu_value(snap, "mlwatch_numa_node_memory_total_bytes", "numa_node", "1", MW_END) ==
                 KIB(66031912));
-    assert_true(tu_value(snap, "mlwatch_numa_node_memory_used_bytes", "node", "1", MW_END) ==
+    assert_true(tu_value(snap, "mlwatch_numa_node_memory_used_bytes", "numa_node", "1", MW_END) ==
                 KIB(20353000));
-    assert_true(tu_value(snap, "mlwatch_numa_node_cpus", "node", "0", MW_END) == 4);
-    assert_true(tu_value(snap, "mlwatch_numa_node_cpus", "node", "1", MW_END) == 4);
-    assert_true(tu_value(snap, "mlwatch_numa_node_info", "node", "0", "cpulist", "0-3", MW_END) ==
+    assert_true(tu_value(snap, "mlwatch_numa_node_cpus", "numa_node", "0", MW_END) == 4);
+    assert_true(tu_value(snap, "mlwatch_numa_node_cpus", "numa_node", "1", MW_END) == 4);
+    assert_true(tu_value(snap, "mlwatch_numa_node_info", "numa_node", "0", "cpulist", "0-3", MW_END) ==
                 1);
-    assert_true(tu_value(snap, "mlwatch_numa_node_info", "node", "1", "cpulist", "4-7", MW_END) ==
+    assert_true(tu_value(snap, "mlwatch_numa_node_info", "numa_node", "1", "cpulist", "4-7", MW_END) ==
                 1);
-    assert_true(tu_value(snap, "mlwatch_numa_node_hits_total", "node", "0", MW_END) == 987654321);
-    assert_true(tu_value(snap, "mlwatch_numa_node_misses_total", "node", "0", MW_END) == 1234);
-    assert_true(tu_value(snap, "mlwatch_numa_node_foreign_total", "node", "0", MW_END) == 5678);
-    assert_true(tu_value(snap, "mlwatch_numa_node_hits_total", "node", "1", MW_END) == 876543210);
-    assert_true(tu_value(snap, "mlwatch_numa_node_misses_total", "node", "1", MW_END) == 5678);
-    assert_true(tu_value(snap, "mlwatch_numa_node_foreign_total", "node", "1", MW_END) == 1234);
+    assert_true(tu_value(snap, "mlwatch_numa_node_hits_total", "numa_node", "0", MW_END) == 987654321);
+    assert_true(tu_value(snap, "mlwatch_numa_node_misses_total", "numa_node", "0", MW_END) == 1234);
+    assert_true(tu_value(snap, "mlwatch_numa_node_foreign_total", "numa_node", "0", MW_END) == 5678);
+    assert_true(tu_value(snap, "mlwatch_numa_node_hits_total", "numa_node", "1", MW_END) == 876543210);
+    assert_true(tu_value(snap, "mlwatch_numa_node_misses_total", "numa_node", "1", MW_END) == 5678);
+    assert_true(tu_value(snap, "mlwatch_numa_node_foreign_total", "numa_node", "1", MW_END) == 1234);
     assert_int_equal(tu_count(snap, "mlwatch_numa_node_info"), 2);
     assert_int_equal(tu_errors(s, "numa"), 0);
     mw_snapshot_free(snap);
@@ -104,12 +104,12 @@ static void collects_two_nodes(void **state)
 
     s = tu_open(tu_fixture("bare-vm"), "numa");
     snap = tu_run(s);
-    assert_true(tu_value(snap, "mlwatch_numa_node_memory_total_bytes", "node", "0", MW_END) ==
+    assert_true(tu_value(snap, "mlwatch_numa_node_memory_total_bytes", "numa_node", "0", MW_END) ==
                 KIB(4013036));
-    assert_true(tu_value(snap, "mlwatch_numa_node_cpus", "node", "0", MW_END) == 2);
-    assert_true(tu_value(snap, "mlwatch_numa_node_info", "node", "0", "cpulist", "0-1", MW_END) ==
+    assert_true(tu_value(snap, "mlwatch_numa_node_cpus", "numa_node", "0", MW_END) == 2);
+    assert_true(tu_value(snap, "mlwatch_numa_node_info", "numa_node", "0", "cpulist", "0-1", MW_END) ==
                 1);
-    assert_true(tu_value(snap, "mlwatch_numa_node_hits_total", "node", "0", MW_END) == 34567890);
+    assert_true(tu_value(snap, "mlwatch_numa_node_hits_total", "numa_node", "0", MW_END) == 34567890);
     assert_int_equal(tu_count(snap, "mlwatch_numa_node_cpus"), 1);
     assert_int_equal(tu_errors(s, "numa"), 0);
     mw_snapshot_free(snap);
@@ -139,9 +139,9 @@ static void handles_cpu_lists(void **state)
     tu_write(root, NODE "0/cpulist", "\n");
     tu_write(root, NODE "1/cpulist", "0-4095,4096-8191\n");
     mw_snapshot *snap = tu_run(s);
-    assert_true(tu_value(snap, "mlwatch_numa_node_cpus", "node", "0", MW_END) == 0);
-    assert_true(tu_value(snap, "mlwatch_numa_node_info", "node", "0", "cpulist", "", MW_END) == 1);
-    assert_true(tu_value(snap, "mlwatch_numa_node_cpus", "node", "1", MW_END) == 8192);
+    assert_true(tu_value(snap, "mlwatch_numa_node_cpus", "numa_node", "0", MW_END) == 0);
+    assert_true(tu_value(snap, "mlwatch_numa_node_info", "numa_node", "0", "cpulist", "", MW_END) == 1);
+    assert_true(tu_value(snap, "mlwatch_numa_node_cpus", "numa_node", "1", MW_END) == 8192);
     assert_int_equal(tu_errors(s, "numa"), 0);
     mw_snapshot_free(snap);
 
@@ -169,10 +169,10 @@ static void counts_errors(void **state)
     tu_write(root, NODE "1/meminfo", "Node 1 MemTotal:       66031912 kB\nNode 1 MemFree:   45");
     mw_snapshot *snap = tu_run(s);
     assert_int_equal(tu_errors(s, "numa"), 1);
-    assert_false(tu_has(snap, "mlwatch_numa_node_memory_total_bytes", "node", "1", MW_END));
-    assert_true(tu_value(snap, "mlwatch_numa_node_cpus", "node", "1", MW_END) == 4);
-    assert_true(tu_value(snap, "mlwatch_numa_node_hits_total", "node", "1", MW_END) == 876543210);
-    assert_true(tu_value(snap, "mlwatch_numa_node_memory_total_bytes", "node", "0", MW_END) ==
+    assert_false(tu_has(snap, "mlwatch_numa_node_memory_total_bytes", "numa_node", "1", MW_END));
+    assert_true(tu_value(snap, "mlwatch_numa_node_cpus", "numa_node", "1", MW_END) == 4);
+    assert_true(tu_value(snap, "mlwatch_numa_node_hits_total", "numa_node", "1", MW_END) == 876543210);
+    assert_true(tu_value(snap, "mlwatch_numa_node_memory_total_bytes", "numa_node", "0", MW_END) ==
                 KIB(65793208));
     mw_snapshot_free(snap);
 
@@ -181,8 +181,8 @@ static void counts_errors(void **state)
     tu_remove(root, NODE "0/numastat");
     snap = tu_run(s);
     assert_int_equal(tu_errors(s, "numa"), 3);
-    assert_false(tu_has(snap, "mlwatch_numa_node_hits_total", "node", "0", MW_END));
-    assert_true(tu_value(snap, "mlwatch_numa_node_hits_total", "node", "1", MW_END) == 876543210);
+    assert_false(tu_has(snap, "mlwatch_numa_node_hits_total", "numa_node", "0", MW_END));
+    assert_true(tu_value(snap, "mlwatch_numa_node_hits_total", "numa_node", "1", MW_END) == 876543210);
     assert_int_equal(tu_count(snap, "mlwatch_numa_node_memory_total_bytes"), 1);
     mw_snapshot_free(snap);
 
@@ -191,9 +191,9 @@ static void counts_errors(void **state)
     tu_write(root, NODE "0/numastat", "numa_hit 5\nnuma_miss 6\nnuma_foreign 7\n");
     snap = tu_run(s);
     assert_int_equal(tu_errors(s, "numa"), 3);
-    assert_true(tu_value(snap, "mlwatch_numa_node_memory_used_bytes", "node", "1", MW_END) ==
+    assert_true(tu_value(snap, "mlwatch_numa_node_memory_used_bytes", "numa_node", "1", MW_END) ==
                 512 * 1024);
-    assert_true(tu_value(snap, "mlwatch_numa_node_foreign_total", "node", "0", MW_END) == 7);
+    assert_true(tu_value(snap, "mlwatch_numa_node_foreign_total", "numa_node", "0", MW_END) == 7);
     mw_snapshot_free(snap);
 
     /* A node vanishes: its three files fail once, then the node list is

@@ -337,6 +337,37 @@ static void value_index_sized_from_last(void **state)
     mw_snapshot_free(d);
 }
 
+/* The node's name on every sample: appended last, a sample that has the
+ * label keeps its value, samples sharing a label set still share one, and
+ * a sample without labels gets just the one. */
+static void label_all_adds_node(void **st)
+{
+    (void)st;
+    mw_snapshot *s = mw_snapshot_new();
+    mw_emit(s, &CPU, 1, "cpu", "0", "mode", "user", MW_END);
+    mw_emit(s, &CPU, 2, "cpu", "0", "mode", "user", MW_END);
+    mw_emit(s, &MEM, 3, MW_END);
+    mw_emit(s, &OTHER, 4, "node", "mine", MW_END);
+    char name[8] = "n1";
+    mw_snapshot_label_all(s, "node", name);
+    name[0] = 'x'; /* the value was copied */
+    const mw_family *f = mw_snapshot_find(s, "mlwatch_cpu_seconds_total");
+    const mw_sample *a = f->first, *b = a->next;
+    assert_int_equal(a->nlabels, 3);
+    assert_string_equal(a->labels[2].name, "node");
+    assert_string_equal(a->labels[2].value, "n1");
+    assert_string_equal(a->labels[0].value, "0");
+    assert_string_equal(a->labels[1].value, "user");
+    assert_ptr_equal(a->labels, b->labels);
+    const mw_sample *m = mw_snapshot_find(s, "mlwatch_memory_bytes")->first;
+    assert_int_equal(m->nlabels, 1);
+    assert_string_equal(m->labels[0].value, "n1");
+    const mw_sample *o = mw_snapshot_find(s, "mlwatch_other")->first;
+    assert_int_equal(o->nlabels, 1);
+    assert_string_equal(o->labels[0].value, "mine");
+    mw_snapshot_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -347,6 +378,7 @@ int main(void)
         cmocka_unit_test(many_families),
         cmocka_unit_test(large_label_values),
         cmocka_unit_test(label_sets_shared),
+        cmocka_unit_test(label_all_adds_node),
         cmocka_unit_test(value_index_sized_from_last),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
