@@ -299,4 +299,33 @@ ok
 expect_eq "refused API requests" 0 "$(grep -cE 'bad-selector|unauthorized' "$WORK/api.jsonl" || true)"
 expect_eq "pod-resources warnings" 0 "$(grep -c podresources "$WORK/agent.log" || true)"
 [ "$ro_mount" = 1 ] && echo "the agent read the kubelet's socket through a read-only mount"
+
+# The hub (deploy/kubernetes/hub.yaml): valid objects; its Service selects
+# its Deployment's pods and their named port; its args start a hub (with
+# paths and the port of this test).
+hub_yaml=$MLWATCH_SRC/deploy/kubernetes/hub.yaml
+validate hub "$hub_yaml"
+$PY - "$hub_yaml" "$WORK/hub-args" <<'EOF' || fail "hub manifest: objects do not fit together"
+import sys, yaml
+docs = {d["kind"]: d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
+dep, svc, pvc = docs["Deployment"], docs["Service"], docs["PersistentVolumeClaim"]
+pod = dep["spec"]["template"]
+assert svc["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+(c,) = pod["spec"]["containers"]
+assert svc["spec"]["ports"][0]["targetPort"] in [p["name"] for p in c["ports"]]
+(vol,) = pod["spec"]["volumes"]
+assert vol["persistentVolumeClaim"]["claimName"] == pvc["metadata"]["name"]
+args = c["args"]
+assert args[0] == "hub" and args[args.index("--data-dir") + 1] == c["volumeMounts"][0]["mountPath"]
+open(sys.argv[2], "w").write("\n".join(args[1:]) + "\n")
+EOF
+ok
+mapfile -t hub_args <"$WORK/hub-args"
+"$MLWATCH_BIN" hub "${hub_args[@]}" --listen 127.0.0.1:0 --data-dir "$WORK/hub" --state-dir "$WORK/hub" \
+    >"$WORK/hub.log" 2>&1 &
+PIDS+=($!)
+hub_port() { sed -n 's/.* hub listening on .* (port \([0-9]*\)).*/\1/p' "$WORK/hub.log"; }
+hub_started() { [ -n "$(hub_port)" ]; }
+wait_for 20 hub_started || fail "the hub does not start with the manifest's args: $(cat "$WORK/hub.log")"
+wait_http "http://127.0.0.1:$(hub_port)/-/ready"
 done_ok
