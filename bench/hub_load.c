@@ -36,8 +36,9 @@ static void put(buf *b, const void *d, size_t n)
 {
     if (b->n + n > b->cap) {
         b->cap = (b->n + n) * 2;
-        b->p = realloc(b->p, b->cap);
-        if (!b->p) abort();
+        unsigned char *np = realloc(b->p, b->cap);
+        if (!np) abort();
+        b->p = np;
     }
     memcpy(b->p + b->n, d, n);
     b->n += n;
@@ -130,7 +131,8 @@ static int parse_line(char *line, series *s)
             }
             if (*r != '"') return -1;
             p = r + 1;
-            if (!(nn == 4 && memcmp(name, "node", 4) == 0) && n < 64) l[n++] = (pair){name, v, nn, (size_t)(w - v)};
+            if (!(nn == 4 && memcmp(name, "node", 4) == 0) && n < 64)
+                l[n++] = (pair){name, v, nn, (size_t)(w - v)};
             if (*p == ',') p++;
         }
         if (*p != '}') return -1;
@@ -140,7 +142,8 @@ static int parse_line(char *line, series *s)
     qsort(l, n, sizeof(*l), by_name);
     for (size_t i = 0; i < n; i++) {
         pair node = {"node", "", 4, 0};
-        label(by_name(&l[i], &node) < 0 ? &s->labels : &s->after, l[i].name, l[i].nn, l[i].value, l[i].vn);
+        label(by_name(&l[i], &node) < 0 ? &s->labels : &s->after, l[i].name, l[i].nn, l[i].value,
+              l[i].vn);
     }
     return 0;
 }
@@ -200,7 +203,9 @@ static void *worker(void *arg)
         size_t zn = snappy_max_compressed_length(req.n);
         if (zn > zcap) {
             zcap = zn;
-            z = realloc(z, zcap);
+            char *nz = realloc(z, zcap);
+            if (!nz) abort();
+            z = nz;
         }
         snappy_compress((const char *)req.p, req.n, z, &zn);
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, z);
@@ -245,7 +250,9 @@ int main(int argc, char **argv)
         if (line[0] == '#' || line[0] == '\n') continue;
         if (nall == nalloc) {
             nalloc = nalloc ? nalloc * 2 : 1024;
-            all = realloc(all, nalloc * sizeof(*all));
+            series *na = realloc(all, nalloc * sizeof(*all));
+            if (!na) abort();
+            all = na;
         }
         if (parse_line(line, &all[nall]) == 0) nall++;
     }

@@ -62,7 +62,8 @@ static const mw_option global_rows[] = {
         NULL),
     OPT("node-name", MW_OPT_STRING, node_name, "",
         "This node's name: the node label of every series, the pods --kubernetes watches "
-        "(default: $NODE_NAME, else the host name)", NULL),
+        "(default: $NODE_NAME, else the host name)",
+        NULL),
     OPT("json", MW_OPT_BOOL, json, "false",
         "`mlwatch doctor`, `mlwatch run`, `mlwatch query`: print JSON", NULL),
 };

@@ -87,16 +87,20 @@ static void collects_two_nodes(void **state)
                 KIB(20353000));
     assert_true(tu_value(snap, "mlwatch_numa_node_cpus", "numa_node", "0", MW_END) == 4);
     assert_true(tu_value(snap, "mlwatch_numa_node_cpus", "numa_node", "1", MW_END) == 4);
-    assert_true(tu_value(snap, "mlwatch_numa_node_info", "numa_node", "0", "cpulist", "0-3", MW_END) ==
-                1);
-    assert_true(tu_value(snap, "mlwatch_numa_node_info", "numa_node", "1", "cpulist", "4-7", MW_END) ==
-                1);
-    assert_true(tu_value(snap, "mlwatch_numa_node_hits_total", "numa_node", "0", MW_END) == 987654321);
+    assert_true(
+        tu_value(snap, "mlwatch_numa_node_info", "numa_node", "0", "cpulist", "0-3", MW_END) == 1);
+    assert_true(
+        tu_value(snap, "mlwatch_numa_node_info", "numa_node", "1", "cpulist", "4-7", MW_END) == 1);
+    assert_true(tu_value(snap, "mlwatch_numa_node_hits_total", "numa_node", "0", MW_END) ==
+                987654321);
     assert_true(tu_value(snap, "mlwatch_numa_node_misses_total", "numa_node", "0", MW_END) == 1234);
-    assert_true(tu_value(snap, "mlwatch_numa_node_foreign_total", "numa_node", "0", MW_END) == 5678);
-    assert_true(tu_value(snap, "mlwatch_numa_node_hits_total", "numa_node", "1", MW_END) == 876543210);
+    assert_true(tu_value(snap, "mlwatch_numa_node_foreign_total", "numa_node", "0", MW_END) ==
+                5678);
+    assert_true(tu_value(snap, "mlwatch_numa_node_hits_total", "numa_node", "1", MW_END) ==
+                876543210);
     assert_true(tu_value(snap, "mlwatch_numa_node_misses_total", "numa_node", "1", MW_END) == 5678);
-    assert_true(tu_value(snap, "mlwatch_numa_node_foreign_total", "numa_node", "1", MW_END) == 1234);
+    assert_true(tu_value(snap, "mlwatch_numa_node_foreign_total", "numa_node", "1", MW_END) ==
+                1234);
     assert_int_equal(tu_count(snap, "mlwatch_numa_node_info"), 2);
     assert_int_equal(tu_errors(s, "numa"), 0);
     mw_snapshot_free(snap);
@@ -107,9 +111,10 @@ static void collects_two_nodes(void **state)
     assert_true(tu_value(snap, "mlwatch_numa_node_memory_total_bytes", "numa_node", "0", MW_END) ==
                 KIB(4013036));
     assert_true(tu_value(snap, "mlwatch_numa_node_cpus", "numa_node", "0", MW_END) == 2);
-    assert_true(tu_value(snap, "mlwatch_numa_node_info", "numa_node", "0", "cpulist", "0-1", MW_END) ==
-                1);
-    assert_true(tu_value(snap, "mlwatch_numa_node_hits_total", "numa_node", "0", MW_END) == 34567890);
+    assert_true(
+        tu_value(snap, "mlwatch_numa_node_info", "numa_node", "0", "cpulist", "0-1", MW_END) == 1);
+    assert_true(tu_value(snap, "mlwatch_numa_node_hits_total", "numa_node", "0", MW_END) ==
+                34567890);
     assert_int_equal(tu_count(snap, "mlwatch_numa_node_cpus"), 1);
     assert_int_equal(tu_errors(s, "numa"), 0);
     mw_snapshot_free(snap);
@@ -140,7 +145,8 @@ static void handles_cpu_lists(void **state)
     tu_write(root, NODE "1/cpulist", "0-4095,4096-8191\n");
     mw_snapshot *snap = tu_run(s);
     assert_true(tu_value(snap, "mlwatch_numa_node_cpus", "numa_node", "0", MW_END) == 0);
-    assert_true(tu_value(snap, "mlwatch_numa_node_info", "numa_node", "0", "cpulist", "", MW_END) == 1);
+    assert_true(tu_value(snap, "mlwatch_numa_node_info", "numa_node", "0", "cpulist", "", MW_END) ==
+                1);
     assert_true(tu_value(snap, "mlwatch_numa_node_cpus", "numa_node", "1", MW_END) == 8192);
     assert_int_equal(tu_errors(s, "numa"), 0);
     mw_snapshot_free(snap);
@@ -171,7 +177,8 @@ static void counts_errors(void **state)
     assert_int_equal(tu_errors(s, "numa"), 1);
     assert_false(tu_has(snap, "mlwatch_numa_node_memory_total_bytes", "numa_node", "1", MW_END));
     assert_true(tu_value(snap, "mlwatch_numa_node_cpus", "numa_node", "1", MW_END) == 4);
-    assert_true(tu_value(snap, "mlwatch_numa_node_hits_total", "numa_node", "1", MW_END) == 876543210);
+    assert_true(tu_value(snap, "mlwatch_numa_node_hits_total", "numa_node", "1", MW_END) ==
+                876543210);
     assert_true(tu_value(snap, "mlwatch_numa_node_memory_total_bytes", "numa_node", "0", MW_END) ==
                 KIB(65793208));
     mw_snapshot_free(snap);
@@ -182,7 +189,8 @@ static void counts_errors(void **state)
     snap = tu_run(s);
     assert_int_equal(tu_errors(s, "numa"), 3);
     assert_false(tu_has(snap, "mlwatch_numa_node_hits_total", "numa_node", "0", MW_END));
-    assert_true(tu_value(snap, "mlwatch_numa_node_hits_total", "numa_node", "1", MW_END) == 876543210);
+    assert_true(tu_value(snap, "mlwatch_numa_node_hits_total", "numa_node", "1", MW_END) ==
+                876543210);
     assert_int_equal(tu_count(snap, "mlwatch_numa_node_memory_total_bytes"), 1);
     mw_snapshot_free(snap);
 
