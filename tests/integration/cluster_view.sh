@@ -32,6 +32,7 @@ fake=$MLWATCH_BUILD/tests/fakenvml/libnvidia-ml.so.1
 launch() {
     local name=$1 port=
     shift
+    : >"$WORK/$name.log" # there before the child's redirection makes it
     "$MLWATCH_BIN" "$@" --listen 127.0.0.1:0 >"$WORK/$name.log" 2>&1 &
     PIDS+=($!)
     local pid=$!

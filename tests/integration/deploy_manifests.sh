@@ -305,7 +305,7 @@ expect_eq "pod-resources warnings" 0 "$(grep -c podresources "$WORK/agent.log" |
 # paths and the port of this test).
 hub_yaml=$MLWATCH_SRC/deploy/kubernetes/hub.yaml
 validate hub "$hub_yaml"
-$PY - "$hub_yaml" "$WORK/hub-args" <<'EOF' || fail "hub manifest: objects do not fit together"
+$PY - "$hub_yaml" "$WORK/hub-args" "$WORK/secrets" <<'EOF' || fail "hub manifest: objects do not fit together"
 import sys, yaml
 docs = {d["kind"]: d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
 dep, svc, pvc = docs["Deployment"], docs["Service"], docs["PersistentVolumeClaim"]
@@ -313,11 +313,16 @@ pod = dep["spec"]["template"]
 assert svc["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
 (c,) = pod["spec"]["containers"]
 assert svc["spec"]["ports"][0]["targetPort"] in [p["name"] for p in c["ports"]]
-(vol,) = pod["spec"]["volumes"]
+vol = [v for v in pod["spec"]["volumes"] if v["name"] == "data"][0]
 assert vol["persistentVolumeClaim"]["claimName"] == pvc["metadata"]["name"]
 args = c["args"]
 assert args[0] == "hub" and args[args.index("--data-dir") + 1] == c["volumeMounts"][0]["mountPath"]
-open(sys.argv[2], "w").write("\n".join(args[1:]) + "\n")
+tokens = [m for m in c["volumeMounts"] if m["name"] == "tokens"][0]["mountPath"]
+vols = {v["name"]: v for v in pod["spec"]["volumes"]}
+assert vols["tokens"]["secret"]["secretName"] == "mlwatch-tokens"
+for flag in ("--write-token-file", "--read-token-file", "--metrics-token-file"):
+    assert args[args.index(flag) + 1].startswith(tokens + "/"), flag
+open(sys.argv[2], "w").write("\n".join(args[1:]).replace(tokens + "/", sys.argv[3] + "/") + "\n")
 EOF
 ok
 mapfile -t hub_args <"$WORK/hub-args"
