@@ -153,7 +153,7 @@ echo "in the image: $got"
 for user in 12345:12345 default; do
     u=(--user "$user")
     [ "$user" = default ] && u=()
-    "${RUN[@]}" "${u[@]}" "$ref" metrics --root /host --nvml-library none --rocm-library none \
+    "${RUN[@]}" "${u[@]}" "$ref" metrics --root /host --node-name k8s-v2-systemd --nvml-library none --rocm-library none \
         >"$WORK/metrics.prom" 2>"$WORK/metrics.err" || fail "mlwatch metrics in the image as $user: $(cat "$WORK/metrics.err")"
     promtool check metrics <"$WORK/metrics.prom" >"$WORK/lint.txt" 2>&1 || fail "promtool: $(cat "$WORK/lint.txt")"
     stable_samples <"$WORK/metrics.prom" >"$WORK/metrics.stable"
@@ -188,10 +188,11 @@ YAML
 printf '#!/bin/sh\nexec %s --user 12345:12345 -v %s:%s -v %s:%s:ro %s "$@"\n' "${RUN[*]}" \
     "$WORK/data" "$WORK/data" "$WORK/agent.yaml" "$WORK/agent.yaml" "$ref" >"$WORK/in-image"
 chmod +x "$WORK/in-image"
-MLWATCH_BIN=$WORK/in-image start_agent --config "$WORK/agent.yaml" --data-dir "$WORK/data" --state-dir "$WORK/data"
+MLWATCH_BIN=$WORK/in-image start_agent --config "$WORK/agent.yaml" --data-dir "$WORK/data" --state-dir "$WORK/data" \
+    --node-name k8s-v2-systemd
 curl -sf "$AGENT_URL/metrics" >"$WORK/agent.prom" || fail "no /metrics from the agent in the image"
 # Node metrics of the fixture, exactly as the golden file has them.
-for s in 'mlwatch_cpu_seconds_total{cpu="0",mode="user"}' 'mlwatch_memory_total_bytes'; do
+for s in 'mlwatch_cpu_seconds_total{cpu="0",mode="user",node="k8s-v2-systemd"}' 'mlwatch_memory_total_bytes{node="k8s-v2-systemd"}'; do
     want=$(awk -v s="$s" '$1 == s' "$MLWATCH_SRC/tests/golden/k8s-v2-systemd.prom")
     [ -n "$want" ] || fail "golden file lacks $s"
     expect_eq "$s from the agent in the image" "$want" "$(awk -v s="$s" '$1 == s' "$WORK/agent.prom")"
