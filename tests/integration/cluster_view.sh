@@ -143,15 +143,16 @@ done
 # In the browser, on the hub's UI and on the viewer's (VictoriaMetrics).
 rows_all='[{"node":"node-b","namespace":"inference","pod":"infer-0","gpu":"2","model":"NVIDIA A100-SXM4-80GB"},{"node":"node-a","namespace":"shared","pod":"notebook-a","gpu":"0","model":"NVIDIA H100 80GB HBM3"},{"node":"node-a","namespace":"shared","pod":"notebook-b","gpu":"2","model":"NVIDIA H100 80GB HBM3"},{"node":"node-b","namespace":"shared","pod":"notebook-c","gpu":"1","model":"NVIDIA A100-SXM4-80GB"}]'
 rows_b='[{"node":"node-b","namespace":"inference","pod":"infer-0","gpu":"2","model":"NVIDIA A100-SXM4-80GB"},{"node":"node-b","namespace":"shared","pod":"notebook-c","gpu":"1","model":"NVIDIA A100-SXM4-80GB"}]'
-clocks_all=$(for n in a:0 a:1 a:2 b:0 b:1 b:2 b:3; do
-    printf '"node-%s GPU %s SM","node-%s GPU %s memory",' "${n%:*}" "${n#*:}" "${n%:*}" "${n#*:}"; done)
+# All nodes: the GPUs page's temperatures (7 series; a chart draws at most 8,
+# so not the Node page's 14 clocks), each legend naming its node.
+temps_all=$(for n in a:0 a:1 a:2 b:0 b:1 b:2 b:3; do printf '"node-%s GPU %s",' "${n%:*}" "${n#*:}"; done)
 clocks_b=$(for g in 0 1 2 3; do printf '"node-b GPU %s SM","node-b GPU %s memory",' "$g" "$g"; done)
 cat >"$WORK/expect.json" <<JSON
 {"nodes": ["node-a", "node-b"],
  "views": [
   {"hash": "cluster", "panels": {"cluster-1": {"value": 7}, "cluster-2": {"value": 6},
      "cluster-3": {"value": 2}, "cluster-4": {"value": 4}, "cluster-7": {"rows": $rows_all}}},
-  {"hash": "node", "panels": {"node-5": {"sortedLabels": [${clocks_all%,}]}}},
+  {"hash": "gpu", "panels": {"gpu-1": {"sortedLabels": [${temps_all%,}]}}},
   {"hash": "cluster", "select": "node-b", "panels": {"cluster-1": {"value": 4},
      "cluster-2": {"value": 3}, "cluster-3": {"value": 1}, "cluster-4": {"value": 2},
      "cluster-7": {"rows": $rows_b}}},

@@ -98,7 +98,7 @@ cat >"$WORK/expect.json" <<JSON
     "overview-13": {"rows": [{"owner": "shared", "pod": "notebook-a", "gpu": "0"}, {"owner": "shared", "pod": "notebook-b", "gpu": "2"}]}}},
   "whyslow": {"count": 2, "mayBeEmpty": ["whyslow-1", "whyslow-2"]},
   "gpu": {"count": 10, "mayBeEmpty": ["gpu-8", "gpu-9", "gpu-10"], "panels": {
-    "gpu-1": {"labels": ["GPU 0", "GPU 1", "GPU 2"]}, "gpu-2": {"series": 6},
+    "gpu-1": {"labels": ["t1 GPU 0", "t1 GPU 1", "t1 GPU 2"]}, "gpu-2": {"series": 6},
     "gpu-7": {"rows": [{"gpu": "0"}, {"gpu": "1"}, {"gpu": "2"}]}}},
   "workloads": {"count": 9, "panels": {
     "workloads-1": {"labels": $gpu_pods}, "workloads-2": {"labels": $gpu_pods},
