@@ -84,9 +84,9 @@ def load(p):
     return out
 before, after, d = load(sys.argv[1]), load(sys.argv[2]), float(sys.argv[3])
 grew = {
-    'mlwatch_node_energy_joules_total{source="rapl",zone="package-0",method="measured"}': d,
-    'mlwatch_energy_component_joules_total{component="cpu",kind="dynamic",method="measured"}': d,
-    'mlwatch_node_co2_grams_total': d * 400 / 3.6e6,
+    'mlwatch_node_energy_joules_total{source="rapl",zone="package-0",method="measured",node="t1"}': d,
+    'mlwatch_energy_component_joules_total{component="cpu",kind="dynamic",method="measured",node="t1"}': d,
+    'mlwatch_node_co2_grams_total{node="t1"}': d * 400 / 3.6e6,
 }
 bad = []
 assert before, "no totals before"
@@ -119,7 +119,7 @@ grep -q "energy totals migrated from $WORK/state/energy-state.json to $WORK/data
 ok
 wait_for 10 intervals_at_least 2 || fail "no energy intervals"
 scrape m
-grep -q '^mlwatch_container_energy_joules_total{namespace="ml",pod="old",container="main",component="cpu",kind="dynamic",method="measured"} 1000$' "$WORK/m.prom" ||
+grep -q '^mlwatch_container_energy_joules_total{namespace="ml",pod="old",container="main",component="cpu",kind="dynamic",method="measured",node="t1"} 1000$' "$WORK/m.prom" ||
     fail "migrated total not exported: $(grep pod=\"old\" "$WORK/m.prom")"
 ok
 
