@@ -143,6 +143,8 @@ static int parse_doc(const char *name, yaml_document_t *doc, mw_access_policy *o
     if (list->type != YAML_SEQUENCE_NODE)
         return fail(err, errsize, name, list, "bindings must be a list");
     size_t cnt = (size_t)(list->data.sequence.items.top - list->data.sequence.items.start);
+    if (cnt == 0) /* binds no one: a mistake, not a policy that hides everything */
+        return fail(err, errsize, name, list, "bindings is empty (the policy binds no one)");
     if (cnt > MW_POLICY_MAX_BINDINGS)
         return fail(err, errsize, name, list, "more than %d bindings", MW_POLICY_MAX_BINDINGS);
     mw_access_policy p = {mw_xcalloc(cnt ? cnt : 1, sizeof(mw_binding)), 0};
