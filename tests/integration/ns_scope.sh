@@ -208,6 +208,8 @@ expect_eq "sees nothing" "1 mlwatch: --access-policy $WORK/bad.yaml:2:5: namespa
     "$(bad_policy 'bindings:\n  - user: x\n    namespaces: []\n')"
 expect_eq "a missing token file" "1 mlwatch: --access-policy $WORK/bad.yaml:2: token_file $WORK/none.tok: No such file or directory" \
     "$(bad_policy "bindings:\\n  - token_file: $WORK/none.tok\\n    namespaces: [a]\\n")"
+expect_eq "no bindings" "1 mlwatch: --access-policy $WORK/bad.yaml:1:11: bindings is empty (the policy binds no one)" \
+    "$(bad_policy 'bindings: []\n')"
 expect_eq "syntax" "1 mlwatch: --access-policy $WORK/bad.yaml:3:1: YAML syntax error: did not find expected ',' or ']'" \
     "$(bad_policy 'bindings:\n  - user: [x\n')"
 rc=0
