@@ -631,6 +631,20 @@ static int bearer(const mw_http_request *req, mw_http_response *resp, mw_http_ro
     return 0;
 }
 
+/* A token without ROLE: 403 when it is known by another role, else 401. */
+static int refuse_token(mw_auth *a, const char *tok, size_t len, mw_http_role role,
+                        mw_http_response *resp)
+{
+    for (int r = MW_ROLE_METRICS; r < MW_HTTP_NROLES; r++)
+        if (r != (int)role && mw_auth_token_has_role(a, tok, len, (mw_http_role)r)) {
+            mw_http_text(resp, 403, "this bearer token does not have the %s role\n",
+                         role_names[role]);
+            return -1;
+        }
+    unauthorized(resp, "unknown bearer token", role);
+    return -1;
+}
+
 /* A read with --access-policy: every read needs an identity. A trusted
  * proxy's user (its headers, believed only from --trusted-proxy addresses)
  * is scoped by the user and group bindings; else a bearer token: one of
@@ -649,13 +663,7 @@ static int guard_scoped_read(mw_auth *a, const mw_http_request *req, mw_http_res
     if (bearer(req, resp, MW_ROLE_READ, &tok, &len) < 0) return -1;
     if (mw_auth_token_has_role(a, tok, len, MW_ROLE_READ)) return 0;
     if (token_scope(a, tok, len, req->scope)) return 0;
-    for (int r = MW_ROLE_METRICS; r < MW_HTTP_NROLES; r++)
-        if (mw_auth_token_has_role(a, tok, len, (mw_http_role)r)) {
-            mw_http_text(resp, 403, "this bearer token does not have the read role\n");
-            return -1;
-        }
-    unauthorized(resp, "unknown bearer token", MW_ROLE_READ);
-    return -1;
+    return refuse_token(a, tok, len, MW_ROLE_READ, resp);
 }
 
 int mw_auth_guard(void *ctx, mw_http_role role, const mw_http_request *req, mw_http_response *resp)
@@ -671,33 +679,11 @@ int mw_auth_guard(void *ctx, mw_http_role role, const mw_http_request *req, mw_h
     token_file *f = &a->files[role];
     if (role == MW_ROLE_READ && a->policy) return guard_scoped_read(a, req, resp);
     if (f->path) {
-        const char *h = mw_http_header(req, "Authorization");
-        if (!h) {
-            unauthorized(resp, "no Authorization header", role);
-            return -1;
-        }
-        if (strncasecmp(h, "Bearer ", 7) != 0) {
-            unauthorized(resp, "the Authorization header is not a bearer token", role);
-            return -1;
-        }
-        const char *tok = h + 7;
-        while (*tok == ' ')
-            tok++;
-        size_t len = strlen(tok);
-        while (len && (tok[len - 1] == ' ' || tok[len - 1] == '\t'))
-            len--;
-        if (!mw_auth_token_has_role(a, tok, len, role)) {
-            int other = 0;
-            for (int r = MW_ROLE_METRICS; r < MW_HTTP_NROLES; r++)
-                if (r != (int)role) other |= mw_auth_token_has_role(a, tok, len, (mw_http_role)r);
-            if (!other) {
-                unauthorized(resp, "unknown bearer token", role);
-                return -1;
-            }
-            mw_http_text(resp, 403, "this bearer token does not have the %s role\n",
-                         role_names[role]);
-            return -1;
-        }
+        const char *tok;
+        size_t len;
+        if (bearer(req, resp, role, &tok, &len) < 0) return -1;
+        if (!mw_auth_token_has_role(a, tok, len, role))
+            return refuse_token(a, tok, len, role, resp);
     } else if ((role == MW_ROLE_WRITE || role == MW_ROLE_ADMIN) && !a->loopback) {
         mw_http_text(resp, 403,
                      "%s requests are refused: mlwatch listens on %s, not a loopback address, "
