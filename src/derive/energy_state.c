@@ -144,7 +144,7 @@ char *mw_energy_state_dump(const mw_energy *e, const char *identity, int64_t now
 
 /* --- parse ------------------------------------------------------------------ */
 
-static int total(const json_t *v, double *out)
+int mw_energy_state_total(const json_t *v, double *out)
 {
     if (!json_is_number(v)) return -1;
     double x = json_number_value(v);
@@ -183,10 +183,10 @@ static int parse_joules(const json_t *jo, int version, int v1_cpu_method, double
             } else if (m != (k == MW_EC_CPU ? v1_cpu_method : MW_EM_MEASURED)) {
                 continue;
             }
-            if (total(json_object_get(mj, "dynamic"),
-                      &v[(k * MW_EK_N + MW_EK_DYNAMIC) * MW_EM_N + m]) < 0 ||
-                total(json_object_get(mj, "idle"), &v[(k * MW_EK_N + MW_EK_IDLE) * MW_EM_N + m]) <
-                    0)
+            if (mw_energy_state_total(json_object_get(mj, "dynamic"),
+                                      &v[(k * MW_EK_N + MW_EK_DYNAMIC) * MW_EM_N + m]) < 0 ||
+                mw_energy_state_total(json_object_get(mj, "idle"),
+                                      &v[(k * MW_EK_N + MW_EK_IDLE) * MW_EM_N + m]) < 0)
                 return -1;
         }
     }
@@ -224,8 +224,9 @@ int mw_energy_state_parse(mw_energy *e, const char *text, size_t len, const char
         goto out;
     }
     if (!json_is_array(cs) || !json_is_array(ns) ||
-        (version >= 2 && (!json_is_array(ss) || !json_is_array(ks) || !json_is_array(fs) ||
-                          total(json_object_get(root, "node_co2_grams"), &node_co2) < 0))) {
+        (version >= 2 &&
+         (!json_is_array(ss) || !json_is_array(ks) || !json_is_array(fs) ||
+          mw_energy_state_total(json_object_get(root, "node_co2_grams"), &node_co2) < 0))) {
         snprintf(err, errsize,
                  "containers, shares, node, components and floors must be lists "
                  "and node_co2_grams a total");
@@ -250,7 +251,7 @@ int mw_energy_state_parse(mw_energy *e, const char *text, size_t len, const char
             const json_t *jo = json_object_get(c, "joules");
             if (str(c, "namespace", &a, 253) < 0 || str(c, "pod", &b, 253) < 0 ||
                 str(c, "container", &k, 511) < 0 || !json_is_object(jo) ||
-                total(json_object_get(c, "co2_grams"), &co2) < 0) {
+                mw_energy_state_total(json_object_get(c, "co2_grams"), &co2) < 0) {
                 snprintf(err, errsize, "containers[%zu]: malformed", i);
                 goto out;
             }
@@ -285,7 +286,7 @@ int mw_energy_state_parse(mw_energy *e, const char *text, size_t len, const char
             if (str(c, "share", &a, 32) < 0 ||
                 (sh = mw_energy_name_index(mw_energy_share_names, MW_ES_N, a)) < 0 ||
                 !json_is_object(json_object_get(c, "joules")) ||
-                total(json_object_get(c, "co2_grams"), &co2) < 0 ||
+                mw_energy_state_total(json_object_get(c, "co2_grams"), &co2) < 0 ||
                 parse_joules(json_object_get(c, "joules"), (int)version, 0, v, &bad) < 0) {
                 snprintf(err, errsize, "shares[%zu]: malformed", i);
                 goto out;
@@ -297,7 +298,8 @@ int mw_energy_state_parse(mw_energy *e, const char *text, size_t len, const char
             const char *a, *b, *k;
             double j;
             if (str(c, "source", &a, 63) < 0 || str(c, "zone", &b, 200) < 0 ||
-                str(c, "method", &k, 32) < 0 || total(json_object_get(c, "joules"), &j) < 0) {
+                str(c, "method", &k, 32) < 0 ||
+                mw_energy_state_total(json_object_get(c, "joules"), &j) < 0) {
                 snprintf(err, errsize, "node[%zu]: malformed", i);
                 goto out;
             }
@@ -309,7 +311,8 @@ int mw_energy_state_parse(mw_energy *e, const char *text, size_t len, const char
             double j;
             int ci = -1, ki = -1, mi = -1;
             if (str(c, "component", &a, 16) < 0 || str(c, "kind", &b, 16) < 0 ||
-                str(c, "method", &k, 16) < 0 || total(json_object_get(c, "joules"), &j) < 0 ||
+                str(c, "method", &k, 16) < 0 ||
+                mw_energy_state_total(json_object_get(c, "joules"), &j) < 0 ||
                 (ci = mw_energy_name_index(mw_energy_component_names, MW_EC_N, a)) < 0 ||
                 (ki = mw_energy_name_index(mw_energy_kind_names, MW_EK_N, b)) < 0 ||
                 (mi = mw_energy_name_index(mw_energy_method_names, MW_EM_N, k)) < 0) {
@@ -324,7 +327,7 @@ int mw_energy_state_parse(mw_energy *e, const char *text, size_t len, const char
             double w;
             int ci = -1;
             if (str(c, "component", &a, 16) < 0 || str(c, "gpu", &g, 95) < 0 ||
-                total(json_object_get(c, "watts"), &w) < 0 || w > 1e6 ||
+                mw_energy_state_total(json_object_get(c, "watts"), &w) < 0 || w > 1e6 ||
                 (ci = mw_energy_name_index(mw_energy_component_names, MW_EC_N, a)) < 0 ||
                 (ci == MW_EC_GPU) != (*g != 0)) {
                 snprintf(err, errsize, "floors[%zu]: malformed", i);

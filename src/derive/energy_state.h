@@ -9,6 +9,7 @@
 
 #include "energy.h"
 
+#include <jansson.h>
 #include <stddef.h>
 
 #define MW_ENERGY_STATE_FILE "energy-state.json"
@@ -38,5 +39,9 @@ typedef int (*mw_state_parse_fn)(void *obj, const char *text, size_t len, const 
                                  char *err, size_t errsize);
 int mw_energy_state_read(const char *dir, const char *file, mw_state_parse_fn parse, void *obj,
                          const char *identity, char *err, size_t errsize);
+
+/* A state file's energy or CO2 total: a finite number from 0 to 1e18
+ * into *out, else -1 (both state files read totals this way). */
+int mw_energy_state_total(const json_t *v, double *out);
 
 #endif

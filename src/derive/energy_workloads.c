@@ -347,15 +347,6 @@ char *mw_workloads_dump(const mw_workloads *w, const char *identity, int64_t now
     return mw_buf_steal(&out, NULL);
 }
 
-static int total(const json_t *v, double *out)
-{
-    if (!json_is_number(v)) return -1;
-    double x = json_number_value(v);
-    if (!isfinite(x) || x < 0 || x > 1e18) return -1;
-    *out = x;
-    return 0;
-}
-
 static int str(const json_t *o, const char *key, const char **out, size_t max)
 {
     const json_t *v = json_object_get(o, key);
@@ -405,10 +396,11 @@ int mw_workloads_parse(mw_workloads *w, const char *text, size_t len, const char
             const json_t *j = json_object_get(o, "joules"), *last = json_object_get(o, "last_ms");
             if (str(o, "kind", &kind, 32) < 0 || str(o, "namespace", &ns, 254) < 0 ||
                 str(o, "name", &name, 254) < 0 || str(o, "gpu_model", &model, 96) < 0 ||
-                total(json_object_get(j, "measured"), &jm) < 0 ||
-                total(json_object_get(j, "estimated"), &je2) < 0 ||
-                total(json_object_get(o, "co2_grams"), &co2) < 0 ||
-                total(json_object_get(o, "gpu_seconds"), &gs) < 0 || !json_is_integer(last)) {
+                mw_energy_state_total(json_object_get(j, "measured"), &jm) < 0 ||
+                mw_energy_state_total(json_object_get(j, "estimated"), &je2) < 0 ||
+                mw_energy_state_total(json_object_get(o, "co2_grams"), &co2) < 0 ||
+                mw_energy_state_total(json_object_get(o, "gpu_seconds"), &gs) < 0 ||
+                !json_is_integer(last)) {
                 snprintf(err, errsize, "workloads[%zu]: malformed", i);
                 goto out;
             }
