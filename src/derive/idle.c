@@ -269,11 +269,7 @@ static int idle_init(const mw_env *env, void **out)
     st->s = mw_xcalloc(MAX_SESSIONS, sizeof(session));
     st->ended = mw_xcalloc(MAX_SESSIONS, sizeof(mw_idle_episode));
     st->kube = env->kube;
-    const char *node = env->cfg->node_name[0] ? env->cfg->node_name : getenv("NODE_NAME");
-    if (node && *node)
-        mw_strlcpy(st->node, node, sizeof(st->node));
-    else if (gethostname(st->node, sizeof(st->node)) != 0)
-        mw_strlcpy(st->node, "unknown", sizeof(st->node));
+    mw_node_name(env->cfg, st->node, sizeof(st->node)); /* as the series' node label */
     *out = st;
     return 0;
 }

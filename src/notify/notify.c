@@ -126,21 +126,6 @@ static void *run(void *arg)
     return NULL;
 }
 
-static void node_name(const mw_config *cfg, char *out, size_t n)
-{
-    if (cfg->node_name[0]) {
-        mw_strlcpy(out, cfg->node_name, n);
-        return;
-    }
-    const char *env = getenv("NODE_NAME");
-    if (env && *env) {
-        mw_strlcpy(out, env, n);
-        return;
-    }
-    if (gethostname(out, n) != 0) mw_strlcpy(out, "unknown", n);
-    out[n - 1] = '\0';
-}
-
 static void close_receivers(mw_notifier *n)
 {
     for (size_t i = 0; i < n->nrx; i++)
@@ -153,7 +138,7 @@ int mw_notifier_new(const mw_config *cfg, mw_notifier **out, char *err, size_t e
     *out = NULL;
     mw_notifier *n = mw_xcalloc(1, sizeof(*n));
     char node[254];
-    node_name(cfg, node, sizeof(node));
+    mw_node_name(cfg, node, sizeof(node));
     char external_url[300];
     snprintf(external_url, sizeof(external_url), "http://%s%s", node,
              strchr(cfg->listen, ':') ? strrchr(cfg->listen, ':') : "");
