@@ -19,7 +19,8 @@
 # answer has exactly the expected series, values within 1e-6 relative (in
 # order for eval_ordered); eval_fail must be refused; and (not ordered) the
 # same query as a range query from T-1m to T+1m, step 1m, must give the same
-# answer at T. -v prints every failure.
+# answer at T. -v prints every failure. --closed-windows runs the agent
+# with --query-closed-windows (Prometheus 2's windows, for 2.x's files).
 import json, math, os, re, shutil, socket, subprocess, sys, tempfile, time
 import urllib.error, urllib.parse, urllib.request
 
@@ -134,10 +135,11 @@ def fmt_value(v):
 
 
 class Agent:
-    def __init__(self, binary):
+    def __init__(self, binary, extra=()):
         self.binary = binary
         self.proc = None
         self.dir = None
+        self.extra = extra
 
     def start(self):
         self.stop()
@@ -149,7 +151,7 @@ class Agent:
         self.url = "http://127.0.0.1:%d" % port
         self.proc = subprocess.Popen(
             [self.binary, "agent", "--listen", "127.0.0.1:%d" % port, "--data-dir", self.dir + "/data",
-             "--state-dir", self.dir + "/state", "--interval", "1h", "--disable-collectors", "gpu"],
+             "--state-dir", self.dir + "/state", "--interval", "1h", "--disable-collectors", "gpu"] + list(self.extra),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(200):
             try:
@@ -397,12 +399,13 @@ def run_file(path, agent, loader, verbose, counts):
 def main():
     args = sys.argv[1:]
     verbose = "-v" in args
-    args = [a for a in args if a != "-v"]
+    extra = ["--query-closed-windows"] if "--closed-windows" in args else []
+    args = [a for a in args if a not in ("-v", "--closed-windows")]
     binary, files = args[0], args[1:]
     loader = os.path.join(tempfile.gettempdir(), "mw-promqltest-load")
     subprocess.run(["cc", "-O1", "-o", loader, os.path.join(SRC, "tests/integration/promql_load.c"),
                     "-lsnappy", "-lcurl"], check=True)
-    agent = Agent(os.path.abspath(binary))
+    agent = Agent(os.path.abspath(binary), extra)
     total = {"total": 0, "passed": 0}
     try:
         for f in files:

@@ -857,6 +857,10 @@ static const mw_option query_rows[] = {
         "How far back an instant selector looks for a series' latest sample, as Prometheus's "
         "--query.lookback-delta",
         NULL),
+    OPT("query-closed-windows", MW_OPT_BOOL, closed_windows, "false",
+        "Take a sample exactly at the start of a range, subquery or lookback window, as "
+        "Prometheus 2 did (Prometheus 3 and the default leave the start out: (t - range, t])",
+        NULL),
 };
 #undef OPT
 const mw_option_group mw_query_options =
@@ -868,6 +872,7 @@ void mw_query_api_set_limits(mw_query_api *api, const mw_query_settings *set)
     api->limits.max_samples = (size_t)set->max_samples;
     api->limits.timeout_ms = set->timeout_ms;
     api->limits.lookback_ms = set->lookback_ms;
+    api->limits.closed_windows = set->closed_windows;
     api->limits.max_series = (size_t)set->max_series;
     api->max_answer_series = (size_t)set->max_series;
     api->max_answer_points = (size_t)set->max_points;

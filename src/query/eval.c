@@ -17,9 +17,54 @@ void pq_default_limits(pq_limits *l)
     l->max_samples = 20000000;
     l->timeout_ms = 120000;
     l->lookback_ms = 300000;
+    l->closed_windows = 0;
     l->scope = NULL;
     l->max_series = 0;
     l->cancel = NULL;
+}
+
+static int64_t resolved(const qctx *c, const pq_dur *d, int64_t folded, int allow_negative)
+{
+    if (!d) return folded;
+    int64_t ms = 0;
+    char err[64];
+    (void)pq_dur_eval(d, c->qstep, c->qend - c->qstart, allow_negative, &ms, err, sizeof(err));
+    return ms;
+}
+
+int64_t q_offset(const qctx *c, const pq_node *n)
+{
+    return resolved(c, n->offset_dur, n->offset_ms, 1);
+}
+
+int64_t q_range(const qctx *c, const pq_node *n)
+{
+    return resolved(c, n->range_dur, n->range_ms, 0);
+}
+
+int64_t q_step(const qctx *c, const pq_node *n)
+{
+    return resolved(c, n->step_dur, n->step_ms, 0);
+}
+
+/* Before evaluating: every duration expression that reads step() or
+ * range() must give a valid duration for this query (as Prometheus's
+ * durationVisitor checks them); 0, or -1 with the context failed. */
+static int check_durations(qctx *c, const pq_node *n)
+{
+    const pq_dur *d[3] = {n->offset_dur, n->range_dur, n->step_dur};
+    for (int i = 0; i < 3; i++) {
+        if (!d[i]) continue;
+        int64_t ms;
+        char err[128];
+        if (pq_dur_eval(d[i], c->qstep, c->qend - c->qstart, i == 0, &ms, err, sizeof(err)) < 0) {
+            qerr(c, PQ_ERR_BAD_DATA, "%s", err);
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < n->nargs; i++)
+        if (check_durations(c, n->args[i]) < 0) return -1;
+    return 0;
 }
 
 /* Reference time of step i for a selector or subquery: @ fixes it. */
@@ -27,7 +72,7 @@ static int64_t ref_time(const qctx *c, const pq_node *n, size_t i)
 {
     int64_t t = qts(c, i);
     if (n->has_at) t = n->at_kind == 1 ? c->qstart : n->at_kind == 2 ? c->qend : n->at_ms;
-    return t - n->offset_ms;
+    return t - q_offset(c, n);
 }
 
 static int store_select(qctx *c, const pq_node *vs, int64_t mint, int64_t maxt, mw_select_result *r)
@@ -76,7 +121,7 @@ static val eval_vsel(qctx *c, const pq_node *n)
                 k++;
             if (k == 0) continue;
             size_t j = k - 1;
-            if (d->t[j] < t - c->lim.lookback_ms || is_stale(d->v[j])) continue;
+            if (!q_after_start(c, d->t[j], t - c->lim.lookback_ms) || is_stale(d->v[j])) continue;
             if (!s) {
                 s = sv_new(c, &out, lbl_share(d->labels, d->nlabels, shared), d->nlabels);
                 if (!s) break;
@@ -108,10 +153,11 @@ int eval_range_arg(qctx *c, const pq_node *n, rangearg *out)
     memset(out, 0, sizeof(*out));
     while (n->kind == PQ_PAREN) /* rate((x[5m])): the range inside */
         n = n->args[0];
-    out->range_ms = n->range_ms;
+    out->range_ms = q_range(c, n);
+    out->closed = c->lim.closed_windows;
     if (n->kind == PQ_MSEL) {
         const pq_node *vs = n->args[0];
-        out->wstart = window_arrays(c, vs, n->range_ms, &out->wend);
+        out->wstart = window_arrays(c, vs, out->range_ms, &out->wend);
         mw_select_result r;
         if (store_select(c, vs, out->wstart[0], out->wend[c->nsteps - 1], &r) < 0) return -1;
         out->s = mw_xcalloc(r.nseries ? r.nseries : 1, sizeof(pq_series));
@@ -145,11 +191,12 @@ int eval_range_arg(qctx *c, const pq_node *n, rangearg *out)
     /* Subquery: evaluate the inner expression on its own grid, aligned to
      * multiples of its step, from the first window's start to the last
      * window's end. */
-    out->wstart = window_arrays(c, n, n->range_ms, &out->wend);
-    int64_t step = n->step_ms ? n->step_ms : 60000;
+    out->wstart = window_arrays(c, n, out->range_ms, &out->wend);
+    int64_t step = q_step(c, n);
+    if (!step) step = 60000;
     int64_t lo = out->wstart[0], hi = out->wend[c->nsteps - 1];
     int64_t first = step * (lo / step);
-    if (first < lo) first += step;
+    if (!q_after_start(c, first, lo)) first += step;
     if (first > hi) return 0;
     qctx sub = *c;
     sub.start = first;
@@ -580,7 +627,7 @@ static val eval_matrix_instant(qctx *c, const pq_node *n)
         pq_series *s = &ra.s[i];
         size_t o = 0;
         for (size_t k = 0; k < s->n; k++)
-            if (s->t[k] >= ra.wstart[0] && s->t[k] <= ra.wend[0]) {
+            if (q_after_start(c, s->t[k], ra.wstart[0]) && s->t[k] <= ra.wend[0]) {
                 s->t[o] = s->t[k];
                 s->v[o++] = s->v[k];
             }
@@ -695,6 +742,7 @@ int pq_eval(mw_store *store, const pq_node *expr, int64_t start, int64_t end, in
               .step = step ? step : 1,
               .qstart = start,
               .qend = end,
+              .qstep = step,
               .lim = *lim,
               .err = err,
               .errsize = errsize};
@@ -707,6 +755,7 @@ int pq_eval(mw_store *store, const pq_node *expr, int64_t start, int64_t end, in
                  expr->type == PQ_T_STRING ? "string" : "range vector");
         return PQ_ERR_BAD_DATA;
     }
+    if (check_durations(&c, expr) < 0) return c.code;
     val v = eval_node(&c, expr);
     if (c.code) {
         val_free(NULL, &v);

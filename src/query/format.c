@@ -74,6 +74,31 @@ static void put_labels(mw_buf *b, char *const *names, size_t n)
     }
 }
 
+/* A duration expression after offset, in parentheses as Prometheus 3
+ * writes it when it is more than one operand. */
+static void put_dur_paren(mw_buf *b, const pq_dur *d)
+{
+    mw_buf t;
+    mw_buf_init(&t, 0);
+    pq_dur_format(&t, d);
+    size_t len;
+    char *text = mw_buf_steal(&t, &len);
+    int simple = strchr(text, ' ') == NULL;
+    if (!simple) mw_buf_putc(b, '(');
+    mw_buf_puts(b, text);
+    if (!simple) mw_buf_putc(b, ')');
+    free(text);
+}
+
+/* A range or step: its expression when it has one. */
+static void put_range(mw_buf *b, const pq_dur *d, int64_t ms)
+{
+    if (d)
+        pq_dur_format(b, d);
+    else
+        put_duration(b, ms);
+}
+
 static void put_at_offset(mw_buf *b, const pq_node *n)
 {
     if (n->has_at) {
@@ -84,7 +109,10 @@ static void put_at_offset(mw_buf *b, const pq_node *n)
         else
             mw_buf_printf(b, " @ %.3f", (double)n->at_ms / 1000);
     }
-    if (n->offset_ms > 0) {
+    if (n->offset_dur) {
+        mw_buf_puts(b, " offset ");
+        put_dur_paren(b, n->offset_dur);
+    } else if (n->offset_ms > 0) {
         mw_buf_puts(b, " offset ");
         put_duration(b, n->offset_ms);
     } else if (n->offset_ms < 0) {
@@ -176,16 +204,16 @@ static void put_node(mw_buf *b, const pq_node *n)
     case PQ_MSEL:
         put_selector(b, n->args[0]);
         mw_buf_putc(b, '[');
-        put_duration(b, n->range_ms);
+        put_range(b, n->range_dur, n->range_ms);
         mw_buf_putc(b, ']');
         put_at_offset(b, n->args[0]);
         break;
     case PQ_SUBQ:
         put_node(b, n->args[0]);
         mw_buf_putc(b, '[');
-        put_duration(b, n->range_ms);
+        put_range(b, n->range_dur, n->range_ms);
         mw_buf_putc(b, ':');
-        if (n->step_ms) put_duration(b, n->step_ms);
+        if (n->step_dur || n->step_ms) put_range(b, n->step_dur, n->step_ms);
         mw_buf_putc(b, ']');
         put_at_offset(b, n);
         break;

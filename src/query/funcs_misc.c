@@ -247,7 +247,7 @@ static int64_t selected_at(const qctx *c, const pq_node *sel, size_t k)
 {
     int64_t at = qts(c, k);
     if (sel->has_at) at = sel->at_kind == 1 ? c->qstart : sel->at_kind == 2 ? c->qend : sel->at_ms;
-    return at - sel->offset_ms;
+    return at - q_offset(c, sel);
 }
 
 /* timestamp(v): the time of the sample a selector picked (evaluated as a
@@ -302,7 +302,7 @@ val pq_call_timestamp(qctx *c, const pq_node *n)
             size_t j = lower_bound(d->t, d->n, t + 1);
             if (j == 0) continue;
             j--;
-            if (d->t[j] < t - c->lim.lookback_ms || is_stale(d->v[j])) continue;
+            if (!q_after_start(c, d->t[j], t - c->lim.lookback_ms) || is_stale(d->v[j])) continue;
             if (vb_add(&vb, lbl_copy(l, nl), nl, k, (double)d->t[j] / 1000) < 0) break;
         }
         lbl_free(l, nl);

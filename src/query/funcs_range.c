@@ -428,7 +428,7 @@ static void *rf_run(void *arg)
          * slides over the series instead of being searched per step. */
         size_t lo = 0, hi = 0;
         for (size_t k = 0; k < j->nsteps; k++) {
-            while (lo < s->n && s->t[lo] < ra->wstart[k])
+            while (lo < s->n && (ra->closed ? s->t[lo] < ra->wstart[k] : s->t[lo] <= ra->wstart[k]))
                 lo++;
             if (hi < lo) hi = lo;
             while (hi < s->n && s->t[hi] <= ra->wend[k])

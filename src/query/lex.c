@@ -222,7 +222,7 @@ void pq_next(parser *ps)
         double v = (buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X'))
                        ? (double)strtoull(buf, &end, 16)
                        : strtod(buf, &end);
-        if (end == buf || is_id_char((unsigned char)*end) || *end == '.') {
+        if (end == buf || isalnum((unsigned char)*end) || *end == '_' || *end == '.') {
             t->k = T_ERR;
             pq_errf(ps, s, "bad number or duration syntax: \"%.*s\"", e - s, q + s);
             return;

@@ -64,4 +64,13 @@ void pq_next(parser *ps);
 void pq_unexpected(parser *ps, const char *ctx);
 int pq_is_kw(const tok *t, const char *kw);
 
+/* Duration expressions (durations.c). pq_dur_starts: 1 when the token may
+ * begin one. pq_dur_parse: a whole expression ([range], [:step]);
+ * pq_dur_parse_offset: the one operand `offset` takes. NULL on error (the
+ * parse failed). */
+typedef struct pq_dur pq_dur;
+int pq_dur_starts(const tok *t);
+pq_dur *pq_dur_parse(parser *ps);
+pq_dur *pq_dur_parse_offset(parser *ps);
+
 #endif

@@ -48,6 +48,9 @@ void pq_node_free(pq_node *n)
     for (size_t i = 0; i < n->nargs; i++)
         pq_node_free(n->args[i]);
     free(n->args);
+    pq_dur_free(n->range_dur);
+    pq_dur_free(n->step_dur);
+    pq_dur_free(n->offset_dur);
     free(n);
 }
 
@@ -454,6 +457,34 @@ static pq_node *parse_primary(parser *ps)
     }
 }
 
+/* A duration expression at the cursor (durations.c): folded into *ms when
+ * it reads neither step() nor range(), else kept in *dx for the query to
+ * resolve. A folded range or step must be positive. 0, or -1 (failed). */
+static int parse_duration_at(parser *ps, int offset, const char *ctx, int64_t *ms, pq_dur **dx)
+{
+    *dx = NULL;
+    *ms = 0;
+    if (!pq_dur_starts(&ps->t)) {
+        pq_unexpected(ps, ctx);
+        return -1;
+    }
+    int pos = ps->t.pos;
+    pq_dur *d = offset ? pq_dur_parse_offset(ps) : pq_dur_parse(ps);
+    if (!d) return -1;
+    if (!pq_dur_is_const(d)) {
+        *dx = d;
+        return 0;
+    }
+    char err[128];
+    int rc = pq_dur_eval(d, 0, 0, offset, ms, err, sizeof(err));
+    pq_dur_free(d);
+    if (rc < 0) {
+        pq_errf(ps, pos, "%s", err);
+        return -1;
+    }
+    return 0;
+}
+
 /* offset, @, [range], [range:step] after a primary expression. */
 static pq_node *parse_postfix(parser *ps, pq_node *n)
 {
@@ -461,71 +492,64 @@ static pq_node *parse_postfix(parser *ps, pq_node *n)
         if (ps->t.k == T_LBRACK) {
             int pos = ps->t.pos;
             pq_next(ps);
-            if (ps->t.k != T_DUR) {
-                pq_unexpected(ps, "in subquery or range selector, expected duration");
+            int64_t range;
+            pq_dur *range_dur;
+            if (parse_duration_at(ps, 0, "in subquery or range selector, expected duration", &range,
+                                  &range_dur) < 0)
                 goto fail;
-            }
-            int64_t range = ps->t.dur;
-            pq_next(ps);
             if (ps->t.k == T_RBRACK) {
-                if (n->kind != PQ_VSEL || n->has_at || n->offset_ms) {
+                if (n->kind != PQ_VSEL || n->has_at || n->offset_ms || n->offset_dur) {
                     pq_errf(ps, pos, "ranges only allowed for vector selectors");
-                    goto fail;
-                }
-                if (range <= 0) {
-                    pq_errf(ps, pos, "range must be positive");
+                    pq_dur_free(range_dur);
                     goto fail;
                 }
                 pq_next(ps);
                 pq_node *m = node_new(PQ_MSEL, n->pos);
                 m->type = PQ_T_MATRIX;
                 m->range_ms = range;
+                m->range_dur = range_dur;
                 add_arg(m, n);
                 n = m;
                 continue;
             }
             if (ps->t.k != T_COLON) {
                 pq_unexpected(ps, "in subquery, expected \":\" or \"]\"");
+                pq_dur_free(range_dur);
                 goto fail;
             }
             pq_next(ps);
             int64_t step = 0;
-            if (ps->t.k == T_DUR) {
-                step = ps->t.dur;
-                if (step <= 0) {
-                    pq_errf(ps, ps->t.pos, "subquery step must be positive");
-                    goto fail;
-                }
-                pq_next(ps);
+            pq_dur *step_dur = NULL;
+            if (ps->t.k != T_RBRACK &&
+                parse_duration_at(ps, 0, "in subquery, expected duration", &step, &step_dur) < 0) {
+                pq_dur_free(range_dur);
+                goto fail;
             }
             if (ps->t.k != T_RBRACK) {
                 pq_unexpected(ps, "in subquery, expected \"]\"");
+                pq_dur_free(range_dur);
+                pq_dur_free(step_dur);
                 goto fail;
             }
             pq_next(ps);
             if (n->type != PQ_T_VECTOR) {
                 pq_errf(ps, pos, "subquery is only allowed on instant vector, got %s",
                         type_name(n->type));
+                pq_dur_free(range_dur);
+                pq_dur_free(step_dur);
                 goto fail;
             }
             pq_node *s = node_new(PQ_SUBQ, n->pos);
             s->type = PQ_T_MATRIX;
             s->range_ms = range;
+            s->range_dur = range_dur;
             s->step_ms = step;
+            s->step_dur = step_dur;
             add_arg(s, n);
             n = s;
         } else if (pq_is_kw(&ps->t, "offset")) {
             int pos = ps->t.pos;
             pq_next(ps);
-            int neg = 0;
-            if (ps->t.k == T_SUB || ps->t.k == T_ADD) {
-                neg = ps->t.k == T_SUB;
-                pq_next(ps);
-            }
-            if (ps->t.k != T_DUR) {
-                pq_unexpected(ps, "in offset, expected duration");
-                goto fail;
-            }
             pq_node *target = n->kind == PQ_MSEL ? n->args[0] : n;
             if (target->kind != PQ_VSEL && target->kind != PQ_SUBQ) {
                 pq_errf(ps, pos,
@@ -533,12 +557,13 @@ static pq_node *parse_postfix(parser *ps, pq_node *n)
                         "vector selector or a subquery");
                 goto fail;
             }
-            if (target->offset_ms) {
+            if (target->offset_ms || target->offset_dur) {
                 pq_errf(ps, pos, "offset may not be set multiple times");
                 goto fail;
             }
-            target->offset_ms = neg ? -ps->t.dur : ps->t.dur;
-            pq_next(ps);
+            if (parse_duration_at(ps, 1, "in offset, expected duration", &target->offset_ms,
+                                  &target->offset_dur) < 0)
+                goto fail;
         } else if (ps->t.k == T_AT) {
             int pos = ps->t.pos;
             pq_next(ps);
@@ -558,8 +583,9 @@ static pq_node *parse_postfix(parser *ps, pq_node *n)
                 neg = ps->t.k == T_SUB;
                 pq_next(ps);
             }
-            if (ps->t.k == T_NUM) {
-                double v = neg ? -ps->t.num : ps->t.num;
+            if (ps->t.k == T_NUM || ps->t.k == T_DUR) {
+                double v = ps->t.k == T_NUM ? ps->t.num : (double)ps->t.dur / 1000;
+                if (neg) v = -v;
                 if (!isfinite(v) || fabs(v) > 9e12) {
                     pq_errf(ps, ps->t.pos, "timestamp out of bounds for @ modifier: %g", v);
                     goto fail;

@@ -66,6 +66,9 @@ typedef enum {
 typedef enum { PQ_CARD_ONE_ONE, PQ_CARD_MANY_ONE, PQ_CARD_ONE_MANY, PQ_CARD_MANY_MANY } pq_card;
 
 typedef struct pq_func pq_func;
+/* A duration expression that reads the query's step() or range()
+ * (durations.c); constant ones are folded into the *_ms fields. */
+typedef struct pq_dur pq_dur;
 
 typedef struct pq_node {
     pq_kind kind;
@@ -77,8 +80,9 @@ typedef struct pq_node {
     mw_matcher *matchers;
     size_t nmatchers;
     int64_t range_ms, step_ms, offset_ms;
-    int has_at;  /* @ modifier */
-    int at_kind; /* 0 = timestamp, 1 = start(), 2 = end() */
+    pq_dur *range_dur, *step_dur, *offset_dur; /* NULL: the *_ms value holds */
+    int has_at;                                /* @ modifier */
+    int at_kind;                               /* 0 = timestamp, 1 = start(), 2 = end() */
     int64_t at_ms;
     /* Operators. */
     int op; /* pq_binop, pq_aggop, or the unary operator */
@@ -116,6 +120,10 @@ typedef struct pq_limits {
     size_t max_samples; /* samples in memory at once (loaded + computed) */
     int64_t timeout_ms;
     int64_t lookback_ms;
+    /* Windows as Prometheus 2 took them, [t - range, t] (and lookback
+     * [t - delta, t]); 0: as Prometheus 3, (t - range, t], a sample exactly
+     * at the start is out. */
+    int closed_windows;
     /* Per query: a matcher ANDed with every selector (a namespace-scoped
      * reader's, docs/security.md); NULL: none. */
     const mw_matcher *scope;

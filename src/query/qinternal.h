@@ -38,6 +38,7 @@ typedef struct qctx {
     int64_t start, end, step; /* the grid of this (sub)evaluation */
     size_t nsteps;
     int64_t qstart, qend; /* the query's own start and end, for @ start()/end() */
+    int64_t qstep;        /* the query's step (0: instant), for step() */
     pq_limits lim;
     int64_t deadline_ns;
     size_t samples; /* in memory now */
@@ -80,6 +81,21 @@ int lbl_cmp(const pq_label *a, size_t na, const pq_label *b, size_t nb);
  * names (on=1) or all but them and __name__ (on=0); into buf. */
 void lbl_key(const pq_label *l, size_t n, char *const *names, size_t nnames, int on, int use_names,
              mw_buf *buf);
+
+/* Duration expressions (durations.c): 1 when d reads neither step() nor
+ * range(); its value in milliseconds for this query's step and range (0,
+ * or -1 with the error: NaN, division by zero, not positive unless
+ * allow_negative, out of range); Prometheus's text of it; free. */
+int pq_dur_is_const(const pq_dur *d);
+int pq_dur_eval(const pq_dur *d, int64_t step_ms, int64_t range_ms, int allow_negative,
+                int64_t *out_ms, char *err, size_t errsize);
+void pq_dur_format(mw_buf *b, const pq_dur *d);
+void pq_dur_free(pq_dur *d);
+/* A selector's or subquery's offset, range and step for this query: the
+ * folded value, or its expression resolved (pq_eval has checked it). */
+int64_t q_offset(const qctx *c, const pq_node *n);
+int64_t q_range(const qctx *c, const pq_node *n);
+int64_t q_step(const qctx *c, const pq_node *n);
 
 /* Go's math.Pi (M_PI is not C11). */
 #define PQ_PI 3.14159265358979323846264338327950288419716939937510582097494459
@@ -150,9 +166,15 @@ val eval_agg(qctx *c, const pq_node *n);
 typedef struct rangearg {
     pq_series *s;
     size_t n;
-    int64_t *wstart, *wend; /* per step */
+    int64_t *wstart, *wend; /* per step: (wstart, wend], or [wstart, wend] when closed */
     int64_t range_ms;
+    int closed; /* pq_limits.closed_windows */
 } rangearg;
+/* 1 when a sample at time t lies after a window's (or lookback's) start. */
+static inline int q_after_start(const qctx *c, int64_t t, int64_t start)
+{
+    return c->lim.closed_windows ? t >= start : t > start;
+}
 int eval_range_arg(qctx *c, const pq_node *n, rangearg *out);
 void rangearg_free(qctx *c, rangearg *r);
 double quantile_of(double q, double *vals, size_t n); /* sorts vals */
