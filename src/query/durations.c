@@ -195,25 +195,24 @@ static pq_dur *parse_dur_expr(parser *ps, int minprec)
 {
     if (++ps->depth > 200) {
         pq_errf(ps, ps->t.pos, "expression nests too deeply");
+        ps->depth--;
         return NULL;
     }
     pq_dur *lhs = parse_dur_unary(ps);
+    if (!lhs) {
+        ps->depth--;
+        return NULL;
+    }
     int op, prec;
-    while (lhs && !ps->failed && dur_binop(ps->t.k, &op, &prec) && prec >= minprec) {
+    while (!ps->failed && dur_binop(ps->t.k, &op, &prec) && prec >= minprec) {
         int pos = ps->t.pos;
         pq_next(ps);
         /* ^ is right associative: its right side may hold another ^. */
         pq_dur *rhs = parse_dur_expr(ps, prec == 4 ? 4 : prec + 1);
-        if (!rhs) {
-            pq_dur_free(lhs);
-            lhs = NULL;
-            break;
-        }
+        if (!rhs) break;
         if ((op == PQ_OP_DIV || op == PQ_OP_MOD) && rhs->kind == PQ_DUR_NUM && rhs->seconds == 0) {
             pq_errf(ps, pos, op == PQ_OP_DIV ? "division by zero" : "modulo by zero");
             pq_dur_free(rhs);
-            pq_dur_free(lhs);
-            lhs = NULL;
             break;
         }
         pq_dur *b = dur_new(PQ_DUR_BIN, pos);

@@ -467,6 +467,70 @@ static void full_desc(const sv *s, char *buf, size_t size)
     if (o < size) snprintf(buf + o, size - o, "}");
 }
 
+/* The series a fill modifier stands in for a missing side: the match
+ * group's labels (on's, or all but ignoring's and the name), as
+ * Prometheus's Labels.MatchLabels. */
+static sv fill_series(const pq_node *n, const sv *present)
+{
+    sv f = {0};
+    f.labels = lbl_copy(present->labels, present->nlabels);
+    f.nlabels = present->nlabels;
+    lbl_filter(&f.labels, &f.nlabels, n->match_labels, n->nmatch_labels, n->on);
+    if (!n->on) lbl_del(&f.labels, &f.nlabels, "__name__");
+    return f;
+}
+
+/* What vec_vec's results share: the builder and the label cache. */
+typedef struct vv_out {
+    qctx *c;
+    const pq_node *n;
+    vbuild b;
+    int drop;          /* the metric name goes */
+    const sv *last_os; /* result labels depend on (ms, os) only */
+    size_t last_si;
+} vv_out;
+
+/* The result of many-side ms and one-side os at step k, lv op rv. 0, or -1
+ * (the context failed). */
+static int vv_put(vv_out *o, const sv *ms, const sv *os, double lv, double rv, size_t k)
+{
+    const pq_node *n = o->n;
+    pq_binop op = (pq_binop)n->op;
+    int keep;
+    double v = arith(op, lv, rv, &keep);
+    if (is_cmp(op) && n->return_bool) {
+        v = keep ? 1 : 0;
+        keep = 1;
+    }
+    if (!keep) return 0;
+    size_t si = o->last_si;
+    if (os != o->last_os) {
+        pq_label *lab = lbl_copy(ms->labels, ms->nlabels);
+        size_t nl = ms->nlabels;
+        if (o->drop) lbl_del(&lab, &nl, "__name__");
+        if (n->card == PQ_CARD_ONE_ONE && n->has_matching)
+            lbl_filter(&lab, &nl, n->match_labels, n->nmatch_labels, n->on);
+        for (size_t x = 0; x < n->ninclude_labels; x++)
+            lbl_set(&lab, &nl, n->include_labels[x],
+                    lbl_get(os->labels, os->nlabels, n->include_labels[x]));
+        si = vb_series(&o->b, lab, nl);
+        if (si == (size_t)-1) return -1;
+        o->last_os = os;
+        o->last_si = si;
+    }
+    if (o->b.s[si].ok[k]) {
+        qerr(o->c, PQ_ERR_EXECUTION,
+             n->card == PQ_CARD_ONE_ONE
+                 ? "multiple matches for labels: many-to-one matching must be explicit "
+                   "(group_left/group_right)"
+                 : "multiple matches for labels: grouping labels must ensure unique matches");
+        return -1;
+    }
+    o->b.s[si].ok[k] = 1;
+    o->b.s[si].v[k] = v;
+    return 0;
+}
+
 static val vec_vec(qctx *c, const pq_node *n, val *l, val *r)
 {
     pq_binop op = (pq_binop)n->op;
@@ -474,12 +538,17 @@ static val vec_vec(qctx *c, const pq_node *n, val *l, val *r)
     /* The "one" side is indexed by signature; the "many" side looks up. */
     int swap = n->card == PQ_CARD_ONE_MANY;
     val *many = swap ? r : l, *one = swap ? l : r;
+    /* Fill values as Prometheus applies them after its one-to-many swap:
+     * fill_right stands in for the "one" side, fill_left for the "many"
+     * side (so with group_right, fill_left fills the right-hand side). */
+    int fill_one = (n->fill & PQ_FILL_RIGHT) != 0, fill_many = (n->fill & PQ_FILL_LEFT) != 0;
     mw_buf key;
     mw_buf_init(&key, 0);
     smap idx;
     smap_init(&idx);
     size_t ngroups = 0;
     size_t **members = NULL, *nmembers = NULL;
+    size_t *group_of = mw_xcalloc(one->n ? one->n : 1, sizeof(size_t));
     for (size_t i = 0; i < one->n; i++) {
         sig(n, &one->s[i], &key);
         size_t j = smap_get(&idx, key.data);
@@ -493,24 +562,27 @@ static val vec_vec(qctx *c, const pq_node *n, val *l, val *r)
         }
         members[j] = mw_xrealloc(members[j], (nmembers[j] + 1) * sizeof(size_t));
         members[j][nmembers[j]++] = i;
+        group_of[i] = j;
     }
     /* For one-to-one: which "many" series already matched a group at a step. */
     size_t **used = mw_xcalloc(ngroups ? ngroups : 1, sizeof(size_t *));
-    vbuild b;
-    vb_init(&b, c);
-    int drop = !is_cmp(op) || n->return_bool;
+    /* With fill_left: which groups a "many" series met at a step. */
+    uint8_t **met = fill_many ? mw_xcalloc(ngroups ? ngroups : 1, sizeof(uint8_t *)) : NULL;
+    vv_out o = {.c = c, .n = n, .drop = !is_cmp(op) || n->return_bool};
+    vb_init(&o.b, c);
     char desc[512];
     for (size_t i = 0; i < many->n && !c->code; i++) {
         sv *ms = &many->s[i];
-        const sv *last_os = NULL; /* result labels depend on (ms, os) only */
-        size_t last_si = 0;
+        sv filled = {0}; /* the "one" side fill_right stands in for */
+        int have_filled = 0;
+        o.last_os = NULL;
         sig(n, ms, &key);
         size_t g = smap_get(&idx, key.data);
-        if (g == (size_t)-1) continue;
+        if (g == (size_t)-1 && !fill_one) continue;
         for (size_t k = 0; k < c->nsteps && !c->code; k++) {
             if (!ms->ok[k]) continue;
             sv *os = NULL;
-            for (size_t m = 0; m < nmembers[g]; m++) {
+            for (size_t m = 0; g != (size_t)-1 && m < nmembers[g]; m++) {
                 sv *cand = &one->s[members[g][m]];
                 if (!cand->ok[k]) continue;
                 if (os) {
@@ -527,8 +599,17 @@ static val vec_vec(qctx *c, const pq_node *n, val *l, val *r)
                 }
                 os = cand;
             }
-            if (!os || c->code) continue;
-            if (n->card == PQ_CARD_ONE_ONE) {
+            if (c->code) continue;
+            double ov;
+            if (os) {
+                ov = os->v[k];
+            } else {
+                if (!fill_one) continue;
+                if (!have_filled) filled = fill_series(n, ms), have_filled = 1;
+                os = &filled;
+                ov = n->fill_right;
+            }
+            if (n->card == PQ_CARD_ONE_ONE && g != (size_t)-1) {
                 if (!used[g]) used[g] = mw_xcalloc(c->nsteps, sizeof(size_t));
                 if (used[g][k]) {
                     qerr(c, PQ_ERR_EXECUTION,
@@ -538,54 +619,44 @@ static val vec_vec(qctx *c, const pq_node *n, val *l, val *r)
                 }
                 used[g][k] = i + 1;
             }
-            double lv = swap ? os->v[k] : ms->v[k], rv = swap ? ms->v[k] : os->v[k];
-            int keep;
-            double v = arith(op, lv, rv, &keep);
-            if (is_cmp(op) && n->return_bool) {
-                v = keep ? 1 : 0;
-                keep = 1;
+            if (met && g != (size_t)-1) {
+                if (!met[g]) met[g] = mw_xcalloc(c->nsteps, 1);
+                met[g][k] = 1;
             }
-            if (!keep) continue;
-            size_t si = last_si;
-            if (os != last_os) {
-                pq_label *lab = lbl_copy(ms->labels, ms->nlabels);
-                size_t nl = ms->nlabels;
-                if (drop) lbl_del(&lab, &nl, "__name__");
-                if (n->card == PQ_CARD_ONE_ONE && n->has_matching)
-                    lbl_filter(&lab, &nl, n->match_labels, n->nmatch_labels, n->on);
-                for (size_t x = 0; x < n->ninclude_labels; x++)
-                    lbl_set(&lab, &nl, n->include_labels[x],
-                            lbl_get(os->labels, os->nlabels, n->include_labels[x]));
-                si = vb_series(&b, lab, nl);
-                if (si == (size_t)-1) break;
-                last_os = os;
-                last_si = si;
-            }
-            if (b.s[si].ok[k]) {
-                qerr(c, PQ_ERR_EXECUTION,
-                     n->card == PQ_CARD_ONE_ONE
-                         ? "multiple matches for labels: many-to-one matching must be explicit "
-                           "(group_left/group_right)"
-                         : "multiple matches for labels: grouping labels must ensure unique "
-                           "matches");
-                break;
-            }
-            b.s[si].ok[k] = 1;
-            b.s[si].v[k] = v;
+            double lv = swap ? ov : ms->v[k], rv = swap ? ms->v[k] : ov;
+            if (vv_put(&o, ms, os, lv, rv, k) < 0) break;
         }
+        lbl_free(filled.labels, filled.nlabels);
+    }
+    /* fill_left: a "one" series no "many" series met at a step meets the
+     * fill value instead, under its match group's labels. */
+    for (size_t i = 0; met && i < one->n && !c->code; i++) {
+        sv *os = &one->s[i];
+        size_t g = group_of[i];
+        sv filled = {0};
+        int have_filled = 0;
+        o.last_os = NULL;
+        for (size_t k = 0; k < c->nsteps && !c->code; k++) {
+            if (!os->ok[k] || (met[g] && met[g][k])) continue;
+            if (!have_filled) filled = fill_series(n, os), have_filled = 1;
+            double lv = swap ? os->v[k] : n->fill_left, rv = swap ? n->fill_left : os->v[k];
+            if (vv_put(&o, &filled, os, lv, rv, k) < 0) break;
+        }
+        lbl_free(filled.labels, filled.nlabels);
     }
     for (size_t j = 0; j < ngroups; j++) {
         free(members[j]);
         free(used[j]);
+        if (met) free(met[j]);
     }
+    free(met);
+    free(group_of);
     free(used);
     free(members);
     free(nmembers);
     smap_free(&idx);
     mw_buf_free(&key);
-    val out;
-    out = vb_finish(&b);
-    return out;
+    return vb_finish(&o.b);
 }
 
 static val eval_binary(qctx *c, const pq_node *n)

@@ -9,6 +9,7 @@
 #include "promql.h"
 #include "qinternal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,26 @@ static void put_range(mw_buf *b, const pq_dur *d, int64_t ms)
         pq_dur_format(b, d);
     else
         put_duration(b, ms);
+}
+
+/* fill(v), or fill_left(v) and fill_right(v) where they differ. */
+static void put_fill(mw_buf *b, const pq_node *n)
+{
+    char v[PQ_VALUE_BUFSIZE];
+    int both = n->fill == (PQ_FILL_LEFT | PQ_FILL_RIGHT);
+    if (both && (n->fill_left == n->fill_right || (isnan(n->fill_left) && isnan(n->fill_right)))) {
+        pq_format_value(n->fill_left, v, sizeof(v));
+        mw_buf_printf(b, " fill (%s)", v);
+        return;
+    }
+    if (n->fill & PQ_FILL_LEFT) {
+        pq_format_value(n->fill_left, v, sizeof(v));
+        mw_buf_printf(b, " fill_left (%s)", v);
+    }
+    if (n->fill & PQ_FILL_RIGHT) {
+        pq_format_value(n->fill_right, v, sizeof(v));
+        mw_buf_printf(b, " fill_right (%s)", v);
+    }
 }
 
 static void put_at_offset(mw_buf *b, const pq_node *n)
@@ -241,6 +262,7 @@ static void put_node(mw_buf *b, const pq_node *n)
             put_labels(b, n->include_labels, n->ninclude_labels);
             mw_buf_putc(b, ')');
         }
+        put_fill(b, n);
         mw_buf_putc(b, ' ');
         put_node(b, n->args[1]);
         break;

@@ -663,7 +663,62 @@ static int is_set(pq_binop op)
     return op >= PQ_OP_AND;
 }
 
-/* bool, on/ignoring, group_left/right after a binary operator. */
+/* 1 when the identifier at the cursor is followed by "(" (so `fill(0)` is
+ * a modifier and `x + fill` a metric named fill). */
+static int followed_by_paren(const parser *ps)
+{
+    int p = ps->p;
+    while ((size_t)p < ps->qlen && isspace((unsigned char)ps->q[p]))
+        p++;
+    return (size_t)p < ps->qlen && ps->q[p] == '(';
+}
+
+/* fill(v), fill_left(v), fill_right(v), fill_left(v) fill_right(v) (either
+ * order): v a number or duration, with an optional sign. */
+static int parse_fill(parser *ps, pq_node *n)
+{
+    while (ps->t.k == T_ID && followed_by_paren(ps) &&
+           (pq_is_kw(&ps->t, "fill") || pq_is_kw(&ps->t, "fill_left") ||
+            pq_is_kw(&ps->t, "fill_right"))) {
+        int pos = ps->t.pos;
+        int which = pq_is_kw(&ps->t, "fill")        ? PQ_FILL_LEFT | PQ_FILL_RIGHT
+                    : pq_is_kw(&ps->t, "fill_left") ? PQ_FILL_LEFT
+                                                    : PQ_FILL_RIGHT;
+        if ((n->fill & which) || (n->fill && which == (PQ_FILL_LEFT | PQ_FILL_RIGHT))) {
+            pq_errf(ps, pos, "fill modifiers may not be set multiple times");
+            return -1;
+        }
+        pq_next(ps); /* the name */
+        pq_next(ps); /* ( */
+        int neg = 0;
+        if (ps->t.k == T_ADD || ps->t.k == T_SUB) {
+            neg = ps->t.k == T_SUB;
+            pq_next(ps);
+        }
+        if (ps->t.k != T_NUM && ps->t.k != T_DUR) {
+            pq_unexpected(ps, "in fill modifier, expected number");
+            return -1;
+        }
+        double v = ps->t.k == T_NUM ? ps->t.num : (double)ps->t.dur / 1000;
+        if (neg) v = -v;
+        pq_next(ps);
+        if (ps->t.k != T_RPAREN) {
+            pq_unexpected(ps, "in fill modifier, expected \")\"");
+            return -1;
+        }
+        pq_next(ps);
+        if (which & PQ_FILL_LEFT) n->fill_left = v;
+        if (which & PQ_FILL_RIGHT) n->fill_right = v;
+        n->fill |= which;
+        if (is_set((pq_binop)n->op)) {
+            pq_errf(ps, pos, "filling in missing series not allowed for set operators");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* bool, on/ignoring, group_left/right, fill after a binary operator. */
 static int parse_bin_modifiers(parser *ps, pq_node *n)
 {
     pq_binop op = (pq_binop)n->op;
@@ -697,7 +752,7 @@ static int parse_bin_modifiers(parser *ps, pq_node *n)
                 return -1;
         }
     }
-    return 0;
+    return parse_fill(ps, n);
 }
 
 static pq_node *parse_expr(parser *ps, int minprec)
@@ -742,6 +797,10 @@ static pq_node *parse_expr(parser *ps, int minprec)
         }
         if ((lt != PQ_T_VECTOR || rt != PQ_T_VECTOR) && n->has_matching) {
             pq_errf(ps, pos, "vector matching only allowed between instant vectors");
+            break;
+        }
+        if ((lt != PQ_T_VECTOR || rt != PQ_T_VECTOR) && n->fill) {
+            pq_errf(ps, pos, "filling in missing series only allowed between instant vectors");
             break;
         }
         n->type = lt == PQ_T_VECTOR || rt == PQ_T_VECTOR ? PQ_T_VECTOR : PQ_T_SCALAR;

@@ -63,6 +63,8 @@ typedef enum {
     PQ_AGG_COUNT_VALUES,
 } pq_aggop;
 
+enum { PQ_FILL_LEFT = 1, PQ_FILL_RIGHT = 2 };
+
 typedef enum { PQ_CARD_ONE_ONE, PQ_CARD_MANY_ONE, PQ_CARD_ONE_MANY, PQ_CARD_MANY_MANY } pq_card;
 
 typedef struct pq_func pq_func;
@@ -92,6 +94,10 @@ typedef struct pq_node {
     int has_matching;
     char **match_labels, **include_labels;
     size_t nmatch_labels, ninclude_labels;
+    /* Prometheus 3's fill(v), fill_left(v), fill_right(v): a side with no
+     * series of the match group takes the value (PQ_FILL_* bits). */
+    int fill;
+    double fill_left, fill_right;
     /* Aggregations: grouping labels. */
     int without, has_grouping;
     char **grouping;
