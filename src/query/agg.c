@@ -4,6 +4,8 @@
  * stddev/stdvar, NaN handling of min/max/topk). */
 #include "qinternal.h"
 
+#include "../core/hash.h"
+
 #include "../core/buf.h"
 #include "../core/util.h"
 
@@ -171,6 +173,77 @@ static val agg_k(qctx *c, const pq_node *n, val *in, double *param, size_t *grp,
     return out;
 }
 
+/* Where a series falls in [0, 1) for limit_ratio: a hash of its labels,
+ * the same for the same labels in every query (Prometheus uses its own
+ * label hash, so which series a ratio keeps differs from Prometheus's, the
+ * proportion and the complement rule do not). */
+static double ratio_offset(const sv *s, mw_buf *key)
+{
+    lbl_key(s->labels, s->nlabels, NULL, 0, 0, 1, key);
+    uint64_t h = mw_fnv1a64_str(MW_FNV1A64_BASIS, key->data ? key->data : "");
+    /* splitmix64's finaliser spreads FNV's nearby values over the range */
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+    return (double)(h >> 11) / 9007199254740992.0; /* 2^53 */
+}
+
+/* limitk(k, v): per group and step, the first k series present (in the
+ * input's order), unchanged. limit_ratio(r, v): the series whose offset is
+ * below r (r >= 0) or at least 1 + r (r < 0), r capped to [-1, 1], so
+ * limit_ratio(r) and limit_ratio(-(1 - r)) are complements. */
+static val agg_limit(qctx *c, const pq_node *n, val *in, const double *param, const size_t *grp,
+                     size_t ngroups)
+{
+    vbuild b;
+    vb_init(&b, c);
+    size_t *oidx = mw_xmalloc((in->n ? in->n : 1) * sizeof(size_t));
+    for (size_t i = 0; i < in->n; i++)
+        oidx[i] = (size_t)-1;
+    double *offset = NULL;
+    size_t *taken = NULL;
+    if (n->op == PQ_AGG_LIMIT_RATIO) {
+        offset = mw_xmalloc((in->n ? in->n : 1) * sizeof(double));
+        mw_buf key;
+        mw_buf_init(&key, 0);
+        for (size_t i = 0; i < in->n; i++)
+            offset[i] = ratio_offset(&in->s[i], &key);
+        mw_buf_free(&key);
+    } else {
+        taken = mw_xmalloc((ngroups ? ngroups : 1) * sizeof(size_t));
+    }
+    for (size_t k = 0; k < c->nsteps && !c->code; k++) {
+        double p = param[k];
+        if (isnan(p)) continue;
+        if (taken) {
+            if (p < 1) continue;
+            memset(taken, 0, (ngroups ? ngroups : 1) * sizeof(size_t));
+        }
+        double r = p > 1 ? 1 : p < -1 ? -1 : p;
+        for (size_t i = 0; i < in->n && !c->code; i++) {
+            sv *s = &in->s[i];
+            if (!s->ok[k]) continue;
+            if (taken) {
+                if ((double)taken[grp[i]] >= p) continue;
+                taken[grp[i]]++;
+            } else if (!(r >= 0 ? offset[i] < r : offset[i] >= 1 + r)) {
+                continue;
+            }
+            if (oidx[i] == (size_t)-1) {
+                oidx[i] = vb_series(&b, lbl_copy(s->labels, s->nlabels), s->nlabels);
+                if (oidx[i] == (size_t)-1) break;
+            }
+            if (vb_set(&b, oidx[i], k, s->v[k]) < 0) break;
+        }
+    }
+    free(oidx);
+    free(offset);
+    free(taken);
+    return vb_finish(&b);
+}
+
 static val agg_count_values(qctx *c, const pq_node *n, val *in, const char *label)
 {
     vbuild b;
@@ -315,6 +388,25 @@ static void agg_series_major(qctx *c, const pq_node *n, const val *in, const siz
     qrelease(c, extra);
 }
 
+/* topk, bottomk, limitk and limit_ratio refuse a NaN parameter at any
+ * step, as Prometheus 3 does, unless no step asks for anything (every k
+ * below 1, every ratio 0). 1 when the context failed. */
+static int param_is_nan(qctx *c, const pq_node *n, const val *param)
+{
+    int ratio = n->op == PQ_AGG_LIMIT_RATIO;
+    if (!ratio && n->op != PQ_AGG_TOPK && n->op != PQ_AGG_BOTTOMK && n->op != PQ_AGG_LIMITK)
+        return 0;
+    int nan = 0, wanted = 0;
+    for (size_t k = 0; k < c->nsteps; k++) {
+        double p = param->scalar[k];
+        nan |= isnan(p);
+        wanted |= isnan(p) || (ratio ? p != 0 : p >= 1);
+    }
+    if (!nan || !wanted) return 0;
+    qerr(c, PQ_ERR_EXECUTION, ratio ? "Ratio value is NaN" : "Parameter value is NaN");
+    return 1;
+}
+
 val eval_agg(qctx *c, const pq_node *n)
 {
     val out = {0}, param = {0};
@@ -353,9 +445,20 @@ val eval_agg(qctx *c, const pq_node *n)
         goto done;
     }
     size_t ng = b.n;
+    if (param_is_nan(c, n, &param)) {
+        free(grp);
+        vb_free(&b);
+        goto done;
+    }
     if (n->op == PQ_AGG_TOPK || n->op == PQ_AGG_BOTTOMK) {
         vb_free(&b);
         out = agg_k(c, n, &in, param.scalar, grp, ng);
+        free(grp);
+        goto done;
+    }
+    if (n->op == PQ_AGG_LIMITK || n->op == PQ_AGG_LIMIT_RATIO) {
+        vb_free(&b);
+        out = agg_limit(c, n, &in, param.scalar, grp, ng);
         free(grp);
         goto done;
     }

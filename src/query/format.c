@@ -202,7 +202,8 @@ static const char *aggop_name(int op)
         [PQ_AGG_COUNT] = "count",       [PQ_AGG_GROUP] = "group",
         [PQ_AGG_STDDEV] = "stddev",     [PQ_AGG_STDVAR] = "stdvar",
         [PQ_AGG_TOPK] = "topk",         [PQ_AGG_BOTTOMK] = "bottomk",
-        [PQ_AGG_QUANTILE] = "quantile", [PQ_AGG_COUNT_VALUES] = "count_values"};
+        [PQ_AGG_QUANTILE] = "quantile", [PQ_AGG_COUNT_VALUES] = "count_values",
+        [PQ_AGG_LIMITK] = "limitk",     [PQ_AGG_LIMIT_RATIO] = "limit_ratio"};
     return op >= 0 && (size_t)op < sizeof(names) / sizeof(names[0]) ? names[op] : "?";
 }
 

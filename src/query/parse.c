@@ -335,10 +335,10 @@ fail:
 
 static int agg_of(const char *s, pq_aggop *op)
 {
-    static const char *names[] = {"sum",   "avg",     "min",      "max",
-                                  "count", "group",   "stddev",   "stdvar",
-                                  "topk",  "bottomk", "quantile", "count_values"};
-    for (int i = 0; i < 12; i++)
+    static const char *names[] = {"sum",      "avg",          "min",    "max",        "count",
+                                  "group",    "stddev",       "stdvar", "topk",       "bottomk",
+                                  "quantile", "count_values", "limitk", "limit_ratio"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (!strcasecmp(s, names[i])) {
             *op = (pq_aggop)i;
             return 1;
@@ -361,7 +361,7 @@ static pq_node *parse_agg(parser *ps, pq_aggop op, int pos)
     /* by/without may also follow the arguments, once. */
     if (!n->has_grouping && parse_grouping(ps, n) < 0) goto fail;
     int param = op == PQ_AGG_TOPK || op == PQ_AGG_BOTTOMK || op == PQ_AGG_QUANTILE ||
-                op == PQ_AGG_COUNT_VALUES;
+                op == PQ_AGG_COUNT_VALUES || op == PQ_AGG_LIMITK || op == PQ_AGG_LIMIT_RATIO;
     if (n->nargs != (size_t)(param ? 2 : 1)) {
         pq_errf(ps, pos,
                 "wrong number of arguments for aggregate expression provided, expected %d, got %zu",

@@ -61,6 +61,8 @@ typedef enum {
     PQ_AGG_BOTTOMK,
     PQ_AGG_QUANTILE,
     PQ_AGG_COUNT_VALUES,
+    PQ_AGG_LIMITK,      /* Prometheus 3 */
+    PQ_AGG_LIMIT_RATIO, /* Prometheus 3 */
 } pq_aggop;
 
 enum { PQ_FILL_LEFT = 1, PQ_FILL_RIGHT = 2 };
