@@ -15,6 +15,7 @@
 
 extern const mw_module mw_doctor_module;      /* src/derive/doctor.c: findings */
 extern const mw_module mw_module_energy;      /* src/derive/energy_module.c: energy, CO2 */
+extern const mw_module mw_module_gpu_health; /* src/derive/gpu_events.c: GPU events, readiness */
 extern const mw_module mw_module_idle_notify; /* src/agent/idle_notify.c: idle sessions, notices */
 extern const mw_module mw_module_kube;        /* src/kube/kube_module.c: pod watch, pod-resources */
 extern const mw_module mw_module_remote_write; /* src/ship/remote_write.c: shipper */
@@ -28,6 +29,7 @@ const mw_module *const mw_modules[] = {
     &mw_module_energy,
     &mw_module_idle_notify,
     &mw_doctor_module,
+    &mw_module_gpu_health,
     &mw_module_store_query,  /* the store and its PromQL API: after the derivers, before shippers */
     &mw_module_remote_write, /* shippers last: they see every derived sample */
     &mw_module_ui,           /* routes only (web UI); before the agent's catch-all / */

@@ -12,6 +12,7 @@
 #ifndef MW_GPU_H
 #define MW_GPU_H
 
+#include "gpu_health.h"
 #include "../../core/hostfs.h"
 #include "../../core/options.h"
 
@@ -126,6 +127,7 @@ typedef struct mw_gpu_dev {
     mw_gpu_proc procs[MW_GPU_MAX_PROCS];
     mw_gpu_xid xids[MW_GPU_MAX_XIDS];
     double gpm[MW_GPM_COUNT];   /* the whole GPU */
+    mw_gpu_health health;       /* set by the collector after each poll */
     uint8_t gpm_have;           /* bit per MW_GPM_* */
     int64_t poll_ns;            /* time the last poll of this device took */
     const char *driver_version; /* the backend's (set by the collector) */
@@ -206,6 +208,8 @@ typedef struct mw_gpu_settings {
     char nvml_library[PATH_MAX];
     char rocm_library[PATH_MAX];
     int64_t gpu_process_interval_ms;
+    char kernel_log[PATH_MAX];  /* "/dev/kmsg" under --root; "none": not read */
+    char xid_catalog[PATH_MAX]; /* merged over the built-in catalog; "": none */
 } mw_gpu_settings;
 extern const mw_option_group mw_gpu_options;
 

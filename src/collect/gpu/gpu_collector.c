@@ -15,6 +15,8 @@
  * is an mw_worker (core/worker.h), whose mutex guards the published state. */
 #include "gpu.h"
 #include "gpu_emit.h"
+#include "gpu_health.h"
+#include "xid.h"
 #include "../collector.h"
 #include "../../core/log.h"
 #include "../../core/sources.h"
@@ -34,6 +36,7 @@
 #define MAX_PENDING 32 /* errors queued between two collections */
 #define SYNC_WAIT_S 30
 #define STOP_WAIT_S 5 /* destroy() waits this long for the thread */
+#define KMSG_PER_POLL 200000 /* kernel log records read per poll at most (a flood waits) */
 
 typedef struct pending_error {
     char path[96];
@@ -68,6 +71,11 @@ struct gpu_state {
     unsigned nerrs;
     uint64_t dropped_errs;
     int collected_once, absent_logged;
+    /* Health (gpu_health.c): the engine, fed on the thread; the kernel log. */
+    mw_gpu_health_engine *health;
+    mw_kmsg_reader kmsg;
+    int kmsg_on;
+    int64_t stale_ns;
 };
 
 /* Running collectors, for mw_gpu_collector_sync(). */
@@ -97,6 +105,12 @@ static void on_xid(void *ctx, unsigned dev, uint64_t xid)
     backend_slot *s = ctx;
     if (dev >= s->b.ndevices || xid > UINT32_MAX) return;
     mw_gpu_dev *d = &s->st->work[s->base + dev];
+    /* The kernel log has the same XIDs with more said (pid, process,
+     * message, those from before the start): when it is read, NVML's only
+     * count in mlwatch_gpu_xid_errors_total. */
+    if (s->st->health && !s->st->kmsg_on)
+        mw_gpu_health_nvml_xid(s->st->health, s->base + dev, (uint32_t)xid, mw_mono_ns() / 1000,
+                               mw_now_ms());
     for (uint32_t k = 0; k < d->nxids; k++) {
         if (d->xids[k].xid == xid) {
             d->xids[k].count++;
@@ -212,10 +226,63 @@ static void copy_dev(mw_gpu_dev *dst, const mw_gpu_dev *src)
     memcpy(dst->gpm, src->gpm, sizeof(*dst) - offsetof(mw_gpu_dev, gpm));
 }
 
+/* The health engine and the kernel log, once the devices are known. */
+static void open_health(gpu_state *st)
+{
+    const mw_gpu_settings *cfg = mw_config_group(st->env->cfg, &mw_gpu_options);
+    mw_xid_catalog *cat = mw_xmalloc(sizeof(*cat));
+    char why[400];
+    if (mw_xid_catalog_load(cat, cfg->xid_catalog, why, sizeof(why)) < 0) {
+        /* Validated with the configuration; a file changed since then. */
+        mw_log(MW_LOG_WARN, "gpu", "%s; using the built-in XID catalog", why);
+        mw_xid_catalog_load(cat, NULL, why, sizeof(why));
+    }
+    mw_gpu_health_engine *h = mw_gpu_health_new(cat);
+    free(cat);
+    mw_gpu_health_devices(h, st->work, st->n);
+    pthread_mutex_lock(&st->poller.mu); /* read by the published functions */
+    st->health = h;
+    pthread_mutex_unlock(&st->poller.mu);
+    if (strcmp(cfg->kernel_log, "none") != 0 && cfg->kernel_log[0]) {
+        if (mw_kmsg_open(&st->kmsg, st->env->host, cfg->kernel_log, why, sizeof(why)) == 0) {
+            st->kmsg_on = 1;
+            size_t used = strlen(st->why);
+            snprintf(st->why + used, sizeof(st->why) - used, "; XIDs from the kernel log (%s)",
+                     cfg->kernel_log);
+        } else {
+            /* Said in the collector's one line (gpu_init). */
+            size_t used = strlen(st->why);
+            snprintf(st->why + used, sizeof(st->why) - used,
+                     "; XIDs from NVML only (no process, no message, none from before the "
+                     "start): %.300s",
+                     why);
+        }
+    }
+}
+
+static void on_kmsg(void *ctx, const mw_kmsg_record *rec, int before_start)
+{
+    gpu_state *st = ctx;
+    mw_gpu_health_kmsg(st->health, rec, before_start, mw_mono_ns() / 1000, mw_now_ms());
+}
+
+static void read_kmsg(gpu_state *st)
+{
+    if (!st->kmsg_on) return;
+    char why[160];
+    if (mw_kmsg_drain(&st->kmsg, KMSG_PER_POLL, on_kmsg, st, why, sizeof(why)) < 0) {
+        mw_log(MW_LOG_WARN, "gpu", "%s; the kernel log is not read any more", why);
+        mw_kmsg_close(&st->kmsg);
+        st->kmsg_on = 0;
+    }
+    mw_gpu_health_kmsg_stats(st->health, st->kmsg_on, st->kmsg.records, st->kmsg.lost);
+}
+
 static void *poll_thread(void *arg)
 {
     gpu_state *st = arg;
     open_backends(st);
+    if (st->n) open_health(st);
     pthread_mutex_lock(&st->poller.mu);
     st->opened = st->n ? 1 : -1;
     pthread_cond_broadcast(&st->done);
@@ -242,6 +309,7 @@ static void *poll_thread(void *arg)
         }
         for (unsigned k = 0; k < st->nslots; k++)
             st->slots[k].b.events(st->slots[k].b.impl, &st->slots[k].sink);
+        read_kmsg(st);
         for (unsigned k = 0; k < st->nslots; k++) {
             backend_slot *s = &st->slots[k];
             for (unsigned i = 0; i < s->b.ndevices; i++) {
@@ -250,6 +318,15 @@ static void *poll_thread(void *arg)
                 st->work[s->base + i].poll_ns = mw_mono_ns() - t0;
                 fix_energy(st, s->base + i);
             }
+        }
+        {
+            mw_gpu_health h[MW_GPU_MAX_DEVICES];
+            unsigned nh = st->n < MW_GPU_MAX_DEVICES ? st->n : MW_GPU_MAX_DEVICES;
+            mw_gpu_health_devices(st->health, st->work, nh); /* a GPU back from lost */
+            mw_gpu_health_evaluate(st->health, st->work, nh, (what & MW_GPU_SLOW) != 0,
+                                   mw_mono_ns() / 1000, mw_now_ms(), h);
+            for (unsigned i = 0; i < nh; i++)
+                st->work[i].health = h[i];
         }
         next_fast += st->interval_ns;
         if (next_fast < mw_mono_ns()) next_fast = mw_mono_ns() + st->interval_ns;
@@ -270,6 +347,8 @@ static void free_state(gpu_state *st)
     for (unsigned k = 0; k < st->nslots; k++)
         st->slots[k].b.close(st->slots[k].b.impl);
     mw_gpu_emitter_free(st->emitter);
+    mw_kmsg_close(&st->kmsg);
+    mw_gpu_health_free(st->health);
     free(st->work);
     free(st->latest);
     free(st->energy_base);
@@ -288,6 +367,9 @@ static int gpu_init(const mw_env *env, void **state)
                                ->gpu_process_interval_ms *
                            1000000;
     if (st->slow_interval_ns < st->interval_ns) st->slow_interval_ns = st->interval_ns;
+    st->kmsg.fd = -1;
+    st->stale_ns = 3 * st->slow_interval_ns;
+    if (st->stale_ns < 10000000000LL) st->stale_ns = 10000000000LL;
     mw_worker_init(&st->poller);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -365,11 +447,19 @@ static void gpu_collect(void *state, mw_collect_ctx *ctx)
     memcpy(errs, st->errs, nerrs * sizeof(errs[0]));
     st->nerrs = 0;
     st->dropped_errs = 0;
-    int64_t stale_ns = 3 * st->slow_interval_ns;
-    if (stale_ns < 10000000000LL) stale_ns = 10000000000LL;
+    int64_t stale_ns = st->stale_ns;
     /* Emitting from the published copy under the lock costs the poller at
      * most this long a wait before its next publication; no copy needed. */
-    if (published && age <= stale_ns) mw_gpu_emit(st->emitter, ctx, st->latest, n);
+    int fresh = published && age <= stale_ns;
+    if (fresh) mw_gpu_emit(st->emitter, ctx, st->latest, n);
+    /* Health is reported stale or not: unknown when nothing answers. */
+    mw_gpu_node_health node;
+    mw_gpu_event_stats est = {0};
+    if (st->health) {
+        mw_gpu_health_node(st->health, &node);
+        mw_gpu_health_events(st->health, NULL, 0, &est);
+    }
+    mw_gpu_emit_health(ctx, st->latest, n, fresh, st->health ? &node : NULL, &est);
     pthread_mutex_unlock(&st->poller.mu);
 
     for (unsigned k = 0; k < nerrs; k++)
@@ -426,6 +516,90 @@ int mw_gpu_collector_sync(void)
     return rc;
 }
 
+/* The first running collector (an agent runs one). Call with registry_lock. */
+static gpu_state *running(void)
+{
+    for (size_t k = 0; k < MW_ARRAY_LEN(registry); k++) {
+        if (!registry[k]) continue;
+        pthread_mutex_lock(&registry[k]->poller.mu);
+        int has = registry[k]->health != NULL;
+        pthread_mutex_unlock(&registry[k]->poller.mu);
+        if (has) return registry[k];
+    }
+    return NULL;
+}
+
+/* -1 with why when st has published nothing for its stale limit. */
+static int stale_why(gpu_state *st, char *why, size_t size)
+{
+    pthread_mutex_lock(&st->poller.mu);
+    uint64_t published = st->published;
+    int64_t age = mw_mono_ns() - st->published_ns;
+    pthread_mutex_unlock(&st->poller.mu);
+    if (published && age <= st->stale_ns) return 0;
+    if (published)
+        snprintf(why, size, "no GPU poll has completed for %.0f s (a driver call hangs?)",
+                 (double)age / 1e9);
+    else
+        snprintf(why, size, "no GPU poll has completed yet (a driver call hangs?)");
+    return -1;
+}
+
+int mw_gpu_node_health_get(mw_gpu_node_health *out)
+{
+    pthread_mutex_lock(&registry_lock);
+    gpu_state *st = running();
+    int rc = -1;
+    if (st) {
+        char why[160];
+        mw_gpu_health_node(st->health, out);
+        if (stale_why(st, why, sizeof(why)) < 0) { /* nothing fresh: not known */
+            out->state = MW_HEALTH_UNKNOWN;
+            mw_strlcpy(out->reason, "no_reading", sizeof(out->reason));
+            out->gpu[0] = '\0';
+        }
+        rc = 0;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return rc;
+}
+
+mw_gpu_event *mw_gpu_events_get(size_t *n, mw_gpu_event_stats *stats)
+{
+    *n = 0;
+    if (stats) memset(stats, 0, sizeof(*stats));
+    pthread_mutex_lock(&registry_lock);
+    gpu_state *st = running();
+    mw_gpu_event *out = NULL;
+    if (st) {
+        out = mw_xcalloc(MW_GPU_EVENTS_MAX, sizeof(*out));
+        *n = mw_gpu_health_events(st->health, out, MW_GPU_EVENTS_MAX, stats);
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return out;
+}
+
+int mw_gpu_answering(char *why, size_t size)
+{
+    int rc = 0;
+    pthread_mutex_lock(&registry_lock);
+    for (size_t k = 0; k < MW_ARRAY_LEN(registry) && rc == 0; k++)
+        if (registry[k]) rc = stale_why(registry[k], why, size);
+    pthread_mutex_unlock(&registry_lock);
+    return rc;
+}
+
+/* --gpu-xid-catalog: loaded (over the built-in one) when the configuration
+ * is, so that an error stops the start with file:line:col. */
+static int valid_catalog(const char *value, char *why, size_t whysize)
+{
+    if (!value || !*value) return 0;
+    mw_xid_catalog *cat = mw_xmalloc(sizeof(*cat));
+    int rc = mw_xid_catalog_load(cat, value, why, whysize);
+    free(cat);
+    return rc;
+}
+
 #define OPT(n, t, f, d, h, v) MW_OPT(mw_gpu_settings, n, t, f, d, h, v)
 static const mw_option gpu_rows[] = {
     OPT("nvml-library", MW_OPT_PATH, nvml_library, "libnvidia-ml.so.1",
@@ -436,6 +610,12 @@ static const mw_option gpu_rows[] = {
         NULL),
     OPT("gpu-process-interval", MW_OPT_DURATION, gpu_process_interval_ms, "5s",
         "Interval of slow GPU calls: process lists, MIG, ECC, NVLink, PCIe", NULL),
+    OPT("gpu-kernel-log", MW_OPT_PATH, kernel_log, "/dev/kmsg",
+        "Kernel log read for XID and SXID lines, under --root (none: XIDs from NVML only)", NULL),
+    OPT("gpu-xid-catalog", MW_OPT_PATH, xid_catalog, "",
+        "YAML file merged over the built-in XID catalog (data/xid-catalog.yaml): meanings, "
+        "classes, actions, escalation, health thresholds",
+        valid_catalog),
 };
 #undef OPT
 const mw_option_group mw_gpu_options = MW_OPTION_GROUP(

@@ -460,3 +460,61 @@ void mw_gpu_emit(mw_gpu_emitter *e, mw_collect_ctx *ctx, const mw_gpu_dev *devs,
         mw_emit(ctx->snap, &DURATION, (double)devs[i].poll_ns / 1e9, "collector", "gpu", "gpu",
                 devs[i].index, MW_END);
 }
+
+MW_METRIC(HEALTH, MW_GAUGE, "mlwatch_gpu_health", "",
+          "The GPU's health, one sample per state (healthy, degraded, unhealthy, unknown), 1 for "
+          "the current one; reason and action say why and what to do (docs/gpu.md \"Health\").");
+MW_METRIC(NODE_HEALTH, MW_GAUGE, "mlwatch_gpu_node_health", "",
+          "The node's GPU health, one sample per state, 1 for the current one: its worst GPU's, "
+          "or its own (NVSwitch SXIDs, XIDs of PCI devices the collector does not read).");
+MW_METRIC(RECENT_HW, MW_GAUGE, "mlwatch_gpu_recent_hardware_events", "",
+          "XID records of a non-application class (hardware, memory, bus, NVLink, driver, "
+          "thermal) on the GPU within the catalog's recent_hardware_window.");
+MW_METRIC(XID_RECORDS, MW_COUNTER, "mlwatch_gpu_error_records_total", "",
+          "XID and SXID records seen (kernel log, else NVML), before deduplication into "
+          "events.");
+MW_METRIC(XID_EVENTS, MW_COUNTER, "mlwatch_gpu_error_events_total", "",
+          "Deduplicated GPU error events (one per GPU, code and window) created.");
+MW_METRIC(KMSG_LOST, MW_COUNTER, "mlwatch_gpu_kernel_log_lost_records_total", "",
+          "Kernel log records the ring overwrote before the agent read them (sequence gaps).");
+
+static void health_samples(mw_collect_ctx *ctx, const mw_metric_desc *m, const mw_gpu_dev *d,
+                           int state, const char *reason, const char *action)
+{
+    for (int s = 0; s < MW_HEALTH_NSTATES; s++) {
+        mw_label l[8];
+        size_t n = 0;
+        if (d) {
+            l[n++] = (mw_label){"gpu", d->index};
+            l[n++] = (mw_label){"uuid", d->uuid};
+        }
+        l[n++] = (mw_label){"state", mw_health_state_name(s)};
+        l[n++] = (mw_label){"reason", reason};
+        l[n++] = (mw_label){"action", action};
+        mw_emitv(ctx->snap, m, s == state ? 1 : 0, n, l);
+    }
+}
+
+void mw_gpu_emit_health(mw_collect_ctx *ctx, const mw_gpu_dev *devs, unsigned n, int fresh,
+                        const mw_gpu_node_health *node, const mw_gpu_event_stats *st)
+{
+    for (unsigned i = 0; i < n; i++) {
+        const mw_gpu_dev *d = &devs[i];
+        if (!fresh) {
+            health_samples(ctx, &HEALTH, d, MW_HEALTH_UNKNOWN, "no_reading", "none");
+            continue;
+        }
+        health_samples(ctx, &HEALTH, d, d->health.state, d->health.reason,
+                       mw_health_action_name(d->health.action));
+        emit1(ctx, &RECENT_HW, d, d->health.recent_hardware_events, 0, 0, 0, 0);
+    }
+    if (!node) return;
+    if (fresh)
+        health_samples(ctx, &NODE_HEALTH, NULL, node->state, node->reason,
+                       mw_health_action_name(node->action));
+    else
+        health_samples(ctx, &NODE_HEALTH, NULL, MW_HEALTH_UNKNOWN, "no_reading", "none");
+    mw_emit(ctx->snap, &XID_RECORDS, (double)st->records, MW_END);
+    mw_emit(ctx->snap, &XID_EVENTS, (double)st->events, MW_END);
+    if (st->kmsg_on) mw_emit(ctx->snap, &KMSG_LOST, (double)st->kmsg_lost, MW_END);
+}

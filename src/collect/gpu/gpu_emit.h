@@ -14,4 +14,9 @@ void mw_gpu_emitter_free(mw_gpu_emitter *e);
  * to containers with ctx->env->procmap. */
 void mw_gpu_emit(mw_gpu_emitter *e, mw_collect_ctx *ctx, const mw_gpu_dev *devs, unsigned n);
 
+/* The health families (docs/gpu.md "Health"): per GPU from the published
+ * copy when fresh, else every GPU unknown; the node's; the event counts. */
+void mw_gpu_emit_health(mw_collect_ctx *ctx, const mw_gpu_dev *devs, unsigned n, int fresh,
+                        const mw_gpu_node_health *node, const mw_gpu_event_stats *st);
+
 #endif
