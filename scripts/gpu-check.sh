@@ -15,8 +15,11 @@
 # unattributed. Environment: MLWATCH_BIN (default build/mlwatch),
 # NVML_LIBRARY (default libnvidia-ml.so.1), SECONDS_TO_RUN (default 30),
 # READY_WAIT_S (how long the agent may take to start; default 30),
-# STOP_WAIT_S (how long it may take to stop; default 20).
-# Writes OUTDIR/{exposition.prom,promtool.txt,agent.log,scrape.prom,summary.txt},
+# STOP_WAIT_S (how long it may take to stop; default 20), KERNEL_LOG (the
+# kernel log read for XID lines, default /dev/kmsg: reading it needs root or
+# CAP_SYSLOG where kernel.dmesg_restrict=1).
+# Writes OUTDIR/{exposition.prom,promtool.txt,agent.log,scrape.prom,summary.txt,
+# gpu-events.json (the health module's event history), ready.txt},
 # with nvidia-smi's view when it is installed (nvidia-smi-q.txt,
 # nvidia-smi.csv, nvidia-smi-L.txt), and prints the summary.
 set -euo pipefail
@@ -26,12 +29,14 @@ nvml=${NVML_LIBRARY:-libnvidia-ml.so.1}
 run_s=${SECONDS_TO_RUN:-30}
 stop_s=${STOP_WAIT_S:-20}
 ready_s=${READY_WAIT_S:-30}
+kmsg=${KERNEL_LOG:-/dev/kmsg}
 out=${1:-gpu-check-$(uname -n)-$(date +%Y%m%d-%H%M%S)}
 [ -x "$bin" ] || make
 mkdir -p "$out"
 
 # 1. One collection, GPU collector only (plus the process map's source).
-"$bin" metrics --collectors cgroup,gpu --nvml-library "$nvml" >"$out/exposition.prom" \
+"$bin" metrics --collectors cgroup,gpu --nvml-library "$nvml" --gpu-kernel-log "$kmsg" \
+    >"$out/exposition.prom" \
     2>"$out/metrics.log"
 if ! grep -q '^mlwatch_gpu_info{' "$out/exposition.prom"; then
     echo "no GPU found by mlwatch:" >&2
@@ -61,7 +66,7 @@ data=$(mktemp -d "${TMPDIR:-/tmp}/mlwatch-gpu-check-XXXXXX")
 # Emptied before the start: in a reused OUTDIR the log is the last run's,
 # with its port, until the child's redirection has run.
 : >"$out/agent.log"
-"$bin" agent --listen 127.0.0.1:0 --nvml-library "$nvml" --interval 1s \
+"$bin" agent --listen 127.0.0.1:0 --nvml-library "$nvml" --gpu-kernel-log "$kmsg" --interval 1s \
     --data-dir "$data" --state-dir "$data" >"$out/agent.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; rm -rf "$data"' EXIT
@@ -106,6 +111,15 @@ else
             { echo "scrape $i failed (exit $?): is the agent still running? see agent.log" >&2; t=0; }
         worst=$(awk -v a="$worst" -v b="$t" 'BEGIN { print (b > a ? b : a) }')
     done
+    # Health (issue 30): the event history and readiness as the agent says them.
+    get /api/v1/gpu/events "$out/gpu-events.json" >/dev/null ||
+        echo "GET /api/v1/gpu/events failed (exit $?)" >&2
+    if command -v curl >/dev/null; then
+        curl -s -m 10 -o "$out/ready.txt" -w '%{http_code}\n' "http://127.0.0.1:$port/-/ready" \
+            >>"$out/ready.txt" || true
+    else
+        get /-/ready "$out/ready.txt" >/dev/null 2>&1 || echo "not ready (or no answer)" >>"$out/ready.txt"
+    fi
 fi
 rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
 hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
@@ -128,7 +142,7 @@ trap - EXIT
 # The summary uses awk, never a grep that finds nothing (exit 1) nor a head that
 # ends its writer early (SIGPIPE): under set -e -o pipefail either would stop
 # the script before it writes what the one run on a lent GPU showed.
-touch "$out/scrape.prom"
+touch "$out/scrape.prom" "$out/gpu-events.json" "$out/ready.txt"
 gpus=$(awk '/^mlwatch_gpu_info\{/ {n++} END {print n + 0}' "$out/exposition.prom")
 procs=$(awk '/^mlwatch_gpu_processes\{/ {s += $NF} END {print s + 0}' "$out/scrape.prom")
 {
@@ -145,6 +159,25 @@ procs=$(awk '/^mlwatch_gpu_processes\{/ {s += $NF} END {print s + 0}' "$out/scra
     echo "collection cycle, main thread:"
     awk '/^mlwatch_collector_duration_seconds\{collector="(gpu|cgroup)",node="[^"]*"\}/ {print "  " $0}' "$out/scrape.prom"
     echo "slowest of 10 scrapes: ${worst} s"
+    echo "health (mlwatch_gpu_health, current state per GPU; the node):"
+    awk '/^mlwatch_gpu_(node_)?health\{/ && $NF == 1 {print "  " $0}' "$out/scrape.prom"
+    awk '/^mlwatch_gpu_(error_records|error_events|kernel_log_lost_records)_total\{/ {print "  " $0}' "$out/scrape.prom"
+    python3 - "$out/gpu-events.json" <<'PY' || echo "  gpu events: not readable (see gpu-events.json)"
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))["data"]
+except (OSError, ValueError, KeyError):
+    print("  gpu events: none served (see gpu-events.json)")
+    sys.exit(0)
+print("  gpu events: %d (kernel log read: %s, %d records, %d lost)" % (
+    len(d.get("events", [])), d.get("kernel_log"), d.get("kernel_log_records", 0),
+    d.get("kernel_log_lost", 0)))
+for e in d.get("events", [])[-10:]:
+    print("    %s %s gpu=%s count=%d before_start=%s %s" % (
+        e["kind"], e["code"], e["gpu"] or e["pci_bus_id"], e["count"], e["before_start"],
+        e["message"][:60]))
+PY
+    echo "ready: $(awk 'NR > 1 {printf " "} {printf "%s", $0} END {print ""}' "$out/ready.txt")"
     echo "agent RSS after ${run_s} s: $((rss / 1024)) MiB (peak $((hwm / 1024)) MiB), all collectors"
     echo "samples: $(awk '!/^#/ {n++} END {print n + 0}' "$out/scrape.prom"), GPU samples: $(awk '/^mlwatch_(gpu|mig|container_gpu|container_mig)_/ {n++} END {print n + 0}' "$out/scrape.prom")"
 } >"$out/summary.txt"

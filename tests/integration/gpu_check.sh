@@ -10,6 +10,12 @@ source "$(dirname "$0")/lib.sh"
 fake=$MLWATCH_BUILD/tests/fakenvml/libnvidia-ml.so.1
 [ -f "$fake" ] || fail "fake NVML library not built: $fake"
 export FAKE_NVML_SCENARIO=$WORK/scenario.txt NVML_LIBRARY=$fake SECONDS_TO_RUN=2
+# The kernel log: this machine's is not the test's; an XID 79 of GPU 1 now.
+export KERNEL_LOG=$WORK/kmsg
+now_us=$(awk '{ printf "%.0f", $1 * 1000000 }' /proc/uptime)
+printf '%s\n' "6,7,$now_us,-;eth0: Link is Up" \
+    "4,8,$now_us,-;NVRM: Xid (PCI:0000:02:00): 79, pid=77, name=python3, GPU has fallen off the bus." \
+    >"$KERNEL_LOG"
 # The script's temporary data folder goes here, where no other test's can be.
 export TMPDIR=$WORK/tmp
 mkdir -p "$TMPDIR"
@@ -38,7 +44,7 @@ expect_eq "stderr" "" "$(cat "$WORK/stderr.txt")"
 line 'agent: ran 2 s and was stopped'
 line 'GPUs: 2, compute processes: 1'
 line 'gpu: mlwatch_gpu_info{gpu="1",uuid="GPU-fake-1",model="Fake GPU",pci_bus_id="0000:02:00.0",driver_version="550.54.15",cpu_affinity="",node="[^"]*"} 1'
-line 'log: .* info gpu: GPU telemetry: NVML, driver 550.54.15: 2 GPUs'
+line "log: .* info gpu: GPU telemetry: NVML, driver 550.54.15: 2 GPUs; XIDs from the kernel log ($KERNEL_LOG)"
 if command -v promtool >/dev/null; then
     line 'promtool check metrics: clean'
 else
@@ -49,7 +55,13 @@ line '  mlwatch_collector_duration_seconds{collector="gpu",node="[^"]*"} [0-9.e-
 line 'slowest of 10 scrapes: [0-9]*\.[0-9]* s'
 line 'agent RSS after 2 s: [1-9][0-9]* MiB (peak [1-9][0-9]* MiB), all collectors'
 line 'samples: [1-9][0-9]*, GPU samples: [1-9][0-9]*'
-for f in exposition.prom scrape.prom agent.log nvidia-smi-q.txt nvidia-smi-L.txt; do
+line '  mlwatch_gpu_health{gpu="1",uuid="GPU-fake-1",state="unhealthy",reason="xid_79",action="reboot_node",node="[^"]*"} 1'
+line '  mlwatch_gpu_health{gpu="0",uuid="GPU-fake-0",state="healthy",reason="none",action="none",node="[^"]*"} 1'
+line '  mlwatch_gpu_node_health{state="unhealthy",reason="xid_79",action="reboot_node",node="[^"]*"} 1'
+line '  gpu events: 1 (kernel log read: True, 2 records, 0 lost)'
+line '    xid 79 gpu=1 count=1 before_start=True GPU has fallen off the bus.'
+line 'ready: mlwatch is ready 200'
+for f in exposition.prom scrape.prom agent.log nvidia-smi-q.txt nvidia-smi-L.txt gpu-events.json; do
     [ -s "$WORK/out/$f" ] || fail "no $f in the output folder"
     ok
 done

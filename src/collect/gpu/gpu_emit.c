@@ -463,7 +463,7 @@ void mw_gpu_emit(mw_gpu_emitter *e, mw_collect_ctx *ctx, const mw_gpu_dev *devs,
 
 MW_METRIC(HEALTH, MW_GAUGE, "mlwatch_gpu_health", "",
           "The GPU's health, one sample per state (healthy, degraded, unhealthy, unknown), 1 for "
-          "the current one; reason and action say why and what to do (docs/gpu.md \"Health\").");
+          "the current one; reason and action say why and what to do (docs/gpu.md, Health).");
 MW_METRIC(NODE_HEALTH, MW_GAUGE, "mlwatch_gpu_node_health", "",
           "The node's GPU health, one sample per state, 1 for the current one: its worst GPU's, "
           "or its own (NVSwitch SXIDs, XIDs of PCI devices the collector does not read).");
