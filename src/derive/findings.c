@@ -762,9 +762,16 @@ static void gpu_errors_since(const window *w, const dr_frame *base, const dr_gpu
     if (d_corr < 0) d_corr = 0;
     if (d_remap < 0) d_remap = 0;
     if (d_xid < 0) d_xid = 0;
-    int critical =
-        d_unc > 0 || d_xid > 0 || d_remap > 0 || g->remap_pending > 0 || g->remap_failure > 0;
-    if (!critical && !(d_corr >= w->t->gpu_corrected_errors && d_corr > 0)) return;
+    /* The GPU's health (collect/gpu/gpu_health.c): unhealthy, or any recent
+     * hardware-class XID, is critical for a workload on it; degraded warns. */
+    int critical = d_unc > 0 || d_xid > 0 || d_remap > 0 || g->remap_pending > 0 ||
+                   g->remap_failure > 0 || g->health == 3 || g->recent_hw_events > 0;
+    /* Reasons with a rule of their own (pcie_downgraded, the throttle rules)
+     * are left to it. */
+    int degraded = g->health == 1 && strcmp(g->health_reason, "pcie_link_degraded") != 0 &&
+                   strcmp(g->health_reason, "thermal_slowdown") != 0 &&
+                   strcmp(g->health_reason, "power_brake") != 0;
+    if (!critical && !degraded && !(d_corr >= w->t->gpu_corrected_errors && d_corr > 0)) return;
     dr_finding *f = dr_list_add(out);
     if (!f) return;
     f->kind = DR_GPU_ERRORS;
@@ -779,12 +786,20 @@ static void gpu_errors_since(const window *w, const dr_frame *base, const dr_gpu
     evidence(f, "remap_pending", g->remap_pending);
     evidence(f, "remap_failure", g->remap_failure);
     evidence(f, "seconds_observed", (double)(w->last->t_ms - base->t_ms) / 1000);
+    if (g->health >= 0) evidence(f, "gpu_health_state", g->health);
+    evidence(f, "recent_hardware_events", g->recent_hw_events);
+    char health[160] = "";
+    if (g->health == 1 || g->health == 3)
+        snprintf(health, sizeof(health), "; its health is %s (%s; recommended action: %s)",
+                 g->health == 3 ? "unhealthy" : "degraded", g->health_reason, g->health_action);
     summary(f,
             "GPU %s reported %.0f uncorrected and %.0f corrected ECC errors, %.0f XID errors and "
-            "%.0f new uncorrectable row remaps in the last %.0f s%s%s.",
+            "%.0f new uncorrectable row remaps in the last %.0f s%s%s%s%s.",
             g->id, d_unc, d_corr, d_xid, d_remap, (double)(w->last->t_ms - base->t_ms) / 1000,
             g->remap_pending > 0 ? "; a row remap is pending (needs a GPU reset)" : "",
-            g->remap_failure > 0 ? "; a row remap failed" : "");
+            g->remap_failure > 0 ? "; a row remap failed" : "",
+            g->recent_hw_events > 0 ? "; the kernel log has hardware-class XIDs of it" : "",
+            health);
 }
 
 static void rule_gpu_errors(const window *w, dr_list *out)

@@ -42,7 +42,7 @@ const char *dr_severity_name(dr_severity s);
 int dr_severity_parse(const char *s);
 const char *dr_kind_advice(dr_kind k); /* what to do, in words */
 
-#define DR_MAX_EVIDENCE 8
+#define DR_MAX_EVIDENCE 10
 /* The rules' thresholds and how far back the agent's findings look (the
  * `doctor:` section, doctor_config.c, docs/doctor.md). */
 struct mw_doctor_thresholds {
@@ -204,6 +204,12 @@ typedef struct dr_gpu {
     double pcie_gen, pcie_gen_max, pcie_width, pcie_width_max; /* -1 = absent */
     double ecc_corrected, ecc_uncorrected, remap_uncorrectable, remap_pending, remap_failure;
     double xid_total; /* sum over XIDs, counted from the agent's start */
+    /* mlwatch_gpu_health's current state (0 healthy, 1 degraded, 2 unknown,
+     * 3 unhealthy; -1 absent), its reason and action; and
+     * mlwatch_gpu_recent_hardware_events (collect/gpu/gpu_health.h). */
+    int health;
+    char health_reason[32], health_action[32];
+    double recent_hw_events;
     int numa_node;    /* -1 = unknown */
     int mig;
 } dr_gpu;

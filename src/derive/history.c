@@ -419,7 +419,8 @@ static dr_gpu *gpu_of(builder *fr, const mw_sample *s)
                   .pcie_gen_max = -1,
                   .pcie_width = -1,
                   .pcie_width_max = -1,
-                  .numa_node = -1};
+                  .numa_node = -1,
+                  .health = -1};
     mw_strlcpy(g->id, id, sizeof(g->id));
     return g;
 }
@@ -479,6 +480,21 @@ static void extract_gpus(builder *fr, const mw_snapshot *snap)
     for (const mw_sample *s = first_of(snap, "mlwatch_gpu_xid_errors_total"); s; s = s->next) {
         dr_gpu *g = gpu_of(fr, s);
         if (g) g->xid_total += s->value;
+    }
+    static const char *const states[] = {"healthy", "degraded", "unknown", "unhealthy"};
+    for (const mw_sample *s = first_of(snap, "mlwatch_gpu_health"); s; s = s->next) {
+        dr_gpu *g = gpu_of(fr, s);
+        const char *st = label(s, "state"), *why = label(s, "reason"), *act = label(s, "action");
+        if (!g || !st || s->value != 1) continue;
+        for (int k = 0; k < 4; k++)
+            if (strcmp(st, states[k]) == 0) g->health = k;
+        mw_strlcpy(g->health_reason, why ? why : "", sizeof(g->health_reason));
+        mw_strlcpy(g->health_action, act ? act : "", sizeof(g->health_action));
+    }
+    for (const mw_sample *s = first_of(snap, "mlwatch_gpu_recent_hardware_events"); s;
+         s = s->next) {
+        dr_gpu *g = gpu_of(fr, s);
+        if (g) g->recent_hw_events = s->value;
     }
     for (const mw_sample *s = first_of(snap, "mlwatch_gpu_numa_node"); s; s = s->next) {
         dr_gpu *g = gpu_of(fr, s);
