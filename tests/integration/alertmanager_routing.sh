@@ -14,7 +14,7 @@ AM=$(command -v prometheus-alertmanager || command -v alertmanager || true)
 
 promtool check rules "$MLWATCH_SRC/deploy/prometheus/mlwatch-rules.yml" >"$WORK/check.txt" 2>&1 ||
     fail "promtool check rules: $(cat "$WORK/check.txt")"
-grep -q "SUCCESS: 11 rules found" "$WORK/check.txt" || fail "rules: $(cat "$WORK/check.txt")"
+grep -q "SUCCESS: 13 rules found" "$WORK/check.txt" || fail "rules: $(cat "$WORK/check.txt")"
 ok
 for t in "$MLWATCH_SRC"/tests/prometheus/*.test.yml; do
     (cd "$(dirname "$t")" && promtool test rules "$(basename "$t")") >"$WORK/test.txt" 2>&1 ||

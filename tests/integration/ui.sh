@@ -91,15 +91,16 @@ cat >"$WORK/expect.json" <<JSON
 {"pages": {
   "overview": {"count": 13, "mayBeEmpty": ["overview-12"], "panels": {
     "overview-1": {"facts": {"GPUs": "^3$", "GPU models": "^NVIDIA H100 80GB HBM3$", "CPUs (threads)": "^192$"}},
-    "overview-2": {"facts": {"GPUs": "^3 GPUs( \\\\(NVML, driver 550.54.15: 3 GPUs\\\\))?$", "Energy": "^measured( \\\\(RAPL energy counters: 6 zones in sys/class/powercap\\\\)$|$)",
+    "overview-2": {"facts": {"GPUs": "^3 GPUs( \\\\(NVML, driver 550.54.15: 3 GPUs; XIDs from the kernel log \\\\(/dev/kmsg\\\\)\\\\))?$", "Energy": "^measured( \\\\(RAPL energy counters: 6 zones in sys/class/powercap\\\\)$|$)",
       "CO2": "^carbon intensity 400 g/kWh$"}},
     "overview-3": {"values": ["measured"]}, "overview-6": {"value": 2}, "overview-7": {"labels": ["measured"]},
     "overview-9": {"labelsInclude": ["ml-team/train-1"]},
     "overview-13": {"rows": [{"owner": "shared", "pod": "notebook-a", "gpu": "0"}, {"owner": "shared", "pod": "notebook-b", "gpu": "2"}]}}},
   "whyslow": {"count": 2, "mayBeEmpty": ["whyslow-1", "whyslow-2"]},
-  "gpu": {"count": 10, "mayBeEmpty": ["gpu-8", "gpu-9", "gpu-10"], "panels": {
+  "gpu": {"count": 12, "mayBeEmpty": ["gpu-8", "gpu-9", "gpu-10", "gpu-12"], "panels": {
     "gpu-1": {"labels": ["t1 GPU 0", "t1 GPU 1", "t1 GPU 2"]}, "gpu-2": {"series": 6},
-    "gpu-7": {"rows": [{"gpu": "0"}, {"gpu": "1"}, {"gpu": "2"}]}}},
+    "gpu-7": {"rows": [{"gpu": "0"}, {"gpu": "1"}, {"gpu": "2"}]},
+    "gpu-11": {"rows": [{"gpu": "0", "state": "healthy", "reason": "none"}, {"gpu": "1", "state": "healthy", "reason": "none"}, {"gpu": "2", "state": "healthy", "reason": "none"}]}}},
   "workloads": {"count": 9, "panels": {
     "workloads-1": {"labels": $gpu_pods}, "workloads-2": {"labels": $gpu_pods},
     "workloads-3": {"labels": $gpu_pods}, "workloads-4": {"series": 9},

@@ -64,7 +64,7 @@ cat >"$WORK/expect.json" <<JSON
   "whyslow": {"count": 2, "panels": {
     "whyslow-1": {"findings": ["^critical cpu_throttling /system.slice/postgresql.service$", "^(critical|warning) memory_pressure /system.slice/postgresql.service$"]},
     "whyslow-2": {"labelsInclude": ["cpu_throttling (critical)", "memory_pressure (critical)"]}}},
-  "gpu": {"count": 10, "empty": ["gpu-1", "gpu-2", "gpu-3", "gpu-4", "gpu-5", "gpu-6", "gpu-7", "gpu-8", "gpu-9", "gpu-10"], "panels": {
+  "gpu": {"count": 12, "empty": ["gpu-1", "gpu-2", "gpu-3", "gpu-4", "gpu-5", "gpu-6", "gpu-7", "gpu-8", "gpu-9", "gpu-10", "gpu-11", "gpu-12"], "panels": {
     "gpu-1": {"why": "No GPU metrics: mlwatch reads NVIDIA GPUs through libnvidia-ml.so.1.*This agent: no GPU telemetry"},
     "gpu-10": {"why": "No MIG instances"}}},
   "workloads": {"count": 9, "empty": ["workloads-1", "workloads-2", "workloads-3", "workloads-8"], "panels": {
