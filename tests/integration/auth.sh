@@ -67,7 +67,7 @@ check_route() { # ROLE-TOKEN METHOD PATH WANT [CURL ARGS...]
 role="read"
 for p in "/api/v1/query?query=up" "/api/v1/query_range?query=up&start=1&end=2&step=1" \
     "/api/v1/series?match[]=up" /api/v1/labels /api/v1/label/__name__/values /api/v1/metadata \
-    /api/v1/status/buildinfo /api/v1/findings "/api/v1/store/count?match=up" /ui/config.json; do
+    /api/v1/status/buildinfo /api/v1/findings /api/v1/gpu/events "/api/v1/store/count?match=up" /ui/config.json; do
     check_route "$READ" GET "$p" 200
 done
 check_route "$READ" POST /api/v1/query 200 --data-urlencode query=up
