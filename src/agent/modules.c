@@ -15,7 +15,7 @@
 
 extern const mw_module mw_doctor_module;      /* src/derive/doctor.c: findings */
 extern const mw_module mw_module_energy;      /* src/derive/energy_module.c: energy, CO2 */
-extern const mw_module mw_module_gpu_health; /* src/derive/gpu_events.c: GPU events, readiness */
+extern const mw_module mw_module_gpu_health;  /* src/derive/gpu_events.c: GPU events, readiness */
 extern const mw_module mw_module_idle_notify; /* src/agent/idle_notify.c: idle sessions, notices */
 extern const mw_module mw_module_kube;        /* src/kube/kube_module.c: pod watch, pod-resources */
 extern const mw_module mw_module_remote_write; /* src/ship/remote_write.c: shipper */

@@ -210,7 +210,7 @@ typedef struct dr_gpu {
     int health;
     char health_reason[32], health_action[32];
     double recent_hw_events;
-    int numa_node;    /* -1 = unknown */
+    int numa_node; /* -1 = unknown */
     int mig;
 } dr_gpu;
 

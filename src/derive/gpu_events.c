@@ -25,8 +25,8 @@ static json_t *event_json(const mw_gpu_event *ev)
     json_object_set_new(o, "uuid", json_string(ev->uuid));
     json_object_set_new(o, "pci_bus_id", json_string(ev->pci));
     if (ev->device[0]) json_object_set_new(o, "device", json_string(ev->device));
-    json_object_set_new(o, "source", json_string(ev->source == MW_GPU_EVENT_KMSG ? "kernel_log"
-                                                                                : "nvml"));
+    json_object_set_new(o, "source",
+                        json_string(ev->source == MW_GPU_EVENT_KMSG ? "kernel_log" : "nvml"));
     json_object_set_new(o, "before_start", json_boolean(ev->before_start));
     json_object_set_new(o, "class", json_string(mw_xid_class_name(ev->cls)));
     json_object_set_new(o, "state", json_string(mw_health_state_name(ev->state)));

@@ -39,8 +39,15 @@ static void kmsg_records(void **state)
     l = "6,1,2,c;";
     assert_int_equal(mw_kmsg_parse_record(l, strlen(l), &r), 0);
     assert_int_equal(r.msg_len, 0);
-    const char *bad[] = {" SUBSYSTEM=pci", "4,1,2;x", "4,1,2,x;y", "a,1,2,-;x", "4,1,2,-x",
-                         "4,1,2,-", "", "4,,2,-;x", "4,99999999999999999999,2,-;x"};
+    const char *bad[] = {" SUBSYSTEM=pci",
+                         "4,1,2;x",
+                         "4,1,2,x;y",
+                         "a,1,2,-;x",
+                         "4,1,2,-x",
+                         "4,1,2,-",
+                         "",
+                         "4,,2,-;x",
+                         "4,99999999999999999999,2,-;x"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(mw_kmsg_parse_record(bad[i], strlen(bad[i]), &r), -1);
 }
@@ -83,9 +90,9 @@ static void xid_lines(void **state)
                      MW_XID_LINE_XID);
     assert_string_equal(x.pci, "0000:01:00");
     assert_int_equal(x.code, 3);
-    assert_int_equal(parse("NVRM: GPU at PCI:0000:2b:00: GPU-0b11d014-1685-04bd-26ed-5fc0bc1c44ae",
-                           &x),
-                     MW_XID_LINE_GPU_AT);
+    assert_int_equal(
+        parse("NVRM: GPU at PCI:0000:2b:00: GPU-0b11d014-1685-04bd-26ed-5fc0bc1c44ae", &x),
+        MW_XID_LINE_GPU_AT);
     assert_string_equal(x.pci, "0000:2b:00");
     assert_string_equal(x.uuid, "GPU-0b11d014-1685-04bd-26ed-5fc0bc1c44ae");
     assert_int_equal(parse("nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 "
@@ -348,10 +355,9 @@ static void catalog(void **state)
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         mw_xid_catalog before = *cat;
-        assert_int_equal(
-            mw_xid_catalog_parse(cat, "ops.yaml", bad[i].text, strlen(bad[i].text), err,
-                                 sizeof(err)),
-            -1);
+        assert_int_equal(mw_xid_catalog_parse(cat, "ops.yaml", bad[i].text, strlen(bad[i].text),
+                                              err, sizeof(err)),
+                         -1);
         assert_string_equal(err, bad[i].err);
         assert_memory_equal(&before, cat, sizeof(before)); /* an error changes nothing */
     }
@@ -368,8 +374,8 @@ static void line(mw_gpu_health_engine *e, int64_t us, uint64_t seq, const char *
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    int n = snprintf(rec, sizeof(rec), "4,%llu,%lld,-;%s", (unsigned long long)seq, (long long)us,
-                     msg);
+    int n =
+        snprintf(rec, sizeof(rec), "4,%llu,%lld,-;%s", (unsigned long long)seq, (long long)us, msg);
     mw_kmsg_record r;
     assert_int_equal(mw_kmsg_parse_record(rec, (size_t)n, &r), 0);
     mw_gpu_health_kmsg(e, &r, 0, us, 1700000000000 + us / 1000);
@@ -594,10 +600,14 @@ static void flood_xid95(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(kmsg_records), cmocka_unit_test(xid_lines),
-        cmocka_unit_test(kernel_log_fixture), cmocka_unit_test(kmsg_wrap),
-        cmocka_unit_test(catalog),      cmocka_unit_test(escalation),
-        cmocka_unit_test(counters),     cmocka_unit_test(storm_xid45),
+        cmocka_unit_test(kmsg_records),
+        cmocka_unit_test(xid_lines),
+        cmocka_unit_test(kernel_log_fixture),
+        cmocka_unit_test(kmsg_wrap),
+        cmocka_unit_test(catalog),
+        cmocka_unit_test(escalation),
+        cmocka_unit_test(counters),
+        cmocka_unit_test(storm_xid45),
         cmocka_unit_test(flood_xid95),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -35,7 +35,7 @@
 #define FIRST_WAIT_S 3 /* the first collect() waits this long for a first poll */
 #define MAX_PENDING 32 /* errors queued between two collections */
 #define SYNC_WAIT_S 30
-#define STOP_WAIT_S 5 /* destroy() waits this long for the thread */
+#define STOP_WAIT_S 5        /* destroy() waits this long for the thread */
 #define KMSG_PER_POLL 200000 /* kernel log records read per poll at most (a flood waits) */
 
 typedef struct pending_error {

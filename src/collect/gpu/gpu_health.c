@@ -45,7 +45,7 @@ typedef struct dev_track {
     int have_prev;
     int64_t prev_us;
     uint64_t prev_replay, prev_nvlink, prev_energy;
-    double pcie_rate, nvlink_rate; /* per minute, over the last slow interval */
+    double pcie_rate, nvlink_rate;      /* per minute, over the last slow interval */
     int64_t thermal_since, brake_since; /* held since; 0: not active */
     int was_lost;
 } dev_track;
@@ -135,8 +135,13 @@ static void record(mw_gpu_health_engine *e, int dev, const mw_xid_line *x, int s
         return;
     }
     if (!k) k = stalest;
-    *k = (code_key){.code = x->code, .sxid = (uint8_t)sxid, .used = 1, .count = 1, .first_us = us,
-                    .last_us = us, .entry = en};
+    *k = (code_key){.code = x->code,
+                    .sxid = (uint8_t)sxid,
+                    .used = 1,
+                    .count = 1,
+                    .first_us = us,
+                    .last_us = us,
+                    .entry = en};
     k->event_id = e->next_id++;
     mw_gpu_event *ev = &e->ring[k->event_id % MW_GPU_EVENTS_MAX];
     if (ev->id) e->st.evicted++;
@@ -312,8 +317,8 @@ static void from_counters(const mw_gpu_health_engine *e, dev_track *t, const mw_
     }
 }
 
-void mw_gpu_health_evaluate(mw_gpu_health_engine *e, const mw_gpu_dev *devs, unsigned n,
-                            int slow, int64_t now_us, int64_t now_ms, mw_gpu_health *out)
+void mw_gpu_health_evaluate(mw_gpu_health_engine *e, const mw_gpu_dev *devs, unsigned n, int slow,
+                            int64_t now_us, int64_t now_ms, mw_gpu_health *out)
 {
     if (n > e->n) n = e->n;
     mw_gpu_node_health node = {0};

@@ -26,43 +26,43 @@ enum { MW_GPU_EVENT_KMSG, MW_GPU_EVENT_NVML };
  * or unknown PCI device) within the catalog's window, counted. */
 typedef struct mw_gpu_event {
     uint64_t id;
-    int dev;                  /* the GPU's place in the collector, -1: not a GPU it reads */
-    char gpu[12], uuid[96];   /* "" when not known */
-    char pci[16];             /* "0000:3b:00" */
-    char device[24];          /* SXID: "nvidia-nvswitch0" */
+    int dev;                /* the GPU's place in the collector, -1: not a GPU it reads */
+    char gpu[12], uuid[96]; /* "" when not known */
+    char pci[16];           /* "0000:3b:00" */
+    char device[24];        /* SXID: "nvidia-nvswitch0" */
     uint32_t code;
     uint8_t sxid, cls, source, before_start;
-    uint8_t state, action;    /* what the catalog says one event does */
+    uint8_t state, action; /* what the catalog says one event does */
     uint64_t count;
     int64_t first_us, last_us; /* monotonic (the kernel log's timeline) */
     int64_t first_ms, last_ms; /* wall clock */
     int64_t pid;               /* -1 when not given */
     char process[64];
-    char message[200];         /* the first record's */
+    char message[200]; /* the first record's */
 } mw_gpu_event;
 
 typedef struct mw_gpu_health {
     uint8_t state, action;
     char reason[MW_HEALTH_REASON_MAX]; /* "none", "gpu_lost", "xid_79", ... (bounded) */
-    uint32_t recent_hardware_events;  /* non-application events in the recent window */
+    uint32_t recent_hardware_events;   /* non-application events in the recent window */
 } mw_gpu_health;
 
 typedef struct mw_gpu_node_health {
     uint8_t state, action;
     char reason[MW_HEALTH_REASON_MAX];
-    char gpu[12];       /* the GPU the reason is about ("" for the node itself) */
+    char gpu[12]; /* the GPU the reason is about ("" for the node itself) */
     unsigned ngpus;
     unsigned count[MW_HEALTH_NSTATES]; /* GPUs per state */
     int64_t updated_ms;                /* wall clock of the evaluation */
 } mw_gpu_node_health;
 
 typedef struct mw_gpu_event_stats {
-    uint64_t records;     /* XID and SXID records seen, every source */
-    uint64_t events;      /* deduplicated events created */
-    uint64_t evicted;     /* events dropped from the history at its bound */
-    uint64_t kmsg_lost;   /* kernel log records overwritten before they were read */
-    uint64_t kmsg_read;   /* kernel log records read */
-    int kmsg_on;          /* the kernel log is read */
+    uint64_t records;   /* XID and SXID records seen, every source */
+    uint64_t events;    /* deduplicated events created */
+    uint64_t evicted;   /* events dropped from the history at its bound */
+    uint64_t kmsg_lost; /* kernel log records overwritten before they were read */
+    uint64_t kmsg_read; /* kernel log records read */
+    int kmsg_on;        /* the kernel log is read */
 } mw_gpu_event_stats;
 
 typedef struct mw_gpu_health_engine mw_gpu_health_engine;

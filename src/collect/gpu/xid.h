@@ -38,14 +38,14 @@ enum { MW_XID_LINE_NONE, MW_XID_LINE_XID, MW_XID_LINE_SXID, MW_XID_LINE_GPU_AT }
 
 /* What an XID, SXID or "GPU at" line says. */
 typedef struct mw_xid_line {
-    int kind;          /* MW_XID_LINE_* */
-    char pci[16];      /* "0000:3b:00" (domain:bus:device, lower case) */
-    char device[24];   /* SXID: "nvidia-nvswitch0" */
-    char uuid[96];     /* GPU_AT: "GPU-..." */
-    uint32_t code;     /* XID or SXID number */
-    int64_t pid;       /* -1: not given (or '<unknown>') */
-    char process[64];  /* "" when not given */
-    char text[200];    /* the rest of the message, cleaned */
+    int kind;         /* MW_XID_LINE_* */
+    char pci[16];     /* "0000:3b:00" (domain:bus:device, lower case) */
+    char device[24];  /* SXID: "nvidia-nvswitch0" */
+    char uuid[96];    /* GPU_AT: "GPU-..." */
+    uint32_t code;    /* XID or SXID number */
+    int64_t pid;      /* -1: not given (or '<unknown>') */
+    char process[64]; /* "" when not given */
+    char text[200];   /* the rest of the message, cleaned */
 } mw_xid_line;
 
 /* Recognise the driver's lines of several generations:
@@ -147,14 +147,14 @@ const mw_xid_entry *mw_xid_catalog_find(const mw_xid_catalog *cat, uint32_t code
 
 typedef struct mw_kmsg_reader {
     int fd;
-    int caught_up;     /* the ring's old records have been read */
+    int caught_up; /* the ring's old records have been read */
     int have_seq;
     uint64_t next_seq; /* the sequence number expected next */
     uint64_t records;  /* records read */
     uint64_t lost;     /* records the ring overwrote before we read them */
     uint64_t overruns; /* EPIPE answers */
     uint64_t malformed;
-    char *pending;     /* a partial line (regular files) */
+    char *pending; /* a partial line (regular files) */
     size_t npending;
     /* read(2) unless a test puts a fake here. */
     ssize_t (*read_fn)(int fd, void *buf, size_t n);

@@ -51,8 +51,11 @@ static int fail(cat_parse *c, const yaml_node_t *n, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    snprintf(c->err, c->errsize, "%s:%zu:%zu: %s", c->name, n->start_mark.line + 1,
-             n->start_mark.column + 1, msg);
+    if (!n) /* a node libyaml did not give: no position */
+        snprintf(c->err, c->errsize, "%s: %s", c->name, msg);
+    else
+        snprintf(c->err, c->errsize, "%s:%zu:%zu: %s", c->name, n->start_mark.line + 1,
+                 n->start_mark.column + 1, msg);
     return -1;
 }
 
@@ -137,8 +140,8 @@ static int parse_escalate(cat_parse *c, const yaml_node_t *n, mw_xid_entry *e)
                 0)
                 return -1;
         } else if (key && strcmp(key, "action") == 0) {
-            if (word(c, v, "escalate.action", action_names, MW_ACTION_COUNT,
-                     &e->escalate_action) < 0)
+            if (word(c, v, "escalate.action", action_names, MW_ACTION_COUNT, &e->escalate_action) <
+                0)
                 return -1;
         } else {
             return fail(c, k, "unknown key '%.64s' in escalate (count, state, action)",

@@ -58,8 +58,7 @@ static int take_pci(const char **pp, const char *end, char stop, char out[16])
     const char *p = *pp;
     if (starts(p, end, "PCI:")) p += 4;
     const char *q = p;
-    while (q < end && q - p < 24 &&
-           !(*q == stop && (stop != ':' || (q + 1 < end && q[1] == ' '))))
+    while (q < end && q - p < 24 && !(*q == stop && (stop != ':' || (q + 1 < end && q[1] == ' '))))
         q++;
     if (q >= end || *q != stop) return -1;
     char id[32], canon[32];
