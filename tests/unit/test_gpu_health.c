@@ -350,6 +350,9 @@ static void catalog(void **state)
         {"thresholds: {retired_pages: -1}\n",
          "ops.yaml:1:29: retired_pages must be a number from 0 to 1000000"},
         {"xids: [\n", "ops.yaml:2:1: YAML syntax error: did not find expected node content"},
+        {"window: 7m\nbogus: 1\n",
+         "ops.yaml:2:1: unknown key 'bogus' (version, source, retrieved, window, thresholds, "
+         "default, sxid_fatal, sxid_nonfatal, xids)"},
         {"xids:\n  - {code: 45, state: unknown}\n",
          "ops.yaml:2:23: state unknown is the agent's (no reading), not an event's"},
     };
@@ -597,6 +600,29 @@ static void flood_xid95(void **state)
     free(d);
 }
 
+/* More distinct events than the history holds: the oldest go, counted;
+ * memory stays the ring's. */
+static void history_bound(void **state)
+{
+    (void)state;
+    mw_gpu_dev *d = devices(1);
+    mw_gpu_health_engine *e = engine(NULL);
+    mw_gpu_health_devices(e, d, 1);
+    for (int w = 0; w < MW_GPU_EVENTS_MAX + 76; w++)
+        line(e, (int64_t)w * 601 * S, (uint64_t)w, "NVRM: Xid (PCI:0000:18:00): 94, Contained");
+    mw_gpu_event *ev = calloc(MW_GPU_EVENTS_MAX + 100, sizeof(*ev));
+    mw_gpu_event_stats st;
+    assert_int_equal(mw_gpu_health_events(e, ev, MW_GPU_EVENTS_MAX + 100, &st), MW_GPU_EVENTS_MAX);
+    assert_int_equal(st.events, MW_GPU_EVENTS_MAX + 76);
+    assert_int_equal(st.evicted, 76);
+    assert_int_equal(ev[0].id, 77);
+    assert_int_equal(ev[0].first_us, 76 * 601 * S);
+    assert_int_equal(ev[MW_GPU_EVENTS_MAX - 1].id, MW_GPU_EVENTS_MAX + 76);
+    free(ev);
+    mw_gpu_health_free(e);
+    free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -608,7 +634,7 @@ int main(void)
         cmocka_unit_test(escalation),
         cmocka_unit_test(counters),
         cmocka_unit_test(storm_xid45),
-        cmocka_unit_test(flood_xid95),
+        cmocka_unit_test(flood_xid95),  cmocka_unit_test(history_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
