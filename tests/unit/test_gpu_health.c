@@ -634,7 +634,8 @@ int main(void)
         cmocka_unit_test(escalation),
         cmocka_unit_test(counters),
         cmocka_unit_test(storm_xid45),
-        cmocka_unit_test(flood_xid95),  cmocka_unit_test(history_bound),
+        cmocka_unit_test(flood_xid95),
+        cmocka_unit_test(history_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
