@@ -111,29 +111,27 @@ static int ask_agent(const mw_config *cfg, int64_t window_ms, dr_list *out, char
 {
     char window[64] = "";
     if (window_ms > 0) snprintf(window, sizeof(window), "?window=%lldms", (long long)window_ms);
-    if (query_url(cfg)[0]) {
-        size_t len = strlen(query_url(cfg));
-        while (len && query_url(cfg)[len - 1] == '/')
-            len--;
-        snprintf(url, urlsize, "%.*s/api/v1/findings%s", (int)len, query_url(cfg), window);
-    } else {
+    if (!query_url(cfg)[0]) {
         char host[256];
         uint16_t port;
         if (mw_parse_listen(cfg->listen, host, sizeof(host), &port) < 0 || port == 0) return 0;
-        const char *h = host;
-        if (!*h || strcmp(h, "0.0.0.0") == 0) h = "127.0.0.1";
-        if (strcmp(h, "::") == 0) h = "::1";
-        int v6 = strchr(h, ':') != NULL;
-        snprintf(url, urlsize, "http://%s%s%s:%u/api/v1/findings%s", v6 ? "[" : "", h,
-                 v6 ? "]" : "", port, window);
     }
+    char path[96];
+    snprintf(path, sizeof(path), "/api/v1/findings%s", window);
     /* The agent at --listen is on this machine: never through a proxy;
      * one at --url goes the way the environment says. */
-    mw_http_call call = {.url = url,
-                         .no_proxy = query_url(cfg)[0] ? NULL : "*",
+    mw_http_call call = {.no_proxy = query_url(cfg)[0] ? NULL : "*",
                          .connect_timeout_ms = 1000,
                          .timeout_ms = 10000,
                          .max_body = 64u << 20};
+    mw_query_client qc;
+    char why[4200];
+    if (mw_query_client_prepare(cfg, path, &qc, &call, why, sizeof(why)) < 0) {
+        fprintf(stderr, "mlwatch doctor: %s\n", why);
+        snprintf(url, urlsize, "%s", query_url(cfg));
+        return -1;
+    }
+    mw_http_shown_url(qc.url, url, urlsize);
     mw_http_perform(NULL, &call);
     const mw_buf *body = &call.answer;
     long status = call.status;
@@ -163,6 +161,7 @@ static int ask_agent(const mw_config *cfg, int64_t window_ms, dr_list *out, char
         }
     }
     mw_http_call_free(&call);
+    memset(qc.token, 0, sizeof(qc.token));
     return result;
 }
 
@@ -228,8 +227,8 @@ int mw_doctor_command(const mw_config *cfg, char **rest, size_t nrest)
     if (ds->pid[0] && resolve_pid(cfg, &fl) < 0) return 3;
     dr_list l;
     dr_list_init(&l);
-    char url[512];
-    char source[600];
+    char url[1400];
+    char source[1500];
     double window_s;
     int agent = ask_agent(cfg, ds->window_ms, &l, url, sizeof(url));
     char why[PATH_MAX + 700];

@@ -296,6 +296,11 @@ int mw_http_perform(mw_http_client *c, mw_http_call *call)
     }
     if (call->no_proxy) curl_easy_setopt(h, CURLOPT_NOPROXY, call->no_proxy);
     if (call->unix_socket) curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, call->unix_socket);
+    struct curl_slist *connect_to = NULL;
+    if (call->connect_to) {
+        connect_to = curl_slist_append(NULL, call->connect_to);
+        curl_easy_setopt(h, CURLOPT_CONNECT_TO, connect_to);
+    }
     if (call->http2_prior_knowledge)
         curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
     if (call->basic_auth) curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
@@ -336,12 +341,14 @@ int mw_http_perform(mw_http_client *c, mw_http_call *call)
         curl_easy_setopt(h, CURLOPT_PASSWORD, "");
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
         curl_easy_setopt(h, CURLOPT_MAIL_RCPT, NULL);
+        curl_easy_setopt(h, CURLOPT_CONNECT_TO, NULL);
         curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
     } else {
         curl_easy_cleanup(h);
     }
     curl_slist_free_all(hdrs);
     curl_slist_free_all(rcpt);
+    curl_slist_free_all(connect_to);
     call->failure = classify(rc, call);
     if (call->failure == MW_HTTP_OK) return 0;
     call->reason = curl_easy_strerror(rc);

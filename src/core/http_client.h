@@ -65,6 +65,10 @@ typedef struct mw_http_call {
     long max_redirects;    /* > 0: follow that many redirects */
     const char *no_proxy;  /* "*": never a proxy (local agent); NULL: libcurl's env */
     const char *unix_socket;
+    /* "HOST:PORT:CONNECT-HOST:CONNECT-PORT": connect there for HOST:PORT of
+     * the URL, whose host is still the name the certificate is checked
+     * against (libcurl's CURLOPT_CONNECT_TO); NULL: none. */
+    const char *connect_to;
     int http2_prior_knowledge; /* gRPC over a socket */
     mw_http_tls tls;
     /* SMTP (smtp:// or smtps:// URL): the envelope, and the message as the

@@ -62,8 +62,6 @@ static void put_param_ms(mw_buf *b, const char *name, int64_t ms)
                   (long long)(ms < 0 ? -ms : ms) / 1000, (long long)(ms < 0 ? -ms : ms) % 1000);
 }
 
-/* The base URL: --url, else the agent on --listen (all interfaces means
- * this machine). */
 #define OPT(n, t, f, d, h, v) MW_OPT(mw_query_cmd_settings, n, t, f, d, h, v)
 static const mw_option query_cmd_rows[] = {
     OPT("time", MW_OPT_STRING, time, "",
@@ -78,11 +76,25 @@ static const mw_option query_cmd_rows[] = {
         "`mlwatch query`, `mlwatch doctor`: base URL of the agent to ask (query: or of any "
         "Prometheus-compatible server; default: the agent on --listen)",
         NULL),
+    OPT("token-file", MW_OPT_STRING, token_file, "",
+        "`mlwatch query`, `mlwatch doctor`: file holding the bearer token to send (an agent "
+        "with --read-token-file; the token is never printed)",
+        NULL),
+    OPT("ca-file", MW_OPT_STRING, ca_file, "",
+        "`mlwatch query`, `mlwatch doctor`: PEM CA certificates that sign the agent's "
+        "certificate (an agent with --tls-cert-file); the default URL is then https://",
+        NULL),
+    OPT("tls-server-name", MW_OPT_STRING, server_name, "",
+        "`mlwatch query`, `mlwatch doctor`: name the agent's certificate is checked against "
+        "when it is not the URL's host (the manifests' certificate names mlwatch)",
+        NULL),
 };
 #undef OPT
 const mw_option_group mw_query_cmd_options = MW_OPTION_GROUP(
     "mlwatch query", "src/query/query_cmd.c", mw_query_cmd_settings, query_cmd_rows, NULL);
 
+/* The base URL: --url, else the agent on --listen (all interfaces means
+ * this machine), https:// when a CA or server name is given for it. */
 static int base_url(const mw_config *cfg, char *out, size_t outsize)
 {
     const mw_query_cmd_settings *qs = mw_config_group(cfg, &mw_query_cmd_options);
@@ -96,11 +108,82 @@ static int base_url(const mw_config *cfg, char *out, size_t outsize)
         if (!*h || strcmp(h, "0.0.0.0") == 0) h = "127.0.0.1";
         if (strcmp(h, "::") == 0) h = "::1";
         int v6 = strchr(h, ':') != NULL;
-        snprintf(out, outsize, "http://%s%s%s:%u", v6 ? "[" : "", h, v6 ? "]" : "", port);
+        int tls = qs->ca_file[0] || qs->server_name[0];
+        snprintf(out, outsize, "%s://%s%s%s:%u", tls ? "https" : "http", v6 ? "[" : "", h,
+                 v6 ? "]" : "", port);
     }
     size_t n = strlen(out);
     while (n > 0 && out[n - 1] == '/')
         out[--n] = '\0';
+    return 0;
+}
+
+/* URL with its host replaced by name, and "name:PORT:HOST:PORT" in
+ * connect_to, so that the connection goes where URL said and the
+ * certificate is checked against name. */
+static int rename_host(const char *url, const char *name, char *out, size_t outsize,
+                       char *connect_to, size_t ctsize)
+{
+    const char *h = strstr(url, "://");
+    if (!h) return -1;
+    h += 3;
+    const char *at = strpbrk(h, "@/"); /* user:password@ */
+    if (at && *at == '@') h = at + 1;
+    const char *end;
+    if (*h == '[') {
+        end = strchr(h, ']');
+        if (!end) return -1;
+        end++;
+    } else {
+        end = h + strcspn(h, ":/?#");
+    }
+    if (end == h) return -1;
+    const char *port = "";
+    size_t plen = 0;
+    if (*end == ':') {
+        port = end + 1;
+        plen = strcspn(port, "/?#");
+    }
+    const char *defport = strncmp(url, "https:", 6) == 0 ? "443" : "80";
+    snprintf(connect_to, ctsize, "%s:%.*s:%.*s:%.*s", name, (int)(plen ? plen : strlen(defport)),
+             plen ? port : defport, (int)(end - h), h, (int)(plen ? plen : strlen(defport)),
+             plen ? port : defport);
+    int n = snprintf(out, outsize, "%.*s%s%s", (int)(h - url), url, name, end);
+    return n < 0 || (size_t)n >= outsize ? -1 : 0;
+}
+
+int mw_query_client_prepare(const mw_config *cfg, const char *path, mw_query_client *qc,
+                            mw_http_call *call, char *why, size_t whysize)
+{
+    const mw_query_cmd_settings *qs = mw_config_group(cfg, &mw_query_cmd_options);
+    memset(qc, 0, sizeof(*qc));
+    char base[1100], url[1400];
+    if (base_url(cfg, base, sizeof(base)) < 0) {
+        snprintf(why, whysize, "--listen %s has no port to query; give --url", cfg->listen);
+        return -1;
+    }
+    snprintf(url, sizeof(url), "%s%s", base, path);
+    if (qs->server_name[0]) {
+        if (rename_host(url, qs->server_name, qc->url, sizeof(qc->url), qc->connect_to,
+                        sizeof(qc->connect_to)) < 0) {
+            snprintf(why, whysize, "--tls-server-name: no host in the URL %s", base);
+            return -1;
+        }
+        call->connect_to = qc->connect_to;
+    } else {
+        mw_strlcpy(qc->url, url, sizeof(qc->url));
+    }
+    if (qs->token_file[0]) {
+        if (mw_read_secret_file(qs->token_file, qc->token, sizeof(qc->token), why, whysize) < 0)
+            return -1;
+        if (!qc->token[0]) {
+            snprintf(why, whysize, "%s: no token in it (--token-file)", qs->token_file);
+            return -1;
+        }
+        call->bearer_token = qc->token;
+    }
+    if (qs->ca_file[0]) call->tls.ca_file = qs->ca_file;
+    call->url = qc->url;
     return 0;
 }
 
@@ -232,7 +315,7 @@ int mw_query_command(const mw_config *cfg, char **rest, size_t nrest)
 {
     const mw_query_cmd_settings *qs = mw_config_group(cfg, &mw_query_cmd_options);
     static const char usage[] = "usage: mlwatch query EXPR [--time T] [--start S --end E --step D] "
-                                "[--url URL] [--json]";
+                                "[--url URL] [--token-file F] [--ca-file F] [--tls-server-name N] [--json]";
     if (nrest != 1 || !rest[0][0]) {
         fprintf(stderr, "mlwatch query: %s (%s)\n",
                 nrest == 0 ? "EXPR is missing" : "exactly one EXPR", usage);
@@ -246,12 +329,6 @@ int mw_query_command(const mw_config *cfg, char **rest, size_t nrest)
     if (nrange && qs->time[0]) {
         fprintf(stderr, "mlwatch query: --time is for instant queries, not with --start (%s)\n",
                 usage);
-        return 2;
-    }
-    char base[1100];
-    if (base_url(cfg, base, sizeof(base)) < 0) {
-        fprintf(stderr, "mlwatch query: --listen %s has no port to query; give --url\n",
-                cfg->listen);
         return 2;
     }
     int64_t t0 = 0, t1 = 0, step = 0;
@@ -271,12 +348,19 @@ int mw_query_command(const mw_config *cfg, char **rest, size_t nrest)
         return 2;
     }
 
-    char endpoint[1200], shown[1200];
-    snprintf(endpoint, sizeof(endpoint), "%s/api/v1/%s", base, nrange ? "query_range" : "query");
-    mw_http_shown_url(endpoint, shown, sizeof(shown)); /* for messages: no user:password@ */
+    mw_http_call call = {.connect_timeout_ms = 5000, .timeout_ms = 300000, .max_body = BODY_MAX};
+    mw_query_client qc;
+    char why[4200];
+    if (mw_query_client_prepare(cfg, nrange ? "/api/v1/query_range" : "/api/v1/query", &qc, &call,
+                                why, sizeof(why)) < 0) {
+        fprintf(stderr, "mlwatch query: %s\n", why);
+        return 2;
+    }
+    char shown[1400];
+    mw_http_shown_url(qc.url, shown, sizeof(shown)); /* for messages: no user:password@ */
     mw_buf req;
     mw_buf_init(&req, 1u << 20);
-    mw_buf_printf(&req, "%s?query=", endpoint);
+    mw_buf_printf(&req, "%s?query=", qc.url);
     put_encoded(&req, rest[0]);
     if (nrange) {
         put_param_ms(&req, "start", t0);
@@ -291,8 +375,7 @@ int mw_query_command(const mw_config *cfg, char **rest, size_t nrest)
         return 2;
     }
 
-    mw_http_call call = {
-        .url = req.data, .connect_timeout_ms = 5000, .timeout_ms = 300000, .max_body = BODY_MAX};
+    call.url = req.data;
     int rc;
     if (mw_http_perform(NULL, &call) == 0) {
         rc = handle_answer(cfg, shown, call.status, &call.answer);
@@ -308,5 +391,6 @@ int mw_query_command(const mw_config *cfg, char **rest, size_t nrest)
     }
     mw_http_call_free(&call);
     mw_buf_free(&req);
+    memset(qc.token, 0, sizeof(qc.token));
     return rc;
 }

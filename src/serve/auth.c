@@ -102,7 +102,7 @@ static const mw_option auth_rows[] = {
         "PEM private key of --tls-cert-file; re-read when it changes", NULL),
     OPT("tls-client-ca-file", MW_OPT_PATH, tls_client_ca_file, "",
         "PEM CA certificates: every request but /-/healthy and /-/ready then needs a client "
-        "certificate they signed (mutual TLS; read at start)",
+        "certificate they signed (mutual TLS; re-read when it changes)",
         NULL),
     OPT("access-policy", MW_OPT_PATH, access_policy, "",
         "YAML file binding read tokens, proxy users and groups to the namespaces they may see "

@@ -11,8 +11,12 @@
  * since handshakes already under way point at it, then freed.
  *
  * The client CA goes to libmicrohttpd as MHD_OPTION_HTTPS_MEM_TRUST, read
- * at start: libmicrohttpd then asks clients for a certificate, and
- * mw_tls_peer_verified() checks the one presented against that CA. */
+ * at start: that makes libmicrohttpd ask clients for a certificate (GnuTLS
+ * does not fail a handshake over it). mw_tls_peer_verified() checks the one
+ * presented against a trust list of our own, which it re-reads from
+ * --tls-client-ca-file when the file changes (checked at most once a
+ * second), so a rotated CA needs no restart either; a file that turns
+ * unreadable or holds no CA keeps the last good list (logged). */
 #include "tls.h"
 #include "../core/log.h"
 #include "../core/util.h"
@@ -46,6 +50,12 @@ typedef struct cert_pair {
 struct mw_tls {
     char cert_file[4096], key_file[4096];
     char *client_ca; /* PEM text for libmicrohttpd, or NULL */
+    /* The client CAs that verify (ca_mu): re-read when the file changes. */
+    char client_ca_file[4096];
+    pthread_mutex_t ca_mu;
+    gnutls_x509_trust_list_t trust;
+    struct stat ca_st;
+    int64_t ca_checked_ms;
     pthread_mutex_t mu;
     cert_pair *current;
     cert_pair *retired;
@@ -151,6 +161,26 @@ fail:
     return NULL;
 }
 
+/* A trust list of the PEM CAs in text, or NULL with why. */
+static gnutls_x509_trust_list_t load_trust(const char *text, size_t len, char *err,
+                                           size_t errsize)
+{
+    gnutls_x509_trust_list_t list;
+    if (gnutls_x509_trust_list_init(&list, 0) < 0) {
+        snprintf(err, errsize, "GnuTLS: cannot make a trust list");
+        return NULL;
+    }
+    gnutls_datum_t d = {(unsigned char *)text, (unsigned)len};
+    int rc = gnutls_x509_trust_list_add_trust_mem(list, &d, NULL, GNUTLS_X509_FMT_PEM, 0, 0);
+    if (rc <= 0) {
+        snprintf(err, errsize, "no PEM CA certificate in it%s%s", rc < 0 ? ": " : "",
+                 rc < 0 ? gnutls_strerror(rc) : "");
+        gnutls_x509_trust_list_deinit(list, 1);
+        return NULL;
+    }
+    return list;
+}
+
 static int same_stat(const struct stat *a, const struct stat *b)
 {
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
@@ -237,23 +267,19 @@ mw_tls *mw_tls_open(const char *cert_file, const char *key_file, const char *cli
     pthread_mutex_init(&t->mu, NULL);
     t->current = load_pair(cert_file, key_file, err, errsize);
     if (!t->current) goto fail;
+    pthread_mutex_init(&t->ca_mu, NULL);
     if (client_ca_file[0]) {
-        struct stat st;
         size_t len;
-        t->client_ca = read_pem(client_ca_file, &st, &len, err, errsize);
+        snprintf(t->client_ca_file, sizeof(t->client_ca_file), "%s", client_ca_file);
+        t->client_ca = read_pem(client_ca_file, &t->ca_st, &len, err, errsize);
         if (!t->client_ca) goto fail;
-        gnutls_certificate_credentials_t probe;
-        gnutls_datum_t d = {(unsigned char *)t->client_ca, (unsigned)len};
-        rc = gnutls_certificate_allocate_credentials(&probe);
-        if (rc == 0) {
-            rc = gnutls_certificate_set_x509_trust_mem(probe, &d, GNUTLS_X509_FMT_PEM);
-            gnutls_certificate_free_credentials(probe);
-        }
-        if (rc <= 0) {
-            snprintf(err, errsize, "%s: no PEM CA certificate in it%s%s", client_ca_file,
-                     rc < 0 ? ": " : "", rc < 0 ? gnutls_strerror(rc) : "");
+        char why[512];
+        t->trust = load_trust(t->client_ca, len, why, sizeof(why));
+        if (!t->trust) {
+            snprintf(err, errsize, "%s: %s", client_ca_file, why);
             goto fail;
         }
+        t->ca_checked_ms = monotonic_ms();
     }
     t->checked_ms = monotonic_ms();
     int i = 0;
@@ -282,6 +308,8 @@ void mw_tls_free(mw_tls *t)
         t->retired = n;
     }
     free(t->client_ca);
+    if (t->trust) gnutls_x509_trust_list_deinit(t->trust, 1);
+    pthread_mutex_destroy(&t->ca_mu);
     pthread_mutex_destroy(&t->mu);
     free(t);
     gnutls_global_deinit();
@@ -298,14 +326,63 @@ const void *mw_tls_daemon_items(const mw_tls *t)
     return t->items;
 }
 
-int mw_tls_peer_verified(const mw_tls *t, struct MHD_Connection *conn)
+/* t->ca_mu held: the client CA file again when it changed. */
+static void refresh_client_ca(mw_tls *t)
+{
+    int64_t now = monotonic_ms();
+    if (now - t->ca_checked_ms < RECHECK_MS) return;
+    t->ca_checked_ms = now;
+    struct stat st;
+    if (stat(t->client_ca_file, &st) < 0 || same_stat(&st, &t->ca_st)) return;
+    char err[600], why[512];
+    size_t len = 0;
+    char *text = read_pem(t->client_ca_file, &st, &len, err, sizeof(err));
+    gnutls_x509_trust_list_t fresh = text ? load_trust(text, len, why, sizeof(why)) : NULL;
+    free(text);
+    if (!fresh) {
+        if (text) snprintf(err, sizeof(err), "%.200s: %.380s", t->client_ca_file, why);
+        mw_log_once(MW_LOG_WARN, "tls", t->client_ca_file,
+                    "client CA not reloaded: %s; verifying with the previous one", err);
+        return;
+    }
+    gnutls_x509_trust_list_deinit(t->trust, 1);
+    t->trust = fresh;
+    t->ca_st = st;
+    mw_log(MW_LOG_INFO, "tls", "client CA %s re-read", t->client_ca_file);
+}
+
+int mw_tls_peer_verified(mw_tls *t, struct MHD_Connection *conn)
 {
     if (!t->client_ca) return 1;
+    pthread_mutex_lock(&t->ca_mu);
+    refresh_client_ca(t);
+    pthread_mutex_unlock(&t->ca_mu);
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
     if (!ci || !ci->tls_session) return 0;
     gnutls_session_t session = (gnutls_session_t)ci->tls_session;
+    unsigned n = 0;
+    const gnutls_datum_t *der = gnutls_certificate_get_peers(session, &n);
+    if (!der || n == 0) return 0;
+    if (n > MAX_CHAIN) n = MAX_CHAIN;
+    gnutls_x509_crt_t chain[MAX_CHAIN];
+    unsigned imported = 0;
+    for (; imported < n; imported++) {
+        if (gnutls_x509_crt_init(&chain[imported]) < 0) break;
+        if (gnutls_x509_crt_import(chain[imported], &der[imported], GNUTLS_X509_FMT_DER) < 0) {
+            gnutls_x509_crt_deinit(chain[imported]);
+            break;
+        }
+    }
     unsigned status = 1;
-    if (gnutls_certificate_verify_peers2(session, &status) < 0) return 0;
-    return status == 0;
+    int ok = 0;
+    if (imported == n) {
+        pthread_mutex_lock(&t->ca_mu);
+        ok = gnutls_x509_trust_list_verify_crt(t->trust, chain, n, 0, &status, NULL) == 0 &&
+             status == 0;
+        pthread_mutex_unlock(&t->ca_mu);
+    }
+    for (unsigned i = 0; i < imported; i++)
+        gnutls_x509_crt_deinit(chain[i]);
+    return ok;
 }

@@ -1,6 +1,6 @@
 /* tls.h - the server's TLS through libmicrohttpd and GnuTLS: a certificate
  * and key re-read when they change, and an optional client CA for mutual
- * TLS (docs/security.md). One TLS server per process. */
+ * TLS, also re-read when it changes (docs/security.md). One TLS server per process. */
 #ifndef MW_TLS_H
 #define MW_TLS_H
 
@@ -21,7 +21,8 @@ unsigned mw_tls_daemon_flags(const mw_tls *t);
 const void *mw_tls_daemon_items(const mw_tls *t);
 
 /* 1 when no client CA is set, or the connection's client presented a
- * certificate that the client CA verifies; 0 otherwise. */
-int mw_tls_peer_verified(const mw_tls *t, struct MHD_Connection *conn);
+ * certificate that the client CA verifies (the file re-read when it
+ * changed); 0 otherwise. */
+int mw_tls_peer_verified(mw_tls *t, struct MHD_Connection *conn);
 
 #endif

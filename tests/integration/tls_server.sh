@@ -96,7 +96,84 @@ expect_eq "a query without a client certificate" 403 "$(code "$AGENT_URL/api/v1/
 expect_eq "/-/healthy without a client certificate" 200 "$(code "$AGENT_URL/-/healthy")"
 expect_eq "/metrics with a client certificate" 200 "$(code --cert "$WORK/client.pem" --key "$WORK/client.key" "$AGENT_URL/metrics")"
 expect_eq "/metrics with another CA's client certificate" 403 "$(code --cert "$WORK/stranger.pem" --key "$WORK/stranger.key" "$AGENT_URL/metrics")"
+# The client CA rotated on disk: the other CA's clients from then on, without
+# a restart, and no longer the first CA's; a broken file keeps the last good CA.
+cp "$WORK/ca.pem" "$WORK/client-ca.pem"
 stop_process "$AGENT_PID"
+start_tls_agent --interval 200ms --tls-client-ca-file "$WORK/client-ca.pem"
+expect_eq "the first CA's client" 200 "$(code --cert "$WORK/client.pem" --key "$WORK/client.key" "$AGENT_URL/metrics")"
+cp "$WORK/other-ca.pem" "$WORK/client-ca.pem.new"
+mv "$WORK/client-ca.pem.new" "$WORK/client-ca.pem"
+stranger_in() { [ "$(code --cert "$WORK/stranger.pem" --key "$WORK/stranger.key" "$AGENT_URL/metrics")" = 200 ]; }
+WAIT_EVERY=0.3 wait_for 10 stranger_in || fail "the rotated client CA is not used: $(tail -3 "$WORK/agent.log")"
+ok
+expect_eq "the first CA's client after the rotation" 403 "$(code --cert "$WORK/client.pem" --key "$WORK/client.key" "$AGENT_URL/metrics")"
+grep -q "info tls: client CA $WORK/client-ca.pem re-read$" "$WORK/agent.log" || fail "no log line for the client CA"
+ok
+printf 'not a certificate\n' >"$WORK/client-ca.pem"
+warned_ca() { code "$AGENT_URL/metrics" >/dev/null; grep -q "warn tls: client CA not reloaded: $WORK/client-ca.pem: no PEM CA certificate in it: No certificate was found.; verifying with the previous one" "$WORK/agent.log"; }
+WAIT_EVERY=0.3 wait_for 10 warned_ca || fail "no warning for a broken client CA: $(tail -2 "$WORK/agent.log")"
+ok
+expect_eq "the other CA's client with a broken file" 200 "$(code --cert "$WORK/stranger.pem" --key "$WORK/stranger.key" "$AGENT_URL/metrics")"
+expect_eq "the same process" "$AGENT_PID" "$(pgrep -f -- "--tls-client-ca-file $WORK/client-ca.pem" | head -1)"
+stop_process "$AGENT_PID"
+
+# 3b. `mlwatch query` and `mlwatch doctor` against an HTTPS agent that
+# takes reads only with a token: --ca-file, --token-file, and
+# --tls-server-name for a certificate that names the agent "mlwatch" (as
+# the manifests' does) reached at 127.0.0.1.
+sign named ca "named server" "subjectAltName=DNS:mlwatch
+extendedKeyUsage=serverAuth"
+cp "$WORK/named.pem" "$WORK/tls.crt"
+cp "$WORK/named.key" "$WORK/tls.key"
+printf 'reader-token-for-the-cli-0123\n' >"$WORK/read.tok"
+: >"$WORK/agent.log"
+"$MLWATCH_BIN" agent --listen 127.0.0.1:0 --data-dir "$WORK/data" --state-dir "$WORK/state" \
+    --tls-cert-file "$WORK/tls.crt" --tls-key-file "$WORK/tls.key" --read-token-file "$WORK/read.tok" \
+    --interval 200ms >"$WORK/agent.log" 2>&1 &
+AGENT_PID=$!
+PIDS+=("$AGENT_PID")
+wait_for 20 agent_started || fail "the agent does not listen: $(head -c 600 "$WORK/agent.log")"
+port=$(agent_port)
+named_ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$WORK/ca.pem" --resolve "mlwatch:$port:127.0.0.1" "https://mlwatch:$port/-/ready")" = 200 ]; }
+wait_for 20 named_ready || fail "no HTTPS answer for the name mlwatch"
+cli=(--listen "127.0.0.1:$port" --ca-file "$WORK/ca.pem" --tls-server-name mlwatch)
+# run_cli NAME ARGS...: NAME's exit status in $rc, stdout in $out, stderr in $err.
+run_cli() {
+    rc=0
+    "$MLWATCH_BIN" "$@" >"$WORK/cli.out" 2>"$WORK/cli.err" || rc=$?
+    out=$(cat "$WORK/cli.out")
+    err=$(cat "$WORK/cli.err")
+}
+run_cli query "${cli[@]}" --token-file "$WORK/read.tok" 'vector(3)'
+expect_eq "query with CA, server name and token: exit" 0 "$rc"
+expect_eq "query with CA, server name and token" "{} 3" "$out"
+run_cli query "${cli[@]}" 'vector(3)'
+expect_eq "query without the token: exit" 1 "$rc"
+case $err in *401*) ok ;; *) fail "query without the token: no 401 in: $err" ;; esac
+run_cli query --listen "127.0.0.1:$port" --ca-file "$WORK/ca.pem" --token-file "$WORK/read.tok" 'vector(3)'
+expect_eq "query without --tls-server-name (the certificate names mlwatch): exit" 1 "$rc"
+case $err in "mlwatch query: https://127.0.0.1:$port/api/v1/query: "*) ok ;; *) fail "no TLS failure: $err" ;; esac
+run_cli query --url "https://127.0.0.1:$port/" --tls-server-name mlwatch --token-file "$WORK/read.tok" 'vector(3)'
+expect_eq "query without --ca-file: exit" 1 "$rc"
+run_cli query --url "https://127.0.0.1:$port/" --ca-file "$WORK/ca.pem" --tls-server-name mlwatch \
+    --token-file "$WORK/read.tok" 'vector(4)'
+expect_eq "query with --url and --tls-server-name" "{} 4" "$out"
+run_cli query "${cli[@]}" --token-file "$WORK/nope.tok" 'vector(3)'
+expect_eq "a missing token file: exit" 2 "$rc"
+expect_eq "a missing token file: message" "mlwatch query: $WORK/nope.tok: No such file or directory" "$err"
+run_cli doctor "${cli[@]}" --token-file "$WORK/read.tok"
+case $rc in 0 | 1) ok ;; *) fail "doctor with the token: exit $rc: $err" ;; esac
+grep -q "the agent's history, https://mlwatch:$port/api/v1/findings" "$WORK/cli.out" ||
+    fail "doctor did not read the agent's findings over HTTPS: $out $err"
+ok
+run_cli doctor "${cli[@]}"
+expect_eq "doctor without the token: exit" 3 "$rc"
+case $err in "mlwatch doctor: https://mlwatch:$port/api/v1/findings: HTTP 401: "*) ok ;; *) fail "doctor without the token: $err" ;; esac
+expect_eq "the token is in no log or output" 0 "$(cat "$WORK/agent.log" "$WORK/cli.out" "$WORK/cli.err" | grep -c reader-token || true)"
+stop_process "$AGENT_PID"
+cp "$WORK/server.pem" "$WORK/tls.crt"
+cp "$WORK/server.key" "$WORK/tls.key"
 
 # 4. Bad files at start.
 bad_start() { # WANT-MESSAGE ARGS...
