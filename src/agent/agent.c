@@ -110,11 +110,14 @@ static void runtime_close(runtime *rt)
     mw_hostfs_close(&rt->host);
 }
 
-static mw_snapshot *collect_once(runtime *rt)
+/* http: the agent's server, whose own figures join the snapshot; NULL in
+ * one-shot commands. */
+static mw_snapshot *collect_once(runtime *rt, mw_http_server *http)
 {
     mw_snapshot *snap = mw_snapshot_new();
     if (rt->set) mw_collector_set_run(rt->set, snap);
     mw_module_set_derive(rt->modules, snap);
+    if (http) mw_http_emit_metrics(http, snap);
     /* One name for the node on every path out (/metrics, the store, remote
      * write): a scrape adds instance and job, never node, so the label is
      * the same whether the series are scraped or shipped. */
@@ -141,7 +144,7 @@ int mw_metrics_once(const mw_config *cfg, FILE *out)
     const mw_metrics_settings *ms = mw_config_group(cfg, &mw_metrics_options);
     runtime rt;
     if (runtime_open(&rt, cfg, MW_MODULES_ONESHOT) < 0) return 1;
-    mw_snapshot *snap = collect_once(&rt);
+    mw_snapshot *snap = collect_once(&rt, NULL);
     mw_buf b;
     mw_buf_init(&b, 0);
     mw_render(snap, strcmp(ms->format, "openmetrics") == 0 ? MW_FMT_OPENMETRICS : MW_FMT_TEXT, &b);
@@ -246,7 +249,7 @@ int mw_agent_run(const mw_config *cfg, int hub)
     int stop_signal = 0;
     while (!stop_signal) {
         mw_published_retire(pub);
-        mw_snapshot *snap = collect_once(&rt);
+        mw_snapshot *snap = collect_once(&rt, http);
         mw_module_set_consume(rt.modules, snap);
         mw_published_update(pub, snap);
         mw_release_free_memory();

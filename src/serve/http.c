@@ -55,7 +55,8 @@ typedef enum {
     PHASE_IDLE,    /* no request line yet (new, or kept alive after a response) */
     PHASE_HEADERS, /* request line read, headers still arriving */
     PHASE_BODY,    /* headers read, body still arriving */
-    PHASE_BUSY,    /* the request is complete: handled, queued or answered */
+    PHASE_BUSY,    /* the request is complete: being handled or queued */
+    PHASE_WRITE,   /* the answer is queued: libmicrohttpd sends it as the client reads */
 } conn_phase;
 
 /* One accepted connection, from libmicrohttpd's NOTIFY_CONNECTION STARTED
@@ -97,7 +98,7 @@ struct mw_http_server {
     pthread_mutex_t conn_mu;
     conn_track *oldest, *newest;
     size_t live; /* tracked and not cut */
-    uint64_t cut_header, cut_body, cut_idle, evicted;
+    uint64_t cut_header, cut_body, cut_idle, cut_write, evicted;
     mw_worker reaper;
     /* The lane (lane_mu). */
     pthread_mutex_t lane_mu;
@@ -108,7 +109,23 @@ struct mw_http_server {
     atomic_int cancel; /* set when the server stops: running handlers end early */
     mw_worker workers[MAX_LANE_THREADS];
     uint64_t lane_refused;
+    /* Requests answered with a refusal, by reason (mw_http_emit_metrics). */
+    atomic_ullong refused[MW_HTTP_REFUSED_REASONS];
 };
+
+/* The bounded reasons of mlwatch_http_requests_refused_total. */
+static const char *const refusal_names[MW_HTTP_REFUSED_REASONS] = {
+    [MW_HTTP_REFUSED_UNAUTHENTICATED] = "unauthenticated",
+    [MW_HTTP_REFUSED_FORBIDDEN] = "forbidden",
+    [MW_HTTP_REFUSED_MEDIA_TYPE] = "unsupported_media_type",
+    [MW_HTTP_REFUSED_TOO_LARGE] = "too_large",
+    [MW_HTTP_REFUSED_QUERY_QUEUE_FULL] = "query_queue_full",
+};
+
+static void count_refusal(mw_http_server *s, mw_http_refusal why)
+{
+    atomic_fetch_add(&s->refused[why], 1);
+}
 
 static int check_lane_threads(const char *v, char *why, size_t n)
 {
@@ -142,6 +159,10 @@ static const mw_option http_rows[] = {
     OPT("http-body-timeout", MW_OPT_DURATION, body_timeout_ms, "1m",
         "Longest a request's body may take to arrive, from the end of its headers; beyond it the "
         "connection is closed",
+        NULL),
+    OPT("http-write-timeout", MW_OPT_DURATION, write_timeout_ms, "5m",
+        "Longest an answer may take to be sent, from the end of its evaluation: a client that "
+        "stops reading (or reads a byte at a time) is closed past it",
         NULL),
     OPT("query-max-concurrency", MW_OPT_NUMBER, lane_threads, "2",
         "Queries (and UI proxy and store export requests) evaluated at once, on threads of their "
@@ -315,12 +336,13 @@ static void *reaper_main(void *arg)
     mw_http_server *s = arg;
     while (mw_worker_sleep(&s->reaper, REAP_EVERY_MS)) {
         int64_t now = mw_mono_ns();
-        uint64_t header = 0, body = 0, idle = 0;
+        uint64_t header = 0, body = 0, idle = 0, write = 0;
         pthread_mutex_lock(&s->conn_mu);
         for (conn_track *t = s->oldest; t; t = t->next) {
             int64_t limit_ms = t->phase == PHASE_IDLE      ? s->set.idle_timeout_ms
                                : t->phase == PHASE_HEADERS ? s->set.header_timeout_ms
                                : t->phase == PHASE_BODY    ? s->set.body_timeout_ms
+                               : t->phase == PHASE_WRITE   ? s->set.write_timeout_ms
                                                            : 0;
             if (t->cut || limit_ms <= 0 || now - t->since_ns <= limit_ms * 1000000) continue;
             track_cut(s, t);
@@ -328,13 +350,21 @@ static void *reaper_main(void *arg)
                 idle++;
             else if (t->phase == PHASE_HEADERS)
                 header++;
-            else
+            else if (t->phase == PHASE_BODY)
                 body++;
+            else
+                write++;
         }
         s->cut_idle += idle;
         s->cut_header += header;
         s->cut_body += body;
+        s->cut_write += write;
         pthread_mutex_unlock(&s->conn_mu);
+        if (write)
+            mw_log_once(MW_LOG_WARN, "http", "slow-readers",
+                        "closed %llu connections whose answer took longer than "
+                        "--http-write-timeout to be read",
+                        (unsigned long long)write);
         if (header || body)
             mw_log_once(MW_LOG_WARN, "http", "slow-clients",
                         "closed %llu connections whose headers took longer than "
@@ -352,6 +382,7 @@ void mw_http_stats(mw_http_server *s, mw_http_stats_t *out)
     out->cut_idle = s->cut_idle;
     out->cut_header = s->cut_header;
     out->cut_body = s->cut_body;
+    out->cut_write = s->cut_write;
     out->evicted = s->evicted;
     pthread_mutex_unlock(&s->conn_mu);
     pthread_mutex_lock(&s->lane_mu);
@@ -359,6 +390,42 @@ void mw_http_stats(mw_http_server *s, mw_http_stats_t *out)
     out->lane_queued = s->queued;
     out->lane_refused = s->lane_refused;
     pthread_mutex_unlock(&s->lane_mu);
+    for (int i = 0; i < MW_HTTP_REFUSED_REASONS; i++)
+        out->refused[i] = atomic_load(&s->refused[i]);
+}
+
+MW_METRIC(REFUSED, MW_COUNTER, "mlwatch_http_requests_refused_total", "",
+          "Requests the HTTP server refused, by reason: unauthenticated (401), forbidden (403), "
+          "unsupported_media_type (415), too_large (413), query_queue_full (503), deadline "
+          "(closed past --http-header-timeout, --http-body-timeout or --http-write-timeout), "
+          "connection_limit (closed to make room past --http-max-connections).");
+MW_METRIC(CONNECTIONS, MW_GAUGE, "mlwatch_http_connections", "",
+          "Connections the HTTP server holds open.");
+MW_METRIC(CLOSED, MW_COUNTER, "mlwatch_http_connections_closed_total", "",
+          "Connections the HTTP server closed itself, by reason: idle_timeout (no request line "
+          "within --http-idle-timeout), header_timeout, body_timeout, write_timeout, evicted.");
+MW_METRIC(LANE_RUNNING, MW_GAUGE, "mlwatch_http_query_lane_running", "",
+          "Queries being evaluated on the query lane's threads now.");
+MW_METRIC(LANE_QUEUED, MW_GAUGE, "mlwatch_http_query_lane_queued", "",
+          "Queries waiting for a free query lane thread now.");
+
+void mw_http_emit_metrics(mw_http_server *s, mw_snapshot *snap)
+{
+    mw_http_stats_t st;
+    mw_http_stats(s, &st);
+    for (int i = 0; i < MW_HTTP_REFUSED_REASONS; i++)
+        mw_emit(snap, &REFUSED, (double)st.refused[i], "reason", refusal_names[i], MW_END);
+    mw_emit(snap, &REFUSED, (double)(st.cut_header + st.cut_body + st.cut_write), "reason",
+            "deadline", MW_END);
+    mw_emit(snap, &REFUSED, (double)st.evicted, "reason", "connection_limit", MW_END);
+    mw_emit(snap, &CONNECTIONS, (double)st.connections, MW_END);
+    mw_emit(snap, &CLOSED, (double)st.cut_idle, "reason", "idle_timeout", MW_END);
+    mw_emit(snap, &CLOSED, (double)st.cut_header, "reason", "header_timeout", MW_END);
+    mw_emit(snap, &CLOSED, (double)st.cut_body, "reason", "body_timeout", MW_END);
+    mw_emit(snap, &CLOSED, (double)st.cut_write, "reason", "write_timeout", MW_END);
+    mw_emit(snap, &CLOSED, (double)st.evicted, "reason", "evicted", MW_END);
+    mw_emit(snap, &LANE_RUNNING, (double)st.lane_running, MW_END);
+    mw_emit(snap, &LANE_QUEUED, (double)st.lane_queued, MW_END);
 }
 
 const char *mw_http_header(const mw_http_request *r, const char *name)
@@ -532,6 +599,14 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, mw_http_respon
     return ret;
 }
 
+/* Queue the answer; from here its sending has --http-write-timeout. */
+static enum MHD_Result answer(mw_http_server *s, struct MHD_Connection *conn,
+                              mw_http_response *resp)
+{
+    set_phase(s, conn, PHASE_WRITE);
+    return send_response(conn, resp);
+}
+
 /* ---- The lane: queries on threads of their own ---- */
 
 static void *lane_main(void *arg);
@@ -619,8 +694,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             mw_http_response gresp = {0};
             if (s->guard(s->guard_ctx, gr->role, &greq, &gresp) < 0) {
                 mw_http_scope_clear(&scope);
-                set_phase(s, conn, PHASE_BUSY); /* refused before any lane slot */
-                return send_response(conn, &gresp);
+                count_refusal(s, gresp.status == 401   ? MW_HTTP_REFUSED_UNAUTHENTICATED
+                                 : gresp.status == 415 ? MW_HTTP_REFUSED_MEDIA_TYPE
+                                                       : MW_HTTP_REFUSED_FORBIDDEN);
+                return answer(s, conn, &gresp); /* refused before any lane slot */
             }
         }
         p = mw_xcalloc(1, sizeof(*p));
@@ -632,7 +709,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     if (p->lane_state == 2) {
         p->lane_state = 3;
-        return send_response(conn, &p->resp);
+        return answer(s, conn, &p->resp);
     }
     if (*upload_size) {
         if (!p->too_large && mw_buf_append(&p->body, upload, *upload_size) < 0) p->too_large = 1;
@@ -642,8 +719,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     set_phase(s, conn, PHASE_BUSY);
     mw_http_response resp = {0};
     if (p->too_large) {
+        count_refusal(s, MW_HTTP_REFUSED_TOO_LARGE);
         mw_http_text(&resp, 413, "request body larger than %zu bytes\n", s->max_body);
-        return send_response(conn, &resp);
+        return answer(s, conn, &resp);
     }
     int wrong_method;
     const route *r = find_route(s, method, url, &wrong_method);
@@ -664,7 +742,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             mw_http_json_error(&resp, wrong_method ? 405 : 404,
                                wrong_method ? "bad_data" : "not_found", msg);
         }
-        return send_response(conn, &resp);
+        return answer(s, conn, &resp);
     }
     if (r->lane && s->nworkers) {
         p->r = r;
@@ -678,12 +756,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         method, url, p->body.data ? p->body.data : "", p->body.len, conn, &p->scope, &s->cancel};
     resp.status = 200;
     r->h(r->cls, &req, &resp);
-    return send_response(conn, &resp);
+    return answer(s, conn, &resp);
 }
 
 static enum MHD_Result lane_refuse(mw_http_server *s, struct MHD_Connection *conn)
 {
     mw_http_response resp = {0};
+    count_refusal(s, MW_HTTP_REFUSED_QUERY_QUEUE_FULL);
     mw_http_text(&resp, 503,
                  "{\"status\":\"error\",\"errorType\":\"unavailable\",\"error\":\"too many "
                  "concurrent queries: %u running and %u waiting (--query-max-concurrency %u, "
@@ -692,7 +771,7 @@ static enum MHD_Result lane_refuse(mw_http_server *s, struct MHD_Connection *con
                  (unsigned)s->set.lane_queue);
     resp.content_type = "application/json";
     mw_http_add_header(&resp, "Retry-After", "1");
-    return send_response(conn, &resp);
+    return answer(s, conn, &resp);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

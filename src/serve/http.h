@@ -84,7 +84,7 @@ typedef enum {
  * deadlines, and the lane. */
 typedef struct mw_http_settings {
     double max_connections, max_connections_per_ip;
-    int64_t idle_timeout_ms, header_timeout_ms, body_timeout_ms;
+    int64_t idle_timeout_ms, header_timeout_ms, body_timeout_ms, write_timeout_ms;
     double lane_threads, lane_queue;
 } mw_http_settings;
 extern const mw_option_group mw_http_options;
@@ -117,14 +117,29 @@ int mw_http_start(mw_http_server *s, const char *listen, char *err, size_t errsi
 int mw_http_port(const mw_http_server *s);
 void mw_http_free(mw_http_server *s); /* stops the server if running */
 
+/* Requests answered with a refusal, by reason (the status in brackets). */
+typedef enum mw_http_refusal {
+    MW_HTTP_REFUSED_UNAUTHENTICATED,  /* 401: no token, or an unknown one */
+    MW_HTTP_REFUSED_FORBIDDEN,        /* 403: the token lacks the role, no client certificate */
+    MW_HTTP_REFUSED_MEDIA_TYPE,       /* 415: a browser-postable Content-Type */
+    MW_HTTP_REFUSED_TOO_LARGE,        /* 413: a body over the bound */
+    MW_HTTP_REFUSED_QUERY_QUEUE_FULL, /* 503: the query lane is full */
+    MW_HTTP_REFUSED_REASONS
+} mw_http_refusal;
+
 /* What the server's limits have done so far. */
 typedef struct mw_http_stats_t {
-    uint64_t connections;                    /* open now */
-    uint64_t cut_idle, cut_header, cut_body; /* closed past a deadline */
-    uint64_t evicted;                        /* closed to make room for a new connection */
+    uint64_t connections;                               /* open now */
+    uint64_t cut_idle, cut_header, cut_body, cut_write; /* closed past a deadline */
+    uint64_t evicted; /* closed to make room for a new connection */
     uint64_t lane_running, lane_queued, lane_refused;
+    uint64_t refused[MW_HTTP_REFUSED_REASONS];
 } mw_http_stats_t;
 void mw_http_stats(mw_http_server *s, mw_http_stats_t *out);
+/* The figures above as the agent's own series (mlwatch_http_*), every
+ * reason always present; no client address, path or token in any label. */
+struct mw_snapshot;
+void mw_http_emit_metrics(mw_http_server *s, struct mw_snapshot *snap);
 
 const char *mw_http_header(const mw_http_request *r, const char *name);
 /* Prometheus's JSON error, {"status":"error","errorType":TYPE,"error":MSG},
