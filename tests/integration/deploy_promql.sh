@@ -64,8 +64,13 @@ assert len(rule) == 1
 yaml.safe_dump(rule[0]["spec"], open(sys.argv[2], "w"))
 EOF
 
+# HTTPS and the metrics token, as the manifests run the agents (the Secrets
+# as scripts/make-secrets.sh makes them); the scrape configuration's own
+# scheme, tls_config and authorization reach them.
+"$MLWATCH_SRC/scripts/make-secrets.sh" "$WORK/secrets" >/dev/null || fail "scripts/make-secrets.sh failed"
 common=(--interval 500ms --carbon-intensity "$WORK/carbon.csv" --rocm-library none
-    --freeipmi-library none --store=false)
+    --freeipmi-library none --store=false --tls-cert-file "$WORK/secrets/tls.crt"
+    --tls-key-file "$WORK/secrets/tls.key" --metrics-token-file "$WORK/secrets/metrics")
 declare -A URLS
 run_agent() { # NAME ARGS...: start one agent, its URL in URLS[NAME]
     local name=$1 port
@@ -81,7 +86,8 @@ run_agent gpu --root "$MLWATCH_FIXTURES/gpu-node" --nvml-library "$fake" \
 run_agent host --root "$MLWATCH_FIXTURES/rapl-cpufreq" --nvml-library none --node-name cpu-node-2
 pods_root=$(fixture_copy k8s-v2-systemd)
 run_agent pods --root "$pods_root" --nvml-library none --node-name cpu-node-3
-for n in gpu host pods; do wait_http "http://${URLS[$n]}/-/ready" 30; done
+https_ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$WORK/secrets/ca.crt" --resolve "mlwatch:${1##*:}:127.0.0.1" "https://mlwatch:${1##*:}/-/ready")" = 200 ]; }
+for n in gpu host pods; do wait_for 30 https_ready "${URLS[$n]}" || fail "no HTTPS answer from ${URLS[$n]}"; done
 
 # The fixtures are still pictures; counters must move for rate() to see
 # anything: every 250 ms the GPUs' energy counters advance as their power
@@ -136,10 +142,17 @@ EOF
 # deploy/prometheus/scrape-config.yml with scrape and rule intervals of 1 s,
 # the kubernetes_sd_configs replaced by the file above and the rules file.
 /usr/bin/python3 - "$MLWATCH_SRC/deploy/prometheus/scrape-config.yml" "$WORK/prometheus.yml" \
-    "$WORK/targets.json" "$WORK/rules.yml" <<'EOF'
+    "$WORK/targets.json" "$WORK/rules.yml" "$WORK/secrets" <<'EOF'
 import sys, yaml
-src, out, targets, rules = sys.argv[1:]
+src, out, targets, rules, secrets = sys.argv[1:]
 c = yaml.safe_load(open(src))
+# The Secrets where this test has them, nothing else of the job changed.
+(j,) = c["scrape_configs"]
+assert j["scheme"] == "https" and j["tls_config"]["server_name"] == "mlwatch", j
+assert j["tls_config"]["ca_file"].endswith("/mlwatch-tls/ca.crt"), j
+assert j["authorization"]["credentials_file"].endswith("/mlwatch-tokens/metrics"), j
+j["tls_config"]["ca_file"] = secrets + "/ca.crt"
+j["authorization"]["credentials_file"] = secrets + "/metrics"
 c["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s"}
 c["rule_files"] = [rules]
 (job,) = c["scrape_configs"]

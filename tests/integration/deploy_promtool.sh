@@ -49,6 +49,13 @@ c = yaml.safe_load(open(src))
 c.pop("rule_files", None)  # checked on its own below
 for job in c["scrape_configs"]:
     to_file_sd(job)
+    # HTTPS with the metrics token, the Secrets' files where this test has
+    # them (promtool checks that they exist).
+    assert job["scheme"] == "https" and job["tls_config"]["server_name"] == "mlwatch", job
+    assert job["tls_config"]["ca_file"] == "/etc/prometheus/secrets/mlwatch-tls/ca.crt", job
+    assert job["authorization"] == {"type": "Bearer", "credentials_file": "/etc/prometheus/secrets/mlwatch-tokens/metrics"}, job
+    job["tls_config"]["ca_file"] = work + "/secrets/ca.crt"
+    job["authorization"]["credentials_file"] = work + "/secrets/metrics"
 yaml.safe_dump(c, open(work + "/plain.yml", "w"))
 
 # The ServiceMonitor as the operator renders it (the parts that matter to
@@ -118,7 +125,7 @@ done
 # drop the substitution above).
 (cd "$MLWATCH_SRC/deploy/prometheus" && promtool check config scrape-config.yml) >"$WORK/asis.txt" 2>&1 &&
     echo "promtool check config: scrape-config.yml as is: SUCCESS" ||
-    grep -q 'field kubernetes_sd_configs not found' "$WORK/asis.txt" ||
+    grep -q -e 'field kubernetes_sd_configs not found' -e 'stat /etc/prometheus/secrets/mlwatch-tokens/metrics: no such file' "$WORK/asis.txt" ||
     fail "promtool check config scrape-config.yml: $(cat "$WORK/asis.txt")"
 ok
 
