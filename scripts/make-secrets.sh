@@ -7,6 +7,10 @@
 #                   addresses and verify the name with serverName: mlwatch,
 #                   as the ServiceMonitor does) and mlwatch.NAMESPACE.svc;
 #                   ca.crt: its CA
+#   mlwatch-hub-tls tls.crt, tls.key: the hub's serving certificate, signed
+#                   by the same CA, for the hub Service's names
+#                   (mlwatch-hub, mlwatch-hub.NAMESPACE.svc[.cluster.local]);
+#                   a key of its own, so that no node's key passes for the hub
 #   mlwatch-tokens  metrics, read: bearer tokens (32 random bytes each) for
 #                   the agents' --metrics-token-file and --read-token-file;
 #                   write: for a hub's --write-token-file and the agents'
@@ -48,12 +52,22 @@ if [ ! -s "$dir/tls.crt" ] || [ ! -s "$dir/tls.key" ]; then
         -days 397 -extfile "$dir/tls.ext" -out "$dir/tls.crt" 2>/dev/null
     rm -f "$dir/tls.csr" "$dir/tls.ext"
 fi
+if [ ! -s "$dir/hub.crt" ] || [ ! -s "$dir/hub.key" ]; then
+    openssl req -new "${ec[@]}" -keyout "$dir/hub.key" -out "$dir/hub.csr" \
+        -subj "/CN=mlwatch-hub" 2>/dev/null
+    printf 'subjectAltName=DNS:mlwatch-hub,DNS:mlwatch-hub.%s.svc,DNS:mlwatch-hub.%s.svc.cluster.local\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
+        "$ns" "$ns" >"$dir/hub.ext"
+    openssl x509 -req -in "$dir/hub.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial \
+        -days 397 -extfile "$dir/hub.ext" -out "$dir/hub.crt" 2>/dev/null
+    rm -f "$dir/hub.csr" "$dir/hub.ext"
+fi
 for t in metrics read write; do
     # RFC 6750 b64token characters only (base64url without padding).
     [ -s "$dir/$t" ] || openssl rand -base64 32 | tr '+/' '-_' | tr -d '=\n' >"$dir/$t"
 done
 cmds=(
     "kubectl -n $ns create secret generic mlwatch-tls --from-file=tls.crt=$dir/tls.crt --from-file=tls.key=$dir/tls.key --from-file=ca.crt=$dir/ca.crt --dry-run=client -o yaml | kubectl apply -f -"
+    "kubectl -n $ns create secret generic mlwatch-hub-tls --from-file=tls.crt=$dir/hub.crt --from-file=tls.key=$dir/hub.key --dry-run=client -o yaml | kubectl apply -f -"
     "kubectl -n $ns create secret generic mlwatch-tokens --from-file=metrics=$dir/metrics --from-file=read=$dir/read --from-file=write=$dir/write --dry-run=client -o yaml | kubectl apply -f -"
 )
 for c in "${cmds[@]}"; do

@@ -355,3 +355,37 @@ int mw_http_perform(mw_http_client *c, mw_http_call *call)
     describe(call, errbuf);
     return -1;
 }
+
+/* URL with its host replaced by name, and "name:PORT:HOST:PORT" in
+ * connect_to, so that the connection goes where URL said and the
+ * certificate is checked against name. */
+int mw_http_rename_host(const char *url, const char *name, char *out, size_t outsize,
+                       char *connect_to, size_t ctsize)
+{
+    const char *h = strstr(url, "://");
+    if (!h) return -1;
+    h += 3;
+    const char *at = strpbrk(h, "@/"); /* user:password@ */
+    if (at && *at == '@') h = at + 1;
+    const char *end;
+    if (*h == '[') {
+        end = strchr(h, ']');
+        if (!end) return -1;
+        end++;
+    } else {
+        end = h + strcspn(h, ":/?#");
+    }
+    if (end == h) return -1;
+    const char *port = "";
+    size_t plen = 0;
+    if (*end == ':') {
+        port = end + 1;
+        plen = strcspn(port, "/?#");
+    }
+    const char *defport = strncmp(url, "https:", 6) == 0 ? "443" : "80";
+    snprintf(connect_to, ctsize, "%s:%.*s:%.*s:%.*s", name, (int)(plen ? plen : strlen(defport)),
+             plen ? port : defport, (int)(end - h), h, (int)(plen ? plen : strlen(defport)),
+             plen ? port : defport);
+    int n = snprintf(out, outsize, "%.*s%s%s", (int)(h - url), url, name, end);
+    return n < 0 || (size_t)n >= outsize ? -1 : 0;
+}

@@ -115,6 +115,13 @@ void mw_http_call_free(mw_http_call *call);
  * "Basic ", and each of the given secrets (a NULL-terminated list; NULL and
  * "" entries are skipped) wherever it occurs, each becoming [redacted]. */
 void mw_http_redact(char *text, size_t size, const char *const *secrets);
+/* For a server whose certificate names `name` rather than url's host (TLS
+ * server_name): url with its host replaced by name in out, and
+ * "name:PORT:HOST:PORT" for the call's connect_to, so that the connection
+ * still goes to url's host. 0, or -1 when url has no host or out is too
+ * small. */
+int mw_http_rename_host(const char *url, const char *name, char *out, size_t outsize,
+                        char *connect_to, size_t ctsize);
 /* A URL as shown in logs: without its user:password@. */
 void mw_http_shown_url(const char *url, char *out, size_t size);
 

@@ -118,40 +118,6 @@ static int base_url(const mw_config *cfg, char *out, size_t outsize)
     return 0;
 }
 
-/* URL with its host replaced by name, and "name:PORT:HOST:PORT" in
- * connect_to, so that the connection goes where URL said and the
- * certificate is checked against name. */
-static int rename_host(const char *url, const char *name, char *out, size_t outsize,
-                       char *connect_to, size_t ctsize)
-{
-    const char *h = strstr(url, "://");
-    if (!h) return -1;
-    h += 3;
-    const char *at = strpbrk(h, "@/"); /* user:password@ */
-    if (at && *at == '@') h = at + 1;
-    const char *end;
-    if (*h == '[') {
-        end = strchr(h, ']');
-        if (!end) return -1;
-        end++;
-    } else {
-        end = h + strcspn(h, ":/?#");
-    }
-    if (end == h) return -1;
-    const char *port = "";
-    size_t plen = 0;
-    if (*end == ':') {
-        port = end + 1;
-        plen = strcspn(port, "/?#");
-    }
-    const char *defport = strncmp(url, "https:", 6) == 0 ? "443" : "80";
-    snprintf(connect_to, ctsize, "%s:%.*s:%.*s:%.*s", name, (int)(plen ? plen : strlen(defport)),
-             plen ? port : defport, (int)(end - h), h, (int)(plen ? plen : strlen(defport)),
-             plen ? port : defport);
-    int n = snprintf(out, outsize, "%.*s%s%s", (int)(h - url), url, name, end);
-    return n < 0 || (size_t)n >= outsize ? -1 : 0;
-}
-
 int mw_query_client_prepare(const mw_config *cfg, const char *path, mw_query_client *qc,
                             mw_http_call *call, char *why, size_t whysize)
 {
@@ -164,7 +130,7 @@ int mw_query_client_prepare(const mw_config *cfg, const char *path, mw_query_cli
     }
     snprintf(url, sizeof(url), "%s%s", base, path);
     if (qs->server_name[0]) {
-        if (rename_host(url, qs->server_name, qc->url, sizeof(qc->url), qc->connect_to,
+        if (mw_http_rename_host(url, qs->server_name, qc->url, sizeof(qc->url), qc->connect_to,
                         sizeof(qc->connect_to)) < 0) {
             snprintf(why, whysize, "--tls-server-name: no host in the URL %s", base);
             return -1;

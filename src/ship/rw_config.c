@@ -363,7 +363,7 @@ static int parse_endpoint(json_t *o, mw_rw_endpoint_cfg *ep, const char *where, 
                                        NULL};
     static const char *const auth_keys[] = {"username", "password_file", NULL};
     static const char *const tls_keys[] = {"ca_file", "cert_file", "key_file",
-                                           "insecure_skip_verify", NULL};
+                                           "insecure_skip_verify", "server_name", NULL};
     static const char *const queue_keys[] = {
         "max_shards", "max_samples_per_send", "batch_send_deadline",
         "capacity",   "min_backoff",          "max_backoff",
@@ -413,7 +413,8 @@ static int parse_endpoint(json_t *o, mw_rw_endpoint_cfg *ep, const char *where, 
             copy_str(t, "ca_file", ep->ca_file, sizeof(ep->ca_file), sub, why, n) < 0 ||
             copy_str(t, "cert_file", ep->cert_file, sizeof(ep->cert_file), sub, why, n) < 0 ||
             copy_str(t, "key_file", ep->key_file, sizeof(ep->key_file), sub, why, n) < 0 ||
-            get_bool(t, "insecure_skip_verify", &ep->insecure_skip_verify, sub, why, n) < 0)
+            get_bool(t, "insecure_skip_verify", &ep->insecure_skip_verify, sub, why, n) < 0 ||
+            copy_str(t, "server_name", ep->server_name, sizeof(ep->server_name), sub, why, n) < 0)
             return -1;
         if (!ep->cert_file[0] != !ep->key_file[0])
             return mw_fail(why, n, "%s: cert_file and key_file go together", sub);

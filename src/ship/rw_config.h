@@ -8,7 +8,7 @@
  *       basic_auth: {username: agent, password_file: /etc/mlwatch/pw}
  *       bearer_token_file: /var/run/secrets/token   # or basic_auth, not both
  *       tls_config: {ca_file: ca.pem, cert_file: c.pem, key_file: k.pem,
- *                    insecure_skip_verify: false}
+ *                    insecure_skip_verify: false, server_name: NAME}
  *       external_labels: {cluster: a}         # over the global ones
  *       queue_config: {max_shards: 2, max_samples_per_send: 2000,
  *                      batch_send_deadline: 5s, capacity: 512MiB,
@@ -41,6 +41,7 @@ typedef struct mw_rw_endpoint_cfg {
     char cert_file[PATH_MAX];
     char key_file[PATH_MAX];
     int insecure_skip_verify;
+    char server_name[256]; /* the name the certificate is checked against, "" the URL's host */
     int64_t timeout_ms;
     char ext_names[MW_RW_MAX_EXTERNAL][128];
     char ext_values[MW_RW_MAX_EXTERNAL][256];

@@ -13,6 +13,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import sys
 
 import yaml
@@ -196,11 +197,72 @@ def access_checks(docs, sm):
               "ServiceMonitor sends the metrics token of mlwatch-tokens")
 
 
+def mounted_secret(pod, c, path):
+    """(Secret name, key) of the file at path in container c, or (None, None)."""
+    vols = {v["name"]: v for v in pod.get("volumes", [])}
+    for m in c.get("volumeMounts", []):
+        if os.path.dirname(path) == m["mountPath"] and "subPath" not in m:
+            v = vols.get(m["name"], {}).get("secret", {})
+            items = {i["path"]: i["key"] for i in v.get("items", [])}
+            name = os.path.basename(path)
+            return v.get("secretName"), items.get(name, name if not items else None)
+    return None, None
+
+
+def hub_checks(docs, image):
+    """The hub is in the same manifest, and the agents ship to it: their
+    remote_write names its Service and port over https, verifies it with
+    the CA of mlwatch-tls and sends the write token of mlwatch-tokens, all
+    mounted where the config says; the hub serves HTTPS with its own
+    certificate (mlwatch-hub-tls) and takes writes with that token."""
+    dep = one(docs, "Deployment", "mlwatch-hub")
+    svc = one(docs, "Service", "mlwatch-hub")
+    pvc = one(docs, "PersistentVolumeClaim", "mlwatch-hub")
+    pod = dep["spec"]["template"]
+    (c,) = pod["spec"]["containers"]
+    check(c["image"] == image, f"the hub runs {image}")
+    check(svc["spec"]["selector"].items() <= pod["metadata"]["labels"].items(), "hub Service selects the hub")
+    check(svc["spec"]["ports"][0]["targetPort"] in [p["name"] for p in c["ports"]], "hub Service port")
+    vols = {v["name"]: v for v in pod["spec"]["volumes"]}
+    check(vols["data"]["persistentVolumeClaim"]["claimName"] == pvc["metadata"]["name"], "hub data volume")
+    args = c["args"]
+    flag = lambda f: args[args.index(f) + 1] if f in args else None
+    check(args[0] == "hub", "hub args")
+    for f, want in (("--write-token-file", ("mlwatch-tokens", "write")),
+                    ("--read-token-file", ("mlwatch-tokens", "read")),
+                    ("--metrics-token-file", ("mlwatch-tokens", "metrics")),
+                    ("--tls-cert-file", ("mlwatch-hub-tls", "tls.crt")),
+                    ("--tls-key-file", ("mlwatch-hub-tls", "tls.key"))):
+        path = flag(f)
+        check(path is not None and mounted_secret(pod["spec"], c, path) == want, f"hub {f}: {want} at {path}")
+    for probe in ("livenessProbe", "readinessProbe"):
+        check(c[probe]["httpGet"].get("scheme") == "HTTPS", f"hub {probe} over HTTPS")
+    ds = one(docs, "DaemonSet", "mlwatch")
+    apod = ds["spec"]["template"]["spec"]
+    ac = apod["containers"][0]
+    conf = yaml.safe_load(one(docs, "ConfigMap", "mlwatch-agent")["data"]["agent.yaml"])
+    rws = [r for r in conf.get("remote_write", []) if r.get("name") == "hub"]
+    if not check(len(rws) == 1, "the agents' config has remote_write 'hub'"):
+        return
+    rw = rws[0]
+    m = re.fullmatch(r"https://([a-z0-9.-]+):(\d+)/api/v1/write", rw["url"])
+    if check(m is not None, f"remote_write url {rw['url']}: https://SERVICE:PORT/api/v1/write"):
+        host, port = m.group(1), int(m.group(2))
+        check(host.split(".")[0] == svc["metadata"]["name"], f"remote_write to the hub Service, not {host}")
+        check(port == svc["spec"]["ports"][0]["port"], "remote_write to the hub Service's port")
+    check(mounted_secret(apod, ac, rw.get("bearer_token_file", "")) == ("mlwatch-tokens", "write"),
+          "the agents send the write token of mlwatch-tokens")
+    check(mounted_secret(apod, ac, rw.get("tls_config", {}).get("ca_file", "")) == ("mlwatch-tls", "ca.crt"),
+          "the agents verify the hub with ca.crt of mlwatch-tls")
+    check("insecure_skip_verify" not in rw.get("tls_config", {}), "the agents verify the hub")
+
+
 def base(manifest, rules, grafana, image):
     docs = load(manifest)
     ns = one(docs, "Namespace")["metadata"]["name"]
     check(ns == "mlwatch", "namespace mlwatch")
     _, labels = daemonset_checks(docs, ns, image)
+    hub_checks(docs, image)
     rbac_checks(docs, ns)
     service_checks(docs, labels)
     pr = one(docs, "PrometheusRule", "mlwatch")
@@ -229,6 +291,7 @@ def kubeflow(built, image):
     args = ds["spec"]["template"]["spec"]["containers"][0]["args"]
     check(args[-2:] == ["--owner-from", "annotation:notebooks.kubeflow.org/creator"],
           "owner from the notebook creator annotation")
+    hub_checks(docs, image)
     check(ds["spec"]["template"]["metadata"].get("annotations", {}).get("sidecar.istio.io/inject") == "false",
           "no Istio sidecar")
     check(all(d["metadata"].get("labels", {}).get("app.kubernetes.io/part-of") == "kubeflow" for d in docs),
@@ -245,6 +308,9 @@ def args(manifest, out):
         f.write(cm["data"]["agent.yaml"])
     with open(os.path.join(out, "args"), "w") as f:
         f.write("\n".join(c["args"]) + "\n")
+    hub = one(docs, "Deployment", "mlwatch-hub")["spec"]["template"]["spec"]["containers"][0]
+    with open(os.path.join(out, "hub-args"), "w") as f:
+        f.write("\n".join(hub["args"]) + "\n")
 
 
 def main():

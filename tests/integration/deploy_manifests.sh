@@ -204,7 +204,46 @@ for i in "${!args[@]}"; do # the ConfigMap's file where the pod mounts it
     --*-token-file | --tls-*-file) args[i + 1]=$WORK/secrets/$(basename "${args[i + 1]}") ;;
     esac
 done
-expect_eq "secrets: kubectl commands" 2 "$(grep -c '^kubectl -n mlwatch create secret generic mlwatch-\(tls\|tokens\) ' "$WORK/secrets.cmds")"
+expect_eq "secrets: kubectl commands" 3 "$(grep -c '^kubectl -n mlwatch create secret generic mlwatch-\(tls\|hub-tls\|tokens\) ' "$WORK/secrets.cmds")"
+# The hub of the manifest, with its args and the Secrets where its pod
+# mounts them (tokens; its own certificate, hub.crt/hub.key of
+# make-secrets.sh), on every interface as in the manifest (":10230").
+mapfile -t hub_args <"$WORK/hub-args"
+for i in "${!hub_args[@]}"; do
+    case ${hub_args[$i]} in
+    --*-token-file) hub_args[i + 1]=$WORK/secrets/$(basename "${hub_args[i + 1]}") ;;
+    --tls-cert-file) hub_args[i + 1]=$WORK/secrets/hub.crt ;;
+    --tls-key-file) hub_args[i + 1]=$WORK/secrets/hub.key ;;
+    --listen) hub_args[i + 1]=0.0.0.0:0 ;;
+    --data-dir | --state-dir) hub_args[i + 1]=$WORK/hub ;;
+    esac
+done
+NODE_NAME=hub-node "$MLWATCH_BIN" "${hub_args[@]}" >"$WORK/hub.log" 2>&1 &
+PIDS+=($!)
+hub_port() { sed -n 's/.* hub listening on .* (port \([0-9]*\)) with TLS.*/\1/p' "$WORK/hub.log"; }
+hub_started() { [ -n "$(hub_port)" ]; }
+wait_for 20 hub_started || fail "the hub does not start with the manifest's args over TLS: $(cat "$WORK/hub.log")"
+hub_port=$(hub_port)
+# The agents' remote_write as the ConfigMap has it, but for the address
+# here: the connection goes to 127.0.0.1, the hub's certificate is checked
+# for the name in the manifest's URL (tls_config.server_name), the files
+# are where this test has the Secrets.
+hub_name=$($PY -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["remote_write"][0]["url"].split("/")[2].split(":")[0])' "$WORK/agent.yaml")
+expect_eq "the hub's name in the agents' config" mlwatch-hub "$hub_name"
+$PY - "$WORK/agent.yaml" "$WORK/secrets" "$hub_port" <<'EOF' || fail "cannot point the agent's remote_write at the test's hub"
+import sys, yaml
+path, secrets, port = sys.argv[1:]
+text = open(path).read()
+c = yaml.safe_load(text)
+(rw,) = c["remote_write"]
+host = rw["url"].split("/")[2].split(":")[0]
+rw["url"] = rw["url"].replace(f"//{host}:", "//127.0.0.1:").rsplit(":", 1)[0] + f":{port}/api/v1/write"
+rw["tls_config"]["server_name"] = host
+rw["tls_config"]["ca_file"] = secrets + "/ca.crt"
+rw["bearer_token_file"] = secrets + "/write"
+rw["queue_config"] = {"batch_send_deadline": "200ms", "min_backoff": "10ms", "max_backoff": "200ms"}
+open(path, "w").write(yaml.safe_dump(c))
+EOF
 root=$WORK/root
 cp -a "$MLWATCH_FIXTURES/gpu-node" "$root"
 export FAKE_NVML_SCENARIO=$WORK/scenario.txt
@@ -300,37 +339,42 @@ expect_eq "refused API requests" 0 "$(grep -cE 'bad-selector|unauthorized' "$WOR
 expect_eq "pod-resources warnings" 0 "$(grep -c podresources "$WORK/agent.log" || true)"
 [ "$ro_mount" = 1 ] && echo "the agent read the kubelet's socket through a read-only mount"
 
-# The hub (deploy/kubernetes/hub.yaml): valid objects; its Service selects
-# its Deployment's pods and their named port; its args start a hub (with
-# paths and the port of this test).
-hub_yaml=$MLWATCH_SRC/deploy/kubernetes/hub.yaml
-validate hub "$hub_yaml"
-$PY - "$hub_yaml" "$WORK/hub-args" "$WORK/secrets" <<'EOF' || fail "hub manifest: objects do not fit together"
-import sys, yaml
-docs = {d["kind"]: d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
-dep, svc, pvc = docs["Deployment"], docs["Service"], docs["PersistentVolumeClaim"]
-pod = dep["spec"]["template"]
-assert svc["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
-(c,) = pod["spec"]["containers"]
-assert svc["spec"]["ports"][0]["targetPort"] in [p["name"] for p in c["ports"]]
-vol = [v for v in pod["spec"]["volumes"] if v["name"] == "data"][0]
-assert vol["persistentVolumeClaim"]["claimName"] == pvc["metadata"]["name"]
-args = c["args"]
-assert args[0] == "hub" and args[args.index("--data-dir") + 1] == c["volumeMounts"][0]["mountPath"]
-tokens = [m for m in c["volumeMounts"] if m["name"] == "tokens"][0]["mountPath"]
-vols = {v["name"]: v for v in pod["spec"]["volumes"]}
-assert vols["tokens"]["secret"]["secretName"] == "mlwatch-tokens"
-for flag in ("--write-token-file", "--read-token-file", "--metrics-token-file"):
-    assert args[args.index(flag) + 1].startswith(tokens + "/"), flag
-open(sys.argv[2], "w").write("\n".join(args[1:]).replace(tokens + "/", sys.argv[3] + "/") + "\n")
-EOF
+# The agent's series arrive at the hub over HTTPS with the write token (the
+# hub checked the token; the agent checked the hub's certificate for the
+# name in the manifest's URL); without the token the hub refuses.
+hub_q() { curl -s --cacert "$WORK/secrets/ca.crt" --resolve "$hub_name:$hub_port:127.0.0.1" "$@"; }
+hub_has_node() {
+    hub_q -H "Authorization: Bearer $(cat "$WORK/secrets/read")" --get \
+        --data-urlencode 'query=count({node="gpu-node-1",__name__="mlwatch_idle_gpu_sessions"})' \
+        "https://$hub_name:$hub_port/api/v1/query" | jq -e '.data.result[0].value[1] == "1"' >/dev/null
+}
+WAIT_EVERY=0.3 wait_for 20 hub_has_node || {
+    grep -i remote "$WORK/agent.log" | tail -5 >&2
+    fail "the agent's series did not arrive at the hub"
+}
 ok
-mapfile -t hub_args <"$WORK/hub-args"
-"$MLWATCH_BIN" hub "${hub_args[@]}" --listen 127.0.0.1:0 --data-dir "$WORK/hub" --state-dir "$WORK/hub" \
-    >"$WORK/hub.log" 2>&1 &
+stored=$(hub_q -H "Authorization: Bearer $(cat "$WORK/secrets/read")" --get \
+    --data-urlencode 'query=count({node="gpu-node-1"})' "https://$hub_name:$hub_port/api/v1/query" |
+    jq -r '.data.result[0].value[1]')
+echo "the hub holds $stored series of node gpu-node-1"
+[ "$stored" -gt 100 ] || fail "only $stored series of gpu-node-1 at the hub"
+ok
+expect_eq "a write to the hub without the token" 401 "$(hub_q -o /dev/null -w '%{http_code}' -H 'Content-Type: application/x-protobuf' --data-binary x "https://$hub_name:$hub_port/api/v1/write")"
+expect_eq "a write to the hub with the read token" 403 "$(hub_q -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $(cat "$WORK/secrets/read")" -H 'Content-Type: application/x-protobuf' --data-binary x "https://$hub_name:$hub_port/api/v1/write")"
+expect_eq "a query to the hub without the token" 401 "$(hub_q -o /dev/null -w '%{http_code}' "https://$hub_name:$hub_port/api/v1/query?query=up")"
+# The agents' certificate is not the hub's: a hub started with it would not
+# pass the agents' check for the name mlwatch-hub.
+expect_eq "the agents' certificate for the hub's name" 000 "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$WORK/secrets/ca.crt" --resolve "$hub_name:$port:127.0.0.1" "https://$hub_name:$port/-/healthy")"
+# An agent whose token the hub does not know: refused (401) and nothing of
+# its node arrives.
+sed -e "s|bearer_token_file: .*|bearer_token_file: $WORK/wrong.tok|" -e 's|^root: .*|root: /nonexistent|' "$WORK/agent.yaml" >"$WORK/wrong.yaml"
+printf 'a-token-the-hub-does-not-know-0123\n' >"$WORK/wrong.tok"
+NODE_NAME=wrong-node "$MLWATCH_BIN" agent --config "$WORK/wrong.yaml" --root "$root" --listen 127.0.0.1:0 \
+    --nvml-library none --rocm-library none --interval 200ms --data-dir "$WORK/wrong-data" \
+    --state-dir "$WORK/wrong-state" >"$WORK/wrong.log" 2>&1 &
 PIDS+=($!)
-hub_port() { sed -n 's/.* hub listening on .* (port \([0-9]*\)).*/\1/p' "$WORK/hub.log"; }
-hub_started() { [ -n "$(hub_port)" ]; }
-wait_for 20 hub_started || fail "the hub does not start with the manifest's args: $(cat "$WORK/hub.log")"
-wait_http "http://127.0.0.1:$(hub_port)/-/ready"
+refused_401() { grep -q 'remote-write: .*hub.*401' "$WORK/wrong.log"; }
+wait_for 15 refused_401 || fail "the hub did not refuse the unknown token: $(grep -i remote "$WORK/wrong.log" | tail -3)"
+ok
+expect_eq "series of the refused agent at the hub" 0 "$(hub_q -H "Authorization: Bearer $(cat "$WORK/secrets/read")" --get --data-urlencode 'query=count({node="wrong-node"})' "https://$hub_name:$hub_port/api/v1/query" | jq '.data.result | length')"
 done_ok
