@@ -225,6 +225,20 @@ static void status_handler(void *cls, const mw_http_request *req, mw_http_respon
                           "(docs/security.md)");
         return;
     }
+    /* The node's configuration and the agent's own state (its flags and
+     * config file, the process, the WAL replay of the whole store) are the
+     * node owner's, not a tenant's: a scoped reader sees only its
+     * namespaces' series. buildinfo stays open: Grafana asks it to know
+     * what kind of server this is. */
+    static const char *const node_level[] = {"/api/v1/status/runtimeinfo", "/api/v1/status/flags",
+                                             "/api/v1/status/config", "/api/v1/status/walreplay"};
+    for (size_t i = 0; req->scope && req->scope->scoped && i < 4; i++)
+        if (!strcmp(req->path, node_level[i])) {
+            api_respond_error(resp, 403,
+                              "a namespace-scoped reader cannot see the agent's configuration "
+                              "and state (docs/security.md)");
+            return;
+        }
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
         if (!strcmp(req->path, routes[i].path)) {
             routes[i].fn(api, resp);

@@ -49,8 +49,10 @@ bindings:
     namespaces: [t.b]
 YAML
 
+# --query-url: a server that does not know the scope (nothing listens there:
+# a scoped reader must be refused before any forwarding).
 start_agent --interval 10s --disable-collectors gpu --read-token-file "$WORK/read.tok" \
-    --access-policy "$WORK/policy.yaml" --trusted-proxy 127.0.0.1/32
+    --access-policy "$WORK/policy.yaml" --trusted-proxy 127.0.0.1/32 --query-url "http://127.0.0.1:$(free_port)"
 expect_eq "remote write" 204 "$("$LOADER" "$AGENT_URL/api/v1/write" "$WORK/data.txt")"
 
 # call [CURL-ARGS...] PATH: prints "STATUS BODY".
@@ -129,9 +131,17 @@ expect_eq "store count" "200 series 2
 samples 2" "$(call "${WHO[@]}" '/api/v1/store/count?match=cpu_seconds')"
 expect_eq "the store's totals" '403 {"status":"error","errorType":"execution","error":"a namespace-scoped reader cannot see the store'"'"'s totals (docs/security.md)"}' \
     "$(call "${WHO[@]}" /api/v1/status/tsdb)"
+for p in runtimeinfo flags config walreplay; do
+    expect_eq "status/$p" '403 {"status":"error","errorType":"execution","error":"a namespace-scoped reader cannot see the agent'"'"'s configuration and state (docs/security.md)"}' \
+        "$(call "${WHO[@]}" /api/v1/status/$p)"
+done
+expect_eq "status/buildinfo (Grafana's probe)" 200 "$(call "${WHO[@]}" /api/v1/status/buildinfo | cut -d' ' -f1)"
+expect_eq "the UI's --query-url proxy" "403" "$(call "${WHO[@]}" '/ui/api/v1/query?query=up' | cut -d' ' -f1)"
 expect_eq "store export of another namespace" "200 " "$(call "${WHO[@]}" '/api/v1/store/export?match=secret_metric')"
 
 # 2. The read token sees everything.
+expect_eq "unscoped: status/flags" 200 "$(call -H "Authorization: Bearer $READ" /api/v1/status/flags | cut -d' ' -f1)"
+expect_eq "unscoped: the UI's --query-url proxy (nothing listens there)" 502 "$(call -H "Authorization: Bearer $READ" '/ui/api/v1/query?query=up' | cut -d' ' -f1)"
 expect_eq "unscoped: count by namespace" \
     "$(vec "{\"metric\":{\"namespace\":\"tab\"},\"value\":[$TS,\"1\"]},{\"metric\":{\"namespace\":\"team-a\"},\"value\":[$TS,\"2\"]},{\"metric\":{\"namespace\":\"team-b\"},\"value\":[$TS,\"2\"]},{\"metric\":{},\"value\":[$TS,\"1\"]}")" \
     "$(q "$READ" 'count by (namespace) ({__name__=~".+"})')"
