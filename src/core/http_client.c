@@ -360,7 +360,7 @@ int mw_http_perform(mw_http_client *c, mw_http_call *call)
  * connect_to, so that the connection goes where URL said and the
  * certificate is checked against name. */
 int mw_http_rename_host(const char *url, const char *name, char *out, size_t outsize,
-                       char *connect_to, size_t ctsize)
+                        char *connect_to, size_t ctsize)
 {
     const char *h = strstr(url, "://");
     if (!h) return -1;

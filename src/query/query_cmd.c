@@ -131,7 +131,7 @@ int mw_query_client_prepare(const mw_config *cfg, const char *path, mw_query_cli
     snprintf(url, sizeof(url), "%s%s", base, path);
     if (qs->server_name[0]) {
         if (mw_http_rename_host(url, qs->server_name, qc->url, sizeof(qc->url), qc->connect_to,
-                        sizeof(qc->connect_to)) < 0) {
+                                sizeof(qc->connect_to)) < 0) {
             snprintf(why, whysize, "--tls-server-name: no host in the URL %s", base);
             return -1;
         }
@@ -280,8 +280,9 @@ static int handle_answer(const mw_config *cfg, const char *url, long status, con
 int mw_query_command(const mw_config *cfg, char **rest, size_t nrest)
 {
     const mw_query_cmd_settings *qs = mw_config_group(cfg, &mw_query_cmd_options);
-    static const char usage[] = "usage: mlwatch query EXPR [--time T] [--start S --end E --step D] "
-                                "[--url URL] [--token-file F] [--ca-file F] [--tls-server-name N] [--json]";
+    static const char usage[] =
+        "usage: mlwatch query EXPR [--time T] [--start S --end E --step D] "
+        "[--url URL] [--token-file F] [--ca-file F] [--tls-server-name N] [--json]";
     if (nrest != 1 || !rest[0][0]) {
         fprintf(stderr, "mlwatch query: %s (%s)\n",
                 nrest == 0 ? "EXPR is missing" : "exactly one EXPR", usage);

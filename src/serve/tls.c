@@ -162,8 +162,7 @@ fail:
 }
 
 /* A trust list of the PEM CAs in text, or NULL with why. */
-static gnutls_x509_trust_list_t load_trust(const char *text, size_t len, char *err,
-                                           size_t errsize)
+static gnutls_x509_trust_list_t load_trust(const char *text, size_t len, char *err, size_t errsize)
 {
     gnutls_x509_trust_list_t list;
     if (gnutls_x509_trust_list_init(&list, 0) < 0) {

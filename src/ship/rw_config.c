@@ -362,8 +362,8 @@ static int parse_endpoint(json_t *o, mw_rw_endpoint_cfg *ep, const char *where, 
                                        "write_relabel_configs",
                                        NULL};
     static const char *const auth_keys[] = {"username", "password_file", NULL};
-    static const char *const tls_keys[] = {"ca_file", "cert_file", "key_file",
-                                           "insecure_skip_verify", "server_name", NULL};
+    static const char *const tls_keys[] = {
+        "ca_file", "cert_file", "key_file", "insecure_skip_verify", "server_name", NULL};
     static const char *const queue_keys[] = {
         "max_shards", "max_samples_per_send", "batch_send_deadline",
         "capacity",   "min_backoff",          "max_backoff",

@@ -132,8 +132,8 @@ void mw_rw_post(mw_rw_client *c, const void *body, size_t len, mw_rw_result *res
      * connection goes to the configured one. */
     char renamed[sizeof(ep->url) + 256], connect_to[sizeof(ep->url) + 300];
     int rename = ep->server_name[0] &&
-                 mw_http_rename_host(ep->url, ep->server_name, renamed, sizeof(renamed),
-                                     connect_to, sizeof(connect_to)) == 0;
+                 mw_http_rename_host(ep->url, ep->server_name, renamed, sizeof(renamed), connect_to,
+                                     sizeof(connect_to)) == 0;
     mw_http_call call = {
         .url = rename ? renamed : ep->url,
         .connect_to = rename ? connect_to : NULL,
