@@ -10,6 +10,7 @@
 #include "../core/log.h"
 #include "../core/units.h"
 #include "../core/util.h"
+#include "../collect/node_health.h"
 #include "../kube/kube_module.h"
 #include "../mlwatch.h"
 #include "../serve/auth.h"
@@ -78,7 +79,8 @@ static void ready_handler(void *cls, const mw_http_request *req, mw_http_respons
 typedef struct runtime {
     mw_hostfs host;
     mw_procmap *procmap;
-    mw_kube_inputs kube; /* filled by the kube module (kube/kube_module.c) */
+    mw_kube_inputs kube;        /* filled by the kube module (kube/kube_module.c) */
+    mw_node_health node_health; /* the node's GPU health verdict (collect/node_health.h) */
     mw_env env;
     mw_collector_set *set; /* NULL in a hub: it collects nothing */
     mw_module_set *modules;
@@ -95,7 +97,8 @@ static int runtime_open(runtime *rt, const mw_config *cfg, int mode)
         return -1;
     }
     rt->procmap = mw_procmap_new(&rt->host);
-    rt->env = (mw_env){cfg, &rt->host, rt->procmap, &rt->kube};
+    mw_node_health_init(&rt->node_health);
+    rt->env = (mw_env){cfg, &rt->host, rt->procmap, &rt->kube, &rt->node_health};
     if (mode != MW_MODULES_HUB) rt->set = mw_collector_set_new(&rt->env);
     rt->modules = mw_module_set_new(&rt->env, mode);
     mw_node_name(cfg, rt->node, sizeof(rt->node));
@@ -107,6 +110,7 @@ static void runtime_close(runtime *rt)
     mw_module_set_free(rt->modules);
     if (rt->set) mw_collector_set_free(rt->set);
     mw_procmap_free(rt->procmap);
+    mw_node_health_destroy(&rt->node_health);
     mw_hostfs_close(&rt->host);
 }
 

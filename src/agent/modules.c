@@ -16,6 +16,7 @@
 extern const mw_module mw_doctor_module;      /* src/derive/doctor.c: findings */
 extern const mw_module mw_module_energy;      /* src/derive/energy_module.c: energy, CO2 */
 extern const mw_module mw_module_gpu_health;  /* src/derive/gpu_events.c: GPU events, readiness */
+extern const mw_module mw_module_gpu_alloc;   /* src/derive/gpu_alloc.c: GPU fractions */
 extern const mw_module mw_module_idle_notify; /* src/agent/idle_notify.c: idle sessions, notices */
 extern const mw_module mw_module_kube;        /* src/kube/kube_module.c: pod watch, pod-resources */
 extern const mw_module mw_module_remote_write; /* src/ship/remote_write.c: shipper */
@@ -26,6 +27,7 @@ extern const mw_module mw_module_ui;           /* src/serve/ui.c: web UI, routes
 const mw_module *const mw_modules[] = {
     NULL,            /* placeholder so the array is never empty; skipped below */
     &mw_module_kube, /* inputs first: the derivers read them (mw_env.kube) */
+    &mw_module_gpu_alloc,
     &mw_module_energy,
     &mw_module_idle_notify,
     &mw_doctor_module,

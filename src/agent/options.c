@@ -8,6 +8,8 @@
 #include "run.h"
 #include "../collect/collector.h"
 #include "../kube/kube.h"
+#include "../kube/dra.h"
+#include "../kube/node_condition.h"
 #include "../kube/podresources.h"
 #include "../notify/notify.h"
 #include "../notify/receiver.h"
@@ -29,6 +31,8 @@ void mw_options_register_all(void)
     /* The inputs first, as they run: the kube module's two. */
     mw_config_register_group(&mw_kube_options);
     mw_config_register_group(&mw_podres_options);
+    mw_config_register_group(&mw_dra_options);
+    mw_config_register_group(&mw_node_condition_options);
     for (size_t i = 0; i < mw_nmodules; i++)
         if (mw_modules[i] && mw_modules[i]->options)
             mw_config_register_group(mw_modules[i]->options);

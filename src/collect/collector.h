@@ -32,6 +32,7 @@
 
 typedef struct mw_procmap mw_procmap;
 typedef struct mw_kube_inputs mw_kube_inputs;
+typedef struct mw_node_health mw_node_health;
 
 /* What every collector may use; lives as long as the agent. */
 typedef struct mw_env {
@@ -41,6 +42,10 @@ typedef struct mw_env {
     /* The Kubernetes inputs (kube/kube_module.h), filled by the kube module
      * at init for the modules after it; NULL where there are none (tests). */
     mw_kube_inputs *kube;
+    /* The node's GPU health verdict (collect/node_health.h): published by
+     * whoever judges GPU health, read by the Node condition; NULL where
+     * there is none (one-shot commands, tests). */
+    mw_node_health *node_health;
 } mw_env;
 
 typedef struct mw_collect_ctx {

@@ -318,6 +318,7 @@ int mw_http_perform(mw_http_client *c, mw_http_call *call)
         curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
     } else if (call->post) {
         curl_easy_setopt(h, CURLOPT_POST, 1L);
+        if (call->method) curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, call->method);
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, call->body ? call->body : "");
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
                          (curl_off_t)(call->body ? call->body_len : 0));
@@ -343,6 +344,7 @@ int mw_http_perform(mw_http_client *c, mw_http_call *call)
         curl_easy_setopt(h, CURLOPT_MAIL_RCPT, NULL);
         curl_easy_setopt(h, CURLOPT_CONNECT_TO, NULL);
         curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
     } else {
         curl_easy_cleanup(h);
     }

@@ -54,6 +54,7 @@ typedef struct mw_http_call {
     const char *username, *password;           /* basic auth (HTTP) or SMTP login */
     int basic_auth;                            /* send username/password as HTTP basic */
     int post;                                  /* POST body (body_len bytes) */
+    const char *method; /* with post: send the body with this method ("PATCH") */
     const void *body;
     size_t body_len;
     const char *accept_encoding; /* "": whatever libcurl decodes; NULL: none */

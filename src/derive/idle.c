@@ -31,7 +31,13 @@
  * of it on the GPU; such a session's utilization is the GPU's
  * (mlwatch_gpu_utilization_ratio). A MIG device allocated this way (a MIG-
  * UUID, joined on mlwatch_mig_memory_total_bytes{uuid}) is a session on
- * that instance, judged by the instance's activity. */
+ * that instance, judged by the instance's activity. GPUs allocated through
+ * DRA come the same way (the poller resolves them to their UUID). A
+ * fraction of a GPU (a time-slicing replica, GPU-...::N) held by
+ * allocation only is judged by the container's own share of the GPU
+ * (mlwatch_container_gpu_utilization_ratio, 0 without one), never by the
+ * whole GPU's utilization, which the other holders make: an idle fraction
+ * is an idle session of its pod. */
 #include "idle.h"
 #include "idle_config.h"
 #include "../agent/module.h"
@@ -102,6 +108,7 @@ typedef struct session {
     int seen, judged;
     /* Held by allocation only: no process memory this cycle. */
     int alloc_only;
+    int fraction;       /* ... of a fraction of the GPU (a time-slicing replica) */
     double energy_prev; /* the container's GPU energy counter, -1 = none */
     int co2_known;
     /* A MIG instance (mig = 1): its labels as the MIG families have them. */
@@ -341,6 +348,12 @@ static double session_util(const mw_snapshot *snap, const session *s)
                    ? v
                    : -1;
     if (gpu_in_mig_mode(snap, s->gpu)) return -1; /* a whole GPU in MIG mode: no figure */
+    if (s->alloc_only && s->fraction)
+        return mw_snapshot_get(snap, "mlwatch_container_gpu_utilization_ratio", &v, "namespace",
+                               s->ns, "pod", s->pod, "container", s->container, "gpu", s->gpu,
+                               MW_END) == 0
+                   ? v
+                   : 0; /* no process of its own: none of the GPU's work is its */
     if (s->alloc_only)
         return mw_snapshot_get(snap, "mlwatch_gpu_utilization_ratio", &v, "gpu", s->gpu, MW_END) ==
                        0
@@ -500,6 +513,7 @@ static void held_by_allocation(idle_state *st, const mw_snapshot *snap, int64_t 
     const mw_family *migs = mw_snapshot_find(snap, "mlwatch_mig_memory_total_bytes");
     for (size_t i = 0; i < st->alloc.n; i++) {
         const mw_podres_row *a = &st->alloc.rows[i];
+        if (!a->device[0]) continue; /* a DRA device not resolved to a GPU */
         const char *gpu = NULL;
         for (const mw_sample *x = info ? info->first : NULL; x && !gpu; x = x->next)
             if (!strcmp(label(x, "uuid"), a->device)) gpu = label(x, "gpu");
@@ -528,6 +542,7 @@ static void held_by_allocation(idle_state *st, const mw_snapshot *snap, int64_t 
         if (!s) continue;
         s->seen = 1;
         s->alloc_only = 1;
+        s->fraction = a->replica >= 0;
         s->last_seen_ms = now;
         s->memory_bytes = 0;
     }
@@ -559,6 +574,7 @@ static void idle_derive(void *state, mw_snapshot *snap)
         if (!s) continue;
         s->seen = 1;
         s->alloc_only = 0;
+        s->fraction = 0;
         s->last_seen_ms = now;
         s->memory_bytes = x->value;
     }

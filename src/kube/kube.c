@@ -441,6 +441,48 @@ int mw_kube_start(const mw_config *config, mw_kube **out, char *err, size_t errs
     return 0;
 }
 
+long mw_kube_call(mw_kube *k, const char *method, const char *path, const char *content_type,
+                  const char *body, size_t max, mw_buf *out, char *err, size_t errsize)
+{
+    char url[2048], ctype[128];
+    snprintf(url, sizeof(url), "%s%s", k->creds.server, path);
+    char bearer[4200];
+    mw_http_call call;
+    request(k, &call, url, bearer, sizeof(bearer));
+    call.max_body = max;
+    call.timeout_ms = 30000;
+    if (body) {
+        call.post = 1;
+        call.method = method;
+        call.body = body;
+        call.body_len = strlen(body);
+        snprintf(ctype, sizeof(ctype), "Content-Type: %s", content_type);
+        call.headers[1] = ctype;
+    }
+    int rc = mw_http_perform(NULL, &call);
+    memset(bearer, 0, sizeof(bearer));
+    long status = call.status;
+    if (rc < 0) {
+        char why[MW_HTTP_DETAIL_SIZE + 256];
+        failure(k, &call, why, sizeof(why));
+        snprintf(err, errsize, "%s %s: %s", method, path, why);
+        status = -1;
+    } else if (out) {
+        mw_buf_clear(out);
+        if (call.answer.len && mw_buf_append(out, call.answer.data, call.answer.len) < 0) {
+            snprintf(err, errsize, "%s %s: answer too large", method, path);
+            status = -1;
+        }
+    }
+    mw_http_call_free(&call);
+    return status;
+}
+
+const char *mw_kube_node(const mw_kube *k)
+{
+    return k->node;
+}
+
 int mw_kube_lookup(mw_kube *k, const char *uid, const char *ns, const char *name, mw_kube_pod *out)
 {
     int found = 0;

@@ -12,6 +12,7 @@
 #ifndef MW_KUBE_H
 #define MW_KUBE_H
 
+#include "../core/buf.h"
 #include "../core/config.h"
 
 #include <stddef.h>
@@ -27,6 +28,10 @@ typedef struct mw_kube_pod {
     char workload[254];
     char owner[254];
     char rv[32]; /* resourceVersion of this object */
+    /* KAI scheduler's GPU sharing annotations: gpu-fraction (the share of
+     * one GPU, 0 < f <= 1) and gpu-memory (MiB of one GPU); 0 when absent
+     * or not a valid number. */
+    double gpu_fraction, gpu_memory_mib;
 } mw_kube_pod;
 
 typedef struct mw_kube mw_kube;
@@ -45,6 +50,16 @@ int mw_kube_start(const mw_config *cfg, mw_kube **out, char *err, size_t errsize
 /* Find a pod by UID, else by namespace and name. Returns 1 and fills out. */
 int mw_kube_lookup(mw_kube *k, const char *uid, const char *ns, const char *name, mw_kube_pod *out);
 void mw_kube_stop(mw_kube *k);
+
+/* One call to the API server with the pod watch's credentials, from any
+ * thread while k runs: method "GET" (body NULL) or "PATCH" (body with its
+ * content type), path from /api or /apis with its query. Returns the HTTP
+ * status with the answer (up to max bytes) in out (may be NULL), or -1
+ * with a message naming the path (no credentials in it). */
+long mw_kube_call(mw_kube *k, const char *method, const char *path, const char *content_type,
+                  const char *body, size_t max, mw_buf *out, char *err, size_t errsize);
+/* The node whose pods are watched (--node-name, $NODE_NAME, host name). */
+const char *mw_kube_node(const mw_kube *k);
 
 /* ---- parsing (kube_parse.c): pure functions, fuzzed ---- */
 

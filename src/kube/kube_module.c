@@ -1,5 +1,6 @@
 /* kube_module.c - the "kube" module: starts the Kubernetes pod watch and
- * the kubelet pod-resources poller at init and stops them at the end,
+ * the kubelet pod-resources poller, the DRA lists and the GPUHealthy Node
+ * condition at init and stops them at the end,
  * publishing them in the agent's environment (mw_env.kube) for the stages
  * after it (derive/idle.c joins workload labels and allocations). Runs in
  * the agent only: one-shot commands make no network calls. */
@@ -24,7 +25,10 @@ static int kube_init(const mw_env *env, void **state)
     } else {
         mw_source_note("kubernetes", MW_SOURCE_SEEN, "watching pods through the Kubernetes API");
     }
-    mw_podres_start(env->cfg, &in->podres);
+    mw_dra_start(env->cfg, in->pods, &in->dra);
+    mw_podres_start(env->cfg, mw_dra_resolver(in->dra), &in->podres);
+    if (in->podres) mw_dra_on_change(in->dra, mw_podres_kick, in->podres);
+    mw_node_condition_start(env->cfg, in->pods, env->node_health, &in->node_condition);
     *state = in;
     return 0;
 }
@@ -32,16 +36,22 @@ static int kube_init(const mw_env *env, void **state)
 static void kube_destroy(void *state)
 {
     mw_kube_inputs *in = state;
-    mw_kube_stop(in->pods);
+    /* The users of the pod watch's connection first. */
+    mw_node_condition_stop(in->node_condition);
+    mw_dra_on_change(in->dra, NULL, NULL);
     mw_podres_stop(in->podres);
+    mw_dra_stop(in->dra);
+    mw_kube_stop(in->pods);
     in->pods = NULL;
     in->podres = NULL;
+    in->dra = NULL;
+    in->node_condition = NULL;
 }
 
 const mw_module mw_module_kube = {
     .agent_only = 1,
     .name = "kube",
-    .options = &mw_kube_options, /* and mw_podres_options: agent/options.c */
+    .options = &mw_kube_options, /* and the other kube groups: agent/options.c */
     .init = kube_init,
     .destroy = kube_destroy,
 };

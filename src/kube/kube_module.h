@@ -6,15 +6,19 @@
 #ifndef MW_KUBE_MODULE_H
 #define MW_KUBE_MODULE_H
 
+#include "dra.h"
 #include "kube.h"
+#include "node_condition.h"
 #include "podresources.h"
 
 /* What the Kubernetes inputs offer, for the agent's lifetime; a member is
  * NULL while its input is off (--kubernetes, --kubelet-pod-resources) or
  * failed to start, and in one-shot commands. */
 typedef struct mw_kube_inputs {
-    mw_kube *pods;     /* this node's pods: mw_kube_lookup() */
-    mw_podres *podres; /* the kubelet's device allocations: mw_podres_copy() */
+    mw_kube *pods;                     /* this node's pods: mw_kube_lookup() */
+    mw_podres *podres;                 /* the kubelet's device allocations: mw_podres_copy() */
+    mw_dra *dra;                       /* ResourceSlices and ResourceClaims (used by podres) */
+    mw_node_condition *node_condition; /* the GPUHealthy condition (no readers) */
 } mw_kube_inputs;
 
 #endif

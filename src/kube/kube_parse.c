@@ -19,6 +19,7 @@
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
@@ -123,6 +124,15 @@ static int pod_from_json(json_t *obj, const char *owner_from, mw_kube_pod *out, 
                    errsize) < 0 ||
         copy_field(out->workload, sizeof(out->workload), wl, "workload name", err, errsize) < 0)
         return -1;
+
+    /* KAI's fractions: a number in a string ("0.5", "2000"). */
+    const char *frac = ann ? str_at(ann, "gpu-fraction") : NULL;
+    const char *gmem = ann ? str_at(ann, "gpu-memory") : NULL;
+    char *end;
+    double f = frac ? strtod(frac, &end) : 0;
+    if (frac && *frac && !*end && f > 0 && f <= 1) out->gpu_fraction = f;
+    double m = gmem ? strtod(gmem, &end) : 0;
+    if (gmem && *gmem && !*end && m > 0 && m < 1e9) out->gpu_memory_mib = m;
 
     const char *owner = ns;
     if (owner_from && strncmp(owner_from, "label:", 6) == 0 && labels &&

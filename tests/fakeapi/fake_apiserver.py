@@ -19,6 +19,20 @@ The script of a test run (the real server's behaviour it imitates):
   watch 3.. -> held open with nothing to say until the client goes away
 Every request is appended as a JSON line to --log.
 
+With --static the pod list is always podlist.json and every watch is held
+open with nothing to say. In both modes it also serves, like the real one
+(resource.k8s.io/v1, Kubernetes 1.34+):
+  GET /apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName=N
+                -> resourceslices.json (a ResourceSliceList)
+  GET /apis/resource.k8s.io/v1/resourceclaims
+                -> resourceclaims.json (a ResourceClaimList, all namespaces)
+  either one 404 when its fixture is absent (a server without the API)
+  PATCH /api/v1/nodes/N/status with Content-Type
+                application/strategic-merge-patch+json (or merge-patch,
+                json-patch) -> 200 and the node; another content type ->
+                415 Unsupported Media Type; logged with its body as
+                {"kind": "patch", "path", "content_type", "body"}
+
 With --cert and --key it serves HTTPS (TLS over the same socket), as the
 real API server does; a client that rejects the certificate shows up in
 --log as {"kind": "tls-error", "t": SECONDS} (the handshake failed, no
@@ -77,13 +91,51 @@ class Handler(BaseHTTPRequestHandler):
         # The API server writes each event as one JSON line.
         self.chunk(json.dumps(json.loads(fixture(name))).encode() + b"\n")
 
+    def authorized(self):
+        user = client_cn(self.connection)
+        if user is None and self.headers.get("Authorization") != "Bearer " + ARGS.token:
+            log({"kind": "unauthorized", "t": time.time()})
+            self.answer(401, b'{"kind":"Status","code":401,"reason":"Unauthorized"}')
+            return False
+        return True
+
+    def do_PATCH(self):
+        if not self.authorized():
+            return
+        n = int(self.headers.get("Content-Length", "0"))
+        body = self.rfile.read(n).decode()
+        ctype = self.headers.get("Content-Type", "")
+        log({"kind": "patch", "path": self.path, "content_type": ctype, "body": body,
+             "t": time.time()})
+        if self.path != "/api/v1/nodes/%s/status" % ARGS.node:
+            return self.answer(404, b'{"kind":"Status","code":404}')
+        if ctype not in ("application/strategic-merge-patch+json", "application/merge-patch+json",
+                         "application/json-patch+json"):
+            return self.answer(415, b'{"kind":"Status","code":415,"reason":"UnsupportedMediaType"}')
+        node = {"kind": "Node", "apiVersion": "v1", "metadata": {"name": ARGS.node},
+                "status": json.loads(body).get("status", {})}
+        return self.answer(200, json.dumps(node).encode())
+
+    def resource_api(self, url, q):
+        name = url.path.rsplit("/", 1)[1]
+        if name == "resourceslices" and q.get("fieldSelector") != ["spec.nodeName=" + ARGS.node]:
+            log({"kind": "bad-selector", "query": url.query})
+            return self.answer(400, b'{"kind":"Status","code":400,"reason":"BadRequest"}')
+        log({"kind": name})
+        path = os.path.join(ARGS.fixtures, name + ".json")
+        if not os.path.exists(path):
+            return self.answer(404, b'{"kind":"Status","code":404,"reason":"NotFound"}')
+        return self.answer(200, fixture(name + ".json"))
+
     def do_GET(self):
         url = urllib.parse.urlparse(self.path)
         q = urllib.parse.parse_qs(url.query)
         user = client_cn(self.connection)
-        if user is None and self.headers.get("Authorization") != "Bearer " + ARGS.token:
-            log({"kind": "unauthorized", "t": time.time()})
-            return self.answer(401, b'{"kind":"Status","code":401,"reason":"Unauthorized"}')
+        if not self.authorized():
+            return
+        if url.path in ("/apis/resource.k8s.io/v1/resourceslices",
+                        "/apis/resource.k8s.io/v1/resourceclaims"):
+            return self.resource_api(url, q)
         if url.path != "/api/v1/pods":
             return self.answer(404, b'{"kind":"Status","code":404}')
         if q.get("fieldSelector") != ["spec.nodeName=" + ARGS.node]:
@@ -94,7 +146,8 @@ class Handler(BaseHTTPRequestHandler):
                 COUNTS["list"] += 1
                 n = COUNTS["list"]
             log({"kind": "list", "n": n, **({"user": user} if user else {})})
-            return self.answer(200, fixture("podlist.json" if n == 1 else "podlist-after-gone.json"))
+            return self.answer(200, fixture("podlist.json" if n == 1 or ARGS.static
+                                            else "podlist-after-gone.json"))
         with LOCK:
             COUNTS["watch"] += 1
             n = COUNTS["watch"]
@@ -105,14 +158,14 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        if n == 1:
+        if n == 1 and not ARGS.static:
             self.event("event-modified.json")
             time.sleep(0.3)
             # Drop the connection mid-stream: no terminating chunk.
             self.close_connection = True
             self.connection.shutdown(2)
             return
-        if n == 2:
+        if n == 2 and not ARGS.static:
             self.event("event-deleted.json")
             self.event("event-bookmark.json")
             time.sleep(0.2)
@@ -166,6 +219,8 @@ def main():
     p.add_argument("--cert", help="PEM server certificate: serve HTTPS")
     p.add_argument("--key", help="PEM private key of --cert")
     p.add_argument("--client-ca", help="PEM CA: require client certificates it signed")
+    p.add_argument("--static", action="store_true",
+                   help="always podlist.json; watches held open without events")
     ARGS = p.parse_args()
     if bool(ARGS.cert) != bool(ARGS.key):
         p.error("--cert and --key go together")
