@@ -13,6 +13,7 @@ extern const mw_collector mw_collector_cpu, mw_collector_cpufreq, mw_collector_m
     mw_collector_diskstats, mw_collector_filesystem, mw_collector_cgroup, mw_collector_gpu,
     mw_collector_self;
 extern const mw_collector mw_collector_ipmi;
+extern const mw_collector mw_collector_amdgpu_ras;
 extern const mw_collector mw_collector_netstat, mw_collector_sockstat, mw_collector_softnet,
     mw_collector_conntrack, mw_collector_filefd, mw_collector_cpuinfo, mw_collector_osinfo,
     mw_collector_netclass;
@@ -25,8 +26,9 @@ const mw_collector *const mw_collectors[] = {
     /* protocol, socket, softirq, conntrack, fd, CPU model, OS and link state */
     &mw_collector_netstat, &mw_collector_sockstat, &mw_collector_softnet, &mw_collector_conntrack,
     &mw_collector_filefd, &mw_collector_cpuinfo, &mw_collector_osinfo, &mw_collector_netclass,
-    &mw_collector_cgroup, &mw_collector_gpu, &mw_collector_self,
-    &mw_collector_ipmi, /* node power from the BMC (src/collect/ipmi.c) */
+    &mw_collector_cgroup, &mw_collector_gpu,
+    &mw_collector_amdgpu_ras, /* AMD RAS counters from sysfs (src/collect/amdgpu_ras.c) */
+    &mw_collector_self, &mw_collector_ipmi, /* node power from the BMC (src/collect/ipmi.c) */
 };
 
 const size_t mw_ncollectors = sizeof(mw_collectors) / sizeof(mw_collectors[0]);
