@@ -123,8 +123,11 @@ def daemonset_checks(docs, ns, image):
 
 def rbac_checks(docs, ns):
     role = one(docs, "ClusterRole", "mlwatch")
-    check(role.get("rules") == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]}],
-          "ClusterRole: pods list and watch only (src/kube/kube.c calls nothing else)")
+    check(role.get("rules") == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
+                                {"apiGroups": ["resource.k8s.io"],
+                                 "resources": ["resourceslices", "resourceclaims"], "verbs": ["list"]}],
+          "ClusterRole: pods list and watch, DRA slices and claims list, nothing else "
+          "(src/kube/kube.c and dra.c call nothing else)")
     b = one(docs, "ClusterRoleBinding", "mlwatch")
     check(b.get("roleRef", {}).get("name") == "mlwatch", "binding refers to the role")
     check(b.get("subjects") == [{"kind": "ServiceAccount", "name": "mlwatch", "namespace": ns}],

@@ -18,6 +18,8 @@
 #     (kustomize; Debian and npm have none) each builds, base and
 #     kube-prometheus build exactly base/mlwatch.yaml and mlwatch.yaml, and
 #     the Kubeflow overlay passes the same checks;
+#   - the opt-in node-condition component grants patch on nodes/status
+#     only, and base + it adds exactly that and --kubernetes-node-condition;
 #   - tokens and TLS are wired: node address, token and certificate files
 #     from Secrets mounted as folders, no write or admin token, HTTPS probes,
 #     the ServiceMonitor's CA, serverName and token (check_manifest.py);
@@ -185,6 +187,49 @@ EOF
     ok
 else
     echo "NOTE: no kubectl (kustomize) here; Debian and npm have none: the overlays' builds were not run, only their files, patch targets and composition checked"
+fi
+
+# 4b. The opt-in node condition (components/node-condition): patch on
+# nodes/status and nothing else, for the agents' service account; with
+# kubectl, base + the component builds and adds --kubernetes-node-condition
+# to the agents' args and nothing else to the base.
+nc=$kube/components/node-condition
+$PY - "$nc" <<'EOF' || fail "node-condition component"
+import os, sys, yaml
+nc = sys.argv[1]
+k = yaml.safe_load(open(os.path.join(nc, "kustomization.yaml")))
+assert k["kind"] == "Component" and k["resources"] == ["rbac.yaml"], k
+docs = [d for d in yaml.safe_load_all(open(os.path.join(nc, "rbac.yaml"))) if d]
+role = [d for d in docs if d["kind"] == "ClusterRole"]
+assert len(docs) == 2 and len(role) == 1, [d["kind"] for d in docs]
+assert role[0]["rules"] == [{"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]}], role[0]["rules"]
+b = [d for d in docs if d["kind"] == "ClusterRoleBinding"][0]
+assert b["roleRef"]["name"] == "mlwatch-node-condition", b
+assert b["subjects"] == [{"kind": "ServiceAccount", "name": "mlwatch", "namespace": "mlwatch"}], b
+EOF
+ok
+if command -v kubectl >/dev/null; then
+    mkdir -p "$WORK/with-nc"
+    printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - %s\ncomponents:\n  - %s\n' \
+        "$(realpath --relative-to="$WORK/with-nc" "$kube/base")" \
+        "$(realpath --relative-to="$WORK/with-nc" "$nc")" >"$WORK/with-nc/kustomization.yaml"
+    kubectl kustomize "$WORK/with-nc" >"$WORK/with-nc.yaml" 2>"$WORK/kustomize.err" ||
+        fail "kubectl kustomize base + node-condition: $(cat "$WORK/kustomize.err")"
+    $PY - "$WORK/with-nc.yaml" "$kube/base/mlwatch.yaml" <<'EOF' || fail "base + node-condition"
+import sys, yaml
+key = lambda d: (d["kind"], d["metadata"]["name"])
+got = {key(d): d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
+base = {key(d): d for d in yaml.safe_load_all(open(sys.argv[2])) if d}
+assert set(got) - set(base) == {("ClusterRole", "mlwatch-node-condition"),
+                                ("ClusterRoleBinding", "mlwatch-node-condition")}, set(got) - set(base)
+args = got[("DaemonSet", "mlwatch")]["spec"]["template"]["spec"]["containers"][0]["args"]
+want = base[("DaemonSet", "mlwatch")]["spec"]["template"]["spec"]["containers"][0]["args"]
+assert args == want + ["--kubernetes-node-condition"], args
+for k in base:
+    if k != ("DaemonSet", "mlwatch"):
+        assert got[k] == base[k], k
+EOF
+    ok
 fi
 
 # 5. The real agent with the manifest's config and args.
