@@ -8,6 +8,7 @@ tests/integration/metrics_doc.sh fails when docs/metrics.md is stale.
 """
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import urllib.request
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent
-FIXTURES = ["k8s-v2-systemd", "k8s-v1-cgroupfs", "rapl-cpufreq", "bare-vm"]
+FIXTURES = ["k8s-v2-systemd", "k8s-v1-cgroupfs", "rapl-cpufreq", "bare-vm", "amd-gpu-node"]
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? ')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="(?:[^"\\]|\\.)*"')
 
@@ -33,16 +34,29 @@ def om(binary, args, env=None):
 
 def agent_exposition(binary, fake_nvml):
     """The families only a running agent exports (energy, carbon, idle GPU
-    sessions, its modules' self-metrics): one agent on the GPU fixture node with
-    the fake NVML, scraped after a few cycles."""
+    sessions, GPU allocations, its modules' self-metrics): one agent on the GPU
+    fixture node with the fake NVML and the fake kubelet pod-resources server
+    (one allocated GPU), scraped after a few cycles."""
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
     with tempfile.TemporaryDirectory() as tmp:
+        root = os.path.join(tmp, "root")
+        shutil.copytree(SRC / "tests/fixtures/gpu-node", root, symlinks=True)
+        sock = os.path.join(root, "var/lib/kubelet/pod-resources/kubelet.sock")
+        os.makedirs(os.path.dirname(sock))
+        kubelet = subprocess.Popen(["/usr/bin/python3", str(SRC / "tests/fakeapi/fake_podresources.py"),
+                                    "--socket", sock, "--alloc",
+                                    "ml-team/train-0/main=nvidia.com/gpu:GPU-00000000-0000-0000-0000-000000000000"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.1)
         env = dict(os.environ, FAKE_NVML_SCENARIO=str(SRC / "tests/fakenvml/scenarios/h100x8.txt"))
         proc = subprocess.Popen([binary, "agent", "--listen", f"127.0.0.1:{port}", "--interval", "200ms",
-                                 "--root", str(SRC / "tests/fixtures/gpu-node"), "--nvml-library", fake_nvml,
+                                 "--root", root, "--nvml-library", fake_nvml,
                                  "--rocm-library", "none", "--carbon-intensity", "100",
                                  "--state-dir", tmp, "--data-dir", tmp, "--log-level", "error"],
                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -54,6 +68,8 @@ def agent_exposition(binary, fake_nvml):
         finally:
             proc.terminate()
             proc.wait(timeout=10)
+            kubelet.terminate()
+            kubelet.wait(timeout=10)
 
 
 def expositions(binary, extra):
