@@ -7,7 +7,8 @@
  * partitioned, claims when pods start; a list every 30 s is cheap next to
  * the pod watch, and the pod-resources poller (10 s) is the one that sees a
  * new allocation first. A resource the server does not serve (404: before
- * Kubernetes 1.34, or DRA off) is asked again every 10 intervals. */
+ * Kubernetes 1.34, or DRA off) is asked again every 10 intervals. The
+ * first lists wait for the pod watch's first list. */
 #include "dra.h"
 #include "../core/buf.h"
 #include "../core/log.h"
@@ -237,6 +238,10 @@ static void *run(void *arg)
 {
     mw_dra *r = arg;
     int skip = 0; /* intervals to wait after a 404 */
+    /* After the pod list: claims are kept for this node's pods only, and
+     * credentials that do not work are reported once, by the pod watch. */
+    while (!mw_kube_listed(r->kube))
+        if (!mw_worker_sleep(&r->w, 200)) return NULL;
     do {
         if (skip > 0) {
             skip--;

@@ -33,6 +33,7 @@ struct mw_kube {
     mw_kube_pod *pods; /* MW_KUBE_MAX_PODS slots */
     size_t npods;
     char rv[32];
+    int listed; /* a list succeeded (guarded by w.mu) */
     /* watch in progress */
     mw_buf line;
     int gone, events;
@@ -232,6 +233,7 @@ static int list(mw_kube *k)
             k->pods = tmp.pods;
             k->npods = tmp.npods;
             mw_strlcpy(k->rv, rv, sizeof(k->rv));
+            k->listed = 1;
             pthread_mutex_unlock(&k->w.mu);
             mw_log(MW_LOG_DEBUG, "kube", "listed %d pods of node %s", n, k->node);
             ret = 0;
@@ -476,6 +478,14 @@ long mw_kube_call(mw_kube *k, const char *method, const char *path, const char *
     }
     mw_http_call_free(&call);
     return status;
+}
+
+int mw_kube_listed(mw_kube *k)
+{
+    pthread_mutex_lock(&k->w.mu);
+    int listed = k->listed;
+    pthread_mutex_unlock(&k->w.mu);
+    return listed;
 }
 
 const char *mw_kube_node(const mw_kube *k)

@@ -58,6 +58,8 @@ void mw_kube_stop(mw_kube *k);
  * with a message naming the path (no credentials in it). */
 long mw_kube_call(mw_kube *k, const char *method, const char *path, const char *content_type,
                   const char *body, size_t max, mw_buf *out, char *err, size_t errsize);
+/* 1 once the node's pods were listed (the credentials work). */
+int mw_kube_listed(mw_kube *k);
 /* The node whose pods are watched (--node-name, $NODE_NAME, host name). */
 const char *mw_kube_node(const mw_kube *k);
 
