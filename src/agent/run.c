@@ -1,18 +1,18 @@
 /* run.c - `mlwatch run [--json] [--interval D] [--work N --unit NAME] -- CMD...`
  *
- * Runs the command in a cgroup of its own where one can be created (cgroup
- * v2: a child of our own cgroup, which must be writable; the child moves
- * itself in before exec, so no process of the tree escapes), else follows
- * its process tree through /proc. Every interval it collects the node's
- * power sources (cpu, rapl, hwmon, gpu, ipmi), adds the command's CPU time
- * as one container ("mlwatch-run") and runs the same attribution model as
- * the agent (src/derive/energy.c), so the command's energy is its share of
- * the node's, measured where the node measures and estimated where it does
- * not. GPU processes of the tree are mapped to that container, so the GPU
- * collector attributes their GPU share. The report goes to stderr (the
- * command owns stdout), as text or --json. Signals are forwarded; the exit
- * status is the command's. */
+ * Runs the command in a cgroup of its own where one can be created (a child
+ * of our own cgroup in the v2 hierarchy, else in the v1 cpuacct one: v2,
+ * v1 and hybrid hosts, run_cgroup.c; the child moves itself in before exec,
+ * so no process of the command escapes, daemons included), else follows its
+ * process tree through /proc and says so (the report's tracking). Every interval it collects the
+ * node's power sources (cpu, rapl, hwmon, gpu, ipmi), adds the command's CPU time as one container
+ * ("mlwatch-run") and runs the same attribution model as the agent (src/derive/energy.c), so the
+ * command's energy is its share of the node's, measured where the node measures and estimated where
+ * it does not. GPU processes of the tree are mapped to that container, so the GPU collector
+ * attributes their GPU share. The report goes to stderr (the command owns stdout), as text or
+ * --json. Signals are forwarded; the exit status is the command's. */
 #include "run.h"
+#include "run_cgroup.h"
 #include "../collect/collector.h"
 #include "../collect/gpu/gpu.h"
 #include "../collect/procmap.h"
@@ -49,34 +49,12 @@ static void forward(int sig)
 }
 
 typedef struct tracker {
-    char cgroup[PATH_MAX]; /* absolute folder of our cgroup; "" = process tree */
+    mw_run_cgroup cg; /* version 0: the process tree */
     pid_t root;
     int *pids;
     size_t npids;
     double cpu, user, sys; /* seconds, highest seen */
 } tracker;
-
-/* Create a cgroup v2 child of our own cgroup. */
-static int make_cgroup(tracker *t)
-{
-    FILE *f = fopen("/proc/self/cgroup", "r");
-    if (!f) return -1;
-    char line[PATH_MAX], path[PATH_MAX] = "";
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, "0::", 3) == 0) {
-            line[strcspn(line, "\n")] = '\0';
-            mw_strlcpy(path, line + 3, sizeof(path));
-        }
-    fclose(f);
-    if (!path[0]) return -1; /* cgroup v1 only */
-    snprintf(t->cgroup, sizeof(t->cgroup), "/sys/fs/cgroup%.3900s/%s-%d",
-             strcmp(path, "/") == 0 ? "" : path, RUN_CONTAINER, (int)getpid());
-    if (mkdir(t->cgroup, 0755) < 0) {
-        t->cgroup[0] = '\0';
-        return -1;
-    }
-    return 0;
-}
 
 static int read_small(const char *path, char *buf, size_t size)
 {
@@ -91,26 +69,13 @@ static int read_small(const char *path, char *buf, size_t size)
 
 static void sample_cgroup(tracker *t)
 {
-    char path[PATH_MAX + 32], buf[4096];
-    snprintf(path, sizeof(path), "%s/cpu.stat", t->cgroup);
-    if (read_small(path, buf, sizeof(buf)) == 0) {
-        unsigned long long u = 0, us = 0, sy = 0;
-        char *p = strstr(buf, "usage_usec ");
-        if (p) u = strtoull(p + 11, NULL, 10);
-        if ((p = strstr(buf, "user_usec "))) us = strtoull(p + 10, NULL, 10);
-        if ((p = strstr(buf, "system_usec "))) sy = strtoull(p + 12, NULL, 10);
-        if (u / 1e6 > t->cpu) t->cpu = u / 1e6;
-        t->user = us / 1e6;
-        t->sys = sy / 1e6;
+    double cpu, user, sys;
+    if (mw_run_cgroup_cpu(&t->cg, &cpu, &user, &sys) == 0 && cpu > t->cpu) {
+        t->cpu = cpu;
+        t->user = user;
+        t->sys = sys;
     }
-    t->npids = 0;
-    snprintf(path, sizeof(path), "%s/cgroup.procs", t->cgroup);
-    FILE *f = fopen(path, "r");
-    if (!f) return;
-    int pid;
-    while (t->npids < MAX_PROCS && fscanf(f, "%d", &pid) == 1)
-        t->pids[t->npids++] = pid;
-    fclose(f);
+    t->npids = mw_run_cgroup_pids(&t->cg, t->pids, MAX_PROCS);
 }
 
 typedef struct pstat {
@@ -240,7 +205,7 @@ static void gpu_time(run_acc *acc, const mw_snapshot *snap)
 static void cycle(tracker *t, pstat *ps, mw_collector_set *set, mw_procmap *pm, mw_energy *e,
                   mw_carbon *carbon, run_acc *acc)
 {
-    if (t->cgroup[0])
+    if (t->cg.version)
         sample_cgroup(t);
     else
         sample_tree(t, ps);
@@ -275,6 +240,23 @@ static void cycle(tracker *t, pstat *ps, mw_collector_set *set, mw_procmap *pm, 
     mw_snapshot_free(snap);
 }
 
+static const char *const cg_modes[] = {"auto", "v2", "v1", "none"}; /* mw_run_cg_mode */
+
+static int check_run_cgroup(const char *v, char *why, size_t n)
+{
+    for (size_t i = 0; i < MW_ARRAY_LEN(cg_modes); i++)
+        if (strcmp(v, cg_modes[i]) == 0) return 0;
+    snprintf(why, n, "must be one of auto, v2, v1, none");
+    return -1;
+}
+
+static mw_run_cg_mode run_cg_mode(const char *v)
+{
+    for (size_t i = 0; i < MW_ARRAY_LEN(cg_modes); i++)
+        if (strcmp(v, cg_modes[i]) == 0) return (mw_run_cg_mode)i;
+    return MW_RUN_CG_AUTO;
+}
+
 static const mw_option run_rows[] = {
     MW_OPT(mw_run_settings, "work", MW_OPT_NUMBER, work, "0",
            "`mlwatch run`: units of work the command does, for joules per unit", NULL),
@@ -284,6 +266,11 @@ static const mw_option run_rows[] = {
            "`mlwatch run --compare FILE...`: one table of the --json reports FILE... (energy per "
            "unit of work and per GPU-hour, by GPU model)",
            NULL),
+    MW_OPT(mw_run_settings, "run-cgroup", MW_OPT_STRING, cgroup, "auto",
+           "`mlwatch run`: the cgroup hierarchy the command gets a cgroup of its own in, so "
+           "that its daemons count: auto (v2, else v1 cpuacct), v2, v1, or none (follow the "
+           "process tree)",
+           check_run_cgroup),
 };
 const mw_option_group mw_run_options =
     MW_OPTION_GROUP("mlwatch run", "src/agent/run.c", mw_run_settings, run_rows, NULL);
@@ -302,6 +289,8 @@ static void report(const mw_config *cfg, char **argv, size_t argc, const tracker
     int estimated = mw_energy_last(e)->estimated_cpu;
     double gpu = acc->gpu_samples ? acc->gpu_util_sum / acc->gpu_samples : -1;
     double kwh = total / 3.6e6, gpu_hours = acc->gpu_seconds / 3600;
+    char tracking[PATH_MAX + 1100];
+    mw_run_cgroup_describe(&t->cg, tracking, sizeof(tracking));
     if (cfg->json) {
         json_t *cmd = json_array();
         for (size_t i = 0; i < argc; i++)
@@ -312,13 +301,14 @@ static void report(const mw_config *cfg, char **argv, size_t argc, const tracker
                                 json_pack("{s:f,s:f,s:f,s:f}", "joules", j[k][0] + j[k][1],
                                           "dynamic_joules", j[k][0], "idle_joules", j[k][1], "wh",
                                           (j[k][0] + j[k][1]) / 3600));
-        json_t *o = json_pack(
-            "{s:o,s:i,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:o,s:f,s:s,s:s}", "command", cmd, "exit_status",
-            status, "tracking", t->cgroup[0] ? "cgroup" : "process_tree", "wall_seconds", wall,
-            "cpu_seconds", t->cpu, "cpu_user_seconds", t->user, "cpu_system_seconds", t->sys,
-            "energy_joules", total, "energy_wh", total / 3600, "components", comp,
-            "average_power_watts", wall > 0 ? total / wall : 0, "cpu_method",
-            estimated ? "estimated" : "measured", "idle_policy", es->idle_policy);
+        json_t *o =
+            json_pack("{s:o,s:i,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:o,s:f,s:s,s:s}", "command", cmd,
+                      "exit_status", status, "tracking", t->cg.version ? "cgroup" : "process_tree",
+                      "tracking_detail", tracking, "wall_seconds", wall, "cpu_seconds", t->cpu,
+                      "cpu_user_seconds", t->user, "cpu_system_seconds", t->sys, "energy_joules",
+                      total, "energy_wh", total / 3600, "components", comp, "average_power_watts",
+                      wall > 0 ? total / wall : 0, "cpu_method",
+                      estimated ? "estimated" : "measured", "idle_policy", es->idle_policy);
         json_object_set_new(o, "co2_grams", intensity >= 0 ? json_real(co2) : json_null());
         json_object_set_new(o, "carbon_intensity_grams_per_kwh",
                             intensity >= 0 ? json_real(intensity) : json_null());
@@ -346,8 +336,10 @@ static void report(const mw_config *cfg, char **argv, size_t argc, const tracker
     }
     fprintf(stderr, "\nmlwatch run: %s (exit status %d)\n", argv[0], status);
     fprintf(stderr, "  wall time        %.3f s\n", wall);
-    fprintf(stderr, "  CPU time         %.3f s (user %.3f s, system %.3f s; %s)\n", t->cpu, t->user,
-            t->sys, t->cgroup[0] ? "own cgroup" : "process tree");
+    fprintf(stderr, "  CPU time         %.3f s (user %.3f s, system %.3f s)\n", t->cpu, t->user,
+            t->sys);
+    fprintf(stderr, "  tracking         %s%s\n", tracking,
+            t->cg.version ? "" : " (a process that leaves the tree, a daemon, is not counted)");
     fprintf(stderr, "  energy           %.3f J = %.6f Wh (CPU %s, idle policy %s)\n", total,
             total / 3600, estimated ? "estimated" : "measured", es->idle_policy);
     for (int k = 0; k < MW_EC_N; k++)
@@ -532,8 +524,14 @@ int mw_run_command(const mw_config *cfg, char **argv, size_t argc)
     pstat *ps = mw_xcalloc(MAX_PROCS, sizeof(pstat));
     run_acc acc;
     memset(&acc, 0, sizeof(acc));
-    if (make_cgroup(&t) < 0)
-        mw_log(MW_LOG_DEBUG, "run", "no cgroup of its own: following the process tree");
+    {
+        char name[64];
+        snprintf(name, sizeof(name), "%s-%d", RUN_CONTAINER, (int)getpid());
+        mw_run_cgroup_create(
+            &t.cg,
+            run_cg_mode(((const mw_run_settings *)mw_config_group(&c, &mw_run_options))->cgroup),
+            name);
+    }
 
     /* Baseline before the command starts. */
     cycle(&t, ps, set, pm, e, carbon, &acc);
@@ -550,16 +548,8 @@ int mw_run_command(const mw_config *cfg, char **argv, size_t argc)
     double start = mono_s();
     pid_t pid = fork();
     if (pid == 0) {
-        if (t.cgroup[0]) {
-            char path[PATH_MAX + 32];
-            snprintf(path, sizeof(path), "%s/cgroup.procs", t.cgroup);
-            int fd = open(path, O_WRONLY | O_CLOEXEC);
-            if (fd >= 0) {
-                if (write(fd, "0\n", 2) < 0) { /* stays in the parent's cgroup: still counted */
-                }
-                close(fd);
-            }
-        }
+        /* Failing, it stays in our cgroup; the parent sees that below. */
+        (void)mw_run_cgroup_enter(&t.cg);
         execvp(argv[0], argv);
         int en = errno;
         if (errpipe[1] >= 0 && write(errpipe[1], &en, sizeof(en)) < 0) {
@@ -581,13 +571,14 @@ int mw_run_command(const mw_config *cfg, char **argv, size_t argc)
         fprintf(stderr, "mlwatch run: cannot run %s: %s\n", argv[0], strerror(en));
         goto out;
     }
-    if (t.cgroup[0]) { /* did the child get in? If not, follow the tree instead */
+    if (t.cg.version) { /* did the child get in? If not, follow the tree instead */
         char path[64], line[PATH_MAX];
         snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-        const char *name = strrchr(t.cgroup, '/');
+        const char *name = strrchr(t.cg.dir, '/');
         if (read_small(path, line, sizeof(line)) < 0 || !strstr(line, name)) {
-            rmdir(t.cgroup);
-            t.cgroup[0] = '\0';
+            snprintf(t.cg.why, sizeof(t.cg.why), "the command could not enter %.900s", t.cg.dir);
+            mw_run_cgroup_remove(&t.cg);
+            t.cg.version = 0;
         }
     }
     struct rusage ru;
@@ -608,7 +599,7 @@ int mw_run_command(const mw_config *cfg, char **argv, size_t argc)
     }
     double wall = mono_s() - start;
     /* The tail interval, with the command's final CPU time. */
-    if (!t.cgroup[0]) {
+    if (!t.cg.version) {
         double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
                      (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
         if (cpu > t.cpu) {
@@ -624,9 +615,11 @@ int mw_run_command(const mw_config *cfg, char **argv, size_t argc)
            mw_carbon_now(carbon, mw_now_ms(), NULL));
 out:
     if (errpipe[0] >= 0) close(errpipe[0]);
-    if (t.cgroup[0] && rmdir(t.cgroup) < 0)
-        mw_log(MW_LOG_WARN, "run", "cannot remove %s: %s (processes of the command live on?)",
-               t.cgroup, strerror(errno));
+    if (t.cg.version && mw_run_cgroup_remove(&t.cg) < 0)
+        fprintf(stderr,
+                "mlwatch run: %zu processes of the command still run in %s (counted until "
+                "now); the cgroup stays\n",
+                mw_run_cgroup_pids(&t.cg, t.pids, MAX_PROCS), t.cg.dir);
     child_pid = 0;
     free(t.pids);
     free(ps);

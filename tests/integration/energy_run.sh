@@ -4,7 +4,9 @@
 # gets (max - idle) watts per CPU x its CPU seconds of dynamic energy under
 # the estimation model, --work gives J per unit, and the GPU processes of
 # its tree (fake NVML) are its GPU share, with its GPU time and model, and
-# --compare puts reports side by side.
+# --compare puts reports side by side; the command's cgroup of its own (v2,
+# v1) counts the CPU of a daemon it starts, the process tree does not, and
+# where no cgroup can be made the report says why.
 source "$(dirname "$0")/lib.sh"
 
 : "${MLWATCH_BUILD:=$MLWATCH_SRC/build}"
@@ -86,6 +88,63 @@ assert w["unit"] == "image" and w["units"] == 20
 assert abs(w["joules_per_unit"] - total / 20) < 1e-9
 assert abs(w["units_per_kwh"] - 20 / (total / 3.6e6)) < 1e-3 * w["units_per_kwh"]
 PY
+ok
+
+# Daemons count: the command double-forks a session leader that burns a
+# fixed loop of CPU (it leaves the process tree: its parent exits, init
+# reaps it) and waits for its end. In a cgroup of its own the command's CPU
+# time includes the daemon's (its CPU time is the daemon shell's cutime +
+# cstime, in ticks, so ours may exceed it by < 1 tick and the waiting loop);
+# following the tree it does not. Every hierarchy this host mounts is
+# tried: v2 (pure, or unified/ of a hybrid host), v1 cpuacct.
+daemon_cmd="(setsid sh -c 'awk \"BEGIN { for (i = 0; i < 15000000; i++) s += i; if (s < 0) print s }\";
+  cat /proc/\$\$/stat > $WORK/st.tmp; mv $WORK/st.tmp $WORK/st' </dev/null >/dev/null 2>&1 &)
+  while [ ! -f $WORK/st ]; do sleep 0.05; done"
+daemon_run() { # MODE: the report in $WORK/d.json, the daemon's CPU in $daemon_cpu
+    rm -f "$WORK/st"
+    run --json --interval 200ms --run-cgroup "$1" -- sh -c "$daemon_cmd" 2>"$WORK/d.json" ||
+        fail "run --run-cgroup $1: $(cat "$WORK/d.json")"
+    daemon_cpu=$(awk '{ printf "%.2f", ($16 + $17) / 100 }' "$WORK/st")
+}
+modes=()
+grep -q ' - cgroup2 ' /proc/self/mountinfo && modes+=(v2)
+grep -Eq ' - cgroup [^ ]+ ([^ ]*,)?cpuacct(,|$)' /proc/self/mountinfo && modes+=(v1)
+[ ${#modes[@]} -gt 0 ] || fail "this host mounts neither cgroup v2 nor the v1 cpuacct hierarchy"
+for mode in auto "${modes[@]}"; do
+    daemon_run "$mode"
+    want=${mode/auto/${modes[0]}}
+    python3 - "$WORK/d.json" "$daemon_cpu" "$want" <<'PY' || fail "--run-cgroup $mode: $(cat "$WORK/d.json"), daemon $daemon_cpu s"
+import json, sys
+r, daemon, want = json.load(open(sys.argv[1])), float(sys.argv[2]), sys.argv[3]
+assert r["tracking"] == "cgroup", r["tracking"]
+assert r["tracking_detail"].startswith(f"cgroup {want} /sys/fs/cgroup/"), r["tracking_detail"]
+assert daemon >= 0.1, daemon
+assert daemon - 0.011 <= r["cpu_seconds"] <= daemon + 0.15, (r["cpu_seconds"], daemon)
+PY
+    ls -d /sys/fs/cgroup/*/mlwatch-run-* /sys/fs/cgroup/mlwatch-run-* 2>/dev/null &&
+        fail "--run-cgroup $mode: the command's cgroup was left behind"
+    ok
+done
+daemon_run none
+python3 - "$WORK/d.json" "$daemon_cpu" <<'PY' || fail "--run-cgroup none: $(cat "$WORK/d.json"), daemon $daemon_cpu s"
+import json, sys
+r, daemon = json.load(open(sys.argv[1])), float(sys.argv[2])
+assert r["tracking"] == "process_tree" and r["tracking_detail"] == "process tree: --run-cgroup none", r
+assert r["cpu_seconds"] < daemon / 3, (r["cpu_seconds"], daemon)  # the daemon is missed
+PY
+ok
+# Without the right to make a cgroup (another user): the tree, and why, in
+# the JSON and the text report.
+command -v setpriv >/dev/null || fail "setpriv (util-linux) is needed"
+setpriv --reuid=65534 --regid=65534 --clear-groups "$MLWATCH_BIN" run --json --nvml-library none \
+    --rocm-library none --freeipmi-library none -- true 2>"$WORK/u.json" || fail "$(cat "$WORK/u.json")"
+expect_eq "unprivileged: tracking" process_tree "$(jq -r .tracking "$WORK/u.json")"
+jq -r .tracking_detail "$WORK/u.json" | grep -Eq '^process tree: no cgroup of its own \(cannot create /sys/fs/cgroup/[^ ]*mlwatch-run-[0-9]+: Permission denied' ||
+    fail "unprivileged: $(jq -r .tracking_detail "$WORK/u.json")"
+setpriv --reuid=65534 --regid=65534 --clear-groups "$MLWATCH_BIN" run --nvml-library none \
+    --rocm-library none --freeipmi-library none -- true 2>"$WORK/u.txt" || fail "$(cat "$WORK/u.txt")"
+grep -Eq '^  tracking         process tree: no cgroup of its own \(.*Permission denied.*\) \(a process that leaves the tree, a daemon, is not counted\)$' "$WORK/u.txt" ||
+    fail "unprivileged text report: $(cat "$WORK/u.txt")"
 ok
 
 # GPU: the command's own process is on GPU 0 (fake NVML) at 60% of its
