@@ -17,7 +17,7 @@ build_pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libyaml-dev zlib1
 # image's build and run (scripts/build-image.sh, tests/integration/image.sh).
 test_pkgs=(libcmocka-dev libcurl3-gnutls clang libclang-rt-14-dev clang-format cppcheck prometheus
            prometheus-alertmanager victoria-metrics curl python3 python3-aiosmtpd procps
-           openssl jq python3-grpcio chromium python3-yaml python3-kubernetes
+           openssl jq strace python3-grpcio chromium python3-yaml python3-kubernetes
            mmdebstrap umoci skopeo podman runc containerd)
 # Benchmarks: the tools mlwatch is compared with.
 bench_pkgs=(prometheus-node-exporter bc)

@@ -213,6 +213,11 @@ int mw_agent_run(const mw_config *cfg, int hub)
         fprintf(stderr, "mlwatch: %s\n", err);
         return 1;
     }
+    if (cfg->state_dir[0])
+        mw_log(MW_LOG_WARN, "agent",
+               "--state-dir is deprecated: all state lives under --data-dir (%s/state); an "
+               "older agent's state files in %s are migrated there once",
+               cfg->data_dir, cfg->state_dir);
     runtime rt;
     if (runtime_open(&rt, cfg, hub ? MW_MODULES_HUB : MW_MODULES_AGENT) < 0) {
         mw_auth_free(auth);

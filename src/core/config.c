@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <yaml.h>
 
@@ -53,12 +54,14 @@ static const mw_option global_rows[] = {
     OPT("log-level", MW_OPT_STRING, log_level, "info", "debug, info, warn or error",
         check_log_level),
     OPT("data-dir", MW_OPT_PATH, data_dir, "/var/lib/mlwatch",
-        "Folder for data kept across restarts (the store; remote-write queues under "
-        "remote-write/ENDPOINT/; energy and workload totals under state/)",
+        "Folder for everything the agent keeps across restarts (the store; remote-write "
+        "queues under remote-write/ENDPOINT/; energy, workload and notification state under "
+        "state/)",
         NULL),
-    OPT("state-dir", MW_OPT_PATH, state_dir, "/var/lib/mlwatch",
-        "Folder for notification state kept across restarts (notifications sent); an older "
-        "agent's energy-state.json here is migrated once to DATA_DIR/state/",
+    OPT("state-dir", MW_OPT_PATH, state_dir, "",
+        "Deprecated: all state lives under --data-dir (DATA_DIR/state/). An older agent's "
+        "state files here (energy-state.json, idle-notifications.json) are migrated there "
+        "once; without it, those in DATA_DIR itself",
         NULL),
     OPT("node-name", MW_OPT_STRING, node_name, "",
         "This node's name: the node label of every series, the pods --kubernetes watches "
@@ -189,6 +192,26 @@ const void *mw_config_group(const mw_config *c, const mw_option_group *g)
 
 static int set_value(char *base, const mw_option *o, const char *v, int append, char *why,
                      size_t whysize);
+
+void mw_state_dir(const mw_config *c, char *out, size_t size)
+{
+    size_t n = mw_strlcpy(out, c->data_dir, size);
+    if (n < size) mw_strlcpy(out + n, "/state", size - n);
+}
+
+int mw_state_dir_make(const mw_config *c)
+{
+    char dir[PATH_MAX + 8];
+    mw_state_dir(c, dir, sizeof(dir));
+    if (mkdir(c->data_dir, 0700) < 0 && errno != EEXIST) return -errno;
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST) return -errno;
+    return 0;
+}
+
+const char *mw_legacy_state_dir(const mw_config *c)
+{
+    return c->state_dir[0] ? c->state_dir : c->data_dir;
+}
 
 void mw_config_defaults(mw_config *c)
 {

@@ -35,8 +35,8 @@ typedef struct mw_config {
     char log_level[16];
     /* Data kept across restarts: the store, the remote-write queues. */
     char data_dir[PATH_MAX];
-    /* State kept across restarts by several owners (notifications sent,
-     * energy totals). */
+    /* Deprecated (--state-dir): where an older agent kept its state files,
+     * read once to migrate them under DATA_DIR/state ("" = not given). */
     char state_dir[PATH_MAX];
     /* This node's name, for the Kubernetes watch and the notifications
      * ("" = $NODE_NAME, else the host name). */
@@ -53,6 +53,16 @@ void mw_config_register_group(const mw_option_group *g);
 /* The owner's settings in c; aborts when g was never registered. */
 const void *mw_config_group(const mw_config *c, const mw_option_group *g);
 void *mw_config_group_mut(mw_config *c, const mw_option_group *g);
+
+/* The agent's one state folder, DATA_DIR/state: every state file (energy
+ * and workload totals, notifications sent) lives there, so that two agents
+ * with different --data-dir share nothing. */
+void mw_state_dir(const mw_config *c, char *out, size_t size);
+/* Create DATA_DIR and DATA_DIR/state (mode 0700): 0, or -errno. */
+int mw_state_dir_make(const mw_config *c);
+/* Where an older agent kept a state file: --state-dir when given, else
+ * DATA_DIR itself (the old default of both was /var/lib/mlwatch). */
+const char *mw_legacy_state_dir(const mw_config *c);
 
 /* A validator for rows that take a whole count (series, bytes, samples):
  * a whole number from 0 (no limit) to 1e15. */

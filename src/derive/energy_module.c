@@ -210,8 +210,7 @@ int mw_energy_carbon_from_config(const mw_config *config, mw_carbon **out, char 
 
 void mw_energy_state_dir(const mw_config *cfg, char *out, size_t size)
 {
-    size_t n = mw_strlcpy(out, cfg->data_dir, size);
-    if (n < size) mw_strlcpy(out + n, "/state", size - n);
+    mw_state_dir(cfg, out, size);
 }
 
 static void save(energy_mod *m, int64_t now)
@@ -239,8 +238,8 @@ static void save(energy_mod *m, int64_t now)
 }
 
 /* Restore DATA_DIR/state/energy-state.json; where there is none, the file of
- * an older agent in --state-dir is read once, saved in the new place and
- * renamed to energy-state.json.migrated. */
+ * an older agent (in --state-dir, else in DATA_DIR itself) is read once,
+ * saved in the new place and renamed to energy-state.json.migrated. */
 static void restore(energy_mod *m)
 {
     const mw_config *cfg = m->env->cfg;
@@ -253,13 +252,14 @@ static void restore(energy_mod *m)
         mw_log(MW_LOG_WARN, "energy", "energy state not trusted: %s", err);
     if (mw_workloads_load(m->workloads, m->dir, m->identity, err, sizeof(err)) < 0)
         mw_log(MW_LOG_WARN, "energy", "workload totals not trusted: %s", err);
-    if (rc != 1 || !cfg->state_dir[0] || strcmp(cfg->state_dir, m->dir) == 0) return;
-    rc = mw_energy_state_load(m->model, cfg->state_dir, m->identity, err, sizeof(err));
+    const char *old = mw_legacy_state_dir(cfg);
+    if (rc != 1 || strcmp(old, m->dir) == 0) return;
+    rc = mw_energy_state_load(m->model, old, m->identity, err, sizeof(err));
     if (rc < 0) mw_log(MW_LOG_WARN, "energy", "old energy state not trusted: %s", err);
     if (rc != 0) return;
     save(m, mw_now_ms());
     char from[4200], to[4300];
-    snprintf(from, sizeof(from), "%s/%s", cfg->state_dir, MW_ENERGY_STATE_FILE);
+    snprintf(from, sizeof(from), "%s/%s", old, MW_ENERGY_STATE_FILE);
     snprintf(to, sizeof(to), "%s.migrated", from);
     if (m->save_ok && rename(from, to) == 0)
         mw_log(MW_LOG_INFO, "energy",

@@ -163,15 +163,19 @@ int mw_notifier_new(const mw_config *cfg, mw_notifier **out, char *err, size_t e
     n->repeat_ms =
         ((const mw_notify_settings *)mw_config_group(cfg, &mw_notify_options))->repeat_interval_ms;
     char why[256];
-    if (cfg->state_dir[0]) {
-        if (mkdir(cfg->state_dir, 0700) < 0 && errno != EEXIST) {
-            snprintf(err, errsize, "--state-dir %s: %s", cfg->state_dir, strerror(errno));
+    {
+        char merr[PATH_MAX * 3 + 256];
+        int mrc = mw_notify_state_migrate(cfg, merr, sizeof(merr));
+        if (mrc != 0) mw_log(mrc > 0 ? MW_LOG_INFO : MW_LOG_WARN, "notify", "%s", merr);
+        int rc = mw_state_dir_make(cfg);
+        if (rc < 0) {
+            snprintf(err, errsize, "cannot create %s/state (--data-dir): %s", cfg->data_dir,
+                     strerror(-rc));
             close_receivers(n);
             free(n);
             return -1;
         }
-        snprintf(n->state_path, sizeof(n->state_path), "%s/idle-notifications.json",
-                 cfg->state_dir);
+        mw_notify_state_path(cfg, n->state_path, sizeof(n->state_path));
         if (mw_notify_table_load(&n->table, n->state_path, why, sizeof(why)) < 0)
             /* A damaged file must not stop the agent; what it held is lost
              * (at worst one repeated message per open episode). */

@@ -11,7 +11,7 @@
  * episode stays open, the resolved message when it ends. A receiver that
  * fails is retried with exponential backoff (1 s doubling to 5 min), and gets
  * everything it missed once it is back. The table, with what each receiver
- * has had, is written atomically to --state-dir after each change, so a
+ * has had, is written atomically to DATA_DIR/state after each change, so a
  * restarted agent neither repeats a message nor forgets an open episode.
  * Secrets (webhook URLs, the SMTP password) are read from the configuration
  * ("file:PATH", "env:NAME" or a literal) and never logged or exported. */

@@ -26,9 +26,10 @@ mw_notify_module *mw_notify_module_new(const mw_config *cfg)
 
 void mw_notify_module_restore(mw_notify_module *m, void *idle_state)
 {
-    if (!m->cfg->state_dir[0]) return;
-    char path[PATH_MAX + 64], err[512];
-    snprintf(path, sizeof(path), "%s/idle-notifications.json", m->cfg->state_dir);
+    char path[PATH_MAX + 64], err[PATH_MAX * 3 + 256];
+    int rc = mw_notify_state_migrate(m->cfg, err, sizeof(err));
+    if (rc != 0) mw_log(rc > 0 ? MW_LOG_INFO : MW_LOG_WARN, "notify", "%s", err);
+    mw_notify_state_path(m->cfg, path, sizeof(path));
     mw_notify_table t = {0};
     if (mw_notify_table_load(&t, path, err, sizeof(err)) == 0) {
         int64_t now = mw_now_ms();

@@ -14,8 +14,9 @@ typedef struct mw_notify_module mw_notify_module;
 
 /* Nothing is started yet (the notifier starts on the first consume). */
 mw_notify_module *mw_notify_module_new(const mw_config *cfg);
-/* With --state-dir: give the idle module (its state) the episodes that were
- * open in the state file, with mw_idle_restore(). */
+/* Give the idle module (its state) the episodes that were open in the
+ * state file (DATA_DIR/state, an older agent's migrated first), with
+ * mw_idle_restore(). */
 void mw_notify_module_restore(mw_notify_module *m, void *idle_state);
 /* Self-metrics (mlwatch_notifications_total), once the notifier runs. */
 void mw_notify_module_emit(mw_notify_module *m, mw_snapshot *snap);

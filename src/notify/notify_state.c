@@ -1,5 +1,5 @@
 /* notify_state.c - the table of idle episodes the notifier works from, and
- * its state file under --state-dir (idle-notifications.json), written to a
+ * its state file DATA_DIR/state/idle-notifications.json, written to a
  * temporary file, fsync'ed and renamed so that a crash leaves the old or
  * the new file, never half of one. */
 #include "notify_state.h"
@@ -306,4 +306,43 @@ int mw_notify_table_load(mw_notify_table *t, const char *path, char *err, size_t
     free(text);
     if (rc < 0) snprintf(err, errsize, "%s: %s", path, why);
     return rc;
+}
+
+void mw_notify_state_path(const mw_config *cfg, char *out, size_t size)
+{
+    char dir[PATH_MAX + 8];
+    mw_state_dir(cfg, dir, sizeof(dir));
+    snprintf(out, size, "%.4000s/%s", dir, MW_NOTIFY_STATE_FILE);
+}
+
+int mw_notify_state_migrate(const mw_config *cfg, char *err, size_t errsize)
+{
+    char to[PATH_MAX + 64], from[PATH_MAX + 64], aside[PATH_MAX + 80];
+    mw_notify_state_path(cfg, to, sizeof(to));
+    snprintf(from, sizeof(from), "%.4000s/%s", mw_legacy_state_dir(cfg), MW_NOTIFY_STATE_FILE);
+    if (strcmp(from, to) == 0 || access(to, F_OK) == 0 || access(from, F_OK) < 0) return 0;
+    mw_notify_table t = {0};
+    char why[512];
+    int rc = mw_notify_table_load(&t, from, why, sizeof(why));
+    if (rc == 0) {
+        rc = mw_state_dir_make(cfg);
+        if (rc < 0)
+            snprintf(why, sizeof(why), "cannot create %.400s/state: %s", cfg->data_dir,
+                     strerror(-rc));
+        else
+            rc = mw_notify_table_save(&t, to, why, sizeof(why));
+    }
+    mw_notify_table_free(&t);
+    snprintf(aside, sizeof(aside), "%s.migrated", from);
+    if (rc == 0 && rename(from, aside) < 0) {
+        snprintf(why, sizeof(why), "renaming %.400s: %s", from, strerror(errno));
+        rc = -1;
+    }
+    if (rc < 0) {
+        snprintf(err, errsize, "notification state not migrated from %.4000s: %s", from, why);
+        return -1;
+    }
+    snprintf(err, errsize, "notification state migrated from %s to %s (the old file is now %s)",
+             from, to, aside);
+    return 1;
 }

@@ -48,4 +48,13 @@ int mw_notify_table_parse(mw_notify_table *t, const char *text, size_t len, char
 int mw_notify_table_load(mw_notify_table *t, const char *path, char *err, size_t errsize);
 int mw_notify_table_save(const mw_notify_table *t, const char *path, char *err, size_t errsize);
 
+#define MW_NOTIFY_STATE_FILE "idle-notifications.json"
+/* DATA_DIR/state/idle-notifications.json (mw_state_dir). */
+void mw_notify_state_path(const mw_config *cfg, char *out, size_t size);
+/* Once: where the state file is missing and an older agent's is in
+ * mw_legacy_state_dir (--state-dir, else DATA_DIR), it is loaded, saved in
+ * the new place and renamed to idle-notifications.json.migrated. 1 when
+ * migrated, 0 when there was nothing to do, -1 with a message. */
+int mw_notify_state_migrate(const mw_config *cfg, char *err, size_t errsize);
+
 #endif

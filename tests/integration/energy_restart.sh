@@ -111,7 +111,8 @@ cat >"$WORK/state/energy-state.json" <<'JSON'
 {"format":"mlwatch-energy-state","version":1,"identity":"unknown","saved_ms":1,"containers":[{"namespace":"ml","pod":"old","container":"main","joules":{"cpu":{"dynamic":1000,"idle":0},"dram":{"dynamic":0,"idle":0},"gpu":{"dynamic":0,"idle":0},"other":{"dynamic":0,"idle":0}},"co2_grams":2}],"node":[]}
 JSON
 
-start_agent "${args[@]}"
+start_agent "${args[@]}" --state-dir "$WORK/state"
+grep -q "warn agent: --state-dir is deprecated" "$WORK/agent.log" || fail "no deprecation warning"
 grep -q "energy totals migrated from $WORK/state/energy-state.json to $WORK/data/state/energy-state.json" "$WORK/agent.log" ||
     fail "no migration: $(cat "$WORK/agent.log")"
 [ -f "$WORK/state/energy-state.json.migrated" ] && [ -f "$WORK/data/state/energy-state.json" ] ||

@@ -8,7 +8,7 @@
 #   - ml-team/train-1 is busy: no message;
 #   - shared/notebook-b flaps around the threshold: one episode;
 #   - with the receiver down, a new episode is delivered once it is back;
-#   - a restarted agent sends nothing twice (state in --state-dir);
+#   - a restarted agent sends nothing twice (state in DATA_DIR/state);
 #   - the webhook URLs (secrets) are in neither the log nor /metrics.
 source "$(dirname "$0")/lib.sh"
 
@@ -64,7 +64,7 @@ B='(.body.text // "" | contains("pod shared/notebook-b"))'
 agent_args=(--root "$MLWATCH_FIXTURES/gpu-node" --collectors cgroup,gpu --nvml-library "$fake"
     --rocm-library none --interval 200ms --gpu-process-interval 200ms --idle-window 2s
     --idle-busy-period 3s --notify-webhook "file:$WORK/webhook-url"
-    --notify-alertmanager-webhook env:MLWATCH_TEST_AM_URL --state-dir "$WORK/state"
+    --notify-alertmanager-webhook env:MLWATCH_TEST_AM_URL
     --notify-repeat-interval 1h --node-name gpu-node-1)
 
 scenario 0 80 0
@@ -143,7 +143,7 @@ kill -TERM "$AGENT_PID"
 wait "$AGENT_PID" || { tail -40 "$WORK/agent.log" >&2; fail "agent exit status"; }
 cp "$WORK/agent.log" "$WORK/agent1.log"
 PIDS=("$RECEIVER_PID")
-[ -s "$WORK/state/idle-notifications.json" ] || fail "no state file"
+[ -s "$WORK/data/state/idle-notifications.json" ] || fail "no state file"
 ok
 start_agent "${agent_args[@]}"
 sleep 3
@@ -155,7 +155,7 @@ ok
 
 # Secrets: not in the logs, not in the exposition, not in the state file.
 for f in "$WORK/agent1.log" "$WORK/agent.log" "$WORK/m1.txt" "$WORK/m2.txt" "$WORK/m3.txt" \
-    "$WORK/state/idle-notifications.json"; do
+    "$WORK/data/state/idle-notifications.json"; do
     if grep -q -e "$SECRET1" -e "$SECRET2" "$f"; then fail "a secret in $f"; fi
     ok
 done

@@ -188,7 +188,7 @@ YAML
 printf '#!/bin/sh\nexec %s --user 12345:12345 -v %s:%s -v %s:%s:ro %s "$@"\n' "${RUN[*]}" \
     "$WORK/data" "$WORK/data" "$WORK/agent.yaml" "$WORK/agent.yaml" "$ref" >"$WORK/in-image"
 chmod +x "$WORK/in-image"
-MLWATCH_BIN=$WORK/in-image start_agent --config "$WORK/agent.yaml" --data-dir "$WORK/data" --state-dir "$WORK/data" \
+MLWATCH_BIN=$WORK/in-image start_agent --config "$WORK/agent.yaml" --data-dir "$WORK/data" \
     --node-name k8s-v2-systemd
 curl -sf "$AGENT_URL/metrics" >"$WORK/agent.prom" || fail "no /metrics from the agent in the image"
 # Node metrics of the fixture, exactly as the golden file has them.

@@ -63,7 +63,7 @@ run_agent() {
     start_agent --root "$MLWATCH_FIXTURES/gpu-node" --collectors cgroup,gpu \
         --nvml-library "$fake" --rocm-library none --interval 200ms \
         --gpu-process-interval 200ms --idle-window 1s --idle-busy-period 1s --kubernetes \
-        --kubeconfig "$WORK/$1.kubeconfig" --node-name gpu-node-1 --state-dir "$WORK/state-$1"
+        --kubeconfig "$WORK/$1.kubeconfig" --node-name gpu-node-1 --data-dir "$WORK/data-$1"
 }
 stop_agent() { # NAME
     kill "$AGENT_PID"

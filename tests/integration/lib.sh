@@ -218,7 +218,7 @@ agent_port() { sed -n 's/.* info agent: .* listening on .* (port \([0-9]*\)).*/\
 agent_started() { [ -n "$(agent_port)" ] || exited "$AGENT_PID"; }
 
 # start_agent ARGS...: sets AGENT_PID, AGENT_URL; logs in $WORK/agent.log.
-# The agent keeps its store and state in the test's folder, never in
+# The agent keeps its store and state in the test's folder (--data-dir), never in
 # /var/lib/mlwatch (ARGS may override: later flags win).
 # It listens on a port of the kernel's choice, read from its log: a port
 # picked free beforehand may be taken (a parallel test's connection) by then.
@@ -230,7 +230,7 @@ start_agent() {
     # runs, the log is the previous agent's, with its port.
     : >"$WORK/agent.log"
     NODE_NAME=${NODE_NAME:-t1} "$MLWATCH_BIN" agent --listen 127.0.0.1:0 --data-dir "$WORK/data" \
-        --state-dir "$WORK/state" "$@" >"$WORK/agent.log" 2>&1 &
+        "$@" >"$WORK/agent.log" 2>&1 &
     AGENT_PID=$!
     PIDS+=("$AGENT_PID")
     wait_for 20 agent_started || true

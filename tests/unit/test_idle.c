@@ -15,9 +15,11 @@
 #include "notify/notify_state.h"
 #include "testutil.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The idle module as the agent runs it, with its notifications
@@ -132,8 +134,8 @@ static fixture *open_module_in(const mw_module *m, const char *window, const cha
     }
     char err[256];
     char *argv[] = {
-        "mlwatch",    "agent",       "--idle-window", (char *)window, "--idle-busy-period",
-        (char *)busy, "--state-dir", f->dir};
+        "mlwatch",    "agent",      "--idle-window", (char *)window, "--idle-busy-period",
+        (char *)busy, "--data-dir", f->dir};
     assert_int_equal(
         mw_config_from_args(&f->cfg, MW_ARRAY_LEN(argv), argv, 2, NULL, NULL, 0, err, sizeof(err)),
         0);
@@ -231,7 +233,9 @@ static void test_module_restart_keeps_episode(void **st)
     (void)st;
     fixture *f = open_module("2s", "1s");
     char path[128];
-    snprintf(path, sizeof(path), "%s/idle-notifications.json", f->dir);
+    snprintf(path, sizeof(path), "%s/state", f->dir);
+    assert_true(mkdir(path, 0700) == 0 || errno == EEXIST);
+    snprintf(path, sizeof(path), "%s/state/idle-notifications.json", f->dir);
     mw_notify_table t = {0};
     mw_notify_episode ep = {.key = "a/nb/main/0",
                             .ns = "a",

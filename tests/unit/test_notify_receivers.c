@@ -36,12 +36,12 @@ static const char *const STATE_V1 =
     "\"pager\": {\"last_sent_ms\": 5, \"resolved\": true}}}]}";
 
 /* A fresh temporary folder, removed at the end (remove_dirs). */
-static char dirs[4][64];
+static char dirs[8][64];
 static int ndirs;
 
 static const char *tmpdir(void)
 {
-    assert_true(ndirs < 4);
+    assert_true(ndirs < 8);
     char *d = dirs[ndirs++];
     snprintf(d, 64, "/tmp/mlwatch-rx-XXXXXX");
     assert_non_null(mkdtemp(d));
@@ -52,7 +52,7 @@ static void remove_dirs(void)
 {
     for (int i = 0; i < ndirs; i++) {
         char cmd[320];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dirs[i]);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%.63s'", dirs[i]);
         if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", dirs[i]);
     }
 }
@@ -176,16 +176,16 @@ static void receivers_open(void **state)
     mw_buf_free(&want);
 }
 
-/* A restarted notifier reads today's state file from --state-dir: the open
- * episode is back, and what the e-mail receiver (off in this run) had is
- * kept under its name when the state is written again. */
+/* A restarted notifier reads today's state file from DATA_DIR/state: the
+ * open episode is back, and what the e-mail receiver (off in this run) had
+ * is kept under its name when the state is written again. */
 static void notifier_keeps_state_by_name(void **state)
 {
     (void)state;
     const char *dir = tmpdir();
-    tu_write(dir, "idle-notifications.json", STATE_V1);
+    tu_write(dir, "state/idle-notifications.json", STATE_V1);
     char statedir[600];
-    snprintf(statedir, sizeof(statedir), "--state-dir=%s", dir);
+    snprintf(statedir, sizeof(statedir), "--data-dir=%s", dir);
     char *flags[] = {"mlwatch",
                      "agent",
                      "--notify-webhook=http://127.0.0.1:1/hook",
@@ -217,7 +217,7 @@ static void notifier_keeps_state_by_name(void **state)
     char want[1024];
     snprintf(want, sizeof(want),
              " info notify: idle GPU notifications to: webhook email (state in "
-             "%s/idle-notifications.json)\n",
+             "%s/state/idle-notifications.json)\n",
              dir);
     assert_non_null(strstr(line, want));
     mw_notify_episode open[4];
@@ -225,7 +225,7 @@ static void notifier_keeps_state_by_name(void **state)
     assert_string_equal(open[0].key, "shared/nb/main/0");
     mw_notifier_free(n);
     char path[700];
-    snprintf(path, sizeof(path), "%s/idle-notifications.json", dir);
+    snprintf(path, sizeof(path), "%s/state/idle-notifications.json", dir);
     mw_notify_table t = {0};
     assert_int_equal(mw_notify_table_load(&t, path, err, sizeof(err)), 0);
     assert_int_equal(t.n, 1);
@@ -235,6 +235,65 @@ static void notifier_keeps_state_by_name(void **state)
     mw_notify_table_free(&t);
 }
 
+/* Open episodes of the notifier started with FLAG (a --data-dir, maybe a
+ * --state-dir too). */
+static size_t episodes_after_start(char *data_flag, char *state_flag, char *first_key)
+{
+    char *flags[] = {"mlwatch",        "agent",   "--notify-webhook=http://127.0.0.1:1/hook",
+                     "--node-name=n1", data_flag, state_flag};
+    static mw_config c;
+    configure(&c, state_flag ? 6 : 5, flags);
+    mw_notifier *n = NULL;
+    char err[512];
+    assert_int_equal(mw_notifier_new(&c, &n, err, sizeof(err)), 0);
+    mw_notify_episode open[4];
+    size_t got = mw_notifier_open_episodes(n, open, 4);
+    if (got) strcpy(first_key, open[0].key);
+    mw_notifier_free(n);
+    return got;
+}
+
+static int exists(const char *dir, const char *rel)
+{
+    char path[700];
+    snprintf(path, sizeof(path), "%s/%s", dir, rel);
+    return access(path, F_OK) == 0;
+}
+
+/* An older agent's state file (in --state-dir, else in DATA_DIR itself) is
+ * migrated once into DATA_DIR/state: its episodes are back, the old file is
+ * renamed .migrated, and a file put there again later is not read. */
+static void notifier_migrates_old_state(void **state)
+{
+    (void)state;
+    const char *old = tmpdir(), *data = tmpdir(), *data2 = tmpdir();
+    tu_write(old, "idle-notifications.json", STATE_V1);
+    char df[600], sf[600], key[256] = "";
+    snprintf(df, sizeof(df), "--data-dir=%s", data);
+    snprintf(sf, sizeof(sf), "--state-dir=%s", old);
+    assert_int_equal(episodes_after_start(df, sf, key), 1);
+    assert_string_equal(key, "shared/nb/main/0");
+    assert_true(exists(data, "state/idle-notifications.json"));
+    assert_false(exists(old, "idle-notifications.json"));
+    assert_true(exists(old, "idle-notifications.json.migrated"));
+    /* Once: a file of another episode put back in the old place is left. */
+    char other[4096];
+    snprintf(other, sizeof(other), "%s", STATE_V1);
+    memcpy(strstr(other, "shared/nb/main/0"), "shared/xx", 9);
+    tu_write(old, "idle-notifications.json", other);
+    assert_int_equal(episodes_after_start(df, sf, key), 1);
+    assert_string_equal(key, "shared/nb/main/0");
+    assert_true(exists(old, "idle-notifications.json"));
+    /* Without --state-dir: DATA_DIR's own old file (the old default put
+     * both in /var/lib/mlwatch); nothing is read from the other folder. */
+    tu_write(data2, "idle-notifications.json", STATE_V1);
+    snprintf(df, sizeof(df), "--data-dir=%s", data2);
+    assert_int_equal(episodes_after_start(df, NULL, key), 1);
+    assert_true(exists(data2, "state/idle-notifications.json"));
+    assert_true(exists(data2, "idle-notifications.json.migrated"));
+    assert_true(exists(old, "idle-notifications.json"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -242,6 +301,7 @@ int main(void)
         cmocka_unit_test(state_file_keyed_by_name),
         cmocka_unit_test(receivers_open),
         cmocka_unit_test(notifier_keeps_state_by_name),
+        cmocka_unit_test(notifier_migrates_old_state),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     remove_dirs();

@@ -53,7 +53,7 @@ static void defaults_of_every_owner(void **state)
         {"config", ""},
         {"log-level", "info"},
         {"data-dir", "/var/lib/mlwatch"},
-        {"state-dir", "/var/lib/mlwatch"},
+        {"state-dir", ""},
         {"node-name", ""},
         {"json", "false"},
         {"collectors", ""},
