@@ -9,7 +9,7 @@
 #   2. HTTP: / redirects to /ui/, the CSP and caching headers, gzip, 304;
 #   3. every page in the browser: each chart has points, each stat its exact
 #      value, each table its exact rows; the URL keeps namespace, workload
-#      and range across a reload; screenshots in $MLWATCH_BUILD/ui-screenshots;
+#      and range across a reload; screenshots in $MLWATCH_BUILD/artifacts/ui (CI keeps them);
 #   4. --query-url: a second agent without a store shows the same pages from
 #      a real Prometheus (Debian's) scraping the first; a dead upstream gives
 #      502 with the reason.
@@ -23,9 +23,9 @@ command -v node >/dev/null || fail "node is not installed (scripts/install-deps.
 command -v prometheus >/dev/null || fail "prometheus is not installed (scripts/install-deps.sh test)"
 fake=$MLWATCH_BUILD/tests/fakenvml/libnvidia-ml.so.1
 [ -f "$fake" ] || fail "fake NVML library not built: $fake"
-SHOTS=$(cd "$MLWATCH_BUILD" && pwd)/ui-screenshots
-rm -rf "$SHOTS"
+SHOTS=$(cd "$MLWATCH_BUILD" && pwd)/artifacts/ui # kept by CI (.ci/run)
 mkdir -p "$SHOTS"
+rm -f "$SHOTS"/*.png # this test's, not bare/ (integ_ui_bare's)
 
 # 1. The node: gpu-node plus the CPU side of rapl-cpufreq.
 root=$(fixture_copy gpu-node)
@@ -78,6 +78,10 @@ q() { curl -s --get --data-urlencode "query=$2" "$1/api/v1/query" |
     python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'; }
 q_is() { [ "$(q "$1" "$2")" = "$3" ]; } # URL EXPR VALUE
 WAIT_EVERY=0.2 wait_for 20 q_is "$A" 'count(mlwatch_gpu_idle_seconds > 0)' 2 || fail "the idle sessions never opened"
+# ... and the doctor's findings the why-slow page draws (notebook-a's CFS
+# throttling, the powersave governor, GPU 1's thermal slowdown).
+findings_in() { curl -s "$A/api/v1/findings" | jq -e '[.findings[].kind] | index("cpu_throttling") and index("cpu_governor") and index("gpu_thermal_throttle")' >/dev/null; }
+WAIT_EVERY=0.3 wait_for 20 findings_in || fail "the doctor's findings: $(curl -s "$A/api/v1/findings" | jq -c '[.findings[] | [.severity, .kind, .pod]]')"
 sleep 2
 # Long queries go as a POST form (app.js): the store takes them too.
 expect_eq "POST to the store" 3 "$(curl -s --data-urlencode 'query=count(mlwatch_gpu_info)' "$A/api/v1/query" |
@@ -96,7 +100,11 @@ cat >"$WORK/expect.json" <<JSON
     "overview-3": {"values": ["measured"]}, "overview-6": {"value": 2}, "overview-7": {"labels": ["measured"]},
     "overview-9": {"labelsInclude": ["ml-team/train-1"]},
     "overview-13": {"rows": [{"owner": "shared", "pod": "notebook-a", "gpu": "0"}, {"owner": "shared", "pod": "notebook-b", "gpu": "2"}]}}},
-  "whyslow": {"count": 2, "mayBeEmpty": ["whyslow-1", "whyslow-2"]},
+  "whyslow": {"count": 2, "panels": {
+    "whyslow-1": {"findings": ["^critical cpu_throttling shared/notebook-a$", "^(warning|info) cpu_governor \\\\(the node\\\\)$",
+      "^warning gpu_thermal_throttle ml-team/train-1$"],
+      "evidence": {"cpu_throttling": 2, "cpu_governor": 1, "gpu_thermal_throttle": 2}},
+    "whyslow-2": {"labelsInclude": ["cpu_throttling (critical)", "gpu_thermal_throttle (warning)"]}}},
   "gpu": {"count": 12, "mayBeEmpty": ["gpu-8", "gpu-9", "gpu-10", "gpu-12"], "panels": {
     "gpu-1": {"labels": ["t1 GPU 0", "t1 GPU 1", "t1 GPU 2"]}, "gpu-2": {"series": 6},
     "gpu-7": {"rows": [{"gpu": "0"}, {"gpu": "1"}, {"gpu": "2"}]},
@@ -143,7 +151,11 @@ expect_eq "forwarded POST" '"mlwatch"' \
     "$(curl -s --data-urlencode 'query=up' "$B/ui/api/v1/query" | jq -c '.data.result[0].metric.job')"
 expect_eq "forwarded query error" 400 "$(curl -s -o /dev/null -w '%{http_code}' "$B/ui/api/v1/query?query=sum(")"
 expect_eq "not forwarded" 404 "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$B/ui/api/v1/write")"
-(cd "$WORK" && timeout 90 node "$MLWATCH_SRC/tests/integration/ui/check.js" "$B" "$WORK" "$WORK/expect.json") ||
+# The findings panel asks the serving agent's doctor (B watches nothing);
+# the findings over time come through Prometheus.
+jq '.pages.whyslow.panels |= del(.["whyslow-1"]) | .pages.whyslow.mayBeEmpty = ["whyslow-1"]' \
+    "$WORK/expect.json" >"$WORK/expect-b.json"
+(cd "$WORK" && timeout 90 node "$MLWATCH_SRC/tests/integration/ui/check.js" "$B" "$WORK" "$WORK/expect-b.json") ||
     fail "the browser check through --query-url failed (agent log: $(tail -5 "$WORK/agent.log"))"
 ok
 

@@ -11,14 +11,14 @@
 #     node power and energy marked estimated, the services by CPU and memory;
 #   - every page: each empty panel says what is missing and how to enable it,
 #     legends, tables and axis labels fit at 1400 and 800 px, units agree
-#     (layout.js); screenshots in $MLWATCH_BUILD/ui-screenshots/bare/.
+#     (layout.js); screenshots in $MLWATCH_BUILD/artifacts/ui/bare/ (CI keeps them).
 source "$(dirname "$0")/lib.sh"
 : "${MLWATCH_BUILD:=$MLWATCH_SRC/build}"
 command -v node >/dev/null || fail "node is not installed (scripts/install-deps.sh test)"
 [ -x /usr/bin/chromium ] || fail "chromium is not installed (scripts/install-deps.sh test)"
 [ -d "$MLWATCH_SRC/ui/node_modules/playwright-core" ] ||
     fail "ui/node_modules is missing: run 'npm ci' in ui/ (scripts/install-deps.sh test)"
-SHOTS=$(cd "$MLWATCH_BUILD" && pwd)/ui-screenshots/bare
+SHOTS=$(cd "$MLWATCH_BUILD" && pwd)/artifacts/ui/bare # kept by CI (.ci/run)
 rm -rf "$SHOTS"
 mkdir -p "$SHOTS"
 

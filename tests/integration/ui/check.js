@@ -115,6 +115,20 @@ async function main() {
           if (rank[p.findings[i].severity] < rank[p.findings[i - 1].severity]) fail(`${id} (${p.title}): not worst first: ${JSON.stringify(got)}`);
         }
       }
+      // evidence: {KIND: N}: each finding of KIND has its first N evidence
+      // charts (PAGE-N-fI-J) drawn with data, and at least one such finding.
+      for (const [kind, n] of Object.entries(w.evidence || {})) {
+        const idx = (p.findings || []).map((f, i) => (f.kind === kind ? i : -1)).filter((i) => i >= 0);
+        if (!idx.length) fail(`${id} (${p.title}): no ${kind} finding for its evidence charts`);
+        for (const i of idx) {
+          for (let k = 0; k < n; k++) {
+            const sub = st.panels[`${id}-f${i}-${k}`];
+            if (!sub || sub.state !== 'ok' || !(sub.points > 0))
+              fail(`${id} (${p.title}): ${kind} finding ${i}: evidence chart ${k} ${sub ? `${sub.title}: ${sub.state} ${sub.why || sub.error || ''}` : 'missing'}`);
+          }
+        }
+        ok(`${id}: ${idx.length} ${kind} finding(s) with ${n} evidence chart(s) each`);
+      }
       for (const [k, re] of Object.entries(w.facts || {})) {
         if (!p.facts || !new RegExp(re).test(p.facts[k] || ''))
           fail(`${id} (${p.title}): ${k} is "${p.facts ? p.facts[k] : ''}", expected /${re}/`);

@@ -8,7 +8,8 @@ the counters the way a working node does, every PERIOD seconds:
     fixed steps (notebook-a throttled in half its periods);
   - RAPL energy_uj grows by 50 J per step (below max_energy_range_uj);
   - the fake NVML scenario file is rewritten (atomically) with each GPU's
-    energy counter grown by its power times the period.
+    energy counter grown by its power times the period; GPU 1 (train-1's)
+    runs hot, slowed down by a thermal clock event reason.
 Usage: world.py ROOT SCENARIO PERIOD   (runs until killed)"""
 import os
 import sys
@@ -35,10 +36,14 @@ def write_scenario(step):
     for i, (name, uuid, bus, util, used, mw) in GPUS.items():
         energy_mj = 1000000 + int(mw * period * step)
         lines.append(f'gpu {i} name="{name}" uuid={uuid} bus={bus}')
+        # train-1's GPU 1 is hot: software thermal slowdown (0x20), its SM
+        # clock at 1500 of 1980 MHz (the doctor's gpu_thermal_throttle).
+        hot = i == 1
+        reasons = "0x1" if util == 0 else ("0x20" if hot else "0x0")
         lines.append(f"gpu {i} util={util} memtotal=85520809984 memused={used} power_mw={mw} "
-                     f"energy_mj={energy_mj} sm_mhz={1980 - 30 * i} sm_max_mhz=1980 mem_mhz=2619 "
-                     f"mem_max_mhz=2619 reasons={'0x1' if util == 0 else '0x0'} temp={40 + i} "
-                     f"numa={i % 2}")
+                     f"energy_mj={energy_mj} sm_mhz={1500 if hot else 1980 - 30 * i} "
+                     f"sm_max_mhz=1980 mem_mhz=2619 mem_max_mhz=2619 reasons={reasons} "
+                     f"temp={87 if hot else 40 + i} numa={i % 2}")
     tmp = scenario + ".tmp"
     with open(tmp, "w") as f:
         f.write("\n".join(lines) + "\n" + PROCS)
@@ -78,6 +83,12 @@ for d, _, files in os.walk(os.path.join(root, "sys")):
     if "energy_uj" in files and "powercap" in d:
         rapl.append(os.path.join(d, "energy_uj"))
 
+# The cgroups' CPU periods before the scenario file (which ui.sh waits for):
+# the fixture's cpu.stat has no nr_periods, and a container whose first
+# frame lacks them is not judged for CFS throttling until that frame leaves
+# the doctor's window.
+for p in cpu_stats:
+    bump_cpu_stat(p)
 step = 0
 while True:
     write_scenario(step)
