@@ -205,6 +205,7 @@ static void gpu_add(mw_energy *e, const mw_snapshot *snap, const char *index, co
 {
     gpu_part *g = gpu_of(e, index);
     if (!g) return;
+    mw_strlcpy(g->uuid, uuid, sizeof(g->uuid));
     g->j += d;
     idle_floor *f = mw_energy_gpu_floor(e, uuid);
     if (f && dt > 0 && d > 0)
@@ -394,6 +395,26 @@ static double gpu_weights(mw_energy *e, const mw_snapshot *snap, const char *fam
     return sum;
 }
 
+/* A GPU no container uses: under the requests policy its idle energy
+ * belongs to the containers the kubelet allocated it to (a reservation, as
+ * a CPU request is), equally; its dynamic energy stays the system share's
+ * (no container's process used it). */
+static void reserved_gpu(mw_energy *e, const mw_snapshot *snap, const gpu_part *g)
+{
+    if (e->p.idle_policy != MW_IDLE_POLICY_REQUESTS || !e->p.gpu_holders || !g->uuid[0] ||
+        !(g->idle > 0))
+        return;
+    mw_energy_holder h[8];
+    size_t n = e->p.gpu_holders(e->p.gpu_holders_ctx, g->uuid, h, MW_ARRAY_LEN(h));
+    if (n > MW_ARRAY_LEN(h)) n = MW_ARRAY_LEN(h);
+    for (size_t i = 0; i < n; i++) {
+        ent *x = mw_energy_entity(e, h[i].ns, h[i].pod, h[i].container, 1);
+        if (!x) continue; /* the table is full: it stays unreserved */
+        x->gpu[MW_EK_IDLE] += g->idle / (double)n;
+        x->last_ms = snap->timestamp_ms;
+    }
+}
+
 static void attribute_gpus(mw_energy *e, const mw_snapshot *snap)
 {
     for (size_t i = 0; i < e->ngpus; i++) {
@@ -425,7 +446,10 @@ static void attribute_gpus(mw_energy *e, const mw_snapshot *snap)
             fam = "mlwatch_container_gpu_memory_used_bytes";
             w = gpu_weights(e, snap, fam, g->index, NULL, NULL, 0, g, 0, 0);
         }
-        if (w > 0) gpu_weights(e, snap, fam, g->index, NULL, NULL, 1, g, 1, w);
+        if (w > 0)
+            gpu_weights(e, snap, fam, g->index, NULL, NULL, 1, g, 1, w);
+        else
+            reserved_gpu(e, snap, g);
     }
 }
 

@@ -43,6 +43,11 @@ typedef enum {
     MW_IDLE_POLICY_CPU,      /* shared like dynamic energy, by CPU time */
 } mw_idle_policy;
 
+/* A container the kubelet allocated a GPU to. */
+typedef struct mw_energy_holder {
+    char ns[64], pod[254], container[64];
+} mw_energy_holder;
+
 typedef struct mw_energy_params {
     double idle_watts_per_cpu; /* estimation model, at 0% utilization */
     double max_watts_per_cpu;  /* estimation model, at 100% utilization */
@@ -53,6 +58,11 @@ typedef struct mw_energy_params {
      * weights (requests policy attributes nothing). */
     int (*cpu_weight)(void *ctx, const char *cgroup, double *weight);
     void *cpu_weight_ctx;
+    /* The containers the kubelet allocated the GPU with this UUID to (its
+     * pod-resources API), GPU reservations for the requests policy: fills at
+     * most cap and returns how many. NULL: no allocations known. */
+    size_t (*gpu_holders)(void *ctx, const char *uuid, struct mw_energy_holder *out, size_t cap);
+    void *gpu_holders_ctx;
     /* Idle floors set by hand (--energy-idle-watts), in watts, for the
      * components whose bit (1 << MW_EC_*) is in idle_watts_set; the others
      * are learnt. The GPU figure applies to each GPU. */

@@ -49,6 +49,7 @@ typedef struct table {
 
 typedef struct gpu_part {
     char index[16];
+    char uuid[96];
     double j, idle, floor_w;
     int floor_source;
 } gpu_part;

@@ -30,6 +30,8 @@ typedef struct energy_mod {
     int save_ok;     /* 0 after a failed save, so the log says when it works again */
     uint64_t cycles;
     mw_buf scratch;
+    mw_podres_table alloc; /* the kubelet's GPU allocations, latest copy */
+    uint64_t alloc_gen;
 } energy_mod;
 
 /* The CPU weight kubelet gave the container's cgroup (from its CPU request),
@@ -77,6 +79,25 @@ static int weight_cb(void *ctx, const char *cgroup, double *w)
 {
     energy_mod *m = ctx;
     return mw_energy_cgroup_weight(m->env->host, &m->scratch, cgroup, w);
+}
+
+/* The containers the kubelet allocated this GPU to (whole GPUs: MIG
+ * devices have their own UUIDs and are not reservations here yet). */
+static size_t holders_cb(void *ctx, const char *uuid, mw_energy_holder *out, size_t cap)
+{
+    energy_mod *m = ctx;
+    size_t n = 0;
+    for (size_t i = 0; i < m->alloc.n; i++) {
+        const mw_podres_row *a = &m->alloc.rows[i];
+        if (strcmp(a->device, uuid) != 0) continue;
+        if (n < cap) {
+            mw_strlcpy(out[n].ns, a->ns, sizeof(out[n].ns));
+            mw_strlcpy(out[n].pod, a->pod, sizeof(out[n].pod));
+            mw_strlcpy(out[n].container, a->container, sizeof(out[n].container));
+        }
+        n++;
+    }
+    return n < cap ? n : cap;
 }
 
 void mw_energy_identity(const mw_hostfs *host, char *out, size_t size)
@@ -283,6 +304,8 @@ static int energy_init(const mw_env *env, void **state)
     }
     p.cpu_weight = weight_cb;
     p.cpu_weight_ctx = m;
+    p.gpu_holders = holders_cb;
+    p.gpu_holders_ctx = m;
     m->model = mw_energy_new(&p);
     m->workloads = mw_workloads_new(lookup_cb, m);
     char err[1024];
@@ -304,6 +327,8 @@ static void energy_derive(void *state, mw_snapshot *snap)
     int64_t from = m->last_ms && m->last_ms < snap->timestamp_ms ? m->last_ms : snap->timestamp_ms;
     double intensity = mw_carbon_mean(m->carbon, from, snap->timestamp_ms);
     m->last_ms = snap->timestamp_ms;
+    if (m->env->kube && m->env->kube->podres) /* GPU reservations (requests policy) */
+        mw_podres_copy(m->env->kube->podres, &m->alloc_gen, &m->alloc);
     mw_energy_step(m->model, snap, intensity);
     mw_workloads_step(m->workloads, m->model, snap, (double)(snap->timestamp_ms - from) / 1000.0);
     mw_carbon_emit(m->carbon, snap, snap->timestamp_ms);
@@ -318,6 +343,7 @@ static void energy_destroy(void *state)
     mw_carbon_close(m->carbon);
     mw_energy_free(m->model);
     mw_workloads_free(m->workloads);
+    mw_podres_table_free(&m->alloc);
     mw_buf_free(&m->scratch);
     free(m);
 }

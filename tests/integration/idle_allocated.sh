@@ -6,7 +6,8 @@
 # session. ml-team/train-1 is allocated GPU 1 and also has a process on it
 # (busy): one session, not two, and not idle. With the flag off, or without
 # the server (no socket), nothing of it is reported and nothing is logged;
-# a server that fails is logged once and breaks nothing.
+# a server that fails is logged once and breaks nothing. The allocation is
+# also an energy reservation: GPU 0's idle energy is notebook-z's.
 source "$(dirname "$0")/lib.sh"
 
 : "${MLWATCH_BUILD:=$MLWATCH_SRC/build}"
@@ -17,7 +18,7 @@ export FAKE_NVML_SCENARIO=$WORK/scenario.txt
 cat >"$WORK/scenario.txt" <<EOF2
 system driver=550.54.15
 gpu 0 name="NVIDIA H100 80GB HBM3" uuid=GPU-00000000-0000-4000-8000-000000000000 bus=00000000:18:00.0
-gpu 0 util=0 memtotal=85520809984 memused=0 power_mw=70000
+gpu 0 util=0 memtotal=85520809984 memused=0 power_mw=70000 unsupported=energy
 gpu 1 name="NVIDIA H100 80GB HBM3" uuid=GPU-11111111-0000-4000-8000-000000000001 bus=00000000:28:00.0
 gpu 1 util=80 memtotal=85520809984 memused=4294967296 power_mw=600000
 proc gpu=1 pid=3001 mem=4000000000
@@ -53,6 +54,7 @@ Z='mlwatch_gpu_idle_seconds{namespace="shared",pod="notebook-z",container="main"
 start_fake --alloc "shared/notebook-z/main=nvidia.com/gpu:GPU-00000000-0000-4000-8000-000000000000" \
     --alloc "ml-team/train-1/main=nvidia.com/gpu:GPU-11111111-0000-4000-8000-000000000001" \
     --alloc "shared/notebook-z/main=cpu:0,1"
+rm -rf "$WORK/data" # a fresh agent: the energy totals it restores would name notebook-z
 start_agent "${agent_args[@]}"
 shared_sessions() { awk '/^mlwatch_idle_gpu_sessions\{namespace="shared",node="gpu-node-1"\}/ { print $2 }' "$WORK/m1.txt"; }
 one_shared_session() { # in a fresh scrape, kept in $WORK/m1.txt
@@ -74,9 +76,18 @@ grep -q "idle session: shared/notebook-z container main GPU 0" "$WORK/agent.log"
     fail "no log of the idle session: $(tail -5 "$WORK/agent.log")"
 ok
 expect_eq "pod-resources warnings" 0 "$(grep -c podresources "$WORK/agent.log" || true)"
+# The allocation is a reservation (energy, default idle policy requests):
+# GPU 0's idle energy (its floor, learnt at its idle 70 W) is notebook-z's;
+# its dynamic energy, none of whose processes used it, is not.
+zj() { awk -v k="$1" '$1 == "mlwatch_container_energy_joules_total{namespace=\"shared\",pod=\"notebook-z\",container=\"main\",component=\"gpu\",kind=\"" k "\",method=\"measured\",node=\"gpu-node-1\"}" { print $2 }' "$WORK/m1.txt"; }
+z_reserved() { curl -sf "$AGENT_URL/metrics" >"$WORK/m1.txt" || true; awk -v z="$(zj idle)" 'BEGIN { exit !(z > 0) }'; }
+WAIT_EVERY=0.2 wait_for 10 z_reserved || fail "notebook-z's GPU idle energy: '$(zj idle)': $(grep -E 'energy_share|idle_floor|component_joules' "$WORK/m1.txt")"
+d=$(zj dynamic)
+expect_eq "notebook-z's GPU dynamic energy (no series: none)" 0 "${d:-0}"
 stop_agent
 
 # --kubelet-pod-resources=false: the socket is not asked.
+rm -rf "$WORK/data" # a fresh agent: the energy totals it restores would name notebook-z
 start_agent "${agent_args[@]}" --kubelet-pod-resources=false
 sleep 3
 curl -sf "$AGENT_URL/metrics" >"$WORK/m0.txt"
@@ -85,6 +96,7 @@ stop_agent
 stop_fake
 
 # No socket: no allocation-only session, no warning.
+rm -rf "$WORK/data" # a fresh agent: the energy totals it restores would name notebook-z
 start_agent "${agent_args[@]}"
 sleep 3
 curl -sf "$AGENT_URL/metrics" >"$WORK/m2.txt"
@@ -95,6 +107,7 @@ stop_agent
 
 # A kubelet that answers UNAVAILABLE (14): one warning naming the status.
 start_fake --fail 14
+rm -rf "$WORK/data" # a fresh agent: the energy totals it restores would name notebook-z
 start_agent "${agent_args[@]}"
 sleep 2
 curl -sf "$AGENT_URL/metrics" >"$WORK/m3.txt"

@@ -316,6 +316,54 @@ static void gpu_alone(void **state)
     mw_energy_free(e);
 }
 
+/* The kubelet allocated GPU-0 to ml/held/main (pod-resources), GPU-1 to
+ * nobody. */
+static size_t fake_holders(void *ctx, const char *uuid, mw_energy_holder *out, size_t cap)
+{
+    (void)ctx;
+    if (strcmp(uuid, "GPU-0") != 0 || cap < 1) return 0;
+    memset(out, 0, sizeof(*out));
+    strcpy(out->ns, "ml");
+    strcpy(out->pod, "held");
+    strcpy(out->container, "main");
+    return 1;
+}
+
+/* A GPU allocated to a pod whose processes do not use it: under the
+ * requests policy its idle energy is the pod's reservation (floor 100 W x
+ * 3 s = 300 J), its dynamic energy the system share's; GPU-1, allocated to
+ * no one, stays unreserved. Under the cpu policy, or without the
+ * allocations, the idle energy is unreserved. */
+static void gpu_allocation_reserves(void **state)
+{
+    (void)state;
+    for (int mode = 0; mode < 3; mode++) {
+        mw_energy_params p;
+        mw_energy_params_init(&p, mode == 1 ? MW_IDLE_POLICY_CPU : MW_IDLE_POLICY_REQUESTS);
+        p.idle_watts[MW_EC_GPU] = 100;
+        p.idle_watts_set = 1u << MW_EC_GPU;
+        if (mode != 2) p.gpu_holders = fake_holders;
+        mw_energy *e = mw_energy_new(&p);
+        const double j0[] = {1000, 1250, 1500, 1750}, j1[] = {0, 200, 400, 600};
+        for (int i = 0; i < 4; i++) {
+            mw_snapshot *s = at(i * 1000);
+            mw_emit(s, &GPU_E, j0[i], "gpu", "0", "uuid", "GPU-0", MW_END);
+            mw_emit(s, &GPU_E, j1[i], "gpu", "1", "uuid", "GPU-1", MW_END);
+            mw_energy_step(e, s, -1);
+            assert_conserved(e, s, j0[i] - j0[0] + j1[i]);
+            if (i == 3) {
+                double held = mode == 0 ? 300 : 0;
+                assert_near(cj(s, "held", "gpu", "idle"), held);
+                assert_near(cj(s, "held", "gpu", "dynamic"), 0);
+                assert_near(sj(s, "unreserved", "gpu", "idle"), 600 - held);
+                assert_near(sj(s, "system", "gpu", "dynamic"), 750 + 600 - 600);
+            }
+            mw_snapshot_free(s);
+        }
+        mw_energy_free(e);
+    }
+}
+
 /* Three pods sharing a GPU: shares proportional to utilization; with no
  * utilization samples, to memory (the driver's reserve unattributed). */
 static void gpu_shared(void **state)
@@ -975,6 +1023,7 @@ int main(void)
         cmocka_unit_test(ipmi_other),
         cmocka_unit_test(node_meter_between_readings),
         cmocka_unit_test(gpu_counter_between_readings),
+        cmocka_unit_test(gpu_allocation_reserves),
         cmocka_unit_test(gpu_power_between_readings),
         cmocka_unit_test(idle_busy_restart),
         cmocka_unit_test(floor_follows_slowly),
