@@ -50,8 +50,10 @@ function answer(u, body) {
   // The UI asks topk(N, EXPR) over the range and count(EXPR) at its end.
   const topk = /^topk\((\d+), (.*)\)$/s.exec(expr);
   const count = /^count\((.*)\)$/s.exec(expr);
+  // ... and the "others" line, sum(EXPR) - sum(topk(N, EXPR)): one series.
+  const others = /^sum\(.*\) - sum\(topk\(\d+, .*\)\)$/s.test(expr);
   if (topk) expr = topk[2];
-  let labels = series(count && !count[1].startsWith('count(') ? count[1] : expr);
+  let labels = others ? [{}] : series(count && !count[1].startsWith('count(') ? count[1] : expr);
   if (count && !count[1].startsWith('count(')) labels = [{ n: labels.length }];
   if (topk) labels = labels.slice(0, Number(topk[1]));
   if (p === '/api/v1/query_range') {
@@ -84,9 +86,10 @@ async function main() {
   await new Promise((r) => probe.listen(0, '127.0.0.1', r));
   const aport = probe.address().port;
   await new Promise((r) => probe.close(r));
+  const dataDir = require('fs').mkdtempSync('/tmp/mlwatch-first-paint-'); // nothing in /var/lib/mlwatch
   const agent = spawn(bin, ['agent', '--listen', `127.0.0.1:${aport}`, '--store=false', '--collectors', 'self',
-    '--query-url', `http://127.0.0.1:${fport}`, '--state-dir', '/tmp', '--log-level', 'warn'], { stdio: 'inherit' });
-  process.on('exit', () => agent.kill());
+    '--query-url', `http://127.0.0.1:${fport}`, '--data-dir', dataDir, '--log-level', 'warn'], { stdio: 'inherit' });
+  process.on('exit', () => { agent.kill(); require('fs').rmSync(dataDir, { recursive: true, force: true }); });
   const url = `http://127.0.0.1:${aport}`;
   for (let i = 0; i < 100; i++) {
     try {
