@@ -11,7 +11,7 @@
 typedef struct mw_run_settings {
     double work;
     char unit[64];
-    int compare; /* --compare FILE...: a table of --json reports */
+    int compare;    /* --compare FILE...: a table of --json reports */
     char cgroup[8]; /* --run-cgroup: auto, v2, v1, none */
 } mw_run_settings;
 extern const mw_option_group mw_run_options;
