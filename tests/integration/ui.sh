@@ -138,7 +138,8 @@ ok
 start_scraper "${A#http://}" 500ms 400ms
 WAIT_EVERY=0.3 wait_for 30 q_is "$PROM" 'count(count_over_time(mlwatch_gpu_idle_seconds[1m]) > 4) or vector(0)' 3 ||
     fail "Prometheus did not scrape the agent: $(tail -3 "$WORK/prometheus.log")"
-start_agent --root "$root" --collectors self --store=false --query-url "$PROM/" --query-timeout 5s
+start_agent --root "$root" --collectors self --store=false --query-url "$PROM/" --query-timeout 5s \
+    --data-dir "$WORK/data-b" # its own state: two agents share no folder
 B=$AGENT_URL
 expect_eq "config with --query-url" '"query-url" "api/v1" "'"$PROM"'"' \
     "$(curl -s "$B/ui/config.json" | jq -c '.backend, .api, .query_url' | tr '\n' ' ' | sed 's/ $//')"
@@ -161,7 +162,8 @@ ok
 
 # A dead upstream: 502 naming it and what failed.
 dead=$(free_port)
-start_agent --root "$root" --collectors self --store=false --query-url "http://127.0.0.1:$dead"
+start_agent --root "$root" --collectors self --store=false --query-url "http://127.0.0.1:$dead" \
+    --data-dir "$WORK/data-c"
 body=$(curl -s -w ' %{http_code}' "$AGENT_URL/ui/api/v1/query?query=up")
 case "$body" in
 *'"error":"query-url http://127.0.0.1:'"$dead"': Couldn'*' 502') ok ;;
