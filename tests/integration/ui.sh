@@ -107,7 +107,9 @@ cat >"$WORK/expect.json" <<JSON
     "whyslow-2": {"labelsInclude": ["cpu_throttling (critical)", "gpu_thermal_throttle (warning)"]}}},
   "gpu": {"count": 12, "mayBeEmpty": ["gpu-8", "gpu-9", "gpu-10", "gpu-12"], "panels": {
     "gpu-1": {"labels": ["t1 GPU 0", "t1 GPU 1", "t1 GPU 2"]}, "gpu-2": {"series": 6},
-    "gpu-7": {"rows": [{"gpu": "0"}, {"gpu": "1"}, {"gpu": "2"}]},
+    "gpu-7": {"rows": [{"gpu": "0", "ECC errors": 0, "PCIe gen": 5, "max gen": 5, "Width": 16, "max width": 16},
+      {"gpu": "1", "ECC errors": 0, "PCIe gen": 5, "max gen": 5, "Width": 16, "max width": 16},
+      {"gpu": "2", "ECC errors": 12, "PCIe gen": 4, "max gen": 5, "Width": 8, "max width": 16}]},
     "gpu-11": {"rows": [{"gpu": "0", "state": "healthy", "reason": "none"}, {"gpu": "1", "state": "healthy", "reason": "none"}, {"gpu": "2", "state": "healthy", "reason": "none"}]}}},
   "workloads": {"count": 9, "panels": {
     "workloads-1": {"labels": $gpu_pods}, "workloads-2": {"labels": $gpu_pods},

@@ -43,7 +43,11 @@ def write_scenario(step):
         lines.append(f"gpu {i} util={util} memtotal=85520809984 memused={used} power_mw={mw} "
                      f"energy_mj={energy_mj} sm_mhz={1500 if hot else 1980 - 30 * i} "
                      f"sm_max_mhz=1980 mem_mhz=2619 mem_max_mhz=2619 reasons={reasons} "
-                     f"temp={87 if hot else 40 + i} numa={i % 2}")
+                     f"temp={87 if hot else 40 + i} numa={i % 2} "
+                     # GPU 2's link trained down to 4.0 x8, with corrected ECC errors
+                     f"pcie_gen={4 if i == 2 else 5} pcie_gen_max=5 "
+                     f"pcie_width={8 if i == 2 else 16} pcie_width_max=16 "
+                     f"ecc_corrected={12 if i == 2 else 0} ecc_uncorrected=0")
     tmp = scenario + ".tmp"
     with open(tmp, "w") as f:
         f.write("\n".join(lines) + "\n" + PROCS)
