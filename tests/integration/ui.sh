@@ -110,7 +110,7 @@ cat >"$WORK/expect.json" <<JSON
     "gpu-7": {"rows": [{"gpu": "0", "ECC errors": 0, "PCIe gen": 5, "max gen": 5, "Width": 16, "max width": 16},
       {"gpu": "1", "ECC errors": 0, "PCIe gen": 5, "max gen": 5, "Width": 16, "max width": 16},
       {"gpu": "2", "ECC errors": 12, "PCIe gen": 4, "max gen": 5, "Width": 8, "max width": 16}]},
-    "gpu-11": {"rows": [{"gpu": "0", "state": "healthy", "reason": "none"}, {"gpu": "1", "state": "healthy", "reason": "none"}, {"gpu": "2", "state": "healthy", "reason": "none"}]}}},
+    "gpu-11": {"rows": [{"gpu": "0", "state": "healthy", "reason": "none"}, {"gpu": "1", "state": "healthy", "reason": "none"}, {"gpu": "2", "state": "degraded", "reason": "pcie_link_degraded"}]}}},
   "workloads": {"count": 9, "panels": {
     "workloads-1": {"labels": $gpu_pods}, "workloads-2": {"labels": $gpu_pods},
     "workloads-3": {"labels": $gpu_pods}, "workloads-4": {"series": 9},
