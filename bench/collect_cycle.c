@@ -37,7 +37,7 @@ int main(int argc, char **argv)
         return 1;
     }
     mw_procmap *pm = mw_procmap_new(&host);
-    mw_env env = {&cfg, &host, pm, NULL, NULL};
+    mw_env env = {&cfg, &host, pm, NULL, NULL, 0};
     mw_collector_set *set = mw_collector_set_new(&env);
 
     /* Warm up once (first cycle discovers and caches). */

@@ -159,7 +159,7 @@ static double cycle_cost(const char *lib, int cycles, size_t *samples)
     mw_hostfs host;
     if (mw_hostfs_open(&host, node) < 0) exit(1);
     mw_procmap *pm = mw_procmap_new(&host);
-    mw_env env = {&cfg, &host, pm, NULL, NULL};
+    mw_env env = {&cfg, &host, pm, NULL, NULL, 0};
     mw_collector_set *set = mw_collector_set_new(&env);
     mw_gpu_collector_sync();
     mw_snapshot *s = mw_snapshot_new();

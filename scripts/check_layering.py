@@ -16,7 +16,7 @@ import sys
 
 # The rule table, the one place the layering is written down: each folder
 # of src/ and the folders it may include from besides itself.
-UPSTREAM_OF_SINKS = ["core", "proto", "collect", "kube", "derive", "store", "query"]
+UPSTREAM_OF_SINKS = ["core", "proto", "collect", "kube", "derive", "store", "query", "rules"]
 MAY_INCLUDE = {
     "core": [],  # knows no module
     "proto": ["core"],  # wire formats (protobuf): a codec library
@@ -25,6 +25,7 @@ MAY_INCLUDE = {
     "derive": ["core", "collect", "kube"],  # computed from what the inputs read
     "store": ["core", "proto"],  # knows no query API, no module above it
     "query": ["core", "store"],  # PromQL over the store
+    "rules": ["core", "store", "query"],  # recording and alerting rules
     "serve": UPSTREAM_OF_SINKS,  # the sinks see everything upstream,
     "notify": UPSTREAM_OF_SINKS,  # not each other
     "ship": UPSTREAM_OF_SINKS,
@@ -33,11 +34,11 @@ MAY_INCLUDE = {
 }
 
 # Headers a folder publishes for those that plug into it, and who may.
-STAGES = ["collect", "kube", "derive", "store", "query", "serve", "notify", "ship"]
+STAGES = ["collect", "kube", "derive", "store", "query", "rules", "serve", "notify", "ship"]
 INTERFACES = {
     "mlwatch.h": None,  # version and build identity: anyone
     "agent/module.h": STAGES,  # the module contract every stage implements
-    "serve/http.h": ["derive", "store", "query"],  # the router, for modules with routes
+    "serve/http.h": ["derive", "store", "query", "rules"],  # the router, for modules with routes
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

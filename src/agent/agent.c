@@ -98,7 +98,7 @@ static int runtime_open(runtime *rt, const mw_config *cfg, int mode)
     }
     rt->procmap = mw_procmap_new(&rt->host);
     mw_node_health_init(&rt->node_health);
-    rt->env = (mw_env){cfg, &rt->host, rt->procmap, &rt->kube, &rt->node_health};
+    rt->env = (mw_env){cfg, &rt->host, rt->procmap, &rt->kube, &rt->node_health, mode == MW_MODULES_HUB};
     if (mode != MW_MODULES_HUB) rt->set = mw_collector_set_new(&rt->env);
     rt->modules = mw_module_set_new(&rt->env, mode);
     mw_node_name(cfg, rt->node, sizeof(rt->node));
@@ -201,6 +201,7 @@ int mw_agent_run(const mw_config *cfg, int hub)
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGINT);
     sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGHUP); /* not a stop: reloads the rule files (below) */
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -269,6 +270,10 @@ int mw_agent_run(const mw_config *cfg, int hub)
         if (now.tv_sec > next.tv_sec || (now.tv_sec == next.tv_sec && now.tv_nsec > next.tv_nsec))
             next = now; /* a cycle overran the interval: skip ahead instead of bursting */
         stop_signal = sleep_until(&stop_signals, &next);
+        while (stop_signal == SIGHUP) {
+            mw_module_set_reload(rt.modules);
+            stop_signal = sleep_until(&stop_signals, &next);
+        }
     }
     mw_log(MW_LOG_INFO, "agent", "stopping on %s", stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
     mw_http_free(http);

@@ -54,7 +54,7 @@ static int local_open(local_collectors *lc, const mw_config *c)
         return -1;
     }
     lc->pm = mw_procmap_new(&lc->host);
-    lc->env = (mw_env){c, &lc->host, lc->pm, NULL, NULL};
+    lc->env = (mw_env){c, &lc->host, lc->pm, NULL, NULL, 0};
     lc->set = mw_collector_set_new(&lc->env);
     return 0;
 }

@@ -39,6 +39,9 @@ typedef struct mw_module {
     /* optional, called from HTTP threads for /-/ready: 0 when the module
      * serves, or -1 with why it does not (the store while disabled). */
     int (*ready)(void *state, char *why, size_t size);
+    /* optional, on SIGHUP: read its files again (the rule files); a module
+     * whose files are bad keeps what it had and logs why. */
+    void (*reload)(void *state);
 } mw_module;
 
 extern const mw_module *const mw_modules[];
@@ -54,6 +57,8 @@ mw_module_set *mw_module_set_new(const mw_env *env, int mode);
 void mw_module_set_routes(mw_module_set *set, mw_http_server *http);
 void mw_module_set_derive(mw_module_set *set, mw_snapshot *snap);
 void mw_module_set_consume(mw_module_set *set, const mw_snapshot *snap);
+/* SIGHUP: each module's reload, in order. */
+void mw_module_set_reload(mw_module_set *set);
 /* 0 when every module is ready, or -1 with "NAME: why" of the first that
  * is not. */
 int mw_module_set_ready(mw_module_set *set, char *why, size_t size);

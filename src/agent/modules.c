@@ -105,6 +105,12 @@ void mw_module_set_consume(mw_module_set *set, const mw_snapshot *snap)
         if (set->items[i].m->consume) set->items[i].m->consume(set->items[i].state, snap);
 }
 
+void mw_module_set_reload(mw_module_set *set)
+{
+    for (size_t i = 0; i < set->n; i++)
+        if (set->items[i].m->reload) set->items[i].m->reload(set->items[i].state);
+}
+
 int mw_module_set_ready(mw_module_set *set, char *why, size_t size)
 {
     for (size_t i = 0; i < set->n; i++) {

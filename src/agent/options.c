@@ -15,6 +15,7 @@
 #include "../notify/receiver.h"
 #include "../query/api.h"
 #include "../query/query_cmd.h"
+#include "../rules/rules.h"
 #include "../serve/auth.h"
 #include "../serve/http.h"
 
@@ -44,6 +45,8 @@ void mw_options_register_all(void)
     mw_config_register_group(&mw_http_options);
     /* The PromQL engine, whose API agent/store_query.c serves. */
     mw_config_register_group(&mw_query_options);
+    /* The rule evaluator, which agent/store_query.c runs over the store. */
+    mw_config_register_group(&mw_rules_options);
     /* Who may use the HTTP server's routes (serve/auth.c). */
     mw_config_register_group(&mw_auth_options);
     /* Commands' own settings. */

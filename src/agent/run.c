@@ -515,7 +515,7 @@ int mw_run_command(const mw_config *cfg, char **argv, size_t argc)
         return 2;
     }
     mw_procmap *pm = mw_procmap_new(&host);
-    mw_env env = {&c, &host, pm, NULL, NULL};
+    mw_env env = {&c, &host, pm, NULL, NULL, 0};
     mw_collector_set *set = mw_collector_set_new(&env);
     mw_energy *e = mw_energy_new(&p);
     tracker t;

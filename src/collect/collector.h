@@ -46,6 +46,7 @@ typedef struct mw_env {
      * whoever judges GPU health, read by the Node condition; NULL where
      * there is none (one-shot commands, tests). */
     mw_node_health *node_health;
+    int hub; /* `mlwatch hub`: nothing is collected (agent/agent.c) */
 } mw_env;
 
 typedef struct mw_collect_ctx {

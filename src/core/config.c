@@ -274,6 +274,20 @@ static int set_value(char *base, const mw_option *o, const char *v, int append, 
     switch (o->type) {
     case MW_OPT_STRING:
     case MW_OPT_PATH:
+        if (o->repeat && append && field[0]) {
+            size_t have = strlen(field);
+            if (strchr(v, '\n') || have + 1 + strlen(v) >= o->size) {
+                snprintf(why, whysize, "values are longer than %zu characters in all", o->size - 1);
+                return -1;
+            }
+            field[have] = '\n';
+            memcpy(field + have + 1, v, strlen(v) + 1);
+            return 0;
+        }
+        if (strchr(v, '\n') && o->repeat) {
+            snprintf(why, whysize, "value contains a newline");
+            return -1;
+        }
         if (strlen(v) >= o->size) {
             snprintf(why, whysize, "value is longer than %zu characters", o->size - 1);
             return -1;
@@ -461,6 +475,19 @@ static int load_mapping(mw_config *c, const char *name, yaml_document_t *doc, ya
             if (o->section(base, name, doc, v, err, errsize) < 0) return -1;
             continue;
         }
+        if (o->repeat && v->type == YAML_SEQUENCE_NODE) {
+            base[o->offset] = '\0';
+            for (yaml_node_item_t *it = v->data.sequence.items.start;
+                 it < v->data.sequence.items.top; it++) {
+                yaml_node_t *item = yaml_document_get_node(doc, *it);
+                if (!item || item->type != YAML_SCALAR_NODE || !scalar_text(item))
+                    return yaml_fail(err, errsize, name, item ? &item->start_mark : &v->start_mark,
+                                     "%s: list items must be paths", key);
+                if (set_value(base, o, scalar_text(item), 1, why, sizeof(why)) < 0)
+                    return yaml_fail(err, errsize, name, &item->start_mark, "%s: %s", key, why);
+            }
+            continue;
+        }
         if (o->type == MW_OPT_LIST) {
             size_t *count = (size_t *)(void *)(base + o->count_offset);
             *count = 0;
@@ -579,6 +606,8 @@ static int from_args(mw_config *c, int argc, char **argv, int first, char **rest
                      size_t rest_cap, char *err, size_t errsize)
 {
     if (nrest) *nrest = 0;
+    const mw_option *repeated[16]; /* repeatable flags seen so far */
+    size_t nrepeated = 0;
     /* Pass 1: find --config so that the file is applied before other flags. */
     const char *config = NULL;
     for (int i = first; i < argc; i++) {
@@ -649,7 +678,14 @@ static int from_args(mw_config *c, int argc, char **argv, int first, char **rest
         }
         if (strcmp(o->name, "config") == 0) continue; /* handled in pass 1 */
         char why[256];
-        if (set_value(group_base(c, group_index(f.g)), o, v, 0, why, sizeof(why)) < 0) {
+        /* A repeatable flag's first use replaces what the file set. */
+        int again = 0;
+        if (o->repeat) {
+            for (size_t k = 0; k < nrepeated; k++)
+                if (repeated[k] == o) again = 1;
+            if (!again && nrepeated < MW_ARRAY_LEN(repeated)) repeated[nrepeated++] = o;
+        }
+        if (set_value(group_base(c, group_index(f.g)), o, v, again, why, sizeof(why)) < 0) {
             snprintf(err, errsize, "--%s: %s", name, why);
             return -1;
         }

@@ -64,6 +64,10 @@ typedef struct mw_option {
     /* MW_OPT_SECTION (or a scalar row whose YAML value may also be a list or
      * mapping, such as remote_write): parses the node. */
     mw_option_section_fn section;
+    /* MW_OPT_PATH only: the flag may be repeated and the YAML value may be a
+     * list; the values are kept one per line ("a\nb"). A command line's first
+     * use replaces the default and the file's value, later ones add a line. */
+    int repeat;
 } mw_option;
 
 typedef struct mw_option_group {

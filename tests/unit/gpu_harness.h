@@ -82,7 +82,7 @@ static inline gh_session *gh_open_libs(const char *collectors, const char *scena
         0);
     assert_int_equal(mw_hostfs_open(&s->host, s->cfg.root), 0);
     s->procmap = mw_procmap_new(&s->host);
-    s->env = (mw_env){&s->cfg, &s->host, s->procmap, NULL, NULL};
+    s->env = (mw_env){&s->cfg, &s->host, s->procmap, NULL, NULL, 0};
     s->set = mw_collector_set_new(&s->env);
     return s;
 }

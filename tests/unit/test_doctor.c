@@ -255,7 +255,7 @@ static void world_open(world *w)
         0);
     assert_int_equal(mw_hostfs_open(&w->host, w->cfg.root), 0);
     w->pm = mw_procmap_new(&w->host);
-    w->env = (mw_env){&w->cfg, &w->host, w->pm, NULL, NULL};
+    w->env = (mw_env){&w->cfg, &w->host, w->pm, NULL, NULL, 0};
     w->set = mw_collector_set_new(&w->env);
     assert_int_equal(mw_doctor_module.init(&w->env, &w->doctor), 0);
 }

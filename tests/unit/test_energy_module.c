@@ -70,7 +70,7 @@ static void co2_by_the_intervals_mean(void **state)
         mw_config_from_args(&cfg, MW_ARRAY_LEN(argv), argv, 2, NULL, NULL, 0, err, sizeof(err)), 0);
     mw_hostfs host;
     assert_int_equal(mw_hostfs_open(&host, root), 0);
-    mw_env env = {&cfg, &host, NULL, NULL, NULL};
+    mw_env env = {&cfg, &host, NULL, NULL, NULL, 0};
     void *st = NULL;
     assert_int_equal(mw_module_energy.init(&env, &st), 0);
     const int64_t t[] = {NOON_MS + 5000, NOON_MS + 15000, NOON_MS + 25000};

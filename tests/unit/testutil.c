@@ -115,7 +115,7 @@ tu_session *tu_open(const char *root, const char *collectors)
     }
     assert_int_equal(mw_hostfs_open(&s->host, root), 0);
     s->procmap = mw_procmap_new(&s->host);
-    s->env = (mw_env){&s->cfg, &s->host, s->procmap, NULL, NULL};
+    s->env = (mw_env){&s->cfg, &s->host, s->procmap, NULL, NULL, 0};
     s->set = mw_collector_set_new(&s->env);
     return s;
 }
