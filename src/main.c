@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "query/query_cmd.h"
+#include "rules/rules_test_cmd.h"
 #include "mlwatch.h"
 
 #include <stdio.h>
@@ -75,6 +76,12 @@ static const command commands[] = {
      "mlwatch query EXPR [--time T] [--start S --end E --step D] [--url URL] [--json]\n"
      "                            PromQL against the agent on --listen or a Prometheus URL",
      mw_query_command, 1},
+    {"rules",
+     "mlwatch rules test FILE...\n"
+     "                            run promtool-style rule unit tests "
+     "(tests/prometheus/*.test.yml)\n"
+     "                            against mlwatch's own rule evaluator (docs/rules.md)",
+     mw_rules_command, 1},
 };
 
 static void usage(FILE *out)
