@@ -8,6 +8,7 @@
 #include "../core/util.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,13 @@ static json_t *json_num(double v)
 {
     if (v == (double)(long long)v && v > -1e15 && v < 1e15) return json_integer((long long)v);
     return json_real(v);
+}
+
+/* A duration in seconds as Go's Duration.Seconds() gives it: whole
+ * nanoseconds. */
+static json_t *json_seconds(double s)
+{
+    return json_num(floor(s * 1e9 + 0.5) / 1e9);
 }
 
 static json_t *json_pairs(const mw_alert_pair *p, size_t n)
@@ -148,7 +156,7 @@ static json_t *json_rule(const rule_st *rs, int with_alerts)
     }
     json_object_set_new(o, "health", json_string(health_name(rs->health)));
     if (rs->last_error[0]) json_object_set_new(o, "lastError", json_string(rs->last_error));
-    json_object_set_new(o, "evaluationTime", json_num(rs->eval_seconds));
+    json_object_set_new(o, "evaluationTime", json_seconds(rs->eval_seconds));
     json_object_set_new(o, "lastEvaluation", json_time(rs->last_eval_ms));
     json_object_set_new(o, "type", json_string(d->alert ? "alerting" : "recording"));
     return o;
@@ -183,8 +191,24 @@ static void respond_json(mw_http_response *resp, json_t *data)
     json_t *o = json_object();
     json_object_set_new(o, "status", json_string("success"));
     json_object_set_new(o, "data", data);
-    resp->body = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
+    char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
     json_decref(o);
+    /* Go's encoding/json writes <, > and & as \u003c, \u003e, \u0026 (only
+     * strings hold them), so the bodies are Prometheus's byte for byte. */
+    mw_buf b;
+    mw_buf_init(&b, 0);
+    for (const char *p = text ? text : ""; *p; p++) {
+        if (*p == '<')
+            mw_buf_puts(&b, "\\u003c");
+        else if (*p == '>')
+            mw_buf_puts(&b, "\\u003e");
+        else if (*p == '&')
+            mw_buf_puts(&b, "\\u0026");
+        else
+            mw_buf_putc(&b, *p);
+    }
+    free(text);
+    resp->body = mw_buf_steal(&b, NULL);
     resp->status = 200;
     resp->content_type = "application/json";
     resp->len = resp->body ? strlen(resp->body) : 0;
@@ -196,7 +220,8 @@ static void rules_handler(void *cls, const mw_http_request *req, mw_http_respons
     const char *type = mw_http_arg(req, "type");
     if (type && *type && strcmp(type, "alert") != 0 && strcmp(type, "record") != 0) {
         char msg[160];
-        snprintf(msg, sizeof(msg), "unsupported type \"%.100s\"", type);
+        snprintf(msg, sizeof(msg), "invalid parameter \"type\": not supported value \"%.100s\"",
+                 type);
         mw_http_json_error(resp, 400, "bad_data", msg);
         return;
     }
@@ -231,7 +256,7 @@ static void rules_handler(void *cls, const mw_http_request *req, mw_http_respons
         json_object_set_new(o, "rules", rules);
         json_object_set_new(o, "interval", json_num((double)g->interval_ms / 1000));
         json_object_set_new(o, "limit", json_integer(g->def->limit));
-        json_object_set_new(o, "evaluationTime", json_num(g->eval_seconds));
+        json_object_set_new(o, "evaluationTime", json_seconds(g->eval_seconds));
         json_object_set_new(o, "lastEvaluation", json_time(g->last_eval_ms));
         json_array_append_new(list, o);
     }

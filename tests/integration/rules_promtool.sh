@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# rules_promtool.sh - mlwatch's rule evaluator against real Prometheus
+# (Debian's prometheus and promtool): every promtool unit-test file in the
+# repository (tests/prometheus/*.test.yml, tests/rules/*.test.yml) passes
+# both `promtool test rules` and `mlwatch rules test`, and a copy with one
+# expectation changed fails both; and the /api/v1/rules and /api/v1/alerts
+# bodies of an agent and of a Prometheus evaluating the same rule file are
+# the same once the times in them (evaluation times, timestamps) are
+# blanked.
+source "$(dirname "$0")/lib.sh"
+
+command -v promtool >/dev/null || fail "promtool not installed (scripts/install-deps.sh test)"
+command -v prometheus >/dev/null || fail "prometheus not installed (scripts/install-deps.sh test)"
+
+n=0
+for t in "$MLWATCH_SRC"/tests/prometheus/*.test.yml "$MLWATCH_SRC"/tests/rules/*.test.yml; do
+    (cd "$(dirname "$t")" && promtool test rules "$(basename "$t")") >"$WORK/p.txt" 2>&1 ||
+        fail "promtool test rules $t: $(cat "$WORK/p.txt")"
+    "$MLWATCH_BIN" rules test "$t" >"$WORK/m.txt" 2>&1 ||
+        fail "mlwatch rules test $t: $(cat "$WORK/m.txt")"
+    expect_eq "mlwatch rules test $(basename "$t")" "Unit Testing:  $t
+  SUCCESS" "$(cat "$WORK/m.txt")"
+    # One expected annotation or value changed: both must fail.
+    bad="$(dirname "$t")/mutated-$$.test.yml"
+    sed -e '0,/idle for 31m 0s/s//idle for 32m 0s/' -e '0,/(60.0, 2ki)/s//(60.1, 2ki)/' "$t" >"$bad"
+    cmp -s "$t" "$bad" && fail "$t: nothing to mutate"
+    (cd "$(dirname "$t")" && promtool test rules "$(basename "$bad")") >"$WORK/p.txt" 2>&1 &&
+        { rm -f "$bad"; fail "promtool passes the mutated $t"; }
+    "$MLWATCH_BIN" rules test "$bad" >"$WORK/m.txt" 2>&1 &&
+        { rm -f "$bad"; fail "mlwatch rules test passes the mutated $t: $(cat "$WORK/m.txt")"; }
+    rm -f "$bad"
+    grep -q "^  FAILED:" "$WORK/m.txt" || fail "mutated $t: $(cat "$WORK/m.txt")"
+    n=$((n + 1))
+    ok
+done
+expect_eq "test files" 2 "$n"
+
+# --- the API bodies, side by side with Prometheus ---
+RULES=$WORK/api-rules.yml
+cp "$MLWATCH_SRC/tests/rules/api-rules.yml" "$RULES"
+cat >"$WORK/prom.yml" <<EOF
+global:
+  evaluation_interval: 1s
+rule_files:
+  - $RULES
+EOF
+prometheus --config.file="$WORK/prom.yml" --storage.tsdb.path="$WORK/pdata" \
+    --web.listen-address=127.0.0.1:0 >"$WORK/prom.log" 2>&1 &
+PROM_PID=$!
+PIDS+=("$PROM_PID")
+prom_port() { sed -n 's/.*msg="Listening on" address=127.0.0.1:\([0-9]*\).*/\1/p' "$WORK/prom.log" | head -1; }
+prom_listens() { [ -n "$(prom_port)" ]; }
+wait_for 30 prom_listens || fail "prometheus does not listen: $(tail -5 "$WORK/prom.log")"
+PROM_URL="http://127.0.0.1:$(prom_port)"
+start_agent --interval 1s --disable-collectors gpu --shipped-rules off --rule-file "$RULES"
+
+# Blank what differs from run to run: times and evaluation durations.
+blank() {
+    sed -E -e 's/"(lastEvaluation|activeAt)":"[^"]*"/"\1":"T"/g' \
+        -e 's/"evaluationTime":[0-9.e+-]*/"evaluationTime":0/g'
+}
+# Both have evaluated every rule twice (the firing alert fired).
+fired() { curl -s "$1/api/v1/alerts" | grep -q '"state":"firing"'; }
+wait_for 20 fired "$PROM_URL" || fail "prometheus: no firing alert"
+wait_for 20 fired "$AGENT_URL" || fail "mlwatch: no firing alert"
+for path in "/api/v1/rules" "/api/v1/alerts" "/api/v1/rules?type=foo"; do
+    p=$(curl -s "$PROM_URL$path" | blank)
+    m=$(curl -s "$AGENT_URL$path" | blank)
+    expect_eq "$path as Prometheus answers it" "$p" "$m"
+done
+done_ok
