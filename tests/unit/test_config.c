@@ -8,6 +8,7 @@
 #include "collect/collector.h"
 #include "core/config.h"
 #include "core/util.h"
+#include "rules/rules.h"
 #include "testutil.h"
 
 #include <stdio.h>
@@ -533,6 +534,30 @@ static void flags(void **state)
     assert_true(c.interval_ms == 3000);
 }
 
+/* A repeatable path (--rule-file): flags add lines, the first replaces the
+ * file's value; the YAML value may be a list. */
+static void repeatable_paths(void **state)
+{
+    (void)state;
+    mw_config c;
+    char err[1024];
+    mw_config_defaults(&c);
+    const mw_rules_settings *r = mw_config_group(&c, &mw_rules_options);
+    assert_string_equal(r->rule_files, "");
+    assert_int_equal(load(&c, "rule_file: [a.yml, 'r.d/*.yml']\n", err, sizeof(err)), 0);
+    assert_string_equal(r->rule_files, "a.yml\nr.d/*.yml");
+    assert_int_equal(load(&c, "rule_file: one.yml\n", err, sizeof(err)), 0);
+    assert_string_equal(r->rule_files, "one.yml");
+    assert_int_equal(args(&c, err, sizeof(err), NULL, NULL, 0, "--rule-file", "x.yml",
+                          "--rule-file=y.yml", NULL),
+                     0);
+    assert_string_equal(r->rule_files, "x.yml\ny.yml");
+    assert_int_equal(args(&c, err, sizeof(err), NULL, NULL, 0, "--rule-file", "", NULL), 0);
+    assert_string_equal(r->rule_files, "");
+    assert_int_equal(load(&c, "rule_file: [a, {b: c}]\n", err, sizeof(err)), -1);
+    assert_string_equal(err, "t.yaml:1:16: rule_file: list items must be paths");
+}
+
 static void flag_errors(void **state)
 {
     (void)state;
@@ -720,6 +745,7 @@ int main(void)
         cmocka_unit_test(yaml_errors),
         cmocka_unit_test(yaml_files),
         cmocka_unit_test(flags),
+        cmocka_unit_test(repeatable_paths),
         cmocka_unit_test(flag_errors),
         cmocka_unit_test(config_file_and_flags),
         cmocka_unit_test(help_tables),
