@@ -231,7 +231,7 @@ char *mw_rules_firing(mw_rules *r, const char *alertname)
             }
         }
     pthread_mutex_unlock(&r->w.mu);
-    qsort(lines, n, sizeof(*lines), line_cmp);
+    if (n) qsort(lines, n, sizeof(*lines), line_cmp);
     mw_buf out;
     mw_buf_init(&out, 0);
     mw_buf_puts(&out, "");

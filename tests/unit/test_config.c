@@ -549,10 +549,11 @@ static void repeatable_paths(void **state)
     assert_int_equal(load(&c, "rule_file: one.yml\n", err, sizeof(err)), 0);
     assert_string_equal(r->rule_files, "one.yml");
     assert_int_equal(args(&c, err, sizeof(err), NULL, NULL, 0, "--rule-file", "x.yml",
-                          "--rule-file=y.yml", NULL),
+                          "--rule-file=y.yml", (const char *)NULL),
                      0);
     assert_string_equal(r->rule_files, "x.yml\ny.yml");
-    assert_int_equal(args(&c, err, sizeof(err), NULL, NULL, 0, "--rule-file", "", NULL), 0);
+    assert_int_equal(
+        args(&c, err, sizeof(err), NULL, NULL, 0, "--rule-file", "", (const char *)NULL), 0);
     assert_string_equal(r->rule_files, "");
     assert_int_equal(load(&c, "rule_file: [a, {b: c}]\n", err, sizeof(err)), -1);
     assert_string_equal(err, "t.yaml:1:16: rule_file: list items must be paths");
