@@ -134,4 +134,25 @@ kill -HUP "$AGENT_PID"
 reloaded() { curl -s "$AGENT_URL/api/v1/rules" | grep -q '"name":"ForNew"'; }
 wait_for 10 reloaded || fail "the fixed file was not loaded"
 expect_eq "ForLong's activeAt across the reload" "$long_now" "$(active_at_ms ForLong)"
+
+# --- which rules run where (docs/rules.md) ---
+groups() { curl -s "$AGENT_URL/api/v1/rules" | python3 -c 'import json,sys; print(" ".join(g["name"] for g in json.load(sys.stdin)["data"]["groups"]))'; }
+stop_agent() { kill "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null || true; }
+stop_agent
+start_agent --interval 1s --disable-collectors gpu --rule-file "$RULES"
+expect_eq "an agent on its own: shipped rules and its own" "mlwatch-idle.recording mlwatch.alerts agent limited" "$(groups)"
+stop_agent
+start_agent --interval 1s --disable-collectors gpu --rule-file "$RULES" \
+    --remote-write http://127.0.0.1:9/api/v1/write
+expect_eq "a node agent that ships to a hub: only what it is given" "agent limited" "$(groups)"
+stop_agent
+: >"$WORK/agent.log"
+"$MLWATCH_BIN" hub --listen 127.0.0.1:0 --data-dir "$WORK/hub" --state-dir "$WORK/hubstate" \
+    --interval 1s --remote-write http://127.0.0.1:9/api/v1/write >"$WORK/agent.log" 2>&1 &
+AGENT_PID=$!
+PIDS+=("$AGENT_PID")
+wait_for 20 agent_started || fail "the hub does not start: $(cat "$WORK/agent.log")"
+AGENT_URL="http://127.0.0.1:$(agent_port)"
+wait_http "$AGENT_URL/-/ready"
+expect_eq "a hub: the shipped rules" "mlwatch-idle.recording mlwatch.alerts" "$(groups)"
 done_ok
