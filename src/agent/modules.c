@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+extern const mw_module mw_module_alert_send;  /* src/agent/alert_send.c: rules to Alertmanager */
 extern const mw_module mw_doctor_module;      /* src/derive/doctor.c: findings */
 extern const mw_module mw_module_energy;      /* src/derive/energy_module.c: energy, CO2 */
 extern const mw_module mw_module_gpu_health;  /* src/derive/gpu_events.c: GPU events, readiness */
@@ -34,6 +35,7 @@ const mw_module *const mw_modules[] = {
     &mw_module_gpu_health,
     &mw_module_store_query,  /* the store and its PromQL API: after the derivers, before shippers */
     &mw_module_remote_write, /* shippers last: they see every derived sample */
+    &mw_module_alert_send,   /* rule alerts to Alertmanagers (a sink of the evaluator) */
     &mw_module_ui,           /* routes only (web UI); before the agent's catch-all / */
 };
 const size_t mw_nmodules = sizeof(mw_modules) / sizeof(mw_modules[0]);
@@ -44,6 +46,7 @@ const size_t mw_nmodules = sizeof(mw_modules) / sizeof(mw_modules[0]);
 static const mw_module *const hub_modules[] = {
     &mw_module_store_query,
     &mw_module_remote_write,
+    &mw_module_alert_send,
     &mw_module_ui,
 };
 

@@ -42,62 +42,112 @@ struct mw_notifier {
     unsigned enabled; /* bits of mw_receivers[] indices */
     char state_path[PATH_MAX + 64];
     int64_t repeat_ms, last_save_ms;
+    mw_alert_timing timing;
 };
 
 #define OPT(n, t, f, d, h, v) MW_OPT(mw_notify_settings, n, t, f, d, h, v)
 static const mw_option notify_rows[] = {
     OPT("notify-repeat-interval", MW_OPT_DURATION, repeat_interval_ms, "4h",
-        "Repeat a notification for a session still idle after this long", NULL),
+        "Repeat a notification for a session still idle, or a group of rule alerts still "
+        "firing, after this long",
+        NULL),
+    OPT("notify-group-wait", MW_OPT_DURATION, group_wait_ms, "30s",
+        "Rule alerts to the built-in receivers: how long the first message of a group "
+        "(alertname, node) waits for more of its alerts (Alertmanager's group_wait)",
+        NULL),
+    OPT("notify-group-interval", MW_OPT_DURATION, group_interval_ms, "5m",
+        "Rule alerts to the built-in receivers: the least time between two messages of a group, "
+        "for new or resolved alerts (Alertmanager's group_interval)",
+        NULL),
 };
 #undef OPT
 const mw_option_group mw_notify_options =
     MW_OPTION_GROUP("notifications", "src/notify/notify.c", mw_notify_settings, notify_rows, NULL);
 
-static int deliver(receiver *rx, const mw_notify_episode *ep, mw_msg_kind kind, int64_t now)
+/* After a delivery attempt: the counters, and the backoff of a failure. */
+static void record(mw_notifier *n, receiver *rx, int rc, int64_t now)
 {
-    mw_buf b;
-    mw_buf_init(&b, 1 << 20);
-    rx->r->format(rx->state, ep, kind, now, &b);
-    int rc = rx->r->send(rx->state, &b);
-    mw_buf_free(&b);
+    if (rc == 0) {
+        n->dirty = 1;
+        rx->ok++;
+        rx->backoff_ms = 0;
+        return;
+    }
+    rx->failed++;
+    rx->backoff_ms = rx->backoff_ms ? rx->backoff_ms * 2 : BACKOFF_MIN_MS;
+    if (rx->backoff_ms > BACKOFF_MAX_MS) rx->backoff_ms = BACKOFF_MAX_MS;
+    rx->next_try_ms = now + rx->backoff_ms;
+}
+
+static int send_body(receiver *rx, mw_buf *b)
+{
+    int rc = rx->r->send(rx->state, b);
+    mw_buf_free(b);
     return rc;
 }
 
-/* One pass over the table: for each receiver that is due, the first
- * message it lacks. The lock is not held while sending. */
+/* The idle-session messages rx lacks; -1 once one failed. */
+static int deliver_episodes(mw_notifier *n, receiver *rx, int64_t now)
+{
+    int r = rx->index;
+    for (;;) {
+        mw_notify_episode ep;
+        mw_msg_kind kind;
+        pthread_mutex_lock(&n->w.mu);
+        int idx = mw_notify_table_due(&n->table, r, now, n->repeat_ms, &ep, &kind);
+        pthread_mutex_unlock(&n->w.mu);
+        if (idx < 0) return 0;
+        mw_buf b;
+        mw_buf_init(&b, 1 << 20);
+        rx->r->format(rx->state, &ep, kind, now, &b);
+        int rc = send_body(rx, &b);
+        pthread_mutex_lock(&n->w.mu);
+        if (rc == 0) mw_notify_table_delivered(&n->table, &ep, r, kind, now);
+        record(n, rx, rc, now);
+        pthread_mutex_unlock(&n->w.mu);
+        if (rc != 0) return -1;
+    }
+}
+
+/* The rule-alert group messages rx is due (alert_groups.h). */
+static void deliver_groups(mw_notifier *n, receiver *rx, int64_t now)
+{
+    if (!rx->r->format_alerts) return;
+    for (;;) {
+        mw_alert_group_msg msg;
+        pthread_mutex_lock(&n->w.mu);
+        int due = mw_alert_groups_due(&n->table.groups, rx->index, now, &n->timing, &msg);
+        pthread_mutex_unlock(&n->w.mu);
+        if (!due) return;
+        mw_buf b;
+        mw_buf_init(&b, 1 << 20);
+        rx->r->format_alerts(rx->state, &msg, now, &b);
+        int rc = send_body(rx, &b);
+        pthread_mutex_lock(&n->w.mu);
+        if (rc == 0) mw_alert_groups_delivered(&n->table.groups, rx->index, &msg, now);
+        record(n, rx, rc, now);
+        pthread_mutex_unlock(&n->w.mu);
+        mw_alert_group_msg_free(&msg);
+        if (rc != 0) return;
+    }
+}
+
+/* One pass: for each receiver that is due, the messages it lacks. The
+ * lock is not held while sending. */
 static void pass(mw_notifier *n)
 {
     int64_t now = mw_now_ms();
+    pthread_mutex_lock(&n->w.mu);
+    if (mw_alert_groups_expire(&n->table.groups, now)) n->dirty = 1;
+    pthread_mutex_unlock(&n->w.mu);
     for (size_t i = 0; i < n->nrx; i++) {
         receiver *rx = &n->rx[i];
-        int r = rx->index;
         if (now < rx->next_try_ms) continue;
-        for (;;) {
-            mw_notify_episode ep;
-            mw_msg_kind kind;
-            pthread_mutex_lock(&n->w.mu);
-            int idx = mw_notify_table_due(&n->table, r, now, n->repeat_ms, &ep, &kind);
-            pthread_mutex_unlock(&n->w.mu);
-            if (idx < 0) break;
-            int rc = deliver(rx, &ep, kind, now);
-            pthread_mutex_lock(&n->w.mu);
-            if (rc == 0) {
-                mw_notify_table_delivered(&n->table, &ep, r, kind, now);
-                n->dirty = 1;
-                rx->ok++;
-                rx->backoff_ms = 0;
-            } else {
-                rx->failed++;
-                rx->backoff_ms = rx->backoff_ms ? rx->backoff_ms * 2 : BACKOFF_MIN_MS;
-                if (rx->backoff_ms > BACKOFF_MAX_MS) rx->backoff_ms = BACKOFF_MAX_MS;
-                rx->next_try_ms = now + rx->backoff_ms;
-            }
-            pthread_mutex_unlock(&n->w.mu);
-            if (rc != 0) break;
-        }
+        if (deliver_episodes(n, rx, now) == 0) deliver_groups(n, rx, now);
     }
     pthread_mutex_lock(&n->w.mu);
     mw_notify_table_gc(&n->table, n->enabled);
+    mw_alert_groups_gc(&n->table.groups, n->enabled, now);
     /* Structural changes are saved at once; cost figures once a minute. */
     if (n->dirty || now - n->last_save_ms >= 60000) {
         char err[256];
@@ -160,8 +210,9 @@ int mw_notifier_new(const mw_config *cfg, mw_notifier **out, char *err, size_t e
         free(n);
         return 1;
     }
-    n->repeat_ms =
-        ((const mw_notify_settings *)mw_config_group(cfg, &mw_notify_options))->repeat_interval_ms;
+    const mw_notify_settings *ns = mw_config_group(cfg, &mw_notify_options);
+    n->repeat_ms = ns->repeat_interval_ms;
+    n->timing = (mw_alert_timing){ns->group_wait_ms, ns->group_interval_ms, ns->repeat_interval_ms};
     char why[256];
     {
         char merr[PATH_MAX * 3 + 256];
@@ -244,13 +295,25 @@ size_t mw_notifier_open_episodes(mw_notifier *n, mw_notify_episode *out, size_t 
     return k;
 }
 
+void mw_notifier_alerts(void *notifier, const mw_alert *alerts, size_t count, int64_t now_ms)
+{
+    mw_notifier *n = notifier;
+    pthread_mutex_lock(&n->w.mu);
+    if (mw_alert_groups_update(&n->table.groups, alerts, count, now_ms)) {
+        n->dirty = 1;
+        mw_worker_kick_locked(&n->w);
+    }
+    pthread_mutex_unlock(&n->w.mu);
+}
+
 void mw_notifier_kick(mw_notifier *n)
 {
     mw_worker_kick(&n->w);
 }
 
 MW_METRIC(NOTIFICATIONS, MW_COUNTER, "mlwatch_notifications_total", "",
-          "Idle-GPU notification attempts by receiver kind and result (delivered or failed).");
+          "Notification attempts (idle GPU sessions, rule-alert groups) by receiver kind and "
+          "result (delivered or failed).");
 
 void mw_notifier_emit(mw_notifier *n, mw_snapshot *snap)
 {

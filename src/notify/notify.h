@@ -22,6 +22,7 @@
 #include "../core/config.h"
 #include "../core/snapshot.h"
 #include "../derive/idle.h"
+#include "../rules/alert.h"
 
 #include <stdint.h>
 
@@ -36,6 +37,11 @@ typedef struct mw_notifier mw_notifier;
  * (receiver.h). */
 typedef struct mw_notify_settings {
     int64_t repeat_interval_ms;
+    /* Rule alerts (alert_groups.h), grouped by alertname and node as
+     * Alertmanager's group_by: the first message of a group waits
+     * group_wait for the rest of it, the next ones group_interval; a group
+     * still firing is repeated every repeat_interval. */
+    int64_t group_wait_ms, group_interval_ms;
 } mw_notify_settings;
 extern const mw_option_group mw_notify_options;
 
@@ -49,6 +55,9 @@ void mw_notifier_free(mw_notifier *n);
 void mw_notifier_upsert(mw_notifier *n, const mw_notify_episode *ep);
 /* End the open episode of key (with its final figures in ep). */
 void mw_notifier_resolve(mw_notifier *n, const mw_notify_episode *ep);
+/* The alert sink of the built-in receivers (rules/alert.h's send, notifier
+ * as ctx): copies the alerts into the groups and returns. */
+void mw_notifier_alerts(void *notifier, const mw_alert *alerts, size_t n, int64_t now_ms);
 /* Open episodes from the persisted state (after a restart). */
 size_t mw_notifier_open_episodes(mw_notifier *n, mw_notify_episode *out, size_t max);
 /* Wake the thread to deliver now (tests); returns after one delivery pass
@@ -69,6 +78,27 @@ void mw_notify_alertmanager_json(const mw_notify_episode *ep, mw_msg_kind kind, 
 /* RFC 5322 message with headers. */
 void mw_notify_email(const mw_notify_episode *ep, mw_msg_kind kind, int64_t now_ms,
                      const char *from, const char *to, mw_buf *out);
+
+/* One rule-alert message: the alerts of one group (alertname, node) that a
+ * receiver is due: every firing alert of the group first (nfiring), then
+ * those resolved since its last message. */
+typedef struct mw_alert_group_msg {
+    char alertname[256], node[256];
+    mw_alert *alerts; /* deep copies, owned (mw_alert_group_msg_free) */
+    size_t n, nfiring;
+} mw_alert_group_msg;
+void mw_alert_group_msg_free(mw_alert_group_msg *g);
+/* An alert's identity, as Alertmanager's fingerprint: FNV-1a 64 of its
+ * sorted label set (alert_groups.c). */
+uint64_t mw_alert_fingerprint(const mw_alert *a);
+/* Its bodies (alert_format.c), as the idle-session ones above. */
+void mw_alert_group_text(const mw_alert_group_msg *g, mw_buf *out);
+void mw_alert_group_chat_json(const mw_alert_group_msg *g, mw_buf *out);
+/* Alertmanager's webhook payload, version 4: the group's alerts. */
+void mw_alert_group_alertmanager_json(const mw_alert_group_msg *g, const char *external_url,
+                                      mw_buf *out);
+void mw_alert_group_email(const mw_alert_group_msg *g, int64_t now_ms, const char *from,
+                          const char *to, mw_buf *out);
 
 /* Resolve a secret: "file:PATH" (first line), "env:NAME", else the literal.
  * Returns 0, or -1 with a message naming the file or variable (never the

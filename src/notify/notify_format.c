@@ -2,6 +2,7 @@
  * format: plain text (e-mail, chat), Mattermost/Slack JSON, Alertmanager's
  * webhook payload (version 4) and an RFC 5322 e-mail; and reading secrets. */
 #include "notify.h"
+#include "notify_fmt.h"
 #include "../core/hash.h"
 #include "../core/util.h"
 
@@ -12,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-static void rfc3339(int64_t ms, char *out, size_t n)
+void mw_notify_rfc3339(int64_t ms, char *out, size_t n)
 {
     time_t t = (time_t)(ms / 1000);
     struct tm tm;
@@ -81,7 +82,7 @@ static void summary(const mw_notify_episode *ep, mw_msg_kind kind, mw_buf *out)
 void mw_notify_text(const mw_notify_episode *ep, mw_msg_kind kind, int64_t now_ms, mw_buf *out)
 {
     char since[32], dur[32], mem[32], cost[160], wl[300], gpu[160];
-    rfc3339(ep->idle_since_ms, since, sizeof(since));
+    mw_notify_rfc3339(ep->idle_since_ms, since, sizeof(since));
     int64_t end = kind == MW_MSG_RESOLVED && ep->ended_ms ? ep->ended_ms : now_ms;
     human_duration(end - ep->idle_since_ms, dur, sizeof(dur));
     human_bytes(ep->memory_bytes, mem, sizeof(mem));
@@ -97,7 +98,7 @@ void mw_notify_text(const mw_notify_episode *ep, mw_msg_kind kind, int64_t now_m
                   ep->threshold_ratio * 100, since, dur, mem, cost);
 }
 
-static void dump_into(json_t *j, mw_buf *out)
+void mw_notify_dump_json(json_t *j, mw_buf *out)
 {
     char *s = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII);
     if (s) {
@@ -114,7 +115,7 @@ void mw_notify_chat_json(const mw_notify_episode *ep, mw_msg_kind kind, int64_t 
     mw_notify_text(ep, kind, now_ms, &t);
     json_t *j = json_pack("{s:s?, s:s}", "text", t.data, "username", "mlwatch");
     mw_buf_free(&t);
-    if (j) dump_into(j, out);
+    if (j) mw_notify_dump_json(j, out);
 }
 
 /* The alert's identity: Alertmanager's fingerprint is a hash of the label
@@ -131,9 +132,9 @@ void mw_notify_alertmanager_json(const mw_notify_episode *ep, mw_msg_kind kind, 
                                  const char *external_url, mw_buf *out)
 {
     char starts[32], ends[32], fp[20], dur[32], cost[160];
-    rfc3339(ep->idle_since_ms, starts, sizeof(starts));
+    mw_notify_rfc3339(ep->idle_since_ms, starts, sizeof(starts));
     if (kind == MW_MSG_RESOLVED)
-        rfc3339(ep->ended_ms ? ep->ended_ms : now_ms, ends, sizeof(ends));
+        mw_notify_rfc3339(ep->ended_ms ? ep->ended_ms : now_ms, ends, sizeof(ends));
     else
         mw_strlcpy(ends, "0001-01-01T00:00:00Z", sizeof(ends));
     fingerprint(ep, fp, sizeof(fp));
@@ -176,12 +177,10 @@ void mw_notify_alertmanager_json(const mw_notify_episode *ep, mw_msg_kind kind, 
                   "commonAnnotations", ann, "externalURL", external_url, "alerts", alert);
     json_decref(labels);
     json_decref(ann);
-    if (j) dump_into(j, out);
+    if (j) mw_notify_dump_json(j, out);
 }
 
-/* A header value on one line: a label value with a newline must not add
- * headers. */
-static void header_safe(const char *in, char *out, size_t n)
+void mw_notify_header_safe(const char *in, char *out, size_t n)
 {
     size_t i = 0;
     for (; *in && i + 1 < n; in++)
@@ -201,11 +200,11 @@ void mw_notify_email(const mw_notify_episode *ep, mw_msg_kind kind, int64_t now_
     mw_buf s;
     mw_buf_init(&s, 4096);
     summary(ep, kind, &s);
-    header_safe(s.data ? s.data : "", subj, sizeof(subj));
+    mw_notify_header_safe(s.data ? s.data : "", subj, sizeof(subj));
     mw_buf_free(&s);
     char hfrom[300], hto[1100];
-    header_safe(from, hfrom, sizeof(hfrom));
-    header_safe(to, hto, sizeof(hto));
+    mw_notify_header_safe(from, hfrom, sizeof(hfrom));
+    mw_notify_header_safe(to, hto, sizeof(hto));
     /* Message-ID names the episode and the message, so a mail system can
      * spot a duplicate too. */
     mw_buf_printf(out,

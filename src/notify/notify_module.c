@@ -65,6 +65,11 @@ void mw_notify_module_consume(mw_notify_module *m, void *idle_state)
     mw_idle_each_open(idle_state, upsert, m->notifier);
 }
 
+mw_notifier *mw_notify_module_notifier(mw_notify_module *m)
+{
+    return m->notifier;
+}
+
 void mw_notify_module_free(mw_notify_module *m)
 {
     if (!m) return;

@@ -24,6 +24,10 @@ void mw_notify_module_emit(mw_notify_module *m, mw_snapshot *snap);
  * a failure is logged and notifications stay off), then resolve the ended
  * episodes and open or update the open ones. Never blocks. */
 void mw_notify_module_consume(mw_notify_module *m, void *idle_state);
+/* The notifier once consume has started it, else NULL (not started yet, no
+ * receiver configured, or failed): the ctx of mw_notifier_alerts, the
+ * built-in receivers' alert sink (notify.h). */
+struct mw_notifier *mw_notify_module_notifier(mw_notify_module *m);
 void mw_notify_module_free(mw_notify_module *m);
 
 #endif

@@ -15,6 +15,7 @@
 
 void mw_notify_table_free(mw_notify_table *t)
 {
+    mw_alert_groups_free(&t->groups);
     free(t->e);
     memset(t, 0, sizeof(*t));
 }
@@ -144,7 +145,8 @@ int mw_notify_table_save(const mw_notify_table *t, const char *path, char *err, 
     json_t *arr = json_array();
     for (size_t i = 0; i < t->n; i++)
         json_array_append_new(arr, entry_json(&t->e[i]));
-    json_t *root = json_pack("{s:i, s:o}", "version", 1, "episodes", arr);
+    json_t *root = json_pack("{s:i, s:o, s:o}", "version", 1, "episodes", arr, "alert_groups",
+                             mw_alert_groups_json(&t->groups));
     char *text = root ? json_dumps(root, JSON_INDENT(1)) : NULL;
     json_decref(root);
     if (!text) {
@@ -277,6 +279,13 @@ int mw_notify_table_parse(mw_notify_table *t, const char *text, size_t len, char
             return -1;
         }
         nt.n++;
+    }
+    /* Rule alerts: absent from files written before them. */
+    json_t *groups = json_object_get(root, "alert_groups");
+    if (groups && mw_alert_groups_parse(&nt.groups, groups, mw_now_ms(), err, errsize) < 0) {
+        free(nt.e);
+        json_decref(root);
+        return -1;
     }
     json_decref(root);
     mw_notify_table_free(t);

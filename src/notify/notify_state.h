@@ -4,6 +4,7 @@
 #ifndef MW_NOTIFY_STATE_H
 #define MW_NOTIFY_STATE_H
 
+#include "alert_groups.h"
 #include "notify.h"
 #include "receiver.h"
 
@@ -25,6 +26,7 @@ typedef struct mw_notify_entry {
 typedef struct mw_notify_table {
     mw_notify_entry *e;
     size_t n, cap;
+    mw_alert_groups groups; /* rule alerts, in the same file ("alert_groups") */
 } mw_notify_table;
 
 void mw_notify_table_free(mw_notify_table *t);

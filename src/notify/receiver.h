@@ -12,7 +12,8 @@
  *
  * The notifier (notify.c) opens every receiver whose settings name it, and
  * its thread gives each one the messages it has not had: format() makes the
- * body, send() delivers it (0 once the receiver accepted it). What each
+ * body of an idle-session message, format_alerts() that of a rule-alert
+ * group's, send() delivers it (0 once the receiver accepted it). What each
  * receiver has had is kept in the state file under its name, so the order
  * of the registry may change without losing it. */
 #ifndef MW_RECEIVER_H
@@ -43,6 +44,9 @@ typedef struct mw_receiver {
     /* The message body for one episode; now_ms is when it is made. */
     void (*format)(void *state, const mw_notify_episode *ep, mw_msg_kind kind, int64_t now_ms,
                    mw_buf *out);
+    /* The body of one rule-alert group message (notify.h); NULL: the
+     * receiver takes idle-session messages only. */
+    void (*format_alerts)(void *state, const mw_alert_group_msg *g, int64_t now_ms, mw_buf *out);
     /* Deliver the body: 0 when the receiver accepted it, -1 (logged once)
      * to be retried with backoff. Runs on the notifier's thread. */
     int (*send)(void *state, const mw_buf *body);

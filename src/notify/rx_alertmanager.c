@@ -31,6 +31,14 @@ static void alertmanager_format(void *state, const mw_notify_episode *ep, mw_msg
     mw_notify_alertmanager_json(ep, kind, now_ms, a->external_url, out);
 }
 
+static void alertmanager_format_alerts(void *state, const mw_alert_group_msg *g, int64_t now_ms,
+                                       mw_buf *out)
+{
+    (void)now_ms;
+    const mw_json_hook *a = state;
+    mw_alert_group_alertmanager_json(g, a->external_url, out);
+}
+
 static int alertmanager_send(void *state, const mw_buf *body)
 {
     const mw_json_hook *a = state;
@@ -43,6 +51,7 @@ const mw_receiver mw_receiver_alertmanager = {
     .options = &alertmanager_options,
     .open = alertmanager_open,
     .format = alertmanager_format,
+    .format_alerts = alertmanager_format_alerts,
     .send = alertmanager_send,
     .close = mw_json_hook_close,
 };

@@ -121,6 +121,13 @@ static void email_format(void *state, const mw_notify_episode *ep, mw_msg_kind k
     mw_notify_email(ep, kind, now_ms, e->smtp_from, e->smtp_to, out);
 }
 
+static void email_format_alerts(void *state, const mw_alert_group_msg *g, int64_t now_ms,
+                                mw_buf *out)
+{
+    const email *e = state;
+    mw_alert_group_email(g, now_ms, e->smtp_from, e->smtp_to, out);
+}
+
 static int email_send(void *state, const mw_buf *body)
 {
     return send_email(state, body->data ? body->data : "");
@@ -139,6 +146,7 @@ const mw_receiver mw_receiver_email = {
     .options = &email_options,
     .open = email_open,
     .format = email_format,
+    .format_alerts = email_format_alerts,
     .send = email_send,
     .close = email_close,
 };

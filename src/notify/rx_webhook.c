@@ -86,6 +86,14 @@ static void webhook_format(void *state, const mw_notify_episode *ep, mw_msg_kind
     mw_notify_chat_json(ep, kind, now_ms, out);
 }
 
+static void webhook_format_alerts(void *state, const mw_alert_group_msg *g, int64_t now_ms,
+                                  mw_buf *out)
+{
+    (void)state;
+    (void)now_ms;
+    mw_alert_group_chat_json(g, out);
+}
+
 static int webhook_send(void *state, const mw_buf *body)
 {
     const mw_json_hook *w = state;
@@ -98,6 +106,7 @@ const mw_receiver mw_receiver_webhook = {
     .options = &webhook_options,
     .open = webhook_open,
     .format = webhook_format,
+    .format_alerts = webhook_format_alerts,
     .send = webhook_send,
     .close = mw_json_hook_close,
 };
