@@ -36,7 +36,8 @@ def agent_exposition(binary, fake_nvml):
     """The families only a running agent exports (energy, carbon, idle GPU
     sessions, GPU allocations, its modules' self-metrics): one agent on the GPU
     fixture node with the fake NVML and the fake kubelet pod-resources server
-    (one allocated GPU), scraped after a few cycles."""
+    (one allocated GPU), scraped after a few cycles; its Alertmanager (a port
+    where nothing listens) is there for the sender's families."""
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
@@ -58,7 +59,8 @@ def agent_exposition(binary, fake_nvml):
         proc = subprocess.Popen([binary, "agent", "--listen", f"127.0.0.1:{port}", "--interval", "200ms",
                                  "--root", root, "--nvml-library", fake_nvml,
                                  "--rocm-library", "none", "--carbon-intensity", "100",
-                                 "--state-dir", tmp, "--data-dir", tmp, "--log-level", "error"],
+                                 "--state-dir", tmp, "--data-dir", tmp, "--log-level", "error",
+                                 "--alertmanager-url", "http://127.0.0.1:9"],
                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             time.sleep(2.5)

@@ -24,6 +24,9 @@
  *   (kube/podresources.c), carbon-intensity poll (derive/carbon.c) and the
  *   idle-session notifier (notify/notify.c): a pass, then the interval or a
  *   backoff.
+ * - Alertmanager sender (notify/am_sender.c), one per Alertmanager: waits
+ *   with no time limit until the evaluator's alerts kick it, or for a
+ *   retry's backoff.
  * - HTTP server (serve/http.c): the reaper, which closes connections past
  *   their deadlines every 250 ms, and the query lane's threads, which wait
  *   for queued requests on the server's own condition variable (the worker

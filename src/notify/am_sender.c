@@ -100,7 +100,7 @@ static const mw_option am_rows[] = {
         "dropped (mlwatch_alertmanager_dropped_total)",
         check_capacity),
     OPT("alertmanager-ca-file", MW_OPT_PATH, ca_file, "",
-        "CA bundle to verify the Alertmanagers' certificates with (default: the system's)", NULL),
+        "CA bundle to verify the Alertmanagers' certificates with, instead of the system's", NULL),
     OPT("alertmanager-cert-file", MW_OPT_PATH, cert_file, "",
         "Client certificate for the Alertmanagers (TLS client authentication)", NULL),
     OPT("alertmanager-key-file", MW_OPT_PATH, key_file, "", "Key of --alertmanager-cert-file",
