@@ -3,8 +3,8 @@
 Mattermost/Slack incoming webhook or an Alertmanager webhook receiver.
 
 Each POST is answered 200 (like Mattermost's "ok") and appended to --out as
-one JSON line {"path", "content_type", "body"}; a body that is not JSON is
-answered 400, as Mattermost and Slack do. --port 0 picks a free port
+one JSON line {"path", "content_type", "authorization", "body"}; a body that
+is not JSON is answered 400, as Mattermost and Slack do. --port 0 picks a free port
 (written to --port-file); a fixed --port lets a test stop the receiver and
 start it again on the same address.
 """
@@ -36,6 +36,7 @@ class Handler(BaseHTTPRequestHandler):
             with open(self.server.out, "a") as f:
                 f.write(json.dumps({"path": self.path,
                                     "content_type": self.headers.get("Content-Type"),
+                                    "authorization": self.headers.get("Authorization"),
                                     "body": body}) + "\n")
         self.send_response(status)
         self.send_header("Content-Type", "text/plain")

@@ -20,22 +20,15 @@
 #include <unistd.h>
 
 #define T0 1764680400000LL /* 2025-12-02T13:00:00Z */
-static const mw_alert_timing TIMING = {.group_wait_ms = 30000,
-                                       .group_interval_ms = 300000,
-                                       .repeat_ms = 4 * 3600 * 1000LL};
+static const mw_alert_timing TIMING = {
+    .group_wait_ms = 30000, .group_interval_ms = 300000, .repeat_ms = 4 * 3600 * 1000LL};
 
-static mw_alert_pair IDLE_A[] = {{"alertname", "MlwatchIdleGPUSession"},
-                                 {"gpu", "0"},
-                                 {"node", "n1"},
-                                 {"pod", "nb-0"}};
-static mw_alert_pair IDLE_B[] = {{"alertname", "MlwatchIdleGPUSession"},
-                                 {"gpu", "1"},
-                                 {"node", "n1"},
-                                 {"pod", "nb-1"}};
-static mw_alert_pair IDLE_N2[] = {{"alertname", "MlwatchIdleGPUSession"},
-                                  {"gpu", "0"},
-                                  {"node", "n2"},
-                                  {"pod", "nb-9"}};
+static mw_alert_pair IDLE_A[] = {
+    {"alertname", "MlwatchIdleGPUSession"}, {"gpu", "0"}, {"node", "n1"}, {"pod", "nb-0"}};
+static mw_alert_pair IDLE_B[] = {
+    {"alertname", "MlwatchIdleGPUSession"}, {"gpu", "1"}, {"node", "n1"}, {"pod", "nb-1"}};
+static mw_alert_pair IDLE_N2[] = {
+    {"alertname", "MlwatchIdleGPUSession"}, {"gpu", "0"}, {"node", "n2"}, {"pod", "nb-9"}};
 static mw_alert_pair SUMMARY[] = {{"summary", "Idle GPU 0 on n1 held by shared/nb-0"}};
 
 static mw_alert alert(mw_alert_pair *labels, int64_t starts, int resolved, int64_t ends)
@@ -91,10 +84,8 @@ static void grouped_with_wait_and_interval(void **st)
     assert_int_equal(due(&t, 1, T0 + 60000, &f, &n), 0);
     assert_int_equal(n, 2);
     /* A new alert in n1's group waits for group_interval after the last. */
-    mw_alert_pair c[] = {{"alertname", "MlwatchIdleGPUSession"},
-                         {"gpu", "2"},
-                         {"node", "n1"},
-                         {"pod", "nb-2"}};
+    mw_alert_pair c[] = {
+        {"alertname", "MlwatchIdleGPUSession"}, {"gpu", "2"}, {"node", "n1"}, {"pod", "nb-2"}};
     mw_alert third = alert(c, T0 + 100000, 0, T0 + 400000);
     assert_int_equal(mw_alert_groups_update(&t, &third, 1, T0 + 100000), 1);
     assert_int_equal(due(&t, 0, T0 + 329999, &f, &n), -1);
@@ -302,7 +293,8 @@ static void bodies(void **st)
     mw_alert_group_email(&m, T0, "mlwatch <a@x>", "b@x", &b);
     assert_non_null(strstr(b.data, "\r\nSubject: [mlwatch] [FIRING:1] MlwatchIdleGPUSession on "
                                    "n1\r\n"));
-    assert_non_null(strstr(b.data, "\r\n\r\n[FIRING:1] MlwatchIdleGPUSession on n1\r\nFiring:\r\n"));
+    assert_non_null(
+        strstr(b.data, "\r\n\r\n[FIRING:1] MlwatchIdleGPUSession on n1\r\nFiring:\r\n"));
     mw_buf_free(&b);
     mw_alert_group_msg_free(&m);
 }
