@@ -148,16 +148,21 @@ static void pass(mw_notifier *n)
     pthread_mutex_lock(&n->w.mu);
     mw_notify_table_gc(&n->table, n->enabled);
     mw_alert_groups_gc(&n->table.groups, n->enabled, now);
-    /* Structural changes are saved at once; cost figures once a minute. */
-    if (n->dirty || now - n->last_save_ms >= 60000) {
-        char err[256];
-        if (n->state_path[0] &&
-            mw_notify_table_save(&n->table, n->state_path, err, sizeof(err)) < 0)
-            mw_log_once(MW_LOG_WARN, "notify", "save", "cannot save state: %s", err);
+    /* Structural changes are saved at once; cost figures once a minute.
+     * The text is made under the lock, written without it: the collection
+     * loop and the rule evaluator, which take the lock, never wait for the
+     * disk. */
+    char *text = NULL;
+    if (n->state_path[0] && (n->dirty || now - n->last_save_ms >= 60000)) {
+        text = mw_notify_table_encode(&n->table);
         n->dirty = 0;
         n->last_save_ms = now;
     }
     pthread_mutex_unlock(&n->w.mu);
+    char err[256];
+    if (text && mw_notify_state_write(n->state_path, text, err, sizeof(err)) < 0)
+        mw_log_once(MW_LOG_WARN, "notify", "save", "cannot save state: %s", err);
+    free(text);
 }
 
 static void *run(void *arg)

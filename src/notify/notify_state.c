@@ -140,7 +140,7 @@ static json_t *entry_json(const mw_notify_entry *e)
     return o;
 }
 
-int mw_notify_table_save(const mw_notify_table *t, const char *path, char *err, size_t errsize)
+char *mw_notify_table_encode(const mw_notify_table *t)
 {
     json_t *arr = json_array();
     for (size_t i = 0; i < t->n; i++)
@@ -149,16 +149,28 @@ int mw_notify_table_save(const mw_notify_table *t, const char *path, char *err, 
                              mw_alert_groups_json(&t->groups));
     char *text = root ? json_dumps(root, JSON_INDENT(1)) : NULL;
     json_decref(root);
+    return text;
+}
+
+int mw_notify_table_save(const mw_notify_table *t, const char *path, char *err, size_t errsize)
+{
+    char *text = mw_notify_table_encode(t);
     if (!text) {
         snprintf(err, errsize, "cannot encode the state");
         return -1;
     }
+    int rc = mw_notify_state_write(path, text, err, errsize);
+    free(text);
+    return rc;
+}
+
+int mw_notify_state_write(const char *path, const char *text, char *err, size_t errsize)
+{
     char tmp[PATH_MAX + 80];
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
         snprintf(err, errsize, "%s: %s", tmp, strerror(errno));
-        free(text);
         return -1;
     }
     size_t len = strlen(text), off = 0;
@@ -172,7 +184,6 @@ int mw_notify_table_save(const mw_notify_table *t, const char *path, char *err, 
         }
         off += (size_t)w;
     }
-    free(text);
     if (rc == 0 && fsync(fd) != 0) rc = -1;
     int saved = errno;
     close(fd);

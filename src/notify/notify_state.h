@@ -49,6 +49,11 @@ int mw_notify_table_parse(mw_notify_table *t, const char *text, size_t len, char
                           size_t errsize);
 int mw_notify_table_load(mw_notify_table *t, const char *path, char *err, size_t errsize);
 int mw_notify_table_save(const mw_notify_table *t, const char *path, char *err, size_t errsize);
+/* The two halves of save: the text (NULL when it cannot be made; the
+ * caller frees it), made under the notifier's lock, and its atomic write,
+ * outside it, so that no one waits for the disk while holding the lock. */
+char *mw_notify_table_encode(const mw_notify_table *t);
+int mw_notify_state_write(const char *path, const char *text, char *err, size_t errsize);
 
 #define MW_NOTIFY_STATE_FILE "idle-notifications.json"
 /* DATA_DIR/state/idle-notifications.json (mw_state_dir). */
