@@ -3,8 +3,9 @@
 # and to the built-in receivers (Mattermost-style webhook), issue 26:
 #   - an idle-session alert and a GPU alert fire, then resolve: the
 #     Alertmanager's webhook receiver gets each firing and each resolved
-#     exactly once, and so does the built-in chat webhook (one message per
-#     group: alertname and node);
+#     exactly once, and so do the built-in chat webhook and the built-in
+#     receiver of Alertmanager's webhook payload (one message per group:
+#     alertname and node);
 #   - the Alertmanager is down when they fire: they reach it once it is up
 #     (queue and retry), counted in mlwatch_alertmanager_*;
 #   - a restarted agent sends nothing twice through the built-in receivers,
@@ -86,13 +87,16 @@ start_am() {
 agent_args=(--root "$MLWATCH_FIXTURES/bare-vm" --collectors loadavg --nvml-library none
     --rocm-library none --interval 200ms --node-name t1
     --alertmanager-url "http://127.0.0.1:$AMPORT/" --alertmanager-bearer-token-file "$WORK/am-token"
-    --notify-webhook "file:$WORK/chat-url" --notify-group-wait 500ms --notify-group-interval 1s)
+    --notify-webhook "file:$WORK/chat-url" --notify-alertmanager-webhook "$RX/v4"
+    --notify-group-wait 500ms --notify-group-interval 1s)
 
 AMF='(.path == "/am")'
 CHAT='(.path == "/hooks/'$SECRET'")'
 # am_count NAME STATUS: Alertmanager notifications carrying alert NAME with STATUS.
 am_count() { got_count "$AMF and ([.body.alerts[] | select(.labels.alertname == \"$1\" and .status == \"$2\")] | length > 0)"; }
 chat_count() { got_count "$CHAT and (.body.text | startswith(\"$1\"))"; }
+# v4_count NAME STATUS: built-in Alertmanager-payload messages of group NAME.
+v4_count() { got_count "(.path == \"/v4\") and .body.groupLabels.alertname == \"$1\" and .body.status == \"$2\""; }
 metric() { curl -sf "$AGENT_URL/metrics" | awk -v m="$1" 'index($0, m) == 1 { print $2 }'; }
 # For wait_for, which runs a command again and again:
 am_at_least() { [ "$(am_count "$1" "$2")" -ge "$3" ]; }
@@ -177,12 +181,21 @@ expect_eq "chat: idle resolved" 1 "$(chat_count '[RESOLVED] MlwatchIdleGPUSessio
 expect_eq "chat: GPU lost resolved" 1 "$(chat_count '[RESOLVED] MlwatchGPULost on t1')"
 expect_eq "Alertmanager: firing still once" 1 "$(am_count MlwatchIdleGPUSession firing)"
 expect_eq "chat messages in all" 4 "$(got_count "$CHAT")"
+# The same through the built-in receiver of Alertmanager's webhook payload.
+for name in MlwatchIdleGPUSession MlwatchGPULost; do
+    for status in firing resolved; do
+        expect_eq "payload v4: $name $status" 1 "$(v4_count $name $status)"
+    done
+done
+expect_eq "payload v4 groupKey" '{}:{alertname="MlwatchGPULost", node="t1"}' \
+    "$(jq -r 'select(.path == "/v4") | .body.groupKey' "$WORK/got.jsonl" | sort -u | head -1)"
 
 # 4. A restart while the evaluator still re-sends the resolved alerts: no
 #    resolved message again.
 restart_agent resolved
 sleep 3
 expect_eq "chat messages after a restart when resolved" 4 "$(got_count "$CHAT")"
+expect_eq "payload v4 messages after a restart when resolved" 4 "$(got_count '.path == "/v4"')"
 feed none
 sleep 0.5
 
