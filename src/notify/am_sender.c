@@ -227,6 +227,13 @@ void mw_am_target_enqueue(mw_am_target *t, const char *json)
     pthread_mutex_unlock(&t->w.mu);
 }
 
+void mw_am_target_drop(mw_am_target *t)
+{
+    pthread_mutex_lock(&t->w.mu);
+    t->rejected++;
+    pthread_mutex_unlock(&t->w.mu);
+}
+
 /* Timeouts, broken connections, 5xx and 429 may pass; another answer
  * would come again. */
 static int retryable(int rc, long status)
@@ -396,13 +403,22 @@ void mw_am_sender_send(void *sender, const mw_alert *alerts, size_t n, int64_t n
     (void)now_ms;
     mw_am_sender *s = sender;
     mw_buf b;
-    mw_buf_init(&b, 0);
+    mw_buf_init(&b, MW_AM_MAX_ALERT_BYTES);
     for (size_t i = 0; i < n; i++) {
         mw_buf_clear(&b);
+        b.overflow = 0;
         mw_am_alert_json(&alerts[i], &b);
-        if (!b.data) continue;
-        for (size_t j = 0; j < s->n; j++)
-            mw_am_target_enqueue(s->t[j], b.data);
+        int too_large = b.overflow || !b.data;
+        if (too_large)
+            mw_log_once(MW_LOG_WARN, "alertmanager", "too large",
+                        "an alert larger than %d bytes is dropped (its annotations?)",
+                        MW_AM_MAX_ALERT_BYTES);
+        for (size_t j = 0; j < s->n; j++) {
+            if (too_large)
+                mw_am_target_drop(s->t[j]);
+            else
+                mw_am_target_enqueue(s->t[j], b.data);
+        }
     }
     mw_buf_free(&b);
 }

@@ -26,8 +26,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MW_AM_MAX 8    /* Alertmanagers in --alertmanager-url */
-#define MW_AM_BATCH 64 /* alerts per POST, as Prometheus's maxBatchSize */
+#define MW_AM_MAX 8                        /* Alertmanagers in --alertmanager-url */
+#define MW_AM_BATCH 64                     /* alerts per POST, as Prometheus's maxBatchSize */
+#define MW_AM_MAX_ALERT_BYTES (256 * 1024) /* one alert's JSON; larger ones are dropped */
 #define MW_AM_BACKOFF_MIN_MS 500
 #define MW_AM_BACKOFF_MAX_MS 30000
 
@@ -90,6 +91,8 @@ mw_am_target *mw_am_target_new(const char *base_url, const mw_am_settings *s, si
                                mw_am_post_fn post, void *cls);
 void mw_am_target_free(mw_am_target *t);
 void mw_am_target_enqueue(mw_am_target *t, const char *json);
+/* An alert that could not be queued (larger than MW_AM_MAX_ALERT_BYTES). */
+void mw_am_target_drop(mw_am_target *t);
 /* One attempt: POST the next batch if any. Returns how long to wait before
  * the next attempt: 0 when more is queued, the backoff after a failure,
  * -1 when the queue is empty. */

@@ -11,6 +11,7 @@
 #include "core/config.h"
 #include "notify/am_sender.h"
 #include "rules/alert.h"
+#include "testutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,6 +299,38 @@ static void settings_from_yaml_list(void **st)
     unlink(path);
 }
 
+/* The sender as a sink: an alert too large to queue is dropped and counted
+ * on every Alertmanager, the others queue (nothing listens there). */
+static void sender_bounds_an_alert(void **st)
+{
+    (void)st;
+    mw_am_settings s = settings();
+    snprintf(s.urls, sizeof(s.urls), "http://127.0.0.1:1,http://127.0.0.1:2");
+    mw_am_sender *sender = NULL;
+    char err[256];
+    assert_int_equal(mw_am_sender_new(&s, &sender, err, sizeof(err)), 0);
+    char *huge = malloc(MW_AM_MAX_ALERT_BYTES + 1);
+    memset(huge, 'x', MW_AM_MAX_ALERT_BYTES);
+    huge[MW_AM_MAX_ALERT_BYTES] = '\0';
+    mw_alert_pair ann[] = {{"description", huge}};
+    mw_alert alerts[2] = {idle_alert(), idle_alert()};
+    alerts[0].annotations = ann;
+    alerts[0].nannotations = 1;
+    mw_am_sender_send(sender, alerts, 2, 0);
+    mw_snapshot *snap = mw_snapshot_new();
+    mw_am_sender_emit(sender, snap);
+    assert_true(tu_value(snap, "mlwatch_alertmanager_dropped_total", "alertmanager",
+                         "http://127.0.0.1:1", NULL) == 1);
+    assert_true(tu_value(snap, "mlwatch_alertmanager_dropped_total", "alertmanager",
+                         "http://127.0.0.1:2", NULL) == 1);
+    assert_true(tu_value(snap, "mlwatch_alertmanager_queue_length", "alertmanager",
+                         "http://127.0.0.1:2", NULL) == 1);
+    assert_true(tu_value(snap, "mlwatch_alertmanager_discovered", NULL) == 2);
+    mw_snapshot_free(snap);
+    mw_am_sender_free(sender);
+    free(huge);
+}
+
 /* The registry of sinks: each batch reaches every sink, a removed one none. */
 static size_t got_a, got_b;
 static void sink_a(void *ctx, const mw_alert *alerts, size_t n, int64_t now_ms)
@@ -342,7 +375,7 @@ int main(void)
         cmocka_unit_test(queue_bound),         cmocka_unit_test(batches_of_64),
         cmocka_unit_test(retry_with_backoff),  cmocka_unit_test(backoff_capped),
         cmocka_unit_test(settings_from_flags), cmocka_unit_test(settings_from_yaml_list),
-        cmocka_unit_test(sink_registry),
+        cmocka_unit_test(sink_registry),       cmocka_unit_test(sender_bounds_an_alert),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
