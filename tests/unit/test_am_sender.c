@@ -314,8 +314,8 @@ static void sender_bounds_an_alert(void **st)
     huge[MW_AM_MAX_ALERT_BYTES] = '\0';
     mw_alert_pair ann[] = {{"description", huge}};
     mw_alert alerts[2] = {idle_alert(), idle_alert()};
-    alerts[0].annotations = ann;
-    alerts[0].nannotations = 1;
+    alerts[1].annotations = ann; /* after one that was queued */
+    alerts[1].nannotations = 1;
     mw_am_sender_send(sender, alerts, 2, 0);
     mw_snapshot *snap = mw_snapshot_new();
     mw_am_sender_emit(sender, snap);
