@@ -320,12 +320,12 @@ static void sender_bounds_an_alert(void **st)
     mw_snapshot *snap = mw_snapshot_new();
     mw_am_sender_emit(sender, snap);
     assert_true(tu_value(snap, "mlwatch_alertmanager_dropped_total", "alertmanager",
-                         "http://127.0.0.1:1", NULL) == 1);
+                         "http://127.0.0.1:1", MW_END) == 1);
     assert_true(tu_value(snap, "mlwatch_alertmanager_dropped_total", "alertmanager",
-                         "http://127.0.0.1:2", NULL) == 1);
+                         "http://127.0.0.1:2", MW_END) == 1);
     assert_true(tu_value(snap, "mlwatch_alertmanager_queue_length", "alertmanager",
-                         "http://127.0.0.1:2", NULL) == 1);
-    assert_true(tu_value(snap, "mlwatch_alertmanager_discovered", NULL) == 2);
+                         "http://127.0.0.1:2", MW_END) == 1);
+    assert_true(tu_value(snap, "mlwatch_alertmanager_discovered", MW_END) == 2);
     mw_snapshot_free(snap);
     mw_am_sender_free(sender);
     free(huge);
