@@ -33,9 +33,12 @@ const mw_module *const mw_modules[] = {
     &mw_module_idle_notify,
     &mw_doctor_module,
     &mw_module_gpu_health,
-    &mw_module_store_query,  /* the store and its PromQL API: after the derivers, before shippers */
+    /* Rule alerts to Alertmanagers, a sink of the rule evaluator: before the
+     * store module that runs the evaluator, so that it is destroyed after
+     * the evaluator stopped (modules are destroyed in reverse order). */
+    &mw_module_alert_send,
+    &mw_module_store_query,  /* the store, its PromQL API, the rules: after the derivers */
     &mw_module_remote_write, /* shippers last: they see every derived sample */
-    &mw_module_alert_send,   /* rule alerts to Alertmanagers (a sink of the evaluator) */
     &mw_module_ui,           /* routes only (web UI); before the agent's catch-all / */
 };
 const size_t mw_nmodules = sizeof(mw_modules) / sizeof(mw_modules[0]);
@@ -44,9 +47,9 @@ const size_t mw_nmodules = sizeof(mw_modules) / sizeof(mw_modules[0]);
  * energy, idle sessions, findings) would see an empty host, so it runs only
  * these, which work on what agents remote-write to it. */
 static const mw_module *const hub_modules[] = {
+    &mw_module_alert_send,
     &mw_module_store_query,
     &mw_module_remote_write,
-    &mw_module_alert_send,
     &mw_module_ui,
 };
 
