@@ -10,7 +10,7 @@ what=${1:-build}
 # run time only when a feature needs them, see src/core/lazylib.c).
 build_pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libyaml-dev zlib1g-dev
             libprotobuf-c-dev protobuf-c-compiler libsnappy-dev libcurl4-openssl-dev
-            libjansson-dev libssl-dev libfreeipmi17 libisal-dev libre2-dev)
+            libjansson-dev libssl-dev libfreeipmi17 libisal-dev libre2-dev libzstd-dev)
 # The test suite: unit tests, fuzzers, lint, and the real peers it runs
 # against (Prometheus, promtool, Alertmanager, VictoriaMetrics, an SMTP sink),
 # and libcurl's GnuTLS flavour (remote_write_tls_gnutls.sh); the container

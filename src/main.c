@@ -10,6 +10,7 @@
 #include "core/util.h"
 #include "query/query_cmd.h"
 #include "rules/rules_test_cmd.h"
+#include "store/inspect.h"
 #include "mlwatch.h"
 
 #include <stdio.h>
@@ -82,6 +83,11 @@ static const command commands[] = {
      "(tests/prometheus/*.test.yml)\n"
      "                            against mlwatch's own rule evaluator (docs/rules.md)",
      mw_rules_command, 1},
+    {"store",
+     "mlwatch store inspect DIR\n"
+     "                            what a data folder holds: blocks, time ranges, series,\n"
+     "                            samples, bytes per sample, chunk encodings (docs/store.md)",
+     mw_store_command, 1},
 };
 
 static void usage(FILE *out)

@@ -1,8 +1,10 @@
 /* block.c - writing and reading immutable block files.
  *
  * Layout (little-endian):
- *   "MWBLOCK1"
- *   chunk data: Gorilla chunks back to back
+ *   "MWBLOCK1" (the magic of every format version)
+ *   chunk data: chunks back to back: format 1 Gorilla chunks of up to 480
+ *               samples; format 2 tscodec.h chunks of up to 2880 (12 h at
+ *               15 s), each chosen per chunk and zstd-compressed
  *   symbols:    per symbol: uvarint length, bytes, NUL (sorted, so symbol
  *               order is string order); then u32 offset of each
  *   series:     per series: uvarint nlabels, {uvarint name, uvarint value},
@@ -11,8 +13,10 @@
  *               multiple of 8 bytes; then u64 offset of each series
  *   postings:   sorted u32 series ids per label pair; then a table of
  *               {u32 name, u32 value, u64 offset, u32 count} sorted by pair
- *   footer:     the section offsets and counts, the block's meta, u32 crc32
- *               of everything from the symbols to here, "MWBLKEND"
+ *   footer:     the section offsets and counts, the block's meta, the
+ *               format version (0 in blocks of format 1, written before it
+ *               was recorded), u32 crc32 of everything from the symbols to
+ *               here, "MWBLKEND"
  * Only the chunks a query needs are touched; the index is checked once at
  * open (read with pread, so checking does not add to the resident set). */
 #include "block.h"
@@ -20,6 +24,7 @@
 #include "../core/bytes.h"
 #include "../core/log.h"
 #include "../core/util.h"
+#include "tscodec.h"
 #include "varint.h"
 
 #include <errno.h>
@@ -37,8 +42,10 @@ static const char blk_magic[8] = {'M', 'W', 'B', 'L', 'O', 'C', 'K', '1'};
 static const char blk_end[8] = {'M', 'W', 'B', 'L', 'K', 'E', 'N', 'D'};
 #define FOOTER_WORDS 19 /* u64 fields before the crc */
 #define FOOTER_SIZE (FOOTER_WORDS * 8 + 4 + 8)
-/* Re-encoded chunks hold up to this many samples. */
-#define BLOCK_CHUNK_SAMPLES 480
+/* Re-encoded chunks hold up to this many samples (format 2: the per-chunk
+ * costs, index entry and zstd frame, spread over 12 h at 15 s). */
+#define BLOCK_CHUNK_SAMPLES 2880
+_Static_assert(BLOCK_CHUNK_SAMPLES <= MW_TSC_MAX_SAMPLES, "chunks the codec takes");
 
 int mw_labels_cmp(const mw_label *a, size_t na, const mw_label *b, size_t nb)
 {
@@ -63,6 +70,7 @@ struct mw_block {
     mw_block_meta meta;
     uint64_t sym_off, symtab_off, series_off, seriestab_off, post_off, ptab_off, index_end;
     uint64_t nsym, npost;
+    uint32_t version; /* block format */
 };
 
 static const char *sym_str(const mw_block *b, uint32_t sym, size_t *len)
@@ -126,6 +134,17 @@ static int check_block(mw_block *b, char *err, size_t errsize)
     b->meta.level = (uint32_t)w[14];
     b->meta.chunk_seq_min = (uint32_t)w[15];
     b->meta.chunk_seq_max = (uint32_t)w[16];
+    b->version = w[17] ? (uint32_t)w[17] : 1;
+    if (w[17] > MW_BLOCK_FORMAT) {
+        /* Checked before anything else of the index: a newer build may
+         * have changed it. Not corrupt: the caller keeps the file. */
+        snprintf(err, errsize,
+                 "written in block format %llu, newer than this build reads (formats 1 to %d): "
+                 "run a newer mlwatch on this data folder, or move the block away",
+                 (unsigned long long)w[17], MW_BLOCK_FORMAT);
+        return -2;
+    }
+    b->meta.version = b->version;
     b->index_end = b->size - FOOTER_SIZE;
     uint64_t end = b->index_end;
     /* Sections in order, each table the size its count says. */
@@ -198,8 +217,10 @@ mw_block *mw_block_open_mem(const uint8_t *p, size_t n, char *err, size_t errsiz
     b->p = p;
     b->size = n;
     atomic_store(&b->refs, 1);
-    if (check_block(b, err, errsize) < 0) {
+    int rc = check_block(b, err, errsize);
+    if (rc < 0) {
         free(b);
+        errno = rc == -2 ? ENOTSUP : EINVAL;
         return NULL;
     }
     return b;
@@ -231,9 +252,11 @@ mw_block *mw_block_open(const char *path, char *err, size_t errsize)
     b->mapped = 1;
     mw_strlcpy(b->path, path, sizeof(b->path));
     atomic_store(&b->refs, 1);
-    if (check_block(b, err, errsize) < 0) {
+    int rc = check_block(b, err, errsize);
+    if (rc < 0) {
         munmap(m, b->size);
         free(b);
+        errno = rc == -2 ? ENOTSUP : EINVAL;
         return NULL;
     }
     return b;
@@ -311,17 +334,74 @@ int mw_block_read(const mw_block *b, uint32_t id, int64_t mint, int64_t maxt, mw
             out->damaged++;
             continue;
         }
-        mw_gorilla_dec d;
-        mw_gorilla_dec_init(&d, b->p + off, len, (uint32_t)n);
-        int64_t t;
-        double v;
-        while (mw_gorilla_next(&d, &t, &v) == 1) {
-            if (t < mint) continue;
-            if (t > maxt) break;
-            if (mw_samples_push(out, t, v) < 0) return -1;
+        if (b->version == 1) {
+            mw_gorilla_dec d;
+            mw_gorilla_dec_init(&d, b->p + off, len, (uint32_t)n);
+            int64_t t;
+            double v;
+            while (mw_gorilla_next(&d, &t, &v) == 1) {
+                if (t < mint) continue;
+                if (t > maxt) break;
+                if (mw_samples_push(out, t, v) < 0) return -1;
+            }
+            continue;
         }
+        /* Format 2: the whole chunk decoded in place past the samples
+         * already there, then the range kept. */
+        if (n == 0 || n > MW_TSC_MAX_SAMPLES) return -2;
+        if (out->cap - out->n < n) {
+            size_t cap = out->cap ? out->cap : 64;
+            while (cap - out->n < n)
+                cap *= 2;
+            out->t = mw_xrealloc(out->t, cap * sizeof(int64_t));
+            out->v = mw_xrealloc(out->v, cap * sizeof(double));
+            out->cap = cap;
+        }
+        int64_t *ct = out->t + out->n;
+        double *cv = out->v + out->n;
+        if (mw_tsc_decode(b->p + off, len, (uint32_t)n, ct, cv, NULL) < 0) {
+            mw_log_once(MW_LOG_ERROR, "store", b->path,
+                        "block %s: chunk at offset %llu does not decode; its samples are skipped",
+                        b->path, (unsigned long long)off);
+            out->damaged++;
+            continue;
+        }
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (ct[i] >= mint && ct[i] <= maxt) {
+                ct[k] = ct[i];
+                cv[k] = cv[i];
+                k++;
+            }
+        if (out->max && out->n + k > out->max) return -1;
+        out->n += k;
     }
     return r.bad ? -2 : 0;
+}
+
+uint32_t mw_block_version(const mw_block *b)
+{
+    return b->version;
+}
+
+int mw_block_chunks(const mw_block *b, uint32_t id, mw_block_chunk_fn fn, void *arg)
+{
+    mw_rd r;
+    if (series_reader(b, id, &r) < 0) return -1;
+    uint64_t nl = mw_rd_uvarint(&r);
+    for (uint64_t i = 0; i < nl * 2 && !r.bad; i++)
+        mw_rd_uvarint(&r);
+    uint64_t nc = mw_rd_uvarint(&r);
+    for (uint64_t c = 0; c < nc && !r.bad; c++) {
+        mw_rd_varint(&r);
+        mw_rd_uvarint(&r);
+        uint64_t n = mw_rd_uvarint(&r), off = mw_rd_uvarint(&r), len = mw_rd_uvarint(&r);
+        mw_rd_u32(&r);
+        if (r.bad || off < 8 || off > b->sym_off || len > b->sym_off - off || n > UINT32_MAX)
+            return -1;
+        fn(arg, b->p + off, (size_t)len, (uint32_t)n);
+    }
+    return r.bad ? -1 : 0;
 }
 
 /* Postings table entry i: name, value, ids. */
@@ -450,7 +530,7 @@ struct mw_block_writer {
     mw_postings *post; /* by provisional pair id */
     uint32_t post_cap;
     mw_block_meta meta;
-    uint8_t chunk[65536];
+    mw_tsc_enc *enc;
     int err;
 };
 
@@ -469,6 +549,7 @@ mw_block_writer *mw_block_writer_new(const char *path, int *err)
     mw_buf_init(&w->series, 0);
     w->meta.mint = INT64_MAX;
     w->meta.maxt = INT64_MIN;
+    w->enc = mw_tsc_enc_new();
     if (fwrite(blk_magic, 1, 8, w->f) != 8) w->err = -EIO;
     w->off = 8;
     return w;
@@ -514,18 +595,17 @@ int mw_block_writer_add(mw_block_writer *w, const mw_label *labels, size_t n, co
     for (size_t c = 0; c < nchunks; c++) {
         size_t from = c * BLOCK_CHUNK_SAMPLES;
         size_t to = from + BLOCK_CHUNK_SAMPLES < nsamples ? from + BLOCK_CHUNK_SAMPLES : nsamples;
-        mw_gorilla_enc e;
-        mw_gorilla_enc_init(&e);
-        for (size_t i = from; i < to; i++)
-            mw_gorilla_append(&e, w->chunk, t[i], v[i]);
-        size_t len = mw_gorilla_bytes(&e);
+        size_t len;
+        int kind;
+        const uint8_t *chunk = mw_tsc_encode(w->enc, t + from, v + from, to - from, &len, &kind);
+        w->meta.kinds[kind]++;
         mw_buf_varint(&w->series, t[from]);
         mw_buf_uvarint(&w->series, (uint64_t)t[to - 1] - (uint64_t)t[from]);
         mw_buf_uvarint(&w->series, to - from);
         mw_buf_uvarint(&w->series, w->off);
         mw_buf_uvarint(&w->series, len);
-        mw_buf_u32(&w->series, (uint32_t)crc32(0, w->chunk, (uInt)len));
-        wr(w, w->chunk, len);
+        mw_buf_u32(&w->series, (uint32_t)crc32(0, chunk, (uInt)len));
+        wr(w, chunk, len);
         w->meta.nchunks++;
     }
     if (t[0] < w->meta.mint) w->meta.mint = t[0];
@@ -650,7 +730,7 @@ int mw_block_writer_finish(mw_block_writer *w, mw_block_meta *meta, const char *
                                     meta->level,
                                     meta->chunk_seq_min,
                                     meta->chunk_seq_max,
-                                    0,
+                                    MW_BLOCK_FORMAT,
                                     0};
     mw_buf_clear(&sec);
     for (int i = 0; i < FOOTER_WORDS; i++)
@@ -677,6 +757,8 @@ int mw_block_writer_finish(mw_block_writer *w, mw_block_meta *meta, const char *
     meta->mint = w->meta.mint;
     meta->maxt = w->meta.maxt;
     meta->size = w->off;
+    meta->version = MW_BLOCK_FORMAT;
+    memcpy(meta->kinds, w->meta.kinds, sizeof(meta->kinds));
     w->err = rc;
     mw_block_writer_abort(w);
     return rc;
@@ -689,6 +771,7 @@ void mw_block_writer_abort(mw_block_writer *w)
         fclose(w->f);
         unlink(w->path);
     }
+    mw_tsc_enc_free(w->enc);
     mw_symtab_free(&w->sym);
     mw_buf_free(&w->series);
     mw_ids_free(&w->series_off);

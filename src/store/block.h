@@ -11,6 +11,7 @@
 #include "../core/snapshot.h"
 #include "head.h"
 #include "index.h"
+#include "tscodec.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -22,11 +23,19 @@ typedef struct mw_block_meta {
     uint32_t level;
     uint32_t chunk_seq_min, chunk_seq_max; /* chunk files it was made from (level 1) */
     uint64_t size;                         /* bytes on disk */
+    uint32_t version;                      /* block format */
+    uint64_t kinds[MW_TSC_KINDS]; /* chunks per value encoding (writer only) */
 } mw_block_meta;
+
+/* The block format this build writes; it reads 1 (Gorilla chunks, before
+ * the version was recorded) to this. */
+#define MW_BLOCK_FORMAT 2
 
 typedef struct mw_block mw_block;
 
-/* Open and check a block file; NULL with a reason. */
+/* Open and check a block file; NULL with a reason, and errno ENOTSUP when
+ * the block is of a newer format than this build reads (not corrupt: keep
+ * it), EINVAL when it fails its checks. */
 mw_block *mw_block_open(const char *path, char *err, size_t errsize);
 /* The same over bytes in memory (the fuzz target); the bytes must outlive
  * the block. */
@@ -43,6 +52,13 @@ extern const mw_index_ops mw_block_index_ops; /* ctx: mw_block * */
 int mw_block_labels(const mw_block *b, uint32_t id, mw_label *out, size_t cap, size_t *n);
 /* Samples of series id in [mint, maxt]; 0, -1 over the limit, -2 corrupt. */
 int mw_block_read(const mw_block *b, uint32_t id, int64_t mint, int64_t maxt, mw_samples *out);
+
+/* The block's format version. */
+uint32_t mw_block_version(const mw_block *b);
+/* Each chunk of series id as stored (for `mlwatch store inspect`); -1 when
+ * the series record is damaged. */
+typedef void (*mw_block_chunk_fn)(void *arg, const uint8_t *p, size_t len, uint32_t n);
+int mw_block_chunks(const mw_block *b, uint32_t id, mw_block_chunk_fn fn, void *arg);
 
 /* Writing: series must come in increasing label order. */
 typedef struct mw_block_writer mw_block_writer;

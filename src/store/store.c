@@ -55,13 +55,14 @@ static int cmp_block(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void load_blocks(mw_store *s)
+/* 0, or -1 with the reason in newer[] when a block is of a newer format. */
+static int load_blocks(mw_store *s, char *newer, size_t newer_size)
 {
     char bdir[PATH_MAX + 16];
     mw_store_path(s, "blocks", bdir, sizeof(bdir));
     mkdir(bdir, 0755);
     DIR *d = opendir(bdir);
-    if (!d) return;
+    if (!d) return 0;
     struct dirent *e;
     while ((e = readdir(d))) {
         size_t len = strlen(e->d_name);
@@ -74,6 +75,13 @@ static void load_blocks(mw_store *s)
         if (len < 5 || strcmp(e->d_name + len - 4, ".blk") != 0) continue;
         char err[256];
         mw_block *b = mw_block_open(path, err, sizeof(err));
+        if (!b && errno == ENOTSUP) {
+            /* A newer build's block: not ours to set aside; the store does
+             * not open (it would compact and retire around it). */
+            snprintf(newer, newer_size, "block %s: %s", path, err);
+            closedir(d);
+            return -1;
+        }
         if (!b) {
             /* Keep the file for inspection, out of the way. */
             char bad[PATH_MAX + 320];
@@ -89,6 +97,7 @@ static void load_blocks(mw_store *s)
     }
     closedir(d);
     if (s->nblocks) qsort(s->blocks, s->nblocks, sizeof(mw_block *), cmp_block);
+    return 0;
 }
 
 /* Chunk files that a block already holds (a crash between writing the
@@ -206,7 +215,7 @@ mw_store *mw_store_open(const mw_store_options *o, char *err, size_t errsize)
         snprintf(err, errsize, "cannot create %s: %s", path, strerror(-rc));
         goto fail;
     }
-    load_blocks(s);
+    if (load_blocks(s, err, errsize) < 0) goto fail;
     uint32_t first_live = drop_compacted_chunk_files(s);
     uint64_t lsn = 0, csize = 0;
     uint32_t cseq = 0;

@@ -32,7 +32,7 @@ done
 # `mlwatch CMD --help` (or -h): the command's usage and its flags, exit 0,
 # for every command `mlwatch help` lists (a new one is checked too).
 cmds=$("$MLWATCH_BIN" help | sed -n 's/^  mlwatch \([a-z][a-z]*\) .*/\1/p' | grep -vx help | sort -u | tr '\n' ' ')
-expect_eq "the commands" "agent doctor hub metrics query rules run " "$cmds"
+expect_eq "the commands" "agent doctor hub metrics query rules run store " "$cmds"
 for cmd in $cmds; do
     for flag in --help -h; do
         "$MLWATCH_BIN" "$cmd" "$flag" >"$WORK/cmdhelp" 2>"$WORK/cmdhelp.err" ||
