@@ -7,7 +7,10 @@
 # acknowledged samples are still there, and disk bytes per sample (after a
 # forced compaction for mlwatch, a forced flush for VictoriaMetrics; the
 # Prometheus figure is its WAL and head chunks, as it compacts only 2 h
-# blocks). Prints one line per store and the ratios. Never a timed test.
+# blocks), and the blocks alone for mlwatch (`mlwatch store inspect`, with
+# its codec mix) and Prometheus (its 2 h blocks and the samples their
+# meta.json counts). RWLOAD_VALUES=telemetry is passed on to rwload. Prints
+# one line per store and the ratios. Never a timed test.
 # ONLY=mlwatch runs mlwatch alone (no ratios).
 set -u
 N=${1:-1000000} R=${2:-20}
@@ -64,6 +67,11 @@ echo "mlwatch restart_ms=$ms samples_acked=$((N * R)) counted_after_kill9=$after
 t0=$(now_ms); curl -s -XPOST http://127.0.0.1:19230/api/v1/store/compact >/dev/null; t1=$(now_ms)
 disk=$(du -sk "$D/ml/data" | cut -f1)
 echo "mlwatch compaction_ms=$((t1 - t0)) disk_MB=$((disk / 1024)) disk_bytes_per_sample=$(python3 -c "print(round($disk*1024/($N*$R),2))")" | tee -a "$D/summary"
+# The blocks alone (what compaction wrote), from `mlwatch store inspect`.
+"$MLWATCH" store inspect "$D/ml" >"$D/inspect.txt"
+blk=$(sed -n 's/.* samples, \([0-9]*\) bytes, \([0-9.]*\) bytes per sample/\1 \2/p' "$D/inspect.txt")
+echo "mlwatch blocks_bytes=${blk% *} blocks_bytes_per_sample=${blk#* }" | tee -a "$D/summary"
+sed -n '/^codec mix/,$p' "$D/inspect.txt"
 grep "store: opened" "$D/ml.log" | tail -1
 kill $P; wait $P 2>/dev/null
 
@@ -79,6 +87,20 @@ start_prom; ms=$(wait_ready http://127.0.0.1:19090/-/ready)
 after=$(count_promql http://127.0.0.1:19090)
 disk=$(du -sk "$D/prom" | cut -f1)
 echo "prometheus restart_ms=$ms samples_acked=$((N * R)) counted_after_kill9=$after lost=$((N * R - after)) disk_MB=$((disk / 1024)) disk_bytes_per_sample=$(python3 -c "print(round($disk*1024/($N*$R),2))")" | tee -a "$D/summary"
+# Its 2-hour blocks alone: bytes and the samples their meta.json counts.
+pblk=$(python3 - "$D/prom" <<'PY'
+import glob, json, os, sys
+b = s = 0
+for meta in glob.glob(os.path.join(sys.argv[1], '*', 'meta.json')):
+    d = os.path.dirname(meta)
+    s += json.load(open(meta))['stats']['numSamples']
+    for root, _, files in os.walk(d):
+        b += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+print(b, s, round(b / s, 3) if s else 0)
+PY
+)
+read -r pb ps pbs <<<"$pblk"
+echo "prometheus blocks_bytes=$pb blocks_samples=$ps blocks_bytes_per_sample=$pbs" | tee -a "$D/summary"
 kill $P; wait $P 2>/dev/null
 rm -rf "$D/prom"
 
@@ -108,5 +130,9 @@ print("ratios: RSS/series mlwatch/prometheus=%.2f mlwatch/vm=%.2f; samples per C
       % (m['bytes_per_series'] / p['bytes_per_series'], m['bytes_per_series'] / vm['bytes_per_series'],
          m['samples_per_cpu_s'] / vm['samples_per_cpu_s'], m['samples_per_cpu_s'] / p['samples_per_cpu_s'],
          m['restart_ms'] / max(p['restart_ms'], 1)))
+print("bytes per sample: mlwatch blocks %.3f (whole folder %.2f), prometheus blocks %.3f (whole folder %.2f), victoria-metrics %.3f; mlwatch blocks / vm = %.2f, / prometheus blocks = %.2f"
+      % (m['blocks_bytes_per_sample'], m['disk_bytes_per_sample'], p['blocks_bytes_per_sample'], p['disk_bytes_per_sample'],
+         vm['disk_bytes_per_sample'], m['blocks_bytes_per_sample'] / vm['disk_bytes_per_sample'],
+         m['blocks_bytes_per_sample'] / max(p['blocks_bytes_per_sample'], 1e-9)))
 PY
 rm -rf "$D"

@@ -12,14 +12,19 @@
 #include <cmocka.h>
 
 #include "core/bytes.h"
+#include "core/util.h"
 #include "store/block.h"
 #include "store/store.h"
 #include "store/tscodec.h"
 #include "store_fixture_values.h"
 #include "testutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -431,6 +436,16 @@ static void old_format_blocks(void **state)
     assert_non_null(s);
     check_fixture_samples(s);
     mw_store_close(s);
+    /* A crash after the new block's rename, before the old ones went:
+     * both hold the samples; each is read once, and the next compaction
+     * leaves format 2 only. */
+    copy_dir_blocks(fixture_dir(), data);
+    s = mw_store_open(&o, err, sizeof(err));
+    assert_non_null(s);
+    check_fixture_samples(s);
+    assert_int_equal(mw_store_compact(s, 1), 0);
+    check_fixture_samples(s);
+    mw_store_close(s);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);
 }
@@ -485,13 +500,109 @@ static void newer_format_refused(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* What blocks/ holds: format-1 blocks, format-2 blocks, temporary files. */
+static void count_block_files(const char *data, int *v1, int *v2, int *tmp)
+{
+    char bdir[1400], path[1800], err[512];
+    snprintf(bdir, sizeof(bdir), "%s/blocks", data);
+    *v1 = *v2 = *tmp = 0;
+    DIR *d = opendir(bdir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0) (*tmp)++;
+        if (len < 5 || strcmp(e->d_name + len - 4, ".blk") != 0) continue;
+        snprintf(path, sizeof(path), "%s/%s", bdir, e->d_name);
+        mw_block *b = mw_block_open(path, err, sizeof(err));
+        assert_non_null(b);
+        if (mw_block_version(b) == 1)
+            (*v1)++;
+        else
+            (*v2)++;
+        mw_block_unref(b);
+    }
+    closedir(d);
+}
+
+/* kill -9 at random moments while compaction rewrites the format-1
+ * fixture into a format-2 block: after each, the store opens with every
+ * sample once, bit for bit, and compacts to one format-2 block. */
+static void kill9_during_rewrite(void **state)
+{
+    (void)state;
+    srand((unsigned)time(NULL) ^ (unsigned)getpid());
+    int mid = 0, before = 0, after = 0;
+    for (int round = 0; round < 16; round++) {
+        char dir[] = "/tmp/mw-codec-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        char data[1200], err[512];
+        snprintf(data, sizeof(data), "%s/data", dir);
+        copy_dir_blocks(fixture_dir(), data);
+        /* No fsync: a kill keeps the page cache, and the kills should land
+         * in the rewrite rather than in the snapshots' syncs before it. */
+        mw_store_options o = {.dir = data, .background_ms = -1, .no_sync = 1};
+        mw_store_default_limits(&o.limits);
+        int p[2];
+        assert_int_equal(pipe(p), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            close(p[0]);
+            mw_store *s = mw_store_open(&o, err, sizeof(err));
+            if (!s) _exit(3);
+            if (write(p[1], "o", 1) != 1) _exit(4);
+            int64_t t0 = mw_mono_ns();
+            if (mw_store_compact(s, 1) != 0) _exit(5);
+            if (getenv("CODEC_TIMING"))
+                fprintf(stderr, "compaction %.1f ms\n", (double)(mw_mono_ns() - t0) / 1e6);
+            if (write(p[1], "c", 1) != 1) _exit(4);
+            for (;;)
+                pause();
+        }
+        close(p[1]);
+        char c;
+        assert_int_equal(read(p[0], &c, 1), 1); /* opened */
+        struct timespec d = {0, (rand() % 12000) * 1000L};
+        nanosleep(&d, NULL);
+        kill(pid, SIGKILL);
+        int st;
+        waitpid(pid, &st, 0);
+        assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+        int done = read(p[0], &c, 1) == 1;
+        close(p[0]);
+        int v1, v2, tmp;
+        count_block_files(data, &v1, &v2, &tmp);
+        if (!done && (v2 || tmp))
+            mid++;
+        else if (!done)
+            before++;
+        else
+            after++;
+        mw_store *s = mw_store_open(&o, err, sizeof(err));
+        assert_non_null(s);
+        check_fixture_samples(s);
+        assert_int_equal(mw_store_compact(s, 1), 0);
+        check_fixture_samples(s);
+        mw_store_close(s);
+        count_block_files(data, &v1, &v2, &tmp);
+        assert_int_equal(v1, 0);
+        assert_true(v2 >= 1);
+        assert_int_equal(tmp, 0);
+        char cmd[1400];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        assert_int_equal(system(cmd), 0);
+    }
+    fprintf(stderr, "kill -9: %d before the rewrite, %d during it, %d after\n", before, mid, after);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(property_roundtrip), cmocka_unit_test(telemetry_sizes),
         cmocka_unit_test(decimal_exactness),  cmocka_unit_test(hostile_chunks),
         cmocka_unit_test(zstd_frames),        cmocka_unit_test(old_format_blocks),
-        cmocka_unit_test(newer_format_refused),
+        cmocka_unit_test(newer_format_refused), cmocka_unit_test(kill9_during_rewrite),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
