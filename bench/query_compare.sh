@@ -96,6 +96,15 @@ if [ -n "${SAVE_DATA:-}" ]; then
     cp -aL "$D/vm/snapshots/$snap" "$SAVE_DATA/vm" && cp -a "$D/ml" "$SAVE_DATA/ml" &&
         echo "$start $end $N" >"$SAVE_DATA/window" && echo "stores saved in $SAVE_DATA"
 fi
+# MLWATCH_COMPACT=1: compact mlwatch's store (and the base's) before the
+# queries, so that they read blocks rather than the head (the block codec's
+# decoding is then what is measured).
+if [ -n "${MLWATCH_COMPACT:-}" ]; then
+    for port in $MP ${BP:-}; do
+        curl -s -XPOST "http://127.0.0.1:$port/api/v1/store/compact" >/dev/null
+    done
+    echo "mlwatch compacted: $("$MLWATCH" store inspect "$D/ml" | grep ' blocks (')"
+fi
 echo "rss_MB_after_ingest mlwatch=$(($(rss_kb $ML) / 1024)) prometheus=$(($(rss_kb $PR) / 1024)) vm=$(($(rss_kb $VM) / 1024))"
 
 QC_REF=prometheus

@@ -464,7 +464,7 @@ int mw_tsc_decode(const uint8_t *p, size_t len, uint32_t n, int64_t *t, double *
         return -1;
     size_t fs = ZSTD_findFrameCompressedSize(f, flen);
     if (ZSTD_isError(fs) || fs != flen) return -1;
-    size_t got = ZSTD_decompressDCtx(s->zd, s->raw, (size_t)cs, f, flen);
+    size_t got = ZSTD_decompressDCtx(s->zd, s->raw, sizeof(s->raw), f, flen);
     if (ZSTD_isError(got) || got != cs) return -1;
     return decode_raw(s->raw, got, n, t, v, kind, s);
 }
