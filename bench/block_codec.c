@@ -18,20 +18,30 @@
 static double rwload_value(long i, long r, int telemetry)
 {
     double val = (i % 10 == 5 || i % 10 == 7 || i % 10 == 9) ? (double)(r * 15 + i % 97)
-                                                              : 50 + 40 * sin((r + i) * 0.1);
+                                                             : 50 + 40 * sin((r + i) * 0.1);
     if (!telemetry) return val;
     double w = sin((r + i) * 0.05);
     switch (i % 10) {
-    case 0: return floor(80 + 20 * w);
-    case 1: return floor((350 + 150 * w) * 1000) / 1000;
-    case 2: return 64424509440.0 + 2097152.0 * (double)((r / 8) % 16);
-    case 3: return floor(60 + 8 * w);
-    case 4: return (r / 40) % 2 ? 1755e6 : 1980e6;
-    case 5: return (double)r * 15 * 0.95 + i % 97;
-    case 6: return 8589934592.0 + 4096.0 * (double)((r + i) % 64);
-    case 7: return floor((double)r * 15 * 350.0) + i % 97;
-    case 8: return (r / 20) % 3 ? 3.7e9 : 1.5e9;
-    default: return floor((double)r * 15 * 350.0 / 3.6e6 * 56 * 1000) / 1000;
+    case 0:
+        return floor(80 + 20 * w);
+    case 1:
+        return floor((350 + 150 * w) * 1000) / 1000;
+    case 2:
+        return 64424509440.0 + 2097152.0 * (double)((r / 8) % 16);
+    case 3:
+        return floor(60 + 8 * w);
+    case 4:
+        return (r / 40) % 2 ? 1755e6 : 1980e6;
+    case 5:
+        return (double)r * 15 * 0.95 + i % 97;
+    case 6:
+        return 8589934592.0 + 4096.0 * (double)((r + i) % 64);
+    case 7:
+        return floor((double)r * 15 * 350.0) + i % 97;
+    case 8:
+        return (r / 20) % 3 ? 3.7e9 : 1.5e9;
+    default:
+        return floor((double)r * 15 * 350.0 / 3.6e6 * 56 * 1000) / 1000;
     }
 }
 
@@ -68,7 +78,7 @@ int main(int argc, char **argv)
         snprintf(ns_, sizeof(ns_), "team-%02ld", (k / 8) % 37);
         snprintf(pod, sizeof(pod), "train-%ld-worker-%ld", k / 8, k % 8);
         snprintf(gpu, sizeof(gpu), "%ld", k % 8);
-        mw_label l[6] = {{"__name__", name}, {"gpu", gpu}, {"instance", inst},
+        mw_label l[6] = {{"__name__", name}, {"gpu", gpu},       {"instance", inst},
                          {"job", "rwload"},  {"namespace", ns_}, {"pod", pod}};
         for (long r = 0; r < nr; r++)
             v[r] = rwload_value(i, r, tele);

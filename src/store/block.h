@@ -24,7 +24,7 @@ typedef struct mw_block_meta {
     uint32_t chunk_seq_min, chunk_seq_max; /* chunk files it was made from (level 1) */
     uint64_t size;                         /* bytes on disk */
     uint32_t version;                      /* block format */
-    uint64_t kinds[MW_TSC_KINDS]; /* chunks per value encoding (writer only) */
+    uint64_t kinds[MW_TSC_KINDS];          /* chunks per value encoding (writer only) */
 } mw_block_meta;
 
 /* The block format this build writes; it reads 1 (Gorilla chunks, before

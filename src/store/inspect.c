@@ -5,6 +5,7 @@
  * through their own checks (read-only, no lock: it may run beside the
  * agent). */
 #include "inspect.h"
+#include "../core/util.h"
 #include "block.h"
 #include "tscodec.h"
 
@@ -116,8 +117,8 @@ int mw_store_inspect(const char *dir_arg, FILE *out, FILE *errout)
     while ((e = readdir(d))) {
         size_t len = strlen(e->d_name);
         if (len > 4 && strcmp(e->d_name + len - 4, ".blk") == 0) {
-            names = realloc(names, (nn + 1) * sizeof(char *));
-            names[nn++] = strdup(e->d_name);
+            names = mw_xrealloc(names, (nn + 1) * sizeof(char *));
+            names[nn++] = mw_xstrdup(e->d_name);
         }
     }
     closedir(d);
@@ -127,8 +128,8 @@ int mw_store_inspect(const char *dir_arg, FILE *out, FILE *errout)
             "level", "resolution", "from", "to", "series", "chunks", "samples", "bytes",
             "B/sample");
     codec_mix total = {0};
-    total.t = malloc(MW_TSC_MAX_SAMPLES * sizeof(int64_t));
-    total.v = malloc(MW_TSC_MAX_SAMPLES * sizeof(double));
+    total.t = mw_xmalloc(MW_TSC_MAX_SAMPLES * sizeof(int64_t));
+    total.v = mw_xmalloc(MW_TSC_MAX_SAMPLES * sizeof(double));
     uint64_t tseries = 0, tsamples = 0, tbytes = 0, nbad = 0;
     int64_t tmin = INT64_MAX, tmax = INT64_MIN;
     int rc = 0;

@@ -43,10 +43,9 @@ const char *const mw_tsc_kind_names[MW_TSC_KINDS] = {"dictionary", "decimal", "g
 #define ZSTD_LEVEL 9
 /* Largest raw encoding of n samples: integer sequences take at most 10
  * bytes a residual, Gorilla at most MW_GORILLA_MAX_SAMPLE_BYTES. */
-#define RAW_BOUND(n) (64 + (size_t)(n) * 20 + MW_GORILLA_MAX_SAMPLE_BYTES)
+#define RAW_BOUND(n) (64 + (size_t)(n)*20 + MW_GORILLA_MAX_SAMPLE_BYTES)
 
-static const double pow10_tab[MAX_DIGITS + 1] = {1e0, 1e1, 1e2, 1e3, 1e4,
-                                                 1e5, 1e6, 1e7, 1e8, 1e9};
+static const double pow10_tab[MAX_DIGITS + 1] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
 
 static uint64_t bits_of(double v)
 {

@@ -50,18 +50,30 @@ static inline double fix_value(int s, int r)
 {
     uint64_t h = fix_mix((uint64_t)s * 1000003u + (uint64_t)r);
     switch (s) {
-    case 0: return floor(80 + 20 * sin(r * 0.05));
-    case 1: return floor((350 + 150 * sin(r * 0.05)) * 1000) / 1000;
-    case 2: return (double)r * 15 * 0.95 + 7;
-    case 3: return (r / 40) % 2 ? 1755e6 : 1980e6;
-    case 4: return 42.5;
-    case 5: return 50 + 40 * sin(r * 0.1);
-    case 6: return fix_from_bits(h);
-    case 7: return fix_from_bits(0x7ff8000000000000ull | (h & 0xfffff) | (r % 3 ? 0 : 1ull << 50));
-    case 8: return r % 3 == 0 ? INFINITY : r % 3 == 1 ? -INFINITY : 1.0;
-    case 9: return r % 2 ? -0.0 : 0.0;
-    case 10: return fix_from_bits(h & 0x000fffffffffffffull);
-    default: return r % 5 == 4 ? fix_from_bits(0x7ff0000000000002ull) : (double)(r % 7);
+    case 0:
+        return floor(80 + 20 * sin(r * 0.05));
+    case 1:
+        return floor((350 + 150 * sin(r * 0.05)) * 1000) / 1000;
+    case 2:
+        return (double)r * 15 * 0.95 + 7;
+    case 3:
+        return (r / 40) % 2 ? 1755e6 : 1980e6;
+    case 4:
+        return 42.5;
+    case 5:
+        return 50 + 40 * sin(r * 0.1);
+    case 6:
+        return fix_from_bits(h);
+    case 7:
+        return fix_from_bits(0x7ff8000000000000ull | (h & 0xfffff) | (r % 3 ? 0 : 1ull << 50));
+    case 8:
+        return r % 3 == 0 ? INFINITY : r % 3 == 1 ? -INFINITY : 1.0;
+    case 9:
+        return r % 2 ? -0.0 : 0.0;
+    case 10:
+        return fix_from_bits(h & 0x000fffffffffffffull);
+    default:
+        return r % 5 == 4 ? fix_from_bits(0x7ff0000000000002ull) : (double)(r % 7);
     }
 }
 

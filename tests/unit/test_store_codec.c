@@ -111,17 +111,28 @@ static double family_value(int f, size_t i, int d, double base)
 {
     static const double p10[] = {1, 10, 100, 1000, 1e4, 1e5, 1e6};
     switch (f) {
-    case F_INTEGER: return floor(base + (double)below(200) - 100);
-    case F_DECIMAL: return floor((base + (double)below(1000)) * p10[d]) / p10[d];
-    case F_COUNTER: return base + (double)i * 0.25 * p10[d];
-    case F_REPEATED: return base;
-    case F_STATES: return (double)(below(4) * 1000) + 0.5;
-    case F_RANDOM: return from_bits(next_u64());
-    case F_NAN: return from_bits(0x7ff0000000000001ull + below(0x000fffffffffffffull));
-    case F_INF: return below(3) == 0 ? INFINITY : below(2) ? -INFINITY : base;
-    case F_NEGZERO: return below(2) ? -0.0 : 0.0;
-    case F_SUBNORMAL: return from_bits(below(0x000fffffffffffffull) | (below(2) << 63));
-    case F_STALE_IN_COUNTER: return i % 97 == 96 ? from_bits(STALE) : base + (double)i * 3;
+    case F_INTEGER:
+        return floor(base + (double)below(200) - 100);
+    case F_DECIMAL:
+        return floor((base + (double)below(1000)) * p10[d]) / p10[d];
+    case F_COUNTER:
+        return base + (double)i * 0.25 * p10[d];
+    case F_REPEATED:
+        return base;
+    case F_STATES:
+        return (double)(below(4) * 1000) + 0.5;
+    case F_RANDOM:
+        return from_bits(next_u64());
+    case F_NAN:
+        return from_bits(0x7ff0000000000001ull + below(0x000fffffffffffffull));
+    case F_INF:
+        return below(3) == 0 ? INFINITY : below(2) ? -INFINITY : base;
+    case F_NEGZERO:
+        return below(2) ? -0.0 : 0.0;
+    case F_SUBNORMAL:
+        return from_bits(below(0x000fffffffffffffull) | (below(2) << 63));
+    case F_STALE_IN_COUNTER:
+        return i % 97 == 96 ? from_bits(STALE) : base + (double)i * 3;
     case F_MIXED_SPECIALS: {
         static const uint64_t sp[] = {STALE,
                                       0x7ff8000000000000ull,
@@ -133,7 +144,8 @@ static double family_value(int f, size_t i, int d, double base)
                                       0x000fffffffffffffull};
         return below(4) ? (double)(i % 50) : from_bits(sp[below(8)]);
     }
-    case F_SINE: return 50 + 40 * sin((double)i * 0.1 + base);
+    case F_SINE:
+        return 50 + 40 * sin((double)i * 0.1 + base);
     default: /* values a naive decimal test would round: 0.1 + 0.2 and kin */
         return (double)(i % 10) / 10 + (below(3) ? 0.2 : 0.0);
     }
@@ -247,8 +259,14 @@ static void decimal_exactness(void **state)
         t[i] = 1000 * i;
     double v1[8] = {0.1, 0.2, 0.1 + 0.2, 0.3, 1.1, 2.2, 1.1 + 2.2, 3.3};
     roundtrip(e, t, v1, 8, NULL);
-    double v2[8] = {1e15 + 0.5, 9007199254740992.0, 9007199254740993.0, -1e300,
-                    5e-324,     1.7976931348623157e308, 123.456, -0.001};
+    double v2[8] = {1e15 + 0.5,
+                    9007199254740992.0,
+                    9007199254740993.0,
+                    -1e300,
+                    5e-324,
+                    1.7976931348623157e308,
+                    123.456,
+                    -0.001};
     roundtrip(e, t, v2, 8, NULL);
     /* -0 among decimals is an exception, not 0. */
     double v3[8] = {1, 2, -0.0, 4, 5, 6, 7, 8};
@@ -375,8 +393,7 @@ static void check_fixture_samples(mw_store *s)
         mw_matcher m[2];
         char err[256];
         assert_int_equal(mw_matcher_init(&m[0], MW_MATCH_EQ, "__name__", "fixture", err, 256), 0);
-        assert_int_equal(mw_matcher_init(&m[1], MW_MATCH_EQ, "family", fix_family(k), err, 256),
-                         0);
+        assert_int_equal(mw_matcher_init(&m[1], MW_MATCH_EQ, "family", fix_family(k), err, 256), 0);
         mw_select_result set;
         assert_int_equal(mw_store_select(s, m, 2, INT64_MIN, INT64_MAX, 0, &set, err, 256), 0);
         assert_int_equal(set.nseries, 1);
@@ -603,9 +620,9 @@ static void kill9_during_rewrite(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(property_roundtrip), cmocka_unit_test(telemetry_sizes),
-        cmocka_unit_test(decimal_exactness),  cmocka_unit_test(hostile_chunks),
-        cmocka_unit_test(zstd_frames),        cmocka_unit_test(old_format_blocks),
+        cmocka_unit_test(property_roundtrip),   cmocka_unit_test(telemetry_sizes),
+        cmocka_unit_test(decimal_exactness),    cmocka_unit_test(hostile_chunks),
+        cmocka_unit_test(zstd_frames),          cmocka_unit_test(old_format_blocks),
         cmocka_unit_test(newer_format_refused), cmocka_unit_test(kill9_during_rewrite),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
