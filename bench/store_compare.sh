@@ -67,8 +67,9 @@ echo "mlwatch restart_ms=$ms samples_acked=$((N * R)) counted_after_kill9=$after
 t0=$(now_ms); curl -s -XPOST http://127.0.0.1:19230/api/v1/store/compact >/dev/null; t1=$(now_ms)
 disk=$(du -sk "$D/ml/data" | cut -f1)
 echo "mlwatch compaction_ms=$((t1 - t0)) disk_MB=$((disk / 1024)) disk_bytes_per_sample=$(python3 -c "print(round($disk*1024/($N*$R),2))")" | tee -a "$D/summary"
-# The blocks alone (what compaction wrote), from `mlwatch store inspect`.
-"$MLWATCH" store inspect "$D/ml" >"$D/inspect.txt"
+# The blocks alone (what compaction wrote), from `mlwatch store inspect`
+# (MLWATCH_INSPECT=a build that has it, for a build before it).
+"${MLWATCH_INSPECT:-$MLWATCH}" store inspect "$D/ml" >"$D/inspect.txt"
 blk=$(sed -n 's/.* samples, \([0-9]*\) bytes, \([0-9.]*\) bytes per sample/\1 \2/p' "$D/inspect.txt")
 echo "mlwatch blocks_bytes=${blk% *} blocks_bytes_per_sample=${blk#* }" | tee -a "$D/summary"
 sed -n '/^codec mix/,$p' "$D/inspect.txt"
