@@ -14,6 +14,7 @@
 #include "core/bytes.h"
 #include "core/util.h"
 #include "store/block.h"
+#include "store/inspect.h"
 #include "store/store.h"
 #include "store/tscodec.h"
 #include "store_fixture_values.h"
@@ -411,6 +412,17 @@ static void check_fixture_samples(mw_store *s)
     }
 }
 
+/* `mlwatch store inspect` of data into a string (caller frees). */
+static char *inspect(const char *data, int want_rc)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_int_equal(mw_store_inspect(data, out, stderr), want_rc);
+    fclose(out);
+    return text;
+}
+
 static void old_format_blocks(void **state)
 {
     (void)state;
@@ -429,6 +441,16 @@ static void old_format_blocks(void **state)
         assert_int_equal(mw_block_version(blk), 1);
         mw_block_unref(blk);
     }
+    char *text = inspect(data, 0);
+    assert_non_null(strstr(text, "0000000001.blk        1     1        raw 2023-11-14T22:13:20Z "
+                                 "2023-11-14T23:28:05Z        12        12         3600        "
+                                 "15912    4.420\n"));
+    assert_non_null(strstr(text, "4 blocks (0 not readable), raw resolution, 2023-11-14T22:13:20Z "
+                                 "to 2023-11-15T03:13:05Z: 48 series (summed over blocks), 14400 "
+                                 "samples, 63832 bytes, 4.433 bytes per sample\n"));
+    assert_non_null(strstr(text, "  gorilla (format 1)          48 chunks (100.0 %)          "
+                                 "14400 samples\n"));
+    free(text);
     mw_store_options o = {.dir = data, .background_ms = -1, .no_sync = 1};
     mw_store_default_limits(&o.limits);
     mw_store *s = mw_store_open(&o, err, sizeof(err));
@@ -452,6 +474,16 @@ static void old_format_blocks(void **state)
     assert_int_equal(mw_block_get_meta(blk)->level, 2);
     assert_int_equal(mw_block_get_meta(blk)->nsamples, FIX_SERIES * FIX_BLOCKS * FIX_SAMPLES);
     mw_block_unref(blk);
+    /* Inspected from the --data-dir above the data folder too. */
+    text = inspect(dir, 0);
+    assert_non_null(strstr(text, "0000000005.blk        2     2        raw 2023-11-14T22:13:20Z "
+                                 "2023-11-15T03:13:05Z        12        12        14400"));
+    assert_non_null(strstr(text, "  dictionary                   4 chunks ( 33.3 %)           "
+                                 "4800 samples\n  decimal                      4 chunks ( 33.3 %)"
+                                 "           4800 samples\n  gorilla                      4 "
+                                 "chunks ( 33.3 %)           4800 samples\n"));
+    free(text);
+    free(inspect("/nonexistent-mlwatch-dir", 1));
     /* And it reads back after a restart, in the new format. */
     s = mw_store_open(&o, err, sizeof(err));
     assert_non_null(s);
