@@ -41,9 +41,11 @@ const char *const mw_tsc_kind_names[MW_TSC_KINDS] = {"dictionary", "decimal", "g
  * Prometheus writes when a target goes away, a NaN, -0. */
 #define EXC_MAX 16
 #define ZSTD_LEVEL 9
-/* Largest raw encoding of n samples: integer sequences take at most 10
- * bytes a residual, Gorilla at most MW_GORILLA_MAX_SAMPLE_BYTES. */
-#define RAW_BOUND(n) (64 + (size_t)(n)*20 + MW_GORILLA_MAX_SAMPLE_BYTES)
+/* Largest raw encoding of n samples. Decimal: kinds 1, timestamps 10n + 10
+ * (10-byte varints), d and mode 2, exceptions 1 + 16 * 18, values 8n + 30
+ * (|m| < 2^53: residuals below 2^56 zigzagged) = 18n + 332; dictionary
+ * 11n + 140; Gorilla 1 + 16 + 19 (n - 1). */
+#define RAW_BOUND(n) (512 + (size_t)(n)*20)
 
 static const double pow10_tab[MAX_DIGITS + 1] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
 
@@ -222,6 +224,7 @@ static int put_times(wbuf *w, const int64_t *t, size_t n, uint64_t *scratch)
 const uint8_t *mw_tsc_encode(mw_tsc_enc *e, const int64_t *t, const double *v, size_t n,
                              size_t *len, int *kind)
 {
+    if (n == 0 || n > MW_TSC_MAX_SAMPLES) abort(); /* the caller cuts chunks (tscodec.h) */
     e->best_len = 0;
     /* Timestamps once, copied before each candidate's values. */
     uint8_t *tsec = e->tsec;
