@@ -232,7 +232,7 @@ const uint8_t *mw_tsc_encode(mw_tsc_enc *e, const int64_t *t, const double *v, s
     int tkind = put_times(&tw, t, n, e->m);
 
     /* Dictionary of distinct bit patterns. */
-    uint64_t dict[DICT_MAX];
+    uint64_t dict[DICT_MAX] = {0};
     size_t k = 0;
     int dict_ok = 1;
     for (size_t i = 0; i < n && dict_ok; i++) {
