@@ -1,7 +1,7 @@
 /* compact.c - chunk files into blocks, blocks into larger blocks, and
  * retention by age and by size.
  *
- * Level 1: the sealed chunk files that both kept head snapshots cover are
+ * Level 1: the sealed chunk files that the head snapshot covers are
  * read, their chunks grouped by series, decoded and re-encoded into large
  * chunks, and written as one block; then the files are deleted. Level 2:
  * when several level-1 blocks have piled up, they are merged (series by
@@ -342,9 +342,7 @@ int mw_store_compact(mw_store *s, int force)
         rc = mw_head_cut_all(&s->head);
         if (rc == 0) rc = mw_head_chunks_rotate(&s->head);
         pthread_rwlock_unlock(&s->lock);
-        /* Twice: files are compacted only once the previous snapshot covers
-         * them too (recovery may fall back to it, see snapshot.c). */
-        if (rc == 0) rc = mw_snapshot_write(s);
+        /* The snapshot also deletes the WAL it covers (snapshot.c). */
         if (rc == 0) rc = mw_snapshot_write(s);
         if (rc == 0) s->last_snapshot_ns = mw_mono_ns();
     } else {
@@ -357,7 +355,7 @@ int mw_store_compact(mw_store *s, int force)
             mw_head_chunks_rotate(&s->head);
         pthread_rwlock_unlock(&s->lock);
     }
-    uint32_t from = s->head.min_seq, to = s->prev_chunk_seq ? s->prev_chunk_seq - 1 : 0;
+    uint32_t from = s->head.min_seq, to = s->snap_chunk_seq ? s->snap_chunk_seq - 1 : 0;
     if (rc == 0 && from && to >= from) rc = compact_files(s, from, to);
     /* Merge blocks of one level once enough of them have piled up: level 1
      * into 2, 2 into 3 (each level a consecutive run in the list). */

@@ -5,20 +5,24 @@
  * (LSN) and chunk-file position it reflects. Restarting loads it with no
  * string hashing (each series' hash is stored) and replays only the WAL
  * after it. Written to a temporary file, fsynced, renamed; the WAL segments
- * that the previous snapshot covers are deleted afterwards (see below). The
+ * that it covers are deleted afterwards (see below). The
  * head is serialised under the store's read lock in pieces of 64 KiB, each
  * written to the file as it fills (bounded memory: the whole head in one
  * buffer was 150 MB at a million series; writers wait for the copies into
  * the page cache too, a fraction of a second per million series); the
  * fsyncs come after the lock is released.
  *
- * Two generations are kept: the snapshot being replaced becomes
- * head.snapshot.prev, and the WAL is deleted only up to the previous
- * snapshot's LSN. A latest snapshot that cannot be read (a bad sector, a
- * torn copy of the data folder) is then set aside and the previous one plus
- * the WAL after it restore everything: with one generation, the WAL before
- * the unreadable snapshot was gone and every sample of a series defined
- * there was lost (12 million of 12 million in a test of 1,000 series).
+ * One generation is kept: the new snapshot is written beside the old one,
+ * fsynced, renamed over it and the folder fsynced; only then are the WAL
+ * segments before its LSN deleted (the WAL starts a new segment exactly
+ * there, mw_wal_cut_at, so that none of them holds a record the snapshot
+ * lacks). A crash at any point leaves either the old snapshot and the WAL
+ * after it, or the new one and the WAL after it: the disk holds one head
+ * and, for a moment, the one being written. (Two generations were kept
+ * before, as a fallback for an unreadable latest snapshot: 41 % of the data
+ * folder at a million series. A head.snapshot.prev left by such a version
+ * is still used when head.snapshot is missing or unusable, and deleted by
+ * the first snapshot written.)
  *
  * Layout (little-endian): "MWSNAP01", u64 lsn, u32 chunk seq, u64 chunk
  * size, u32 next id, u32 symbols {uvarint len, bytes}, u32 pairs {uvarint
@@ -98,6 +102,9 @@ int mw_snapshot_write(mw_store *s)
     pthread_rwlock_rdlock(&s->lock);
     mw_head *h = &s->head;
     uint64_t lsn = mw_wal_status_of(s->wal).appended;
+    /* Appends wait for the lock: the WAL's next segment starts exactly at
+     * what the snapshot covers. */
+    mw_wal_cut_at(s->wal, lsn);
     uint32_t seq = h->seq;
     uint64_t csize = h->size;
     /* The chunk file as it is now (a rotation may close h->fd meanwhile). */
@@ -153,15 +160,8 @@ int mw_snapshot_write(mw_store *s)
     int rc = o.rc;
     if (rc == 0 && !s->opt.no_sync && fsync(o.fd) < 0) rc = -errno;
     if (o.fd >= 0) close(o.fd);
-    /* Between the two renames there is no head.snapshot: recovery then uses
-     * the previous one, which the WAL still covers. */
-    int had_latest = 0;
-    if (rc == 0 && !s->latest_unusable) {
-        if (rename(final, prev) == 0)
-            had_latest = 1;
-        else if (errno != ENOENT)
-            rc = -errno;
-    }
+    /* Replaces the old snapshot in one step: a crash before it leaves the
+     * old one, which the WAL still covers. */
     if (rc == 0 && rename(tmp, final) < 0) rc = -errno;
     if (rc < 0) {
         unlink(tmp);
@@ -171,41 +171,25 @@ int mw_snapshot_write(mw_store *s)
                     final, strerror(-rc));
         return rc;
     }
+    /* The rename must be on disk before the WAL it replaces goes. */
     if (!s->opt.no_sync) {
         int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) {
-            fsync(dfd);
-            close(dfd);
-        }
+        if (dfd < 0 || fsync(dfd) < 0) rc = -errno;
+        if (dfd >= 0) close(dfd);
     }
-    if (had_latest) {
-        /* The replaced snapshot is the fallback now. Without one (the first
-         * snapshot, or the latest set aside at open), the fallback stays
-         * what it was: the previous file, or the WAL from its start. */
-        s->prev_lsn = s->snap_lsn;
-        s->prev_chunk_seq = s->snap_chunk_seq;
+    if (rc < 0) {
+        mw_log_once(MW_LOG_ERROR, "store", "snapshot",
+                    "cannot sync the data folder %s after writing %s: %s (the WAL is kept)", s->dir,
+                    final, strerror(-rc));
+        return rc;
     }
-    s->latest_unusable = 0;
+    unlink(prev); /* a previous generation of an older version, if any */
     s->snap_lsn = lsn;
     s->snap_chunk_seq = seq;
-    mw_wal_truncate_before(s->wal, s->prev_lsn);
+    /* Ends the WAL segment at lsn now if no flush did meanwhile. */
+    mw_wal_flush(s->wal);
+    mw_wal_truncate_before(s->wal, lsn);
     return 0;
-}
-
-int mw_snapshot_peek(mw_store *s, const char *name, uint64_t *lsn, uint32_t *chunk_seq)
-{
-    char path[PATH_MAX + 32];
-    mw_store_path(s, name, path, sizeof(path));
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    uint8_t hdr[sizeof(snap_magic) + 12];
-    ssize_t n = pread(fd, hdr, sizeof(hdr), 0);
-    close(fd);
-    if (n != (ssize_t)sizeof(hdr) || memcmp(hdr, snap_magic, sizeof(snap_magic)) != 0) return -1;
-    mw_rd r = {hdr, sizeof(hdr), sizeof(snap_magic), 0};
-    *lsn = mw_rd_u64(&r);
-    *chunk_seq = mw_rd_u32(&r);
-    return r.bad ? -1 : 0;
 }
 
 int mw_snapshot_load(mw_store *s, const char *name, uint64_t *lsn, uint32_t *chunk_seq,

@@ -126,40 +126,38 @@ static void reset_head(mw_store *s, const char *chunk_dir)
     mw_head_init(&s->head, chunk_dir, s->opt.limits.tenant_label);
 }
 
-/* The head from the latest snapshot, else from the previous one (the WAL is
- * kept back to it), else empty with the whole WAL to replay. An unusable
- * latest snapshot is renamed head.snapshot.corrupt: it must not become the
- * "previous" one at the next snapshot. Returns 0 when the latest snapshot
- * was used (or there is none), 1 when the previous one was. */
-static int restore_head(mw_store *s, const char *chunk_dir, uint64_t *lsn, uint32_t *cseq,
-                        uint64_t *csize)
+/* The head from the snapshot, else empty with the whole WAL to replay. An
+ * unusable snapshot is renamed head.snapshot.corrupt, for inspection. A
+ * head.snapshot.prev left by an older version (which kept two generations
+ * and the WAL back to the older one) is used when head.snapshot is missing
+ * or unusable. */
+static void restore_head(mw_store *s, const char *chunk_dir, uint64_t *lsn, uint32_t *cseq,
+                         uint64_t *csize)
 {
     int rc = mw_snapshot_load(s, MW_SNAPSHOT_FILE, lsn, cseq, csize);
-    if (rc == 0) return 0;
+    if (rc == 0) return;
     char path[PATH_MAX + 32], aside[PATH_MAX + 32];
     if (rc < 0) {
+        s->restored_from_previous = 1; /* store.h: the latest snapshot was unusable */
         reset_head(s, chunk_dir);
         mw_store_path(s, MW_SNAPSHOT_FILE, path, sizeof(path));
         mw_store_path(s, "head.snapshot.corrupt", aside, sizeof(aside));
-        if (rename(path, aside) < 0) {
-            /* Then the next snapshot replaces it without making it the
-             * previous one (snapshot.c). */
-            s->latest_unusable = 1;
+        /* If it cannot be set aside, the next snapshot replaces it. */
+        if (rename(path, aside) < 0)
             mw_log(MW_LOG_ERROR, "store", "cannot set %s aside as %s: %s", path, aside,
                    strerror(errno));
-        } else
+        else
             mw_log(MW_LOG_ERROR, "store", "unusable head snapshot kept as %s for inspection",
                    aside);
     }
-    /* Also when there is no latest snapshot: a crash between the renames of
-     * mw_snapshot_write leaves only the previous one. */
     int prc = mw_snapshot_load(s, MW_SNAPSHOT_PREV_FILE, lsn, cseq, csize);
     mw_store_path(s, MW_SNAPSHOT_PREV_FILE, path, sizeof(path));
     if (prc == 0) {
-        s->restored_from_previous = rc < 0;
         mw_log(rc < 0 ? MW_LOG_WARN : MW_LOG_INFO, "store",
-               "head restored from the previous snapshot %s and the WAL after it", path);
-        return 1;
+               "head restored from the previous snapshot %s (of an older version) and the WAL "
+               "after it",
+               path);
+        return;
     }
     if (prc < 0) reset_head(s, chunk_dir);
     *lsn = 0;
@@ -169,7 +167,6 @@ static int restore_head(mw_store *s, const char *chunk_dir, uint64_t *lsn, uint3
         mw_log(MW_LOG_ERROR, "store",
                "no usable head snapshot: recovery uses the WAL alone (samples of series "
                "defined only in WAL segments already deleted cannot be restored)");
-    return 0;
 }
 
 static void *maintenance(void *arg);
@@ -219,7 +216,7 @@ mw_store *mw_store_open(const mw_store_options *o, char *err, size_t errsize)
     uint32_t first_live = drop_compacted_chunk_files(s);
     uint64_t lsn = 0, csize = 0;
     uint32_t cseq = 0;
-    int used_prev = restore_head(s, path, &lsn, &cseq, &csize);
+    restore_head(s, path, &lsn, &cseq, &csize);
     uint64_t nsnap = s->head.nlive;
     rc = mw_head_chunks_open(&s->head, cseq, csize);
     if (rc < 0) {
@@ -229,15 +226,6 @@ mw_store *mw_store_open(const mw_store_options *o, char *err, size_t errsize)
     mw_head_forget_files_before(&s->head, first_live);
     s->snap_lsn = lsn;
     s->snap_chunk_seq = cseq;
-    s->prev_lsn = lsn;
-    s->prev_chunk_seq = cseq;
-    uint64_t plsn;
-    uint32_t pseq;
-    if (!used_prev && mw_snapshot_peek(s, MW_SNAPSHOT_PREV_FILE, &plsn, &pseq) == 0 &&
-        plsn <= lsn && pseq <= cseq) {
-        s->prev_lsn = plsn;
-        s->prev_chunk_seq = pseq;
-    }
     int64_t t1 = mw_mono_ns();
     mw_store_path(s, "wal", path, sizeof(path));
     mw_wal_replay_report rep;

@@ -24,16 +24,13 @@ struct mw_store {
     pthread_rwlock_t lock; /* head: appends write, reads read */
     mw_head head;
     mw_wal *wal;
-    /* What the latest snapshot covers, and the one before it: recovery
-     * falls back to the previous one when the latest is unusable, so the
-     * WAL is kept from prev_lsn and only chunk files before prev_chunk_seq
-     * are compacted (snapshot.c). Without a previous snapshot, prev_lsn is
-     * where the kept WAL begins. */
-    uint64_t snap_lsn, prev_lsn;
-    uint32_t snap_chunk_seq; /* chunk files before it are sealed and covered */
-    uint32_t prev_chunk_seq;
+    /* What the snapshot covers: the WAL is kept from snap_lsn on (the
+     * segments before it are deleted once it is on disk), and the chunk
+     * files before snap_chunk_seq are sealed and may be compacted
+     * (snapshot.c). */
+    uint64_t snap_lsn;
+    uint32_t snap_chunk_seq;
     int restored_from_previous; /* at open: the latest snapshot was unusable */
-    int latest_unusable;        /* ... and could not be renamed aside */
     /* Blocks, oldest first; readers hold a reference while they read. */
     pthread_mutex_t blocks_mu;
     mw_block **blocks;
@@ -61,9 +58,6 @@ int mw_snapshot_write(mw_store *s);
  * part of it and must be reset). */
 int mw_snapshot_load(mw_store *s, const char *name, uint64_t *lsn, uint32_t *chunk_seq,
                      uint64_t *chunk_size);
-/* The WAL position and chunk file of snapshot `name` from its header alone
- * (not verified): 0, or -1 when there is no readable header. */
-int mw_snapshot_peek(mw_store *s, const char *name, uint64_t *lsn, uint32_t *chunk_seq);
 
 /* store_append.c: apply one WAL record during replay. */
 int mw_store_replay_record(void *arg, uint8_t type, const uint8_t *p, size_t n);

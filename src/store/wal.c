@@ -29,6 +29,10 @@ struct mw_wal {
     uint64_t failed_upto;
     int err;
     int flushing;
+    /* A new segment is to start at this LSN (0: none asked for): the
+     * snapshot covering everything before it is written, so the segments
+     * before it can go (mw_wal_cut_at). */
+    uint64_t cut_at;
     /* current segment (touched by the flushing thread only) */
     int fd;
     uint64_t seg_start;
@@ -175,8 +179,32 @@ static int lead_flush(mw_wal *w)
     w->len = 0;
     w->spare = NULL;
     w->spare_cap = 0;
+    uint64_t cut = w->cut_at;
+    w->cut_at = 0;
     pthread_mutex_unlock(&w->mu);
-    int rc = n ? write_batch(w, data, n, first) : 0;
+    int rc = 0;
+    if (cut && cut >= first && cut <= target && w->seg_start < cut) {
+        /* Records before the cut end the current segment; the rest start
+         * the next one, so that truncation can delete whole segments. */
+        size_t before = (size_t)(cut - first);
+        rc = before ? write_batch(w, data, before, first) : 0;
+        if (rc == 0) {
+            first = cut;
+            if (before) memmove(data, data + before, n - before);
+            n -= before;
+            int orc = open_segment(w, cut);
+            if (orc < 0)
+                mw_log(MW_LOG_WARN, "store",
+                       "cannot start a new WAL segment in %s: %s (the old segments are "
+                       "deleted at a later snapshot)",
+                       w->dir, strerror(-orc));
+        }
+    } else if (cut && cut > target) {
+        pthread_mutex_lock(&w->mu);
+        if (!w->cut_at) w->cut_at = cut; /* not reached yet: a later flush */
+        pthread_mutex_unlock(&w->mu);
+    }
+    if (rc == 0 && n) rc = write_batch(w, data, n, first);
     pthread_mutex_lock(&w->mu);
     /* Log each change between failing and working once, not per write. */
     if (rc < 0 && w->err == 0)
@@ -203,7 +231,9 @@ static int lead_flush(mw_wal *w)
             free(data);
         }
     } else {
-        /* Keep the bytes, in order, ahead of what was buffered meanwhile. */
+        /* What went before a cut is durable; keep the rest, in order, ahead
+         * of what was buffered meanwhile. */
+        w->durable = first;
         size_t need = n + w->len;
         if (cap < need) {
             data = mw_xrealloc(data, need);
@@ -253,9 +283,16 @@ int mw_wal_flush(mw_wal *w)
     uint64_t lsn = w->appended;
     while (w->flushing)
         pthread_cond_wait(&w->cv, &w->mu);
-    int rc = w->durable < lsn ? lead_flush(w) : 0;
+    int rc = w->durable < lsn || w->cut_at ? lead_flush(w) : 0;
     pthread_mutex_unlock(&w->mu);
     return rc;
+}
+
+void mw_wal_cut_at(mw_wal *w, uint64_t lsn)
+{
+    pthread_mutex_lock(&w->mu);
+    w->cut_at = lsn;
+    pthread_mutex_unlock(&w->mu);
 }
 
 mw_wal_status mw_wal_status_of(mw_wal *w)

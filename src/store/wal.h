@@ -46,6 +46,11 @@ typedef struct mw_wal_status {
 mw_wal_status mw_wal_status_of(mw_wal *w);
 /* Buffered bytes at which appenders that do not wait ask for a flush. */
 #define MW_WAL_EARLY_FLUSH (256u << 10)
+/* Start a new segment at lsn, the LSN past the last buffered record (call
+ * it with the appends held off): the next flush ends the current segment
+ * there, and mw_wal_flush does so even with nothing buffered. Then
+ * mw_wal_truncate_before(lsn) can delete every segment before it. */
+void mw_wal_cut_at(mw_wal *w, uint64_t lsn);
 /* Delete segments that hold only records before lsn. */
 void mw_wal_truncate_before(mw_wal *w, uint64_t lsn);
 

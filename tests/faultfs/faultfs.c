@@ -642,7 +642,17 @@ static void undo_one(const undo_rec *u)
         if (u->keep == 1) break;
         /* Torn: the first u->torn bytes of the write stay. */
         uint64_t kept = u->keep == 2 ? u->torn : 0;
-        int fd = real.open(u->path, O_WRONLY | O_CLOEXEC, 0);
+        /* The file by its identity: under the name it had when written, or
+         * under the one a rename that is kept gave it since (a file written,
+         * renamed over another and never synced loses its bytes too). */
+        const tracked_file *tf = &files[u->file];
+        const char *names[2] = {u->path, tf->path};
+        int fd = -1;
+        for (int i = 0; i < 2 && fd < 0; i++) {
+            struct stat st;
+            if (stat(names[i], &st) == 0 && st.st_dev == tf->dev && st.st_ino == tf->ino)
+                fd = real.open(names[i], O_WRONLY | O_CLOEXEC, 0);
+        }
         if (fd < 0) return; /* the file is gone in the state being restored */
         if (u->nold > kept && real.pwrite(fd, u->old + kept, u->nold - kept,
                                           (off_t)(u->off + kept)) != (ssize_t)(u->nold - kept))
