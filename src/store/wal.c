@@ -188,7 +188,11 @@ static int lead_flush(mw_wal *w)
          * the next one, so that truncation can delete whole segments. */
         size_t before = (size_t)(cut - first);
         rc = before ? write_batch(w, data, before, first) : 0;
-        if (rc == 0) {
+        if (rc < 0) {
+            pthread_mutex_lock(&w->mu);
+            if (!w->cut_at) w->cut_at = cut; /* for the retry */
+            pthread_mutex_unlock(&w->mu);
+        } else {
             first = cut;
             if (before) memmove(data, data + before, n - before);
             n -= before;

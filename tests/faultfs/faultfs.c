@@ -506,9 +506,15 @@ int rename(const char *from, const char *to)
     int e = errno;
     pthread_mutex_lock(&mu);
     if (rc < 0 && mine) undos[mine - 1].durable = 1; /* nothing happened */
-    if (rc == 0)
+    if (rc == 0) {
+        int moved = -1;
         for (size_t i = 0; i < nfiles; i++)
-            if (strcmp(files[i].path, from) == 0) snprintf(files[i].path, PATH_MAX, "%s", to);
+            if (strcmp(files[i].path, from) == 0) {
+                snprintf(files[i].path, PATH_MAX, "%s", to);
+                moved = (int)i;
+            }
+        add_event(FAULTFS_EV_RENAME, FAULTFS_RENAME, moved, 0, 0);
+    }
     pthread_mutex_unlock(&mu);
     leave();
     errno = e;
@@ -537,6 +543,12 @@ int unlink(const char *path)
     int e = errno;
     pthread_mutex_lock(&mu);
     if (rc < 0 && mine) undos[mine - 1].durable = 1;
+    if (rc == 0) {
+        int gone = -1;
+        for (size_t i = 0; i < nfiles; i++)
+            if (strcmp(files[i].path, path) == 0) gone = (int)i;
+        add_event(FAULTFS_EV_UNLINK, FAULTFS_UNLINK, gone, 0, 0);
+    }
     pthread_mutex_unlock(&mu);
     leave();
     errno = e;

@@ -14,7 +14,8 @@
  *  - delay it (faultfs_delay) or make it fail with an errno (faultfs_fail),
  *  - record it as an event with a sequence number (faultfs_events): a write
  *    with its file, offset and length; a sync as two events, when it began
- *    and when it returned; test code adds its own marks (faultfs_mark),
+ *    and when it returned; a rename and an unlink that succeeded; test code
+ *    adds its own marks (faultfs_mark),
  *  - simulate a power loss (faultfs_crash_arm, faultfs_crash_now): every
  *    write not covered by a completed sync of its file is undone (the bytes
  *    it overwrote put back, the size it had restored; or some of them kept
@@ -48,6 +49,8 @@ typedef enum {
     FAULTFS_EV_SYNC_BEGIN, /* op is FAULTFS_FSYNC or FAULTFS_FDATASYNC */
     FAULTFS_EV_SYNC_END,   /* len is 0 when it succeeded, else the errno */
     FAULTFS_EV_MARK,       /* faultfs_mark: off is the caller's tag */
+    FAULTFS_EV_RENAME,     /* a rename gave file its path (-1: a file never opened) */
+    FAULTFS_EV_UNLINK,     /* file's path was unlinked (-1: a file never opened) */
 } faultfs_event_kind;
 
 typedef struct faultfs_event {

@@ -630,6 +630,37 @@ static void wal_cut_splits_the_buffer(void **state)
     mw_wal_close(w);
 }
 
+/* A cut whose flush fails (the file size limit: a full disk) is kept for
+ * the retry: the records after it still start the next segment. */
+static void wal_cut_survives_a_failed_flush(void **state)
+{
+    (void)state;
+    int e = 0;
+    char wdir[300];
+    snprintf(wdir, sizeof(wdir), "%s/wal", dir);
+    mw_wal *w = mw_wal_open(wdir, 0, 0, 0, &e);
+    assert_non_null(w);
+    uint64_t a = mw_wal_append(w, 7, "before", 6);
+    mw_wal_cut_at(w, a);
+    mw_wal_append(w, 7, "after", 5);
+    struct rlimit old, none;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    none = (struct rlimit){0, old.rlim_max};
+    void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &none), 0);
+    int rc = mw_wal_flush(w);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, was);
+    assert_int_equal(rc, -EFBIG);
+    assert_int_equal(mw_wal_flush(w), 0);
+    size_t segs;
+    assert_int_equal(wal_record_bytes(&segs), 9 + 6 + 9 + 5);
+    assert_int_equal(segs, 2);
+    mw_wal_truncate_before(w, a);
+    assert_int_equal(wal_record_bytes(&segs), 9 + 5);
+    mw_wal_close(w);
+}
+
 /* An unreadable snapshot is set aside; with one generation kept, the WAL
  * alone cannot restore the series it defined before the snapshot (their
  * segments were deleted): those samples are counted as skipped. The next
@@ -1157,6 +1188,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(one_snapshot_and_the_wal_after_it, setup, teardown),
         cmocka_unit_test_setup_teardown(wal_truncated_after_compaction, setup, teardown),
         cmocka_unit_test_setup_teardown(wal_cut_splits_the_buffer, setup, teardown),
+        cmocka_unit_test_setup_teardown(wal_cut_survives_a_failed_flush, setup, teardown),
         cmocka_unit_test_setup_teardown(unusable_snapshot_is_set_aside, setup, teardown),
         cmocka_unit_test_setup_teardown(recovery_from_an_older_versions_previous_snapshot, setup,
                                         teardown),

@@ -18,7 +18,10 @@
  * writes and tear one, faultfs_crash_loss). Once the operation completes
  * (and the file system has committed its name changes), a power loss still
  * loses nothing, and the folder holds one snapshot file and a WAL of one
- * empty segment. */
+ * empty segment. A third test checks from faultfs' event log the one order
+ * its power loss cannot show (it commits name changes in order): the data
+ * folder's fsync completes between the snapshot's rename and the first
+ * unlink of a WAL segment. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -230,6 +233,50 @@ static void run(int op)
     assert_int_equal(system(cmd), 0);
 }
 
+/* The order a power loss cannot show where the file system commits name
+ * changes in order (as faultfs does): the rename of the new snapshot is made
+ * durable by a completed fsync of the data folder before the first WAL
+ * segment it covers is unlinked. */
+static void snapshot_syncs_its_folder_before_deleting_the_wal(void **state)
+{
+    (void)state;
+    snprintf(top, sizeof(top), "/tmp/mlwatch-test-snapcrash-XXXXXX");
+    assert_non_null(mkdtemp(top));
+    snprintf(dir, sizeof(dir), "%s/store", top);
+    faultfs_watch(dir);
+    mw_store *s = open_store();
+    assert_non_null(s);
+    ingest(s, 0, BATCHES / 2);
+    assert_int_equal(mw_store_snapshot(s), 0);
+    ingest(s, BATCHES / 2, BATCHES);
+    faultfs_record(1);
+    assert_int_equal(mw_store_snapshot(s), 0);
+    size_t n;
+    const faultfs_event *ev = faultfs_events(&n);
+    uint64_t renamed = 0, synced = 0, unlinked = 0, began = 0;
+    char snap[400];
+    snprintf(snap, sizeof(snap), "%s/head.snapshot", dir);
+    for (size_t i = 0; i < n; i++) {
+        const char *path = faultfs_file_path(ev[i].file);
+        if (ev[i].kind == FAULTFS_EV_RENAME && strcmp(path, snap) == 0) renamed = ev[i].seq;
+        if (renamed && ev[i].kind == FAULTFS_EV_SYNC_BEGIN && strcmp(path, dir) == 0)
+            began = ev[i].seq;
+        if (began && !synced && ev[i].kind == FAULTFS_EV_SYNC_END && strcmp(path, dir) == 0 &&
+            ev[i].len == 0)
+            synced = ev[i].seq;
+        if (!unlinked && ev[i].kind == FAULTFS_EV_UNLINK && strstr(path, "/wal/"))
+            unlinked = ev[i].seq;
+    }
+    faultfs_record(0);
+    faultfs_watch(NULL);
+    mw_store_close(s);
+    assert_true(renamed > 0 && unlinked > 0);
+    assert_true(began > renamed && synced > began && synced < unlinked);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void crash_during_a_snapshot(void **state)
 {
     (void)state;
@@ -245,6 +292,7 @@ static void crash_during_a_forced_compaction(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(snapshot_syncs_its_folder_before_deleting_the_wal),
         cmocka_unit_test(crash_during_a_snapshot),
         cmocka_unit_test(crash_during_a_forced_compaction),
     };
