@@ -16,33 +16,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int valid_name(const char *s)
+/* The length of a valid label name, else 0 (a name is never empty). */
+static size_t valid_name_len(const char *name)
 {
+    const char *s = name;
     if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
     for (s++; *s; s++)
         if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
               *s == '_'))
             return 0;
-    return 1;
+    return (size_t)(s - name);
 }
 
-static int valid_utf8(const unsigned char *s)
+/* The length of a valid UTF-8 string, else -1: one pass for both (they
+ * were two per label and sample). */
+static ptrdiff_t valid_utf8_len(const unsigned char *str)
 {
+    const unsigned char *s = str;
     while (*s) {
         unsigned c = *s;
-        int n = c < 0x80             ? 0
-                : (c & 0xe0) == 0xc0 ? 1
-                : (c & 0xf0) == 0xe0 ? 2
-                : (c & 0xf8) == 0xf0 ? 3
-                                     : -1;
-        if (n < 0 || (n == 1 && c < 0xc2) || (n == 3 && c > 0xf4)) return 0;
+        if (c < 0x80) {
+            s++;
+            continue;
+        }
+        int n = (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : -1;
+        if (n < 0 || (n == 1 && c < 0xc2) || (n == 3 && c > 0xf4)) return -1;
         for (int i = 1; i <= n; i++)
-            if ((s[i] & 0xc0) != 0x80) return 0;
-        if (n == 2 && ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0))) return 0;
-        if (n == 3 && ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))) return 0;
+            if ((s[i] & 0xc0) != 0x80) return -1;
+        if (n == 2 && ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0))) return -1;
+        if (n == 3 && ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))) return -1;
         s += n + 1;
     }
-    return 1;
+    return s - str;
 }
 
 /* {a="b", c="d"} for messages, bounded. */
@@ -75,6 +80,14 @@ static int refuse(mw_store *s, mw_store_refusal why, int status, char *msg, size
     return status;
 }
 
+/* strcmp's order; label names of a series mostly differ in their first
+ * byte, which spares the call (strcmp was 6 % of the CPU of ingest). */
+static inline int name_cmp(const char *a, const char *b)
+{
+    if (a[0] != b[0]) return (unsigned char)a[0] < (unsigned char)b[0] ? -1 : 1;
+    return strcmp(a, b);
+}
+
 /* Check and normalise one series' labels: drop empty values, sort by name,
  * refuse bad names, duplicates and anything over a limit. */
 static int check_labels(mw_store *s, mw_store_ts *ts, size_t idx, char *msg, size_t msgsize)
@@ -97,16 +110,18 @@ static int check_labels(mw_store *s, mw_store_ts *ts, size_t idx, char *msg, siz
     int sorted = 1;
     for (size_t i = 0; i < w; i++) {
         const mw_label *lb = &ts->labels[i];
-        if (!lb->name || !valid_name(lb->name)) {
+        size_t nl = lb->name ? valid_name_len(lb->name) : 0;
+        if (nl == 0) {
             return refuse(s, MW_REFUSE_MALFORMED, 400, msg, msgsize,
                           "series %zu: invalid label name '%.100s' (must match "
                           "[a-zA-Z_][a-zA-Z0-9_]*)",
                           idx, lb->name ? lb->name : "");
         }
-        if (!valid_utf8((const unsigned char *)lb->value))
+        ptrdiff_t vlen = valid_utf8_len((const unsigned char *)lb->value);
+        if (vlen < 0)
             return refuse(s, MW_REFUSE_MALFORMED, 400, msg, msgsize,
                           "series %zu: the value of label %s is not valid UTF-8", idx, lb->name);
-        size_t nl = strlen(lb->name), vl = strlen(lb->value);
+        size_t vl = (size_t)vlen;
         if (lim->max_label_name_len && nl > lim->max_label_name_len)
             return refuse(s, MW_REFUSE_LABEL_LIMIT, 400, msg, msgsize,
                           "series %zu: label name '%.60s...' is %zu bytes long, more than the "
@@ -117,7 +132,7 @@ static int check_labels(mw_store *s, mw_store_ts *ts, size_t idx, char *msg, siz
                           "series %zu: the value of label %s is %zu bytes long, more than the "
                           "limit of %u",
                           idx, lb->name, vl, lim->max_label_value_len);
-        if (i && strcmp(ts->labels[i - 1].name, lb->name) >= 0) sorted = 0;
+        if (i && name_cmp(ts->labels[i - 1].name, lb->name) >= 0) sorted = 0;
     }
     if (!sorted) {
         /* Insertion sort: a series has a handful of labels, and qsort (glibc's
@@ -126,7 +141,7 @@ static int check_labels(mw_store *s, mw_store_ts *ts, size_t idx, char *msg, siz
         for (size_t i = 1; i < w; i++) {
             mw_label x = ts->labels[i];
             size_t j = i;
-            while (j > 0 && strcmp(ts->labels[j - 1].name, x.name) > 0) {
+            while (j > 0 && name_cmp(ts->labels[j - 1].name, x.name) > 0) {
                 ts->labels[j] = ts->labels[j - 1];
                 j--;
             }
