@@ -98,7 +98,8 @@ static int runtime_open(runtime *rt, const mw_config *cfg, int mode)
     }
     rt->procmap = mw_procmap_new(&rt->host);
     mw_node_health_init(&rt->node_health);
-    rt->env = (mw_env){cfg, &rt->host, rt->procmap, &rt->kube, &rt->node_health, mode == MW_MODULES_HUB};
+    rt->env =
+        (mw_env){cfg, &rt->host, rt->procmap, &rt->kube, &rt->node_health, mode == MW_MODULES_HUB};
     if (mode != MW_MODULES_HUB) rt->set = mw_collector_set_new(&rt->env);
     rt->modules = mw_module_set_new(&rt->env, mode);
     mw_node_name(cfg, rt->node, sizeof(rt->node));

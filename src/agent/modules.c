@@ -28,10 +28,7 @@ extern const mw_module mw_module_ui;           /* src/serve/ui.c: web UI, routes
 const mw_module *const mw_modules[] = {
     NULL,            /* placeholder so the array is never empty; skipped below */
     &mw_module_kube, /* inputs first: the derivers read them (mw_env.kube) */
-    &mw_module_gpu_alloc,
-    &mw_module_energy,
-    &mw_module_idle_notify,
-    &mw_doctor_module,
+    &mw_module_gpu_alloc, &mw_module_energy, &mw_module_idle_notify, &mw_doctor_module,
     &mw_module_gpu_health,
     /* Rule alerts to Alertmanagers, a sink of the rule evaluator: before the
      * store module that runs the evaluator, so that it is destroyed after
