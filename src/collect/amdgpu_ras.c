@@ -155,7 +155,7 @@ static int ras_init(const mw_env *env, void **state)
     const struct dirent *de;
     while ((de = readdir(d)) && st->n < MAX_CARDS) {
         if (!is_card(de->d_name)) continue;
-        char path[96];
+        char path[sizeof(DRM_DIR) + sizeof(de->d_name) + 16];
         snprintf(path, sizeof(path), DRM_DIR "/%s/device/ras", de->d_name);
         int rfd = mw_hostfs_opendirfd(env->host, path);
         if (rfd < 0) continue; /* not amdgpu, or RAS off */
