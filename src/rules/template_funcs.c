@@ -158,6 +158,20 @@ static tv str_tv(tpl_env *env, const char *s)
 
 /* ---- Prometheus's humanizers ---- */
 
+/* v (|v| < 1, not 0) times 1000 until it is at least 1, at most 8 times:
+ * the SI prefix that says so ("m" ... "y"), shared by humanize and
+ * humanizeDuration. */
+static const char *scale_below_one(double *v)
+{
+    static const char *const small[] = {"m", "u", "n", "p", "f", "a", "z", "y"};
+    const char *prefix = "";
+    for (size_t i = 0; i < 8 && fabs(*v) < 1; i++) {
+        prefix = small[i];
+        *v *= 1000;
+    }
+    return prefix;
+}
+
 static int f_humanize(tpl_env *env, const tv *a, size_t n, tv *out)
 {
     (void)n;
@@ -178,12 +192,7 @@ static int f_humanize(tpl_env *env, const tv *a, size_t n, tv *out)
         }
         snprintf(buf, sizeof(buf), "%.4g%s", v, prefix);
     } else {
-        static const char *small[] = {"m", "u", "n", "p", "f", "a", "z", "y"};
-        const char *prefix = "";
-        for (size_t i = 0; i < 8 && fabs(v) < 1; i++) {
-            prefix = small[i];
-            v *= 1000;
-        }
+        const char *prefix = scale_below_one(&v);
         snprintf(buf, sizeof(buf), "%.4g%s", v, prefix);
     }
     *out = str_tv(env, buf);
@@ -238,12 +247,7 @@ static int f_humanize_duration(tpl_env *env, const tv *a, size_t n, tv *out)
         else
             snprintf(buf, sizeof(buf), "%s%.4gs", sign, v);
     } else {
-        static const char *p[] = {"m", "u", "n", "p", "f", "a", "z", "y"};
-        const char *prefix = "";
-        for (size_t i = 0; i < 8 && fabs(v) < 1; i++) {
-            prefix = p[i];
-            v *= 1000;
-        }
+        const char *prefix = scale_below_one(&v);
         snprintf(buf, sizeof(buf), "%.4g%ss", v, prefix);
     }
     *out = str_tv(env, buf);
