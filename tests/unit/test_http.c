@@ -388,10 +388,9 @@ static void ipv6_and_all_interfaces(void **state)
 
     s = mw_http_new(0);
     mw_http_route(s, MW_ROLE_PUBLIC, "GET", "/hello", 0, hello, NULL);
-    if (mw_http_start(s, "[::1]:0", err, sizeof(err)) < 0) {
-        mw_http_free(s);
-        skip(); /* no IPv6 loopback here */
-    }
+    /* Debian's loopback has ::1 (CI's machine too): a machine without it
+     * fails here rather than skipping the IPv6 half of the test. */
+    if (mw_http_start(s, "[::1]:0", err, sizeof(err)) < 0) fail_msg("no IPv6 loopback: %s", err);
     port = mw_http_port(s);
     assert_int_equal(request6(AF_INET6, port, "GET", "/hello", NULL, NULL, 0, &r), 0);
     assert_int_equal(r.status, 200);
