@@ -3,7 +3,7 @@
 # binary: statuses and exact messages (204, 400 malformed, 415, 400 out of
 # order, 429 series limit), kill -9 during ingest with every acknowledged
 # sample found after the restart, and a full disk (a 3 MiB tmpfs mounted
-# here; when mounting is not allowed the test says so and skips that part):
+# here; where mounting is not allowed the test fails, as CI runs as root):
 # 503 with a clear log line, nothing stored is damaged, ingest resumes when
 # space returns.
 . "$(dirname "$0")/lib.sh"
