@@ -3,11 +3,14 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static void oom(size_t n)
 {
@@ -144,4 +147,25 @@ int mw_read_secret_file(const char *path, char *out, size_t size, char *why, siz
     while (len && isspace((unsigned char)out[len - 1]))
         out[--len] = '\0';
     return 0;
+}
+
+int mw_sync_folder(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    int rc = fsync(fd) < 0 ? -errno : 0;
+    close(fd);
+    return rc;
+}
+
+int mw_sync_parent_folder(const char *path)
+{
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    if (!slash) return mw_sync_folder(".");
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    if (n >= sizeof(dir)) return -ENAMETOOLONG;
+    memcpy(dir, path, n);
+    dir[n] = 0;
+    return mw_sync_folder(dir);
 }

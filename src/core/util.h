@@ -48,4 +48,11 @@ size_t mw_strlcpy(char *dst, const char *src, size_t size);
  * than N bytes"). The secret never goes into why. */
 int mw_read_secret_file(const char *path, char *out, size_t size, char *why, size_t whysize);
 
+/* fsync a folder, so that the names created, renamed or removed in it are on
+ * disk (a rename is durable only once its folder is synced). 0 or -errno. */
+int mw_sync_folder(const char *dir);
+
+/* mw_sync_folder of the folder that holds path ("." when path has no '/'). */
+int mw_sync_parent_folder(const char *path);
+
 #endif

@@ -750,6 +750,9 @@ int mw_block_writer_finish(mw_block_writer *w, mw_block_meta *meta, const char *
     if (fclose(w->f) != 0 && !rc) rc = -errno;
     w->f = NULL;
     if (!rc && rename(w->path, final_path) < 0) rc = -errno;
+    /* The caller deletes what the block replaces (chunk files, merged
+     * blocks) next: the new name must be on disk first. */
+    if (!rc && (rc = mw_sync_parent_folder(final_path)) < 0) unlink(final_path);
     if (rc) unlink(w->path);
     meta->nseries = w->nseries;
     meta->nsamples = w->meta.nsamples;

@@ -172,11 +172,7 @@ int mw_snapshot_write(mw_store *s)
         return rc;
     }
     /* The rename must be on disk before the WAL it replaces goes. */
-    if (!s->opt.no_sync) {
-        int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0 || fsync(dfd) < 0) rc = -errno;
-        if (dfd >= 0) close(dfd);
-    }
+    if (!s->opt.no_sync) rc = mw_sync_folder(s->dir);
     if (rc < 0) {
         mw_log_once(MW_LOG_ERROR, "store", "snapshot",
                     "cannot sync the data folder %s after writing %s: %s (the WAL is kept)", s->dir,

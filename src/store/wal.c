@@ -46,15 +46,6 @@ static void seg_name(const char *dir, uint64_t start, char *out, size_t size)
     snprintf(out, size, "%s/%016llx", dir, (unsigned long long)start);
 }
 
-static int sync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return -errno;
-    int rc = fsync(fd) < 0 ? -errno : 0;
-    close(fd);
-    return rc;
-}
-
 static int open_segment(mw_wal *w, uint64_t start)
 {
     char path[PATH_MAX + 32];
@@ -67,7 +58,7 @@ static int open_segment(mw_wal *w, uint64_t start)
         unlink(path);
         return -e;
     }
-    if (w->sync && (fdatasync(fd) < 0 || sync_dir(w->dir) < 0)) {
+    if (w->sync && (fdatasync(fd) < 0 || mw_sync_folder(w->dir) < 0)) {
         int e = errno ? errno : EIO;
         close(fd);
         unlink(path);
