@@ -205,6 +205,10 @@ int mw_agent_run(const mw_config *cfg, int hub)
     sigaddset(&stop_signals, SIGHUP); /* not a stop: reloads the rule files (below) */
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* A file size limit (ulimit -f, RLIMIT_FSIZE) makes a write fail with
+     * EFBIG, which the store handles as it does a full disk, instead of
+     * killing the agent with SIGXFSZ. */
+    signal(SIGXFSZ, SIG_IGN);
 
     /* Token files and certificates are read before anything starts, so a
      * bad one stops the agent with its message alone. */

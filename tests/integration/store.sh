@@ -159,7 +159,32 @@ if mount -t tmpfs -o size=3m tmpfs "$FULL" 2>/dev/null; then
     [ "$(count_of crash_test)" -ge $((before + after_ok * 1000)) ] || fail "acknowledged samples lost after the full disk and kill -9"
     ok
     expect_eq "resumed sample" 1 "$(count_of resumed)"
+    stop_process "$AGENT_PID"
+    umount "$FULL"
+    trap cleanup EXIT
 else
     fail "cannot mount a tmpfs here (not root?): the disk-full part cannot run"
 fi
+
+# --- a file size limit (RLIMIT_FSIZE, ulimit -f): a write past it fails with
+# EFBIG, which the store treats as a full disk; the agent is not killed by
+# SIGXFSZ (src/agent/agent.c ignores it) and resumes when the limit goes. ---
+start_store_agent "$WORK/dfsize"
+prlimit --pid "$AGENT_PID" --fsize=262144:unlimited || fail "prlimit cannot set the agent's file size limit"
+"$CLIENT" send "$AGENT_URL/api/v1/write" 3000 20 1000 $((T0 + 200000)) >"$WORK/fsize_out" || true
+grep -q '^FAIL 503 storage unavailable: .*: File too large; retry later' "$WORK/fsize_out" ||
+    fail "no 503 past the file size limit: $(head -c 300 "$WORK/fsize_out")"
+ok
+exited "$AGENT_PID" && fail "the agent died past the file size limit: $(tail -c 400 "$WORK/agent.log")"
+grep -q 'error store: cannot write the WAL in .*: File too large' "$WORK/agent.log" ||
+    fail "no clear log line past the file size limit"
+ok
+prlimit --pid "$AGENT_PID" --fsize=unlimited:unlimited
+for i in $(seq 1 50); do
+    out=$("$CLIENT" one "$AGENT_URL/api/v1/write" fsize_resumed job a "$(date +%s)000" 1)
+    [ "$out" = "204 " ] && break
+    sleep 0.2
+done
+expect_eq "ingest resumes when the file size limit goes" "204 " "$out"
+expect_eq "resumed sample past the limit" 1 "$(count_of fsize_resumed)"
 done_ok
