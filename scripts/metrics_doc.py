@@ -98,7 +98,10 @@ def main():
         for line in text.splitlines():
             if line.startswith("# TYPE "):
                 _, _, name, typ = line.split(" ", 3)
+                # HELP may come first (it does in mlwatch's OpenMetrics text):
+                # the TYPE line sets the type either way.
                 current = families.setdefault(name, {"type": typ, "unit": "", "help": "", "labels": set()})
+                current["type"] = typ
             elif line.startswith("# UNIT "):
                 families[line.split(" ")[2]]["unit"] = line.split(" ", 3)[3]
             elif line.startswith("# HELP "):

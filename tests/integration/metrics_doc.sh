@@ -12,8 +12,12 @@ python3 - "$WORK/metrics.md" <<'PY' || fail "naming conventions"
 import re, sys
 bad = []
 for line in open(sys.argv[1]):
-    m = re.match(r"\| `(\w+)` \| (\w+) \| (\w*) \|", line)
+    if not line.startswith("| `"):
+        continue
+    # Every row has a type: a row without one would pass every check below.
+    m = re.match(r"\| `(\w+)` \| (counter|gauge|info|histogram|summary|stateset|unknown) \| (\w*) \|", line)
     if not m:
+        bad.append(f"a row without a known type: {line.strip()[:120]}")
         continue
     name, typ, unit = m.groups()
     if not name.startswith("mlwatch_"): bad.append(f"{name}: no mlwatch_ prefix")
