@@ -76,8 +76,13 @@ def bump_cpu_stat(path):
 def bump_energy(path):
     with open(path) as f:
         v = int(f.read().strip() or 0)
-    with open(path, "w") as f:
+    # Written beside and renamed over, as the other files here: a rewrite in
+    # place let the agent read an empty or half-written energy_uj now and
+    # then ("malformed content" in its log).
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
         f.write(f"{v + 50000000}\n")
+    os.replace(tmp, path)
 
 
 cpu_stats, rapl = [], []
