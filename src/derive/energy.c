@@ -395,22 +395,22 @@ static double gpu_weights(mw_energy *e, const mw_snapshot *snap, const char *fam
     return sum;
 }
 
-/* A GPU no container uses: under the requests policy its idle energy
- * belongs to the containers the kubelet allocated it to (a reservation, as
- * a CPU request is), equally; its dynamic energy stays the system share's
- * (no container's process used it). */
-static void reserved_gpu(mw_energy *e, const mw_snapshot *snap, const gpu_part *g)
+/* A GPU (or a MIG instance) no container uses: under the requests policy
+ * its idle energy (IDLE joules: the GPU's, or the instance's memory-slice
+ * share of it) belongs to the containers the kubelet allocated that UUID
+ * to (a reservation, as a CPU request is), equally; its dynamic energy
+ * stays the system share's (no container's process used it). */
+static void reserved_gpu(mw_energy *e, const mw_snapshot *snap, const char *uuid, double idle)
 {
-    if (e->p.idle_policy != MW_IDLE_POLICY_REQUESTS || !e->p.gpu_holders || !g->uuid[0] ||
-        !(g->idle > 0))
+    if (e->p.idle_policy != MW_IDLE_POLICY_REQUESTS || !e->p.gpu_holders || !uuid[0] || !(idle > 0))
         return;
     mw_energy_holder h[8];
-    size_t n = e->p.gpu_holders(e->p.gpu_holders_ctx, g->uuid, h, MW_ARRAY_LEN(h));
+    size_t n = e->p.gpu_holders(e->p.gpu_holders_ctx, uuid, h, MW_ARRAY_LEN(h));
     if (n > MW_ARRAY_LEN(h)) n = MW_ARRAY_LEN(h);
     for (size_t i = 0; i < n; i++) {
         ent *x = mw_energy_entity(e, h[i].ns, h[i].pod, h[i].container, 1);
         if (!x) continue; /* the table is full: it stays unreserved */
-        x->gpu[MW_EK_IDLE] += g->idle / (double)n;
+        x->gpu[MW_EK_IDLE] += idle / (double)n;
         x->last_ms = snap->timestamp_ms;
     }
 }
@@ -425,8 +425,13 @@ static void attribute_gpus(mw_energy *e, const mw_snapshot *snap)
             mw_snapshot_get(snap, "mlwatch_gpu_memory_total_bytes", &memtotal, "gpu", g->index,
                             MW_END) == 0 &&
             memtotal > 0) {
-            /* MIG: each instance owns its slice of the GPU (its share of the
-             * memory slices); inside it, containers by memory used. */
+            /* MIG: each instance owns its slice of the GPU by memory (its
+             * memory over the GPU's, not its compute slices: the
+             * fraction the driver reports for every profile); inside it,
+             * containers by memory used. An instance no container uses is
+             * reserved by the pods allocated its MIG UUID (requests policy),
+             * else its slice stays unreserved (idle) and the system's
+             * (dynamic). */
             FOR_SAMPLES(snap, "mlwatch_mig_memory_total_bytes", m)
             {
                 if (strcmp(label_or(m, "gpu"), g->index) != 0) continue;
@@ -436,6 +441,8 @@ static void attribute_gpus(mw_energy *e, const mw_snapshot *snap)
                 if (w > 0)
                     gpu_weights(e, snap, "mlwatch_container_mig_memory_used_bytes", g->index, gi,
                                 ci, m->value / memtotal, g, 1, w);
+                else /* unused: the pods it is allocated to reserve its slice */
+                    reserved_gpu(e, snap, label_or(m, "uuid"), g->idle * m->value / memtotal);
             }
             continue;
         }
@@ -449,7 +456,7 @@ static void attribute_gpus(mw_energy *e, const mw_snapshot *snap)
         if (w > 0)
             gpu_weights(e, snap, fam, g->index, NULL, NULL, 1, g, 1, w);
         else
-            reserved_gpu(e, snap, g);
+            reserved_gpu(e, snap, g->uuid, g->idle);
     }
 }
 

@@ -433,6 +433,83 @@ static void gpu_mig(void **state)
     mw_energy_free(e);
 }
 
+/* The kubelet's MIG allocations of the MIG fixture (tests/integration/
+ * idle_mig.sh): GI 9 to shared/notebook-z, GI 10 to ml-team/train-1 (mode
+ * 2: also to ml-team/train-2, who share it). */
+static int mig_holders_mode;
+static size_t mig_holders(void *ctx, const char *uuid, mw_energy_holder *out, size_t cap)
+{
+    (void)ctx;
+    size_t n = 0;
+    const char *who[2][2] = {{"shared", "notebook-z"}, {"ml-team", "train-1"}};
+    int k = strcmp(uuid, "MIG-10000002") == 0 ? 0 : strcmp(uuid, "MIG-10000003") == 0 ? 1 : -1;
+    if (k < 0) return 0;
+    for (int i = 0; i < (k == 1 && mig_holders_mode == 2 ? 2 : 1) && n < cap; i++, n++) {
+        memset(&out[n], 0, sizeof(out[n]));
+        strcpy(out[n].ns, who[k][0]);
+        strcpy(out[n].pod, i ? "train-2" : who[k][1]);
+        strcpy(out[n].container, "main");
+    }
+    return n;
+}
+
+/* MIG in the requests policy, on the MIG fixture's H100 (85899345920 bytes,
+ * four 1g.10gb instances of 10200547328 bytes: 0.11875 of the GPU each):
+ * GI 7 and GI 8 are used (memory of infer-0 and infer-1), GI 9 and GI 10
+ * only allocated. 250 W for 2 s over a 100 W floor: 200 J idle, 300 J
+ * dynamic. An allocated, unused slice reserves its memory fraction of the
+ * idle energy, 0.11875 x 200 = 23.75 J, and no dynamic energy; a used one
+ * gets its fraction of both (23.75 + 35.625 J); the remaining 105 J idle
+ * (52.5 % of the memory in no instance, 4 x 23.75 J taken) is unreserved, 228.75 J dynamic the
+ * system's. Two pods allocated one slice share its reservation equally.
+ * Under the cpu policy the allocated slices reserve nothing. */
+static void gpu_mig_reservations(void **state)
+{
+    (void)state;
+    for (int mode = 0; mode < 3; mode++) {
+        mw_energy_params p;
+        mw_energy_params_init(&p, mode == 1 ? MW_IDLE_POLICY_CPU : MW_IDLE_POLICY_REQUESTS);
+        p.idle_watts[MW_EC_GPU] = 100;
+        p.idle_watts_set = 1u << MW_EC_GPU;
+        p.gpu_holders = mig_holders;
+        mig_holders_mode = mode;
+        mw_energy *e = mw_energy_new(&p);
+        for (int i = 0; i < 3; i++) {
+            mw_snapshot *s = at(i * 1000);
+            mw_emit(s, &GPU_E, 250.0 * i, "gpu", "0", "uuid", "GPU-h100", MW_END);
+            mw_emit(s, &MIG_ON, 1, "gpu", "0", MW_END);
+            mw_emit(s, &GPU_MT, 85899345920.0, "gpu", "0", MW_END);
+            const char *gis[] = {"7", "8", "9", "10"};
+            for (int k = 0; k < 4; k++) {
+                char uuid[16];
+                snprintf(uuid, sizeof(uuid), "MIG-1000000%d", k);
+                mw_emit(s, &MIG_MT, 10200547328.0, "gpu", "0", "uuid", uuid, "gpu_instance", gis[k],
+                        "compute_instance", "0", MW_END);
+            }
+            mw_emit(s, &CMIG, 536870912, "namespace", "inference", "pod", "infer-0", "container",
+                    "main", "gpu", "0", "gpu_instance", "7", "compute_instance", "0", MW_END);
+            mw_emit(s, &CMIG, 1073741824, "namespace", "inference", "pod", "infer-1", "container",
+                    "main", "gpu", "0", "gpu_instance", "8", "compute_instance", "0", MW_END);
+            mw_energy_step(e, s, -1);
+            assert_conserved(e, s, 250.0 * i);
+            if (i == 2) {
+                double r = mode == 1 ? 0 : 23.75;
+                assert_near(cj(s, "notebook-z", "gpu", "idle"), r);
+                assert_near(cj(s, "notebook-z", "gpu", "dynamic"), 0);
+                assert_near(cj(s, "train-1", "gpu", "idle"), mode == 2 ? r / 2 : r);
+                assert_near(cj(s, "train-2", "gpu", "idle"), mode == 2 ? r / 2 : 0);
+                assert_near(cj(s, "infer-0", "gpu", "idle"), 23.75);
+                assert_near(cj(s, "infer-0", "gpu", "dynamic"), 35.625);
+                assert_near(cj(s, "infer-1", "gpu", "dynamic"), 35.625);
+                assert_near(sj(s, "unreserved", "gpu", "idle"), 200 - 2 * 23.75 - 2 * r);
+                assert_near(sj(s, "system", "gpu", "dynamic"), 228.75);
+            }
+            mw_snapshot_free(s);
+        }
+        mw_energy_free(e);
+    }
+}
+
 /* A GPU energy counter that went down (driver reload): power x interval. */
 static void gpu_counter_reset(void **state)
 {
@@ -1017,6 +1094,7 @@ int main(void)
         cmocka_unit_test(gpu_alone),
         cmocka_unit_test(gpu_shared),
         cmocka_unit_test(gpu_mig),
+        cmocka_unit_test(gpu_mig_reservations),
         cmocka_unit_test(gpu_counter_reset),
         cmocka_unit_test(estimated_model),
         cmocka_unit_test(cpu_ahead_of_node),
