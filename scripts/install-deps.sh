@@ -14,11 +14,12 @@ build_pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libyaml-dev zlib1
 # The test suite: unit tests, fuzzers, lint, and the real peers it runs
 # against (Prometheus, promtool, Alertmanager, VictoriaMetrics, an SMTP sink),
 # and libcurl's GnuTLS flavour (remote_write_tls_gnutls.sh); the container
-# image's build and run (scripts/build-image.sh, tests/integration/image.sh).
+# image's build and run (scripts/build-image.sh, tests/integration/image.sh);
+# a D-Bus bus and a fake systemd on it (tests/integration/run_systemd.sh).
 test_pkgs=(libcmocka-dev libcurl3-gnutls clang libclang-rt-14-dev clang-format cppcheck prometheus
            prometheus-alertmanager victoria-metrics curl python3 python3-aiosmtpd procps
            openssl jq strace python3-grpcio chromium python3-yaml python3-kubernetes
-           mmdebstrap umoci skopeo podman runc containerd)
+           mmdebstrap umoci skopeo podman runc containerd dbus-daemon python3-dbus python3-gi)
 # Benchmarks: the tools mlwatch is compared with.
 bench_pkgs=(prometheus-node-exporter bc)
 

@@ -1,9 +1,11 @@
 /* run.c - `mlwatch run [--json] [--interval D] [--work N --unit NAME] -- CMD...`
  *
- * Runs the command in a cgroup of its own where one can be created (a child
- * of our own cgroup in the v2 hierarchy, else in the v1 cpuacct one: v2,
- * v1 and hybrid hosts, run_cgroup.c; the child moves itself in before exec,
- * so no process of the command escapes, daemons included), else follows its
+ * Runs the command in a cgroup of its own where one can be had: a systemd
+ * transient scope where systemd runs the machine (run_systemd.c; the child
+ * waits before exec until systemd has put it there), else a child of our
+ * own cgroup in the v2 hierarchy, else in the v1 cpuacct one (v2, v1 and
+ * hybrid hosts, run_cgroup.c; the child moves itself in before exec), so
+ * no process of the command escapes, daemons included; else follows its
  * process tree through /proc and says so (the report's tracking). Every interval it collects the
  * node's power sources (cpu, rapl, hwmon, gpu, ipmi), adds the command's CPU time as one container
  * ("mlwatch-run") and runs the same attribution model as the agent (src/derive/energy.c), so the
@@ -13,6 +15,7 @@
  * --json. Signals are forwarded; the exit status is the command's. */
 #include "run.h"
 #include "run_cgroup.h"
+#include "run_systemd.h"
 #include "../collect/collector.h"
 #include "../collect/gpu/gpu.h"
 #include "../collect/procmap.h"
@@ -240,13 +243,13 @@ static void cycle(tracker *t, pstat *ps, mw_collector_set *set, mw_procmap *pm, 
     mw_snapshot_free(snap);
 }
 
-static const char *const cg_modes[] = {"auto", "v2", "v1", "none"}; /* mw_run_cg_mode */
+static const char *const cg_modes[] = {"auto", "v2", "v1", "none", "systemd"}; /* mw_run_cg_mode */
 
 static int check_run_cgroup(const char *v, char *why, size_t n)
 {
     for (size_t i = 0; i < MW_ARRAY_LEN(cg_modes); i++)
         if (strcmp(v, cg_modes[i]) == 0) return 0;
-    snprintf(why, n, "must be one of auto, v2, v1, none");
+    snprintf(why, n, "must be one of auto, systemd, v2, v1, none");
     return -1;
 }
 
@@ -267,9 +270,10 @@ static const mw_option run_rows[] = {
            "unit of work and per GPU-hour, by GPU model)",
            NULL),
     MW_OPT(mw_run_settings, "run-cgroup", MW_OPT_STRING, cgroup, "auto",
-           "`mlwatch run`: the cgroup hierarchy the command gets a cgroup of its own in, so "
-           "that its daemons count: auto (v2, else v1 cpuacct), v2, v1, or none (follow the "
-           "process tree)",
+           "`mlwatch run`: the cgroup the command gets of its own, so that its daemons count: "
+           "auto (a systemd transient scope where systemd runs the machine, else a child "
+           "cgroup in v2, else in v1 cpuacct), systemd (a scope, else as auto), v2, v1, or none "
+           "(follow the process tree)",
            check_run_cgroup),
 };
 const mw_option_group mw_run_options =
@@ -289,7 +293,7 @@ static void report(const mw_config *cfg, char **argv, size_t argc, const tracker
     int estimated = mw_energy_last(e)->estimated_cpu;
     double gpu = acc->gpu_samples ? acc->gpu_util_sum / acc->gpu_samples : -1;
     double kwh = total / 3.6e6, gpu_hours = acc->gpu_seconds / 3600;
-    char tracking[PATH_MAX + 1100];
+    char tracking[PATH_MAX + 2048];
     mw_run_cgroup_describe(&t->cg, tracking, sizeof(tracking));
     if (cfg->json) {
         json_t *cmd = json_array();
@@ -301,14 +305,15 @@ static void report(const mw_config *cfg, char **argv, size_t argc, const tracker
                                 json_pack("{s:f,s:f,s:f,s:f}", "joules", j[k][0] + j[k][1],
                                           "dynamic_joules", j[k][0], "idle_joules", j[k][1], "wh",
                                           (j[k][0] + j[k][1]) / 3600));
-        json_t *o =
-            json_pack("{s:o,s:i,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:o,s:f,s:s,s:s}", "command", cmd,
-                      "exit_status", status, "tracking", t->cg.version ? "cgroup" : "process_tree",
-                      "tracking_detail", tracking, "wall_seconds", wall, "cpu_seconds", t->cpu,
-                      "cpu_user_seconds", t->user, "cpu_system_seconds", t->sys, "energy_joules",
-                      total, "energy_wh", total / 3600, "components", comp, "average_power_watts",
-                      wall > 0 ? total / wall : 0, "cpu_method",
-                      estimated ? "estimated" : "measured", "idle_policy", es->idle_policy);
+        json_t *o = json_pack("{s:o,s:i,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:o,s:f,s:s,s:s}",
+                              "command", cmd, "exit_status", status, "tracking",
+                              t->cg.version ? (t->cg.scope[0] ? "systemd_scope" : "cgroup")
+                                            : "process_tree",
+                              "tracking_detail", tracking, "wall_seconds", wall, "cpu_seconds",
+                              t->cpu, "cpu_user_seconds", t->user, "cpu_system_seconds", t->sys,
+                              "energy_joules", total, "energy_wh", total / 3600, "components", comp,
+                              "average_power_watts", wall > 0 ? total / wall : 0, "cpu_method",
+                              estimated ? "estimated" : "measured", "idle_policy", es->idle_policy);
         json_object_set_new(o, "co2_grams", intensity >= 0 ? json_real(co2) : json_null());
         json_object_set_new(o, "carbon_intensity_grams_per_kwh",
                             intensity >= 0 ? json_real(intensity) : json_null());
@@ -463,6 +468,80 @@ static int compare_reports(const mw_config *cfg, char **files, size_t n)
     return 0;
 }
 
+/* Whether to ask systemd for a scope: --run-cgroup systemd, or auto where
+ * systemd runs the machine. */
+static int want_scope(const mw_config *cfg)
+{
+    mw_run_cg_mode mode =
+        run_cg_mode(((const mw_run_settings *)mw_config_group(cfg, &mw_run_options))->cgroup);
+    return mode == MW_RUN_CG_SYSTEMD ||
+           (mode == MW_RUN_CG_AUTO && mw_run_systemd_booted("/run/systemd/system"));
+}
+
+/* A process that keeps the scope populated until the command's last
+ * sample: systemd removes a scope's cgroup, and its CPU time, as soon as
+ * its last process ends. Reads *HOLD (its pipe) until we close the other
+ * end; inherits no other descriptor (it must not keep ERRFD's pipe open).
+ * Its pid, or -1. */
+static pid_t fork_holder(int *hold)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) return -1;
+    pid_t h = fork();
+    if (h == 0) {
+        static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+        for (size_t i = 0; i < MW_ARRAY_LEN(sigs); i++)
+            signal(sigs[i], SIG_IGN);
+        for (int fd = 3; fd < 1024; fd++)
+            if (fd != p[0]) close(fd);
+        char b;
+        for (;;) {
+            ssize_t r = read(p[0], &b, 1);
+            if (!(r < 0 && errno == EINTR)) break;
+        }
+        _exit(0);
+    }
+    close(p[0]);
+    if (h < 0) {
+        close(p[1]);
+        return -1;
+    }
+    *hold = p[1];
+    return h;
+}
+
+/* Ask systemd for the scope mlwatch-run-PID.scope holding the command's
+ * process (still waiting to exec) and the holder; on success the cgroup
+ * made for the fallback goes and CG becomes the scope's. The holder's pid,
+ * or -1 (CG as it was, with why systemd_why). */
+static pid_t systemd_scope(mw_run_cgroup *cg, pid_t pid, const char *cmd, int *hold)
+{
+    char unit[128], desc[300];
+    snprintf(unit, sizeof(unit), "%s-%d.scope", RUN_CONTAINER, (int)getpid());
+    snprintf(desc, sizeof(desc), "mlwatch run %.200s", cmd);
+    pid_t holder = fork_holder(hold);
+    pid_t pids[2] = {pid, holder};
+    char why[512] = "";
+    if (mw_run_systemd_scope(NULL, unit, desc, pids, holder > 0 ? 2 : 1, 10000, why, sizeof(why)) ==
+        0) {
+        mw_run_cgroup fallback = *cg;
+        if (mw_run_cgroup_remove(&fallback) < 0)
+            fprintf(stderr, "mlwatch run: cannot remove %s: %s\n", fallback.dir, strerror(errno));
+        char why2[512] = "";
+        if (mw_run_cgroup_adopt(cg, (int)pid, unit, why2, sizeof(why2)) == 0) return holder;
+        /* In a scope we cannot read: the process tree, saying why. */
+        cg->version = 0;
+        snprintf(cg->why, sizeof(cg->why), "in systemd scope %s, but %s", unit, why2);
+        return holder;
+    }
+    mw_strlcpy(cg->systemd_why, why, sizeof(cg->systemd_why));
+    if (holder > 0) {
+        close(*hold);
+        waitpid(holder, NULL, 0);
+    }
+    return -1;
+}
+
 int mw_run_command(const mw_config *cfg, char **argv, size_t argc)
 {
     if (((const mw_run_settings *)mw_config_group(cfg, &mw_run_options))->compare)
@@ -545,11 +624,17 @@ int mw_run_command(const mw_config *cfg, char **argv, size_t argc)
     static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
     for (size_t i = 0; i < MW_ARRAY_LEN(sigs); i++)
         sigaction(sigs[i], &sa, NULL);
+    /* The child waits for a byte before exec: 'c' to enter the cgroup made
+     * above, 's' when systemd has put it in a scope, meanwhile. */
+    int go[2];
+    if (pipe2(go, O_CLOEXEC) < 0) go[0] = go[1] = -1;
     double start = mono_s();
     pid_t pid = fork();
     if (pid == 0) {
+        char how = 'c';
+        if (go[0] >= 0 && read(go[0], &how, 1) != 1) how = 'c';
         /* Failing, it stays in our cgroup; the parent sees that below. */
-        (void)mw_run_cgroup_enter(&t.cg);
+        if (how == 'c') (void)mw_run_cgroup_enter(&t.cg);
         execvp(argv[0], argv);
         int en = errno;
         if (errpipe[1] >= 0 && write(errpipe[1], &en, sizeof(en)) < 0) {
@@ -558,6 +643,16 @@ int mw_run_command(const mw_config *cfg, char **argv, size_t argc)
     }
     if (pid > 0) child_pid = pid;
     if (errpipe[1] >= 0) close(errpipe[1]);
+    pid_t holder = -1;
+    int hold = -1;
+    if (pid > 0 && want_scope(&c)) holder = systemd_scope(&t.cg, pid, argv[0], &hold);
+    if (go[1] >= 0) {
+        char how = t.cg.scope[0] ? 's' : 'c';
+        if (write(go[1], &how, 1) != 1) {
+        }
+        close(go[1]);
+        close(go[0]);
+    }
     int status = 0, exit_status = 127;
     if (pid < 0) {
         fprintf(stderr, "mlwatch run: cannot start %s: %s\n", argv[0], strerror(errno));
@@ -610,16 +705,26 @@ int mw_run_command(const mw_config *cfg, char **argv, size_t argc)
         t.root = -1; /* gone: the tree sample must not lower the total */
     }
     cycle(&t, ps, set, pm, e, carbon, &acc);
+    if (holder > 0) { /* sampled: the scope may go now */
+        close(hold);
+        waitpid(holder, NULL, 0);
+        holder = -1;
+    }
     exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     report(&c, argv, argc, &t, e, &acc, wall, exit_status,
            mw_carbon_now(carbon, mw_now_ms(), NULL));
 out:
+    if (holder > 0) {
+        close(hold);
+        waitpid(holder, NULL, 0);
+    }
     if (errpipe[0] >= 0) close(errpipe[0]);
     if (t.cg.version && mw_run_cgroup_remove(&t.cg) < 0)
         fprintf(stderr,
                 "mlwatch run: %zu processes of the command still run in %s (counted until "
-                "now); the cgroup stays\n",
-                mw_run_cgroup_pids(&t.cg, t.pids, MAX_PROCS), t.cg.dir);
+                "now); the %s stays\n",
+                mw_run_cgroup_pids(&t.cg, t.pids, MAX_PROCS), t.cg.dir,
+                t.cg.scope[0] ? "scope" : "cgroup");
     child_pid = 0;
     free(t.pids);
     free(ps);

@@ -173,6 +173,7 @@ void mw_run_cgroup_create(mw_run_cgroup *cg, mw_run_cg_mode mode, const char *na
         return;
     }
     char why2[480] = "", why1[480] = "";
+    if (mode == MW_RUN_CG_SYSTEMD) mode = MW_RUN_CG_AUTO; /* the fallback */
     if (mode != MW_RUN_CG_V1 && try_version(cg, 2, mountinfo, self, name, why2, sizeof(why2)) == 0)
         goto out;
     if (mode != MW_RUN_CG_V2 && try_version(cg, 1, mountinfo, self, name, why1, sizeof(why1)) == 0)
@@ -182,6 +183,38 @@ void mw_run_cgroup_create(mw_run_cgroup *cg, mw_run_cg_mode mode, const char *na
 out:
     free(mountinfo);
     free(self);
+}
+
+int mw_run_cgroup_adopt(mw_run_cgroup *cg, int pid, const char *unit, char *why, size_t whysize)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+    char *mountinfo = slurp("/proc/self/mountinfo"), *self = slurp(path);
+    int rc = -1;
+    if (!mountinfo || !self) {
+        snprintf(why, whysize, "cannot read /proc/self/mountinfo and %s", path);
+        goto out;
+    }
+    char dir[PATH_MAX], why2[480] = "";
+    for (int version = 2; version >= 1 && rc < 0; version--) {
+        if (mw_run_cgroup_locate(mountinfo, self, version, dir, sizeof(dir), why2, sizeof(why2)) <
+            0)
+            continue;
+        const char *base = strrchr(dir, '/');
+        if (!base || strcmp(base + 1, unit) != 0) {
+            snprintf(why, whysize, "process %d is in %.400s, not in %s", pid, dir, unit);
+            continue;
+        }
+        mw_strlcpy(cg->dir, dir, sizeof(cg->dir));
+        mw_strlcpy(cg->scope, unit, sizeof(cg->scope));
+        cg->version = version;
+        rc = 0;
+    }
+    if (rc < 0 && !why[0]) snprintf(why, whysize, "%s", why2);
+out:
+    free(mountinfo);
+    free(self);
+    return rc;
 }
 
 int mw_run_cgroup_enter(const mw_run_cgroup *cg)
@@ -258,6 +291,15 @@ size_t mw_run_cgroup_pids(const mw_run_cgroup *cg, int *pids, size_t cap)
 int mw_run_cgroup_remove(mw_run_cgroup *cg)
 {
     if (!cg->version) return 0;
+    if (cg->scope[0]) { /* systemd's: it goes when its last process ends */
+        int one;
+        if (mw_run_cgroup_pids(cg, &one, 1) > 0) {
+            errno = EBUSY;
+            return -1;
+        }
+        cg->version = 0;
+        return 0;
+    }
     if (rmdir(cg->dir) < 0) return -1;
     cg->version = 0;
     return 0;
@@ -265,8 +307,12 @@ int mw_run_cgroup_remove(mw_run_cgroup *cg)
 
 void mw_run_cgroup_describe(const mw_run_cgroup *cg, char *out, size_t size)
 {
-    if (cg->version)
-        snprintf(out, size, "cgroup v%d %s", cg->version, cg->dir);
+    char no[600] = "";
+    if (cg->systemd_why[0]) snprintf(no, sizeof(no), " (no systemd scope: %s)", cg->systemd_why);
+    if (cg->version && cg->scope[0])
+        snprintf(out, size, "systemd scope %s, cgroup v%d %s", cg->scope, cg->version, cg->dir);
+    else if (cg->version)
+        snprintf(out, size, "cgroup v%d %s%s", cg->version, cg->dir, no);
     else
-        snprintf(out, size, "process tree: %s", cg->why);
+        snprintf(out, size, "process tree: %s%s", cg->why, no);
 }
