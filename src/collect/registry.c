@@ -14,6 +14,7 @@ extern const mw_collector mw_collector_cpu, mw_collector_cpufreq, mw_collector_m
     mw_collector_self;
 extern const mw_collector mw_collector_ipmi;
 extern const mw_collector mw_collector_amdgpu_ras;
+extern const mw_collector mw_collector_processes;
 extern const mw_collector mw_collector_netstat, mw_collector_sockstat, mw_collector_softnet,
     mw_collector_conntrack, mw_collector_filefd, mw_collector_cpuinfo, mw_collector_osinfo,
     mw_collector_netclass;
@@ -27,6 +28,7 @@ const mw_collector *const mw_collectors[] = {
     &mw_collector_netstat, &mw_collector_sockstat, &mw_collector_softnet, &mw_collector_conntrack,
     &mw_collector_filefd, &mw_collector_cpuinfo, &mw_collector_osinfo, &mw_collector_netclass,
     &mw_collector_cgroup, &mw_collector_gpu,
+    &mw_collector_processes,  /* the busiest processes (src/collect/processes.c) */
     &mw_collector_amdgpu_ras, /* AMD RAS counters from sysfs (src/collect/amdgpu_ras.c) */
     &mw_collector_self, &mw_collector_ipmi, /* node power from the BMC (src/collect/ipmi.c) */
 };

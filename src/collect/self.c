@@ -45,8 +45,12 @@ typedef struct self_state {
 
 int mw_parse_proc_stat(const char *text, mw_proc_stat *out)
 {
-    const char *p = strrchr(text, ')');
-    if (!p || !strchr(text, '(')) return -1;
+    const char *p = strrchr(text, ')'), *open = strchr(text, '(');
+    if (!p || !open || open > p) return -1;
+    size_t n = (size_t)(p - open - 1);
+    if (n >= sizeof(out->comm)) n = sizeof(out->comm) - 1;
+    memcpy(out->comm, open + 1, n);
+    out->comm[n] = '\0';
     p++;
     /* p is before field 3 (state); count fields from there. */
     uint64_t v[24] = {0};
@@ -63,6 +67,8 @@ int mw_parse_proc_stat(const char *text, mw_proc_stat *out)
         if (mw_parse_i64(&p, &x) < 0) return -1;
         v[field - 1] = (uint64_t)x;
     }
+    out->flags = v[8];
+    out->starttime_ticks = v[21];
     out->utime_ticks = v[13];
     out->stime_ticks = v[14];
     out->threads = v[19];

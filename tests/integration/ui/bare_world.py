@@ -11,6 +11,9 @@ PERIOD seconds:
     (postgresql 0.6 cores, nginx 0.3, ssh 0.05, cron 0.01); postgresql has a
     quota and is throttled in half its periods (cpu.stat);
   - memory: fixed usage and working set per service;
+  - processes (/proc/PID/stat, the owner of /proc/PID, etc/passwd): PROCS
+    below, their CPU ticks growing at their rates (a kernel thread among
+    them, which the processes collector leaves out);
   - unified/system.slice/postgresql.service/*.pressure: 0.3 s/s memory
     stall (0.4 s/s some) and 0.33 s/s io wait: well above the doctor's 0.1,
     even when a loaded machine runs this script late.
@@ -31,6 +34,21 @@ SERVICES = {
 }
 USER_HZ = 100
 NCPU = 2
+# pid -> (command, uid, cores, resident pages, kernel thread)
+PROCS = {
+    1: ("systemd", 0, 0.0, 3072, False),
+    2001: ("postgres", 106, 0.5, 40960, False),
+    2011: ("postgres", 106, 0.2, 20480, False),
+    2002: ("nginx", 33, 0.5, 12800, False),
+    2003: ("sshd", 0, 0.2, 2048, False),
+    2004: ("cron", 0, 0.1, 1024, False),
+    2006: ("python3", 1000, 0.3, 65536, False),
+    2007: ("kworker/0:1", 0, 0.9, 0, True),
+    2008: ("bash", 1000, 0.0, 1280, False),
+}
+PASSWD = ("root:x:0:0:root:/root:/bin/bash\nwww-data:x:33:33:www-data:/var/www:/usr/sbin/nologin\n"
+          "postgres:x:106:112:PostgreSQL administrator:/var/lib/postgresql:/bin/bash\n"
+          "alice:x:1000:1000:Alice,,,:/home/alice:/bin/bash\n")
 
 
 def write(path, text):
@@ -70,8 +88,21 @@ def setup():
         os.makedirs(os.path.join(CG, "unified/system.slice", name), exist_ok=True)
 
 
+def proc_stat(pid, t):
+    comm, _, cores, rss, kthread = PROCS[pid]
+    ticks = int(cores * USER_HZ * t)
+    flags = 0x00208040 if kthread else 0x00400100
+    # fields 3.. : state ppid pgrp session tty tpgid flags minflt cminflt
+    # majflt cmajflt utime stime cutime cstime prio nice threads 0 start
+    # vsize rss ...
+    return (f"{pid} ({comm}) S 1 {pid} {pid} 0 -1 {flags} 100 0 0 0 {ticks} 0 0 0 20 0 1 0 "
+            f"{500 + pid} {rss * 8192} {rss} 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n")
+
+
 def step(n):
     t = n * period
+    for pid in PROCS:
+        write(os.path.join(root, f"proc/{pid}/stat"), proc_stat(pid, t))
     lines = []
     busy = int(0.4 * USER_HZ * t)
     idle = int(0.6 * USER_HZ * t)
@@ -102,6 +133,10 @@ def step(n):
 
 
 setup()
+write(os.path.join(root, "etc/passwd"), PASSWD)
+for pid, (_, uid, _, _, _) in PROCS.items():
+    os.makedirs(os.path.join(root, f"proc/{pid}"), exist_ok=True)
+    os.chown(os.path.join(root, f"proc/{pid}"), uid, uid)
 n = 0
 while True:
     step(n)
