@@ -93,7 +93,8 @@ gpu_pods='["ml-team/train-1","shared/notebook-a","shared/notebook-b"]'
 cpus='["t1 cpu 0 (powersave)","t1 cpu 1 (powersave)","t1 cpu 2 (powersave)","t1 cpu 3 (powersave)","t1 cpu 4 (performance)","t1 cpu 5 (performance)","t1 cpu 6 (performance)","t1 cpu 7 (performance)"]'
 cat >"$WORK/expect.json" <<JSON
 {"pages": {
-  "overview": {"count": 13, "mayBeEmpty": ["overview-12"], "panels": {
+  "overview": {"count": 14, "mayBeEmpty": ["overview-12"], "empty": ["overview-14"], "panels": {
+    "overview-14": {"why": "^No process figures: the processes collector reads /proc/PID/stat"},
     "overview-1": {"facts": {"GPUs": "^3$", "GPU models": "^NVIDIA H100 80GB HBM3$", "CPUs (threads)": "^192$"}},
     "overview-2": {"facts": {"GPUs": "^3 GPUs( \\\\(NVML, driver 550.54.15: 3 GPUs; XIDs from the kernel log \\\\(/dev/kmsg\\\\)\\\\))?$", "Energy": "^measured( \\\\(RAPL energy counters: 6 zones in sys/class/powercap\\\\)$|$)",
       "CO2": "^carbon intensity 400 g/kWh$"}},

@@ -8,7 +8,9 @@
 #   - the overview shows the machine (OS, CPUs, memory, cgroup mode, no
 #     Kubernetes), what mlwatch cannot see and why (no NVML library, no RAPL
 #     so the energy is estimated, no pods so services are the workloads),
-#     node power and energy marked estimated, the services by CPU and memory;
+#     node power and energy marked estimated, the services by CPU and memory,
+#     the busiest processes of its /proc exactly (command, user, memory,
+#     count, in order);
 #   - every page: each empty panel says what is missing and how to enable it,
 #     legends, tables and axis labels fit at 1400 and 800 px, units agree
 #     (layout.js); screenshots in $MLWATCH_BUILD/artifacts/ui/bare/ (CI keeps them).
@@ -28,7 +30,8 @@ PIDS+=($!)
 wait_for 10 test -f "$root/.ready" || fail "bare_world.py did not start"
 nvml=$WORK/no-such-dir/libnvidia-ml.so.1
 start_agent --root "$root" --nvml-library "$nvml" --rocm-library none --interval 250ms \
-    --collectors cpu,cpuinfo,cpufreq,numa,pressure,memory,rapl,cgroup,gpu,osinfo,self
+    --collectors cpu,cpuinfo,cpufreq,numa,pressure,memory,rapl,cgroup,gpu,osinfo,self,processes \
+    --process-top 6
 A=$AGENT_URL
 
 expect_eq "sources" '{"cgroup":{"detail":"hybrid: cgroup v1 controllers at sys/fs/cgroup/cpu,cpuacct, cgroup v2 at sys/fs/cgroup/unified","state":"seen"},"gpu":{"detail":"no GPU telemetry: NVML: '"$nvml"': cannot open shared object file: No such file or directory; ROCm SMI: switched off (--rocm-library none)","state":"absent"},"kubernetes":{"detail":"the Kubernetes API is not asked (--kubernetes=false): pods are named from their cgroups and the kubelet'"'"'s logs, without workload labels","state":"off"},"rapl":{"detail":"no RAPL energy counters (sys/class/powercap is missing): the CPU'"'"'s energy is estimated from CPU time","state":"absent"}}' \
@@ -44,11 +47,17 @@ findings_in() { curl -s "$A/api/v1/findings" | jq -e '[.findings[].kind] | index
 WAIT_EVERY=0.3 wait_for 20 findings_in || fail "the doctor found no throttling and memory pressure: $(curl -s "$A/api/v1/findings")"
 sleep 2
 
+# The busiest processes of bare_world.py's /proc (CPU 1.5, 0.9, 0.5, 0.25,
+# 0.1, 0 cores; pages x 4096 bytes): exactly these rows, postgres first (the
+# order of the others is the CPU over one interval of a loaded machine, a
+# few ticks: unit_processes tests the order); the kernel thread left out,
+# bash (7th: 0 cores, less memory than systemd) cut by --process-top 6.
+procs='{"command":"postgres","user":"postgres","Memory":251658240,"Processes":2},{"command":"nginx","user":"www-data","Memory":52428800,"Processes":1},{"command":"python3","user":"alice","Memory":268435456,"Processes":1},{"command":"sshd","user":"root","Memory":8388608,"Processes":1},{"command":"cron","user":"root","Memory":16777216,"Processes":1},{"command":"systemd","user":"root","Memory":12582912,"Processes":1}'
 svcs='"/system.slice/cron.service","/system.slice/nginx.service","/system.slice/postgresql.service","/system.slice/ssh.service"'
 gpu_why='No GPU use by a workload.*This agent: no GPU telemetry: NVML: .*libnvidia-ml.so.1: cannot open shared object file'
 cat >"$WORK/expect.json" <<JSON
 {"only_pages": true, "pages": {
-  "overview": {"count": 13, "empty": ["overview-9", "overview-13"], "mayBeEmpty": ["overview-12"], "panels": {
+  "overview": {"count": 14, "empty": ["overview-9", "overview-13"], "mayBeEmpty": ["overview-12"], "panels": {
     "overview-1": {"facts": {"Operating system": "^Debian GNU/Linux 12 \\\\(bookworm\\\\)$", "CPUs (threads)": "^2$",
       "Memory": "^3.83 GiB$", "GPUs": "^0$", "GPU models": "^none$", "cgroups": "^hybrid: cgroup v1 controllers",
       "Kubernetes pods": "^0 · the Kubernetes API is not asked"}},
@@ -60,7 +69,8 @@ cat >"$WORK/expect.json" <<JSON
     "overview-8": {"labels": [$svcs]}, "overview-9": {"why": "$gpu_why"},
     "overview-10": {"labels": [$svcs]},
     "overview-11": {"rowSet": {"workload": ["(system share)", "(unreserved share)", $svcs]}},
-    "overview-13": {"why": "No idle GPU sessions.*This agent: no GPU telemetry"}}},
+    "overview-13": {"why": "No idle GPU sessions.*This agent: no GPU telemetry"},
+    "overview-14": {"rowsAnyOrder": [$procs], "firstRow": {"command": "postgres", "user": "postgres"}}}},
   "whyslow": {"count": 2, "panels": {
     "whyslow-1": {"findings": ["^critical cpu_throttling /system.slice/postgresql.service$", "^(critical|warning) memory_pressure /system.slice/postgresql.service$"]},
     "whyslow-2": {"labelsInclude": ["cpu_throttling (critical)", "memory_pressure (critical)"]}}},

@@ -12,8 +12,10 @@ PERIOD seconds:
     quota and is throttled in half its periods (cpu.stat);
   - memory: fixed usage and working set per service;
   - processes (/proc/PID/stat, the owner of /proc/PID, etc/passwd): PROCS
-    below, their CPU ticks growing at their rates (a kernel thread among
-    them, which the processes collector leaves out);
+    below, their CPU ticks growing at their rates from the clock, every
+    20 ms (a kernel thread among them, which the processes collector leaves
+    out; the rates are apart by more than a loaded machine's jitter, not
+    matched with /proc/stat);
   - unified/system.slice/postgresql.service/*.pressure: 0.3 s/s memory
     stall (0.4 s/s some) and 0.33 s/s io wait: well above the doctor's 0.1,
     even when a loaded machine runs this script late.
@@ -21,6 +23,7 @@ Usage: bare_world.py ROOT PERIOD   (runs until killed; writes ROOT/.ready
 after the first step)"""
 import os
 import sys
+import threading
 import time
 
 root, period = sys.argv[1], float(sys.argv[2])
@@ -37,13 +40,13 @@ NCPU = 2
 # pid -> (command, uid, cores, resident pages, kernel thread)
 PROCS = {
     1: ("systemd", 0, 0.0, 3072, False),
-    2001: ("postgres", 106, 0.5, 40960, False),
-    2011: ("postgres", 106, 0.2, 20480, False),
-    2002: ("nginx", 33, 0.5, 12800, False),
-    2003: ("sshd", 0, 0.2, 2048, False),
-    2004: ("cron", 0, 0.1, 1024, False),
-    2006: ("python3", 1000, 0.3, 65536, False),
-    2007: ("kworker/0:1", 0, 0.9, 0, True),
+    2001: ("postgres", 106, 1.1, 40960, False),
+    2011: ("postgres", 106, 0.4, 20480, False),
+    2002: ("nginx", 33, 0.9, 12800, False),
+    2003: ("sshd", 0, 0.25, 2048, False),
+    2004: ("cron", 0, 0.1, 4096, False),
+    2006: ("python3", 1000, 0.5, 65536, False),
+    2007: ("kworker/0:1", 0, 1.9, 0, True),
     2008: ("bash", 1000, 0.0, 1280, False),
 }
 PASSWD = ("root:x:0:0:root:/root:/bin/bash\nwww-data:x:33:33:www-data:/var/www:/usr/sbin/nologin\n"
@@ -99,10 +102,18 @@ def proc_stat(pid, t):
             f"{500 + pid} {rss * 8192} {rss} 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n")
 
 
+def procs_loop(t0):
+    """The processes' CPU ticks from the clock, every 20 ms: any interval
+    of the agent sees each one's rate within a tick or two."""
+    while True:
+        t = time.monotonic() - t0
+        for pid in PROCS:
+            write(os.path.join(root, f"proc/{pid}/stat"), proc_stat(pid, t))
+        time.sleep(0.02)
+
+
 def step(n):
     t = n * period
-    for pid in PROCS:
-        write(os.path.join(root, f"proc/{pid}/stat"), proc_stat(pid, t))
     lines = []
     busy = int(0.4 * USER_HZ * t)
     idle = int(0.6 * USER_HZ * t)
@@ -137,6 +148,10 @@ write(os.path.join(root, "etc/passwd"), PASSWD)
 for pid, (_, uid, _, _, _) in PROCS.items():
     os.makedirs(os.path.join(root, f"proc/{pid}"), exist_ok=True)
     os.chown(os.path.join(root, f"proc/{pid}"), uid, uid)
+t0 = time.monotonic()
+for pid in PROCS:
+    write(os.path.join(root, f"proc/{pid}/stat"), proc_stat(pid, 0))
+threading.Thread(target=procs_loop, args=(t0,), daemon=True).start()
 n = 0
 while True:
     step(n)

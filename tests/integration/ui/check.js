@@ -10,7 +10,8 @@
 // (legends, tables, axis labels, units, empty panels that say why);
 // screenshots SCREENSHOT_DIR/PAGE.png (1400 px) and PAGE-800.png.
 // EXPECT.json per page: count, panels {ID: {series, minSeries, labels,
-// labelsInclude, rowCount, rows, rowSet {COLUMN: [values in any order]},
+// labelsInclude, rowCount, rows, rowsAnyOrder (the same rows, in any order),
+// firstRow (the first row's given columns), rowSet {COLUMN: [values in any order]},
 // positive, value, values, facts, why}},
 // empty [IDs that must be empty] (with "why" matching a regex), mayBeEmpty
 // [IDs]; "only_pages": true skips the checks of the gpu-node fixture.
@@ -133,6 +134,15 @@ async function main() {
         if (!p.facts || !new RegExp(re).test(p.facts[k] || ''))
           fail(`${id} (${p.title}): ${k} is "${p.facts ? p.facts[k] : ''}", expected /${re}/`);
       }
+      if (w.rowsAnyOrder !== undefined) {
+        const pick = (r) => JSON.stringify(Object.fromEntries(Object.keys(w.rowsAnyOrder[0]).map((k) => [k, r[k]])));
+        const got = p.table.map(pick).sort(), want = w.rowsAnyOrder.map(pick).sort();
+        if (JSON.stringify(got) !== JSON.stringify(want))
+          fail(`${id} (${p.title}): rows ${JSON.stringify(got)}, expected in any order ${JSON.stringify(want)}`);
+      }
+      for (const [k, v] of Object.entries(w.firstRow || {}))
+        if (!p.table.length || p.table[0][k] !== v)
+          fail(`${id} (${p.title}): first row ${JSON.stringify(p.table[0])}, expected ${k} ${JSON.stringify(v)}`);
       if (w.rows !== undefined) {
         const got = p.table.map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => k in w.rows[0])));
         if (JSON.stringify(got) !== JSON.stringify(w.rows))
