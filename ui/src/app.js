@@ -518,7 +518,9 @@
     if (cg) lines.push({ what: 'cgroups', seen: cg.state === 'seen', text: cg.detail });
     const ci = num('carbon');
     lines.push({ what: 'CO2', seen: (n.carbon || []).length > 0, text: (n.carbon || []).length ? `carbon intensity ${trim(ci)} g/kWh` : spec.needs.carbon.text });
-    lines.push({ what: 'Processes', seen: false, text: 'per-process use is not collected: workloads are cgroups (pods, services, containers, jobs)' });
+    const procs = num('procs');
+    lines.push({ what: 'Processes', seen: procs > 0, text: procs ? `the ${procs} busiest commands by CPU and user (Busiest processes below); workloads are cgroups (pods, services, containers, jobs)` :
+      `no process figures: ${spec.needs.processes.text.replace(/^No process figures: /, '')}` });
     if (!sources) lines.push({ what: 'This agent', seen: false, text: 'did not answer /api/v1/status/sources: what it cannot see is not known' });
     const body = el.querySelector('.body');
     body.textContent = '';
