@@ -45,6 +45,11 @@ def agent_exposition(binary, fake_nvml):
     with tempfile.TemporaryDirectory() as tmp:
         root = os.path.join(tmp, "root")
         shutil.copytree(SRC / "tests/fixtures/gpu-node", root, symlinks=True)
+        # One process with a stat file, for the busiest-processes families
+        # (collect/processes.c; the fixture's processes have none).
+        with open(os.path.join(root, "proc/3000/stat"), "w") as f:
+            f.write("3000 (python3) S 1 3000 3000 0 -1 4194560 10 0 0 0 500 20 0 0 20 0 8 0 900 "
+                    "8192000 262144 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n")
         sock = os.path.join(root, "var/lib/kubelet/pod-resources/kubelet.sock")
         os.makedirs(os.path.dirname(sock))
         kubelet = subprocess.Popen(["/usr/bin/python3", str(SRC / "tests/fakeapi/fake_podresources.py"),
