@@ -719,6 +719,12 @@ out:
         waitpid(holder, NULL, 0);
     }
     if (errpipe[0] >= 0) close(errpipe[0]);
+    /* A daemon that the command waited for may still be exiting: 200 ms
+     * for the cgroup to empty before it is left behind. */
+    for (int i = 0; i < 20 && t.cg.version && mw_run_cgroup_pids(&t.cg, t.pids, 1) > 0; i++) {
+        struct timespec nap = {0, 10000000};
+        nanosleep(&nap, NULL);
+    }
     if (t.cg.version && mw_run_cgroup_remove(&t.cg) < 0)
         fprintf(stderr,
                 "mlwatch run: %zu processes of the command still run in %s (counted until "
