@@ -395,6 +395,25 @@ static double gpu_weights(mw_energy *e, const mw_snapshot *snap, const char *fam
     return sum;
 }
 
+/* Whether a container (not the memory of no process, the driver's reserve
+ * on an empty MIG instance among it) has a sample of FAMILY on that GPU or
+ * MIG instance. */
+static int container_on(const mw_snapshot *snap, const char *family, const char *index,
+                        const char *gi, const char *ci)
+{
+    FOR_SAMPLES(snap, family, s)
+    {
+        if (strcmp(label_or(s, "gpu"), index) != 0 || !(s->value > 0)) continue;
+        if (gi && (strcmp(label_or(s, "gpu_instance"), gi) != 0 ||
+                   strcmp(label_or(s, "compute_instance"), ci) != 0))
+            continue;
+        if (*label_or(s, "namespace") || *label_or(s, "pod") || *label_or(s, "container") ||
+            *label_or(s, "cgroup") || *label_or(s, "container_id"))
+            return 1;
+    }
+    return 0;
+}
+
 /* A GPU (or a MIG instance) no container uses: under the requests policy
  * its idle energy (IDLE joules: the GPU's, or the instance's memory-slice
  * share of it) belongs to the containers the kubelet allocated that UUID
@@ -438,10 +457,11 @@ static void attribute_gpus(mw_energy *e, const mw_snapshot *snap)
                 const char *gi = label_or(m, "gpu_instance"), *ci = label_or(m, "compute_instance");
                 double w = gpu_weights(e, snap, "mlwatch_container_mig_memory_used_bytes", g->index,
                                        gi, ci, 0, g, 0, 0);
-                if (w > 0)
+                if (w > 0 &&
+                    container_on(snap, "mlwatch_container_mig_memory_used_bytes", g->index, gi, ci))
                     gpu_weights(e, snap, "mlwatch_container_mig_memory_used_bytes", g->index, gi,
                                 ci, m->value / memtotal, g, 1, w);
-                else /* unused: the pods it is allocated to reserve its slice */
+                else /* no container on it: the pods it is allocated to reserve its slice */
                     reserved_gpu(e, snap, label_or(m, "uuid"), g->idle * m->value / memtotal);
             }
             continue;

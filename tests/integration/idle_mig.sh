@@ -8,7 +8,8 @@
 # have open sessions, one per instance, labelled like the MIG families;
 # the busy slices of the same GPU have none. A local webhook receiver gets
 # one message per idle slice, naming the slice, and a resolved one when GI 7
-# gets busy.
+# gets busy. Then the GPU's energy moves: the allocated, unused slices
+# reserve their memory fraction of its idle energy (0.11875 each).
 source "$(dirname "$0")/lib.sh"
 
 : "${MLWATCH_BUILD:=$MLWATCH_SRC/build}"
@@ -47,7 +48,7 @@ wait_for 10 curl -s -o /dev/null "http://127.0.0.1:$RPORT/" || fail "receiver di
 start_agent --root "$root" --collectors cgroup,gpu --nvml-library "$fake" --rocm-library none \
     --interval 200ms --gpu-process-interval 200ms --idle-window 2s --idle-busy-period 1s \
     --node-name gpu-node-1 --notify-webhook "http://127.0.0.1:$RPORT/hooks/x" \
-    --notify-repeat-interval 1h --state-dir "$WORK/state"
+    --notify-repeat-interval 1h --state-dir "$WORK/state" --energy-idle-watts gpu=100
 idle_slices() { # in a fresh scrape, kept in $WORK/m.txt: infer-0's and notebook-z's
     curl -sf "$AGENT_URL/metrics" >"$WORK/m.txt" || true
     [ "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="inference",node="gpu-node-1"\}/ { print $2 }' "$WORK/m.txt")" = 1 ] &&
@@ -106,4 +107,35 @@ grep -q "idle session ended (busy): inference/infer-0 container main GPU 0 MIG 1
 ok
 wait_for 8 got_at_least "$I0" 2 || fail "no resolved message for infer-0: $(cat "$WORK/got.jsonl")"
 expect_eq "messages about notebook-z (still open)" 1 "$(got_count "$Z")"
+
+# Energy: the GPU's counter moves (250 W); under the default requests
+# policy each slice allocated to a pod and used by no process, GI 9
+# (notebook-z) and GI 10 (train-1), reserves its memory fraction of the
+# GPU's idle energy, 10200547328 / 85899345920 = 0.11875 of the node's GPU
+# idle joules in every interval, so of their sum (docs/energy.md).
+cp "$WORK/scenario.txt" "$WORK/base.txt"
+(for i in $(seq 1 400); do
+    { cat "$WORK/base.txt"; echo "gpu 0 energy_mj=$((1000000 + i * 25000))"; } >"$WORK/sc.tmp"
+    mv "$WORK/sc.tmp" "$WORK/scenario.txt"
+    sleep 0.1
+done) &
+PIDS+=($!)
+gpu_idle() { # POD: its GPU idle joules in $WORK/m3.txt
+    awk -v p="pod=\"$1\"" 'index($0, "mlwatch_container_energy_joules_total{") == 1 && index($0, p) &&
+        /component="gpu"/ && /kind="idle"/ { s += $2 } END { printf "%.12g", s }' "$WORK/m3.txt"
+}
+reserved() {
+    curl -sf "$AGENT_URL/metrics" >"$WORK/m3.txt" || return 1
+    awk 'BEGIN { exit !(ARGV[1] > 20) }' "$(gpu_idle notebook-z)"
+}
+WAIT_EVERY=0.3 wait_for 20 reserved || fail "no GPU idle energy reserved by notebook-z: $(grep -E 'energy_component_joules_total|container_energy_joules_total|memory_total|mig_enabled|energy_intervals' "$WORK/m3.txt")"
+node_idle=$(awk '/^mlwatch_energy_component_joules_total\{/ && /component="gpu"/ && /kind="idle"/ { s += $2 } END { printf "%.12g", s }' "$WORK/m3.txt")
+python3 - "$(gpu_idle notebook-z)" "$(gpu_idle train-1)" "$node_idle" <<'PY' || fail "MIG reservations: notebook-z $(gpu_idle notebook-z) J, train-1 $(gpu_idle train-1) J, GPU idle $node_idle J"
+import sys
+z, t, node = map(float, sys.argv[1:])
+assert node > 0 and abs(z / node - 0.11875) < 1e-9, (z, node, z / node)
+assert abs(t / node - 0.11875) < 1e-9, (t, node, t / node)
+PY
+expect_eq "notebook-z's GPU dynamic energy (no process on its slice)" 0 \
+    "$(awk 'index($0, "mlwatch_container_energy_joules_total{") == 1 && /pod="notebook-z"/ && /component="gpu"/ && /kind="dynamic"/ { s += $2 } END { print s + 0 }' "$WORK/m3.txt")"
 done_ok

@@ -456,8 +456,8 @@ static size_t mig_holders(void *ctx, const char *uuid, mw_energy_holder *out, si
 /* MIG in the requests policy, on the MIG fixture's H100 (85899345920 bytes,
  * four 1g.10gb instances of 10200547328 bytes: 0.11875 of the GPU each):
  * GI 7 and GI 8 are used (memory of infer-0 and infer-1), GI 9 and GI 10
- * only allocated. 250 W for 2 s over a 100 W floor: 200 J idle, 300 J
- * dynamic. An allocated, unused slice reserves its memory fraction of the
+ * only allocated (GI 9 holds the driver's 13 MiB, memory of no process). 250 W for 2 s over a 100 W
+ * floor: 200 J idle, 300 J dynamic. An allocated, unused slice reserves its memory fraction of the
  * idle energy, 0.11875 x 200 = 23.75 J, and no dynamic energy; a used one
  * gets its fraction of both (23.75 + 35.625 J); the remaining 105 J idle
  * (52.5 % of the memory in no instance, 4 x 23.75 J taken) is unreserved, 228.75 J dynamic the
@@ -486,6 +486,9 @@ static void gpu_mig_reservations(void **state)
                 mw_emit(s, &MIG_MT, 10200547328.0, "gpu", "0", "uuid", uuid, "gpu_instance", gis[k],
                         "compute_instance", "0", MW_END);
             }
+            /* The driver's reserve on the empty GI 9: memory of no process. */
+            mw_emit(s, &CMIG, 13631488, "namespace", "", "pod", "", "container", "", "gpu", "0",
+                    "gpu_instance", "9", "compute_instance", "0", MW_END);
             mw_emit(s, &CMIG, 536870912, "namespace", "inference", "pod", "infer-0", "container",
                     "main", "gpu", "0", "gpu_instance", "7", "compute_instance", "0", MW_END);
             mw_emit(s, &CMIG, 1073741824, "namespace", "inference", "pod", "infer-1", "container",
