@@ -204,7 +204,7 @@ static void scan(proc_state *st, mw_collect_ctx *ctx)
     mw_buf_free(&b);
     closedir(d);
     close(fd);
-    qsort(st->cur, st->ncur, sizeof(proc), by_pid);
+    if (st->ncur) qsort(st->cur, st->ncur, sizeof(proc), by_pid);
 }
 
 static void processes_collect(void *state, mw_collect_ctx *ctx)
@@ -227,8 +227,9 @@ static void processes_collect(void *state, mw_collect_ctx *ctx)
         g[ng++] = (group){p->comm, p->uid, (double)(p->ticks - was) / st->hz / dt,
                           (uint64_t)((double)p->rss * st->page), 1};
     }
-    /* One group per command and user. */
-    qsort(g, ng, sizeof(group), by_key);
+    /* One group per command and user (qsort's base must not be NULL, even for
+     * no elements: UBSan stops the agent on the first, empty, round). */
+    if (ng) qsort(g, ng, sizeof(group), by_key);
     size_t m = 0;
     for (size_t i = 0; i < ng; i++) {
         if (m && by_key(&g[m - 1], &g[i]) == 0) {
@@ -239,7 +240,7 @@ static void processes_collect(void *state, mw_collect_ctx *ctx)
             g[m++] = g[i];
         }
     }
-    qsort(g, m, sizeof(group), by_use);
+    if (m) qsort(g, m, sizeof(group), by_use);
     for (size_t i = 0; i < m && i < st->top; i++) {
         char who[40];
         user_name(st, g[i].uid, who, sizeof(who));

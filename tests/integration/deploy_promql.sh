@@ -85,6 +85,10 @@ run_agent gpu --root "$MLWATCH_FIXTURES/gpu-node" --nvml-library "$fake" \
     --gpu-process-interval 500ms --idle-window 1s --idle-busy-period 1s --node-name gpu-node-1
 run_agent host --root "$MLWATCH_FIXTURES/rapl-cpufreq" --nvml-library none --node-name cpu-node-2
 pods_root=$(fixture_copy k8s-v2-systemd)
+# The processes collector (the Overview's "busiest processes" panels) reads
+# /proc/PID/stat; the fixture's process 1700 has only its cgroup file.
+printf '1700 (trainer) S 1 1700 1700 0 -1 4194560 100 0 0 0 500 100 0 0 20 0 1 0 900 104857600 25600 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n' \
+    >"$pods_root/proc/1700/stat"
 run_agent pods --root "$pods_root" --nvml-library none --node-name cpu-node-3
 https_ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$WORK/secrets/ca.crt" --resolve "mlwatch:${1##*:}:127.0.0.1" "https://mlwatch:${1##*:}/-/ready")" = 200 ]; }
 for n in gpu host pods; do wait_for 30 https_ready "${URLS[$n]}" || fail "no HTTPS answer from ${URLS[$n]}"; done

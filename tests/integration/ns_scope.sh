@@ -51,7 +51,7 @@ YAML
 
 # --query-url: a server that does not know the scope (nothing listens there:
 # a scoped reader must be refused before any forwarding).
-start_agent --interval 10s --disable-collectors gpu --read-token-file "$WORK/read.tok" \
+start_agent --interval 10s --disable-collectors gpu --query-max-queued 32 --read-token-file "$WORK/read.tok" \
     --access-policy "$WORK/policy.yaml" --trusted-proxy 127.0.0.1/32 --query-url "http://127.0.0.1:$(free_port)"
 expect_eq "remote write" 204 "$("$LOADER" "$AGENT_URL/api/v1/write" "$WORK/data.txt")"
 
@@ -149,7 +149,8 @@ expect_eq "unscoped: another namespace" "$(one "" 1)" "$(q "$READ" 'count(cpu_se
 expect_eq "unscoped: secret metadata" '200 {"status":"success","data":{"secret_metric":[{"type":"gauge","help":"Only team-b has it.","unit":""}]}}' \
     "$(call -H "Authorization: Bearer $READ" /api/v1/metadata?metric=secret_metric)"
 
-# Concurrent requests of both identities: each answer has its own scope.
+# Concurrent requests of both identities: each answer has its own scope
+# (24 at once: the agent above queues up to 32, so none is refused 503).
 par=()
 for i in $(seq 1 12); do
     curl -s -H "Authorization: Bearer $TEAMA" --get --data-urlencode 'query=count({__name__=~".+"})' \
