@@ -18,6 +18,7 @@
 #include "../agent/module.h"
 #include "../core/hash.h"
 #include "../core/log.h"
+#include "../core/series_memory.h"
 #include "../core/util.h"
 #include "../core/worker.h"
 #include "../proto/rw_encode.h"
@@ -56,6 +57,9 @@ MW_METRIC(CORRUPT, MW_COUNTER, "mlwatch_remote_write_queue_corrupt_bytes_total",
           "Bytes of damaged queue data cut off at start or skipped (torn writes, disk errors).");
 MW_METRIC(HIGHEST, MW_GAUGE, "mlwatch_remote_write_highest_sent_timestamp_seconds", "seconds",
           "Newest sample timestamp the receiver accepted (0 before the first).");
+MW_METRIC(STALE, MW_COUNTER, "mlwatch_remote_write_staleness_markers_total", "",
+          "Staleness markers queued for series that ended (sent last round, absent from this "
+          "one), as Prometheus forwards them; counted in the samples sent once accepted.");
 MW_METRIC(SHARDS, MW_GAUGE, "mlwatch_remote_write_shards", "",
           "Sender shards (queues) of the endpoint.");
 
@@ -99,6 +103,15 @@ struct endpoint {
     mw_arena scratch;
     mw_buf cur[MAX_SHARDS];
     uint32_t cur_n[MAX_SHARDS];
+    /* The series sent last round (key: shard, then the labels as sent), so
+     * that each one missing from this round gets a staleness marker, as
+     * Prometheus forwards them: a receiver stops showing an ended container
+     * at once instead of for its lookback (5 min). The shard is part of the
+     * key so that the marker follows the series' samples through the same
+     * queue, in order. */
+    mw_series_memory sent_last;
+    mw_buf key;
+    atomic_uint_fast64_t stale_markers;
 };
 
 typedef struct rw_state {
@@ -265,6 +278,33 @@ static void close_record(endpoint *ep, inbox_item *it, int s, size_t *recs_cap)
     ep->cur_n[s] = 0;
 }
 
+typedef struct stale_ctx {
+    endpoint *ep;
+    inbox_item *it;
+    size_t *recs_cap;
+    int64_t ts;
+    uint64_t n;
+} stale_ctx;
+
+/* A series sent last round and not in this one: its staleness marker, at
+ * this round's timestamp, through the shard its samples took. */
+static void mark_stale(void *arg, const char *key, size_t len)
+{
+    stale_ctx *c = arg;
+    endpoint *ep = c->ep;
+    mw_label l[MW_RL_MAX_LABELS + 1];
+    mw_rw_label out[MW_RL_MAX_LABELS + 1];
+    int sh = (unsigned char)key[0];
+    size_t n = mw_series_key_labels(key + 1, len - 1, l, MW_RL_MAX_LABELS + 1);
+    for (size_t i = 0; i < n; i++)
+        out[i] = (mw_rw_label){l[i].name, l[i].value};
+    if (sh >= ep->nactive || mw_rw_append_series(&ep->cur[sh], out, n, mw_stale_nan(), c->ts) < 0)
+        return;
+    c->n++;
+    atomic_fetch_add(&ep->stale_markers, 1);
+    if (++ep->cur_n[sh] >= ep->cfg->max_samples_per_send) close_record(ep, c->it, sh, c->recs_cap);
+}
+
 static void consume_endpoint(endpoint *ep, const mw_snapshot *snap)
 {
     const mw_rw_endpoint_cfg *cfg = ep->cfg;
@@ -309,10 +349,18 @@ static void consume_endpoint(endpoint *ep, const mw_snapshot *snap)
                 atomic_fetch_add(&ep->drop_invalid, 1);
                 continue;
             }
+            mw_buf_clear(&ep->key);
+            mw_buf_putc(&ep->key, (char)sh);
+            for (size_t i = 0; i < n; i++)
+                mw_series_key_add(&ep->key, out[i].name, out[i].value);
+            mw_series_memory_mark(&ep->sent_last, ep->key.data, ep->key.len);
             total++;
             if (++ep->cur_n[sh] >= cfg->max_samples_per_send) close_record(ep, it, sh, &recs_cap);
         }
     }
+    stale_ctx sc = {ep, it, &recs_cap, snap->timestamp_ms, 0};
+    mw_series_memory_sweep(&ep->sent_last, mark_stale, &sc);
+    total += sc.n;
     for (int s = 0; s < ep->nactive; s++)
         close_record(ep, it, s, &recs_cap);
     if (!it->nrecs) {
@@ -363,6 +411,8 @@ static void endpoint_stop(endpoint *ep)
     for (int i = 0; i < MAX_SHARDS; i++)
         mw_buf_free(&ep->cur[i]);
     mw_arena_free(&ep->scratch);
+    mw_series_memory_destroy(&ep->sent_last);
+    mw_buf_free(&ep->key);
     for (int i = 0; i < MAX_SHARDS; i++)
         mw_worker_destroy(&ep->shards[i].sender);
     mw_worker_destroy(&ep->writer);
@@ -393,6 +443,8 @@ static int endpoint_start(endpoint *ep, mw_rw_endpoint_cfg *cfg, const char *dat
     ep->label = cfg->name[0] ? cfg->name : cfg->display_url;
     mw_worker_init(&ep->writer);
     mw_arena_init(&ep->scratch, 16384);
+    mw_series_memory_init(&ep->sent_last);
+    mw_buf_init(&ep->key, 0);
     for (int i = 0; i < MAX_SHARDS; i++) {
         mw_buf_init(&ep->cur[i], 0);
         mw_worker_init(&ep->shards[i].sender);
@@ -499,6 +551,7 @@ static void rw_derive(void *state, mw_snapshot *snap)
         emit_counter(snap, &CORRUPT, ep, NULL, total.corrupt_bytes);
         mw_emit(snap, &HIGHEST, (double)atomic_load(&ep->highest_ms) / 1000.0, "endpoint",
                 ep->label, "url", ep->cfg->display_url, MW_END);
+        emit_counter(snap, &STALE, ep, NULL, atomic_load(&ep->stale_markers));
         emit_counter(snap, &SHARDS, ep, NULL, (uint64_t)ep->nshards);
     }
 }

@@ -178,6 +178,8 @@ mw_store *mw_store_open(const mw_store_options *o, char *err, size_t errsize)
     mw_store *s = mw_xcalloc(1, sizeof(*s));
     s->opt = *o;
     s->lock_fd = -1;
+    mw_series_memory_init(&s->own_last);
+    mw_buf_init(&s->own_key, 0);
     if (!s->opt.snapshot_wal_bytes) s->opt.snapshot_wal_bytes = 128u << 20;
     if (!s->opt.background_ms) s->opt.background_ms = 1000;
     if (mw_strlcpy(s->dir, o->dir, sizeof(s->dir)) >= sizeof(s->dir) - 64) {
@@ -282,6 +284,8 @@ void mw_store_close(mw_store *s)
     for (size_t i = 0; i < s->nblocks; i++)
         mw_block_unref(s->blocks[i]);
     free(s->blocks);
+    mw_series_memory_destroy(&s->own_last);
+    mw_buf_free(&s->own_key);
     close(s->lock_fd);
     pthread_rwlock_destroy(&s->lock);
     pthread_mutex_destroy(&s->blocks_mu);

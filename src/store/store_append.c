@@ -456,39 +456,84 @@ static int append_own(mw_store *s, mw_store_ts *ts, size_t n, char *msg, size_t 
  * still faulted in ~116 KB at every cycle of a 100-pod node, 256 ~8 KB (29
  * calls instead of 8: microseconds). */
 #define OWN_BATCH 256
+/* Labels of one own series, __name__ included: a collector emits at most
+ * MW_MAX_LABELS and the agent adds the node's name. */
+#define OWN_MAX_LABELS (2 * MW_MAX_LABELS)
+
+typedef struct own_batch {
+    mw_store *s;
+    mw_arena a;
+    mw_store_ts *ts;
+    mw_store_sample *sm;
+    size_t n;
+    int64_t t;
+    int rc;
+    char *msg;
+    size_t msgsize;
+} own_batch;
+
+static void own_flush(own_batch *b)
+{
+    if (!b->n) return;
+    char m2[512]; /* the first error's message is the one returned */
+    int r = b->rc ? append_own(b->s, b->ts, b->n, m2, sizeof(m2))
+                  : append_own(b->s, b->ts, b->n, b->msg, b->msgsize);
+    if (r && !b->rc) b->rc = r;
+    b->n = 0;
+    mw_arena_reset(&b->a);
+}
+
+/* labels (copied when copy is set: a staleness marker's key is freed right
+ * after) and value into the batch, which is appended when full. */
+static void own_add(own_batch *b, const mw_label *labels, size_t nl, double v, int copy)
+{
+    mw_label *l = mw_arena_alloc(&b->a, nl * sizeof(mw_label));
+    for (size_t i = 0; i < nl; i++)
+        l[i] = copy ? (mw_label){mw_arena_strdup(&b->a, labels[i].name),
+                                 mw_arena_strdup(&b->a, labels[i].value)}
+                    : labels[i];
+    b->sm[b->n] = (mw_store_sample){b->t, v};
+    b->ts[b->n] = (mw_store_ts){l, nl, &b->sm[b->n], 1};
+    if (++b->n == OWN_BATCH) own_flush(b);
+}
+
+/* A series of the last snapshot that this one lacks: its staleness marker
+ * (as a Prometheus scrape writes one), so that queries stop returning an
+ * ended container or idle session now, not after the lookback. */
+static void own_ended(void *arg, const char *key, size_t len)
+{
+    mw_label l[OWN_MAX_LABELS];
+    size_t nl = mw_series_key_labels(key, len, l, OWN_MAX_LABELS);
+    if (nl) own_add(arg, l, nl, mw_stale_nan(), 1);
+}
 
 int mw_store_append_snapshot(mw_store *s, const mw_snapshot *snap, char *msg, size_t msgsize)
 {
+    /* An empty snapshot is a round that collected nothing, not one in which
+     * every series ended. */
     if (!snap->nsamples) return 0;
-    mw_arena a;
-    mw_arena_init(&a, 32 * 1024);
-    mw_store_ts *ts = mw_xmalloc(OWN_BATCH * sizeof(mw_store_ts));
-    mw_store_sample *sm = mw_xmalloc(OWN_BATCH * sizeof(mw_store_sample));
-    size_t n = 0;
-    int rc = 0;
+    own_batch b = {.s = s, .t = snap->timestamp_ms, .msg = msg, .msgsize = msgsize};
+    mw_arena_init(&b.a, 32 * 1024);
+    b.ts = mw_xmalloc(OWN_BATCH * sizeof(mw_store_ts));
+    b.sm = mw_xmalloc(OWN_BATCH * sizeof(mw_store_sample));
+    mw_label l[OWN_MAX_LABELS];
     for (const mw_family *f = snap->first; f; f = f->next)
         for (const mw_sample *x = f->first; x; x = x->next) {
-            mw_label *l = mw_arena_alloc(&a, (x->nlabels + 1) * sizeof(mw_label));
+            size_t nl = x->nlabels < OWN_MAX_LABELS - 1 ? x->nlabels : OWN_MAX_LABELS - 1;
             l[0] = (mw_label){"__name__", f->desc->name};
-            memcpy(l + 1, x->labels, x->nlabels * sizeof(mw_label));
-            sm[n] = (mw_store_sample){snap->timestamp_ms, x->value};
-            ts[n] = (mw_store_ts){l, x->nlabels + 1u, &sm[n], 1};
-            if (++n < OWN_BATCH) continue;
-            char m2[512]; /* the first error's message is the one returned */
-            int r = rc ? append_own(s, ts, n, m2, sizeof(m2)) : append_own(s, ts, n, msg, msgsize);
-            if (r && !rc) rc = r;
-            n = 0;
-            mw_arena_reset(&a);
+            memcpy(l + 1, x->labels, nl * sizeof(mw_label));
+            mw_buf_clear(&s->own_key);
+            for (size_t i = 0; i <= nl; i++)
+                mw_series_key_add(&s->own_key, l[i].name, l[i].value);
+            mw_series_memory_mark(&s->own_last, s->own_key.data, s->own_key.len);
+            own_add(&b, l, nl + 1, x->value, 0);
         }
-    if (n) {
-        char m2[512];
-        int r = rc ? append_own(s, ts, n, m2, sizeof(m2)) : append_own(s, ts, n, msg, msgsize);
-        if (r && !rc) rc = r;
-    }
-    mw_arena_free(&a);
-    free(ts);
-    free(sm);
-    return rc;
+    mw_series_memory_sweep(&s->own_last, own_ended, &b);
+    own_flush(&b);
+    mw_arena_free(&b.a);
+    free(b.ts);
+    free(b.sm);
+    return b.rc;
 }
 
 /* ---- replay ---- */

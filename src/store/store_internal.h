@@ -4,6 +4,7 @@
 #ifndef MW_STORE_INTERNAL_H
 #define MW_STORE_INTERNAL_H
 
+#include "../core/series_memory.h"
 #include "../core/worker.h"
 #include "block.h"
 #include "head.h"
@@ -44,6 +45,10 @@ struct mw_store {
     uint64_t replayed_records, wal_bytes_cut;
     uint64_t unknown_series_samples; /* replay: samples of series never defined */
     int64_t last_snapshot_ns;        /* CLOCK_MONOTONIC: an interval, not a date */
+    /* The agent's own series of the last snapshot (agent thread only): each
+     * one missing from the next gets a staleness marker (store_append.c). */
+    mw_series_memory own_last;
+    mw_buf own_key;
 };
 
 /* Paths inside the data folder. */

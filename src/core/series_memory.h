@@ -1,0 +1,58 @@
+/* series_memory.h - which series of the last round are gone in this one.
+ *
+ * Prometheus writes a staleness marker (a NaN with the bits
+ * 0x7ff0000000000002) for every series a scrape no longer returns, so that
+ * queries stop showing it at once instead of for the 5-minute lookback, and
+ * forwards the markers through remote write. mlwatch's own series end the
+ * same way (a container or an idle session ends, a process leaves the top
+ * N): the store and each remote-write endpoint remember the series of the
+ * last round here and write a marker for each one that is missing from the
+ * next, so the local UI, the hub, VictoriaMetrics and Prometheus all stop
+ * counting an ended container within one interval.
+ *
+ * A series is a byte string the caller builds (mw_series_key_*: its labels
+ * in a fixed order, plus anything else that must match, such as the
+ * remote-write shard). The memory holds one copy of each key of the last
+ * round: it is bounded by the size of one round. Not thread-safe: one owner
+ * (the agent's thread). */
+#ifndef MW_SERIES_MEMORY_H
+#define MW_SERIES_MEMORY_H
+
+#include "buf.h"
+#include "snapshot.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The staleness marker's bits (Prometheus's value.StaleNaN). */
+#define MW_STALE_NAN_BITS 0x7ff0000000000002ULL
+double mw_stale_nan(void);
+int mw_is_stale_nan(double v);
+
+typedef struct mw_series_entry mw_series_entry;
+
+typedef struct mw_series_memory {
+    mw_series_entry *slots;
+    size_t nslots, n;
+    uint32_t round;
+} mw_series_memory;
+
+void mw_series_memory_init(mw_series_memory *m);
+void mw_series_memory_destroy(mw_series_memory *m);
+
+/* The series key[0..len) is in this round. */
+void mw_series_memory_mark(mw_series_memory *m, const void *key, size_t len);
+
+/* Call ended(arg, key, len) for every series of the last round that was not
+ * marked in this one, forget them, and begin the next round. Returns how
+ * many ended. */
+size_t mw_series_memory_sweep(mw_series_memory *m,
+                              void (*ended)(void *arg, const char *key, size_t len), void *arg);
+
+/* Keys as label lists: "name\0value\0" for each label, in the order given. */
+void mw_series_key_add(mw_buf *key, const char *name, const char *value);
+/* The labels of key[0..len) (pointers into key), at most max; returns how
+ * many. */
+size_t mw_series_key_labels(const char *key, size_t len, mw_label *out, size_t max);
+
+#endif

@@ -1,0 +1,246 @@
+/* test_series_memory.c - series that end get a staleness marker: the
+ * memory of the last round (src/core/series_memory.c), and the agent's own
+ * series in the store (store_append.c): a series missing from the next
+ * snapshot has, at that snapshot's timestamp, one sample with exactly the
+ * bits 0x7ff0000000000002 (Prometheus's StaleNaN); a series still there, or
+ * back again, has none. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "core/series_memory.h"
+#include "store/matcher.h"
+#include "store/store.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct ended_log {
+    char keys[64][64];
+    size_t n;
+} ended_log;
+
+static void record(void *arg, const char *key, size_t len)
+{
+    ended_log *e = arg;
+    assert_true(len < sizeof(e->keys[0]));
+    assert_true(e->n < 64);
+    memcpy(e->keys[e->n], key, len);
+    e->keys[e->n][len] = '\0';
+    e->n++;
+}
+
+static void mark(mw_series_memory *m, const char *key)
+{
+    mw_series_memory_mark(m, key, strlen(key));
+}
+
+static void ended_once_and_only_ended(void **state)
+{
+    (void)state;
+    mw_series_memory m;
+    mw_series_memory_init(&m);
+    ended_log e = {0};
+    mark(&m, "a");
+    mark(&m, "b");
+    mark(&m, "c");
+    assert_int_equal(mw_series_memory_sweep(&m, record, &e), 0); /* the first round */
+    mark(&m, "a");
+    mark(&m, "c");
+    mark(&m, "c"); /* twice in a round: one series */
+    mark(&m, "d");
+    assert_int_equal(mw_series_memory_sweep(&m, record, &e), 1);
+    assert_int_equal(e.n, 1);
+    assert_string_equal(e.keys[0], "b");
+    /* b is forgotten: its absence is not reported again */
+    mark(&m, "a");
+    mark(&m, "d");
+    e.n = 0;
+    assert_int_equal(mw_series_memory_sweep(&m, record, &e), 1);
+    assert_string_equal(e.keys[0], "c");
+    /* a series that comes back is a new series, and can end again */
+    mark(&m, "b");
+    e.n = 0;
+    assert_int_equal(mw_series_memory_sweep(&m, record, &e), 2);
+    assert_int_equal(e.n, 2);
+    assert_true((strcmp(e.keys[0], "a") == 0 && strcmp(e.keys[1], "d") == 0) ||
+                (strcmp(e.keys[0], "d") == 0 && strcmp(e.keys[1], "a") == 0));
+    e.n = 0;
+    assert_int_equal(mw_series_memory_sweep(&m, record, &e), 1);
+    assert_string_equal(e.keys[0], "b");
+    assert_int_equal(m.n, 0);
+    mw_series_memory_destroy(&m);
+}
+
+/* Thousands of series: the table grows; when most end, each is reported
+ * once, the rest still match (probe chains rebuilt), and the table shrinks. */
+static void many_series_grow_and_shrink(void **state)
+{
+    (void)state;
+    enum { N = 5000 };
+    mw_series_memory m;
+    mw_series_memory_init(&m);
+    char k[32];
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < N; i++) {
+            snprintf(k, sizeof(k), "series-%d", i);
+            mark(&m, k);
+        }
+        assert_int_equal(mw_series_memory_sweep(&m, NULL, NULL), 0);
+    }
+    assert_int_equal(m.n, N);
+    size_t big = m.nslots;
+    assert_true(big >= 2 * N);
+    for (int i = 0; i < N; i += 100) { /* 50 stay */
+        snprintf(k, sizeof(k), "series-%d", i);
+        mark(&m, k);
+    }
+    assert_int_equal(mw_series_memory_sweep(&m, NULL, NULL), N - 50);
+    assert_int_equal(m.n, 50);
+    assert_true(m.nslots < big / 8);
+    for (int i = 0; i < N; i += 100) {
+        snprintf(k, sizeof(k), "series-%d", i);
+        mark(&m, k);
+    }
+    assert_int_equal(m.n, 50); /* found, not added again */
+    assert_int_equal(mw_series_memory_sweep(&m, NULL, NULL), 0);
+    mw_series_memory_destroy(&m);
+}
+
+static void keys_are_label_lists(void **state)
+{
+    (void)state;
+    mw_buf b;
+    mw_buf_init(&b, 0);
+    mw_series_key_add(&b, "__name__", "up");
+    mw_series_key_add(&b, "job", "");
+    mw_series_key_add(&b, "node", "n-1");
+    assert_int_equal(b.len, 9 + 3 + 4 + 1 + 5 + 4);
+    mw_label l[4];
+    assert_int_equal(mw_series_key_labels(b.data, b.len, l, 4), 3);
+    assert_string_equal(l[0].name, "__name__");
+    assert_string_equal(l[0].value, "up");
+    assert_string_equal(l[1].name, "job");
+    assert_string_equal(l[1].value, "");
+    assert_string_equal(l[2].name, "node");
+    assert_string_equal(l[2].value, "n-1");
+    assert_int_equal(mw_series_key_labels(b.data, b.len, l, 2), 2); /* at most max */
+    assert_int_equal(mw_series_key_labels(b.data, 5, l, 4), 0);     /* a name cut short */
+    mw_buf_free(&b);
+    uint64_t bits;
+    double v = mw_stale_nan();
+    memcpy(&bits, &v, sizeof(bits));
+    assert_true(bits == 0x7ff0000000000002ULL);
+    assert_true(mw_is_stale_nan(v));
+    assert_false(mw_is_stale_nan(__builtin_nan("")));
+    assert_false(mw_is_stale_nan(0));
+}
+
+/* ---- the store's own series ---- */
+
+static char dir[64];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof(dir), "/tmp/mlwatch-test-stale-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    return 0;
+}
+
+static const mw_metric_desc CPU = {"mlwatch_test_cpu_seconds_total", "t", "seconds", MW_COUNTER};
+
+static void put_round(mw_store *s, int64_t t, const char *const *pods, size_t n)
+{
+    mw_snapshot *snap = mw_snapshot_new();
+    snap->timestamp_ms = t;
+    for (size_t i = 0; i < n; i++)
+        mw_emit(snap, &CPU, (double)t / 1000.0, "pod", pods[i], MW_END);
+    char msg[512] = "";
+    assert_int_equal(mw_store_append_snapshot(s, snap, msg, sizeof(msg)), 0);
+    mw_snapshot_free(snap);
+}
+
+/* The samples of pod's series as "T=V" (V "stale" for the marker). */
+static void samples_of(mw_store *s, const char *pod, char *out, size_t size)
+{
+    mw_matcher m[2];
+    char err[256];
+    assert_int_equal(mw_matcher_init(&m[0], MW_MATCH_EQ, "__name__", CPU.name, err, sizeof(err)),
+                     0);
+    assert_int_equal(mw_matcher_init(&m[1], MW_MATCH_EQ, "pod", pod, err, sizeof(err)), 0);
+    mw_select_result r;
+    assert_int_equal(mw_store_select(s, m, 2, INT64_MIN, INT64_MAX, 0, &r, err, sizeof(err)), 0);
+    out[0] = '\0';
+    size_t len = 0;
+    for (size_t i = 0; i < r.nseries; i++)
+        for (size_t j = 0; j < r.series[i].n; j++) {
+            double v = r.series[i].v[j];
+            if (mw_is_stale_nan(v))
+                len += (size_t)snprintf(out + len, size - len, "%s%lld=stale", len ? " " : "",
+                                        (long long)r.series[i].t[j]);
+            else
+                len += (size_t)snprintf(out + len, size - len, "%s%lld=%g", len ? " " : "",
+                                        (long long)r.series[i].t[j], v);
+        }
+    mw_select_result_free(&r);
+    mw_matcher_free(&m[0]);
+    mw_matcher_free(&m[1]);
+}
+
+static void own_series_that_end_get_a_marker(void **state)
+{
+    (void)state;
+    mw_store_options o = {.dir = dir, .background_ms = -1, .no_sync = 1};
+    mw_store_default_limits(&o.limits);
+    char err[256] = "";
+    mw_store *s = mw_store_open(&o, err, sizeof(err));
+    assert_non_null(s);
+    const char *three[] = {"train", "notebook", "infer"};
+    const char *two[] = {"train", "infer"};
+    put_round(s, 1000, three, 3);
+    put_round(s, 2000, two, 2);   /* notebook ended */
+    put_round(s, 3000, two, 2);   /* no second marker */
+    put_round(s, 4000, three, 3); /* notebook is back */
+    char got[256];
+    samples_of(s, "notebook", got, sizeof(got));
+    assert_string_equal(got, "1000=1 2000=stale 4000=4");
+    samples_of(s, "train", got, sizeof(got));
+    assert_string_equal(got, "1000=1 2000=2 3000=3 4000=4");
+    /* an empty round collected nothing: it ends no series */
+    mw_snapshot *empty = mw_snapshot_new();
+    empty->timestamp_ms = 5000;
+    char msg[256];
+    assert_int_equal(mw_store_append_snapshot(s, empty, msg, sizeof(msg)), 0);
+    mw_snapshot_free(empty);
+    put_round(s, 6000, two, 2);
+    samples_of(s, "notebook", got, sizeof(got));
+    assert_string_equal(got, "1000=1 2000=stale 4000=4 6000=stale");
+    samples_of(s, "infer", got, sizeof(got));
+    assert_string_equal(got, "1000=1 2000=2 3000=3 4000=4 6000=6");
+    mw_store_close(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(ended_once_and_only_ended),
+        cmocka_unit_test(many_series_grow_and_shrink),
+        cmocka_unit_test(keys_are_label_lists),
+        cmocka_unit_test_setup_teardown(own_series_that_end_get_a_marker, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
