@@ -1,19 +1,19 @@
 /* series_memory.c - the series of the last round, to find those that ended
- * (see series_memory.h). An open-addressing table of key copies; each entry
- * remembers the round it was last marked in. A sweep reports and frees the
+ * (see series_memory.h). An open-addressing table by hash; each entry
+ * remembers the round it was last marked in and its key. A sweep reports and frees the
  * entries of older rounds and rebuilds the table from the survivors (open
  * addressing cannot simply empty a slot), which is O(series) once a round. */
 #include "series_memory.h"
-#include "hash.h"
 #include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 struct mw_series_entry {
-    char *key; /* NULL: empty slot */
     uint64_t hash;
-    uint32_t len, round;
+    char *key; /* NULL until mw_series_memory_keep_key */
+    uint32_t len;
+    uint32_t round; /* 0: empty slot */
 };
 
 double mw_stale_nan(void)
@@ -48,7 +48,7 @@ void mw_series_memory_destroy(mw_series_memory *m)
 static void place(mw_series_entry *slots, size_t nslots, const mw_series_entry *e)
 {
     size_t i = (size_t)e->hash & (nslots - 1);
-    while (slots[i].key)
+    while (slots[i].round)
         i = (i + 1) & (nslots - 1);
     slots[i] = *e;
 }
@@ -57,30 +57,45 @@ static void resize(mw_series_memory *m, size_t nslots)
 {
     mw_series_entry *slots = mw_xcalloc(nslots, sizeof(*slots));
     for (size_t i = 0; i < m->nslots; i++)
-        if (m->slots[i].key) place(slots, nslots, &m->slots[i]);
+        if (m->slots[i].round) place(slots, nslots, &m->slots[i]);
     free(m->slots);
     m->slots = slots;
     m->nslots = nslots;
 }
 
-void mw_series_memory_mark(mw_series_memory *m, const void *key, size_t len)
+int mw_series_memory_mark(mw_series_memory *m, uint64_t hash)
 {
-    uint64_t h = mw_fnv1a64(MW_FNV1A64_BASIS, key, len);
+    m->last_new = NULL;
+    if (!m->round) m->round = 1; /* a zeroed memory works as an initialised one */
     if (m->nslots) {
-        for (size_t i = (size_t)h & (m->nslots - 1); m->slots[i].key;
+        for (size_t i = (size_t)hash & (m->nslots - 1); m->slots[i].round;
              i = (i + 1) & (m->nslots - 1)) {
             mw_series_entry *e = &m->slots[i];
-            if (e->hash == h && e->len == len && memcmp(e->key, key, len) == 0) {
+            if (e->hash == hash) {
                 e->round = m->round;
-                return;
+                return 0;
             }
         }
     }
     if (2 * (m->n + 1) > m->nslots) resize(m, m->nslots ? 2 * m->nslots : 64);
-    mw_series_entry e = {mw_xmalloc(len ? len : 1), h, (uint32_t)len, m->round};
-    memcpy(e.key, key, len);
-    place(m->slots, m->nslots, &e);
+    size_t i = (size_t)hash & (m->nslots - 1);
+    while (m->slots[i].round)
+        i = (i + 1) & (m->nslots - 1);
+    m->slots[i] = (mw_series_entry){hash, NULL, 0, m->round};
+    m->last_new = &m->slots[i];
     m->n++;
+    return 1;
+}
+
+void mw_series_memory_keep_key(mw_series_memory *m, const void *key, size_t len)
+{
+    mw_series_entry *e = m->last_new;
+    if (!e) return;
+    free(e->key);
+    e->key = mw_xmalloc(len ? len : 1);
+    memcpy(e->key, key, len);
+    e->len = (uint32_t)len;
+    m->last_new = NULL;
 }
 
 size_t mw_series_memory_sweep(mw_series_memory *m,
@@ -89,12 +104,14 @@ size_t mw_series_memory_sweep(mw_series_memory *m,
     size_t gone = 0;
     for (size_t i = 0; i < m->nslots; i++) {
         mw_series_entry *e = &m->slots[i];
-        if (!e->key || e->round == m->round) continue;
-        if (ended) ended(arg, e->key, e->len);
+        if (!e->round || e->round == m->round) continue;
+        if (ended && e->key) ended(arg, e->key, e->len);
         free(e->key);
         e->key = NULL;
+        e->round = 0;
         gone++;
     }
+    m->last_new = NULL; /* entries move */
     if (gone) {
         m->n -= gone;
         /* Rebuild (probe chains broke where slots were emptied), shrinking

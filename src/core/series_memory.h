@@ -10,11 +10,12 @@
  * next, so the local UI, the hub, VictoriaMetrics and Prometheus all stop
  * counting an ended container within one interval.
  *
- * A series is a byte string the caller builds (mw_series_key_*: its labels
- * in a fixed order, plus anything else that must match, such as the
- * remote-write shard). The memory holds one copy of each key of the last
- * round: it is bounded by the size of one round. Not thread-safe: one owner
- * (the agent's thread). */
+ * A series is known by a 64-bit hash of its labels, which its owner computes
+ * anyway (the store's series hash, the remote-write shard hash), and keeps a
+ * byte string (mw_series_key_*: its labels, plus anything else the marker
+ * needs, such as the remote-write shard) from the round it first appeared.
+ * The memory holds one entry per series of the last round: it is bounded by
+ * the size of one round. Not thread-safe: one owner (the agent's thread). */
 #ifndef MW_SERIES_MEMORY_H
 #define MW_SERIES_MEMORY_H
 
@@ -34,14 +35,22 @@ typedef struct mw_series_entry mw_series_entry;
 typedef struct mw_series_memory {
     mw_series_entry *slots;
     size_t nslots, n;
-    uint32_t round;
+    uint32_t round;            /* never 0: 0 marks an empty slot */
+    mw_series_entry *last_new; /* the entry mw_series_memory_keep_key fills */
 } mw_series_memory;
 
 void mw_series_memory_init(mw_series_memory *m);
 void mw_series_memory_destroy(mw_series_memory *m);
 
-/* The series key[0..len) is in this round. */
-void mw_series_memory_mark(mw_series_memory *m, const void *key, size_t len);
+/* The series with this 64-bit hash of its labels is in this round. Returns
+ * 1 when it was not in the last round: the caller then hands its key to
+ * mw_series_memory_keep_key (the labels its marker will need; built only
+ * for new series, so a round costs one probe per series). Series are told
+ * apart by the hash alone: two of n series share one with a chance of about
+ * n^2 / 2^65 (1 in 3.7e11 for 10,000), and then the end of one of them
+ * would go unmarked (it ages out after the lookback, as before). */
+int mw_series_memory_mark(mw_series_memory *m, uint64_t hash);
+void mw_series_memory_keep_key(mw_series_memory *m, const void *key, size_t len);
 
 /* Call ended(arg, key, len) for every series of the last round that was not
  * marked in this one, forget them, and begin the next round. Returns how

@@ -103,7 +103,8 @@ struct endpoint {
     mw_arena scratch;
     mw_buf cur[MAX_SHARDS];
     uint32_t cur_n[MAX_SHARDS];
-    /* The series sent last round (key: shard, then the labels as sent), so
+    /* The series sent last round (by their shard hash; kept: the shard,
+     * then the labels as sent), so
      * that each one missing from this round gets a staleness marker, as
      * Prometheus forwards them: a receiver stops showing an ended container
      * at once instead of for its lookback (5 min). The shard is part of the
@@ -344,16 +345,19 @@ static void consume_endpoint(endpoint *ep, const mw_snapshot *snap)
                 if (n && strcmp(out[n - 1].name, ls.l[i].name) == 0) continue;
                 out[n++] = (mw_rw_label){ls.l[i].name, ls.l[i].value};
             }
-            int sh = (int)(series_hash(&ls) % (uint64_t)ep->nactive);
+            uint64_t hsh = series_hash(&ls);
+            int sh = (int)(hsh % (uint64_t)ep->nactive);
             if (mw_rw_append_series(&ep->cur[sh], out, n, s->value, snap->timestamp_ms) < 0) {
                 atomic_fetch_add(&ep->drop_invalid, 1);
                 continue;
             }
-            mw_buf_clear(&ep->key);
-            mw_buf_putc(&ep->key, (char)sh);
-            for (size_t i = 0; i < n; i++)
-                mw_series_key_add(&ep->key, out[i].name, out[i].value);
-            mw_series_memory_mark(&ep->sent_last, ep->key.data, ep->key.len);
+            if (mw_series_memory_mark(&ep->sent_last, hsh)) { /* new: keep what its marker needs */
+                mw_buf_clear(&ep->key);
+                mw_buf_putc(&ep->key, (char)sh);
+                for (size_t i = 0; i < n; i++)
+                    mw_series_key_add(&ep->key, out[i].name, out[i].value);
+                mw_series_memory_keep_key(&ep->sent_last, ep->key.data, ep->key.len);
+            }
             total++;
             if (++ep->cur_n[sh] >= cfg->max_samples_per_send) close_record(ep, it, sh, &recs_cap);
         }

@@ -240,8 +240,10 @@ static int check_future(mw_store *s, const mw_store_ts *ts, int64_t horizon, cha
 
 /* own: the agent's own samples, which mark their series MW_SERIES_OWN;
  * a remote write (own 0) into such a series is refused. */
-static int append(mw_store *s, mw_store_ts *ts, size_t n, int flags, int own, char *msg,
-                  size_t msgsize)
+/* known_hash: each series' mw_labels_hash when the caller has it (the
+ * agent's own snapshot computes it for its staleness memory), else NULL. */
+static int append(mw_store *s, mw_store_ts *ts, size_t n, int flags, int own,
+                  const uint64_t *known_hash, char *msg, size_t msgsize)
 {
     msg[0] = '\0';
     uint64_t total = 0;
@@ -272,7 +274,7 @@ static int append(mw_store *s, mw_store_ts *ts, size_t n, int flags, int own, ch
         cap *= 2;
     size_t *map = mw_xcalloc(cap, sizeof(size_t)); /* ts index + 1 of each distinct series */
     for (size_t i = 0; i < n; i++)
-        hash[i] = mw_labels_hash(ts[i].labels, ts[i].nlabels);
+        hash[i] = known_hash ? known_hash[i] : mw_labels_hash(ts[i].labels, ts[i].nlabels);
     mw_buf series_rec, samples_rec;
     mw_buf_init(&series_rec, 0);
     mw_buf_init(&samples_rec, 0);
@@ -418,7 +420,7 @@ static int append(mw_store *s, mw_store_ts *ts, size_t n, int flags, int own, ch
 
 int mw_store_append(mw_store *s, mw_store_ts *ts, size_t n, int flags, char *msg, size_t msgsize)
 {
-    return append(s, ts, n, flags, 0, msg, msgsize);
+    return append(s, ts, n, flags, 0, NULL, msg, msgsize);
 }
 
 int mw_store_writable(mw_store *s, char *why, size_t size)
@@ -433,13 +435,14 @@ int mw_store_writable(mw_store *s, char *why, size_t size)
  * the whole cycle: skip the series the store refuses, store the rest. The
  * log has one line per cause (not per series, whose message changes every
  * cycle with its timestamp) per quiet period, with a count. */
-static int append_own(mw_store *s, mw_store_ts *ts, size_t n, char *msg, size_t msgsize)
+static int append_own(mw_store *s, mw_store_ts *ts, const uint64_t *hash, size_t n, char *msg,
+                      size_t msgsize)
 {
-    int rc = append(s, ts, n, 0, 1, msg, msgsize);
+    int rc = append(s, ts, n, 0, 1, hash, msg, msgsize);
     if (rc == 400) {
         for (size_t i = 0; i < n; i++) {
             char m2[512];
-            if (append(s, &ts[i], 1, 0, 1, m2, sizeof(m2)) == 0) continue;
+            if (append(s, &ts[i], 1, 0, 1, hash ? &hash[i] : NULL, m2, sizeof(m2)) == 0) continue;
             char key[64];
             snprintf(key, sizeof(key), "own sample refused: %s",
                      mw_store_refusal_names[last_refusal]);
@@ -465,6 +468,7 @@ typedef struct own_batch {
     mw_arena a;
     mw_store_ts *ts;
     mw_store_sample *sm;
+    uint64_t hash[OWN_BATCH]; /* mw_labels_hash of each series */
     size_t n;
     int64_t t;
     int rc;
@@ -476,8 +480,8 @@ static void own_flush(own_batch *b)
 {
     if (!b->n) return;
     char m2[512]; /* the first error's message is the one returned */
-    int r = b->rc ? append_own(b->s, b->ts, b->n, m2, sizeof(m2))
-                  : append_own(b->s, b->ts, b->n, b->msg, b->msgsize);
+    int r = b->rc ? append_own(b->s, b->ts, b->hash, b->n, m2, sizeof(m2))
+                  : append_own(b->s, b->ts, b->hash, b->n, b->msg, b->msgsize);
     if (r && !b->rc) b->rc = r;
     b->n = 0;
     mw_arena_reset(&b->a);
@@ -485,13 +489,15 @@ static void own_flush(own_batch *b)
 
 /* labels (copied when copy is set: a staleness marker's key is freed right
  * after) and value into the batch, which is appended when full. */
-static void own_add(own_batch *b, const mw_label *labels, size_t nl, double v, int copy)
+static void own_add(own_batch *b, const mw_label *labels, size_t nl, uint64_t hash, double v,
+                    int copy)
 {
     mw_label *l = mw_arena_alloc(&b->a, nl * sizeof(mw_label));
     for (size_t i = 0; i < nl; i++)
         l[i] = copy ? (mw_label){mw_arena_strdup(&b->a, labels[i].name),
                                  mw_arena_strdup(&b->a, labels[i].value)}
                     : labels[i];
+    b->hash[b->n] = hash;
     b->sm[b->n] = (mw_store_sample){b->t, v};
     b->ts[b->n] = (mw_store_ts){l, nl, &b->sm[b->n], 1};
     if (++b->n == OWN_BATCH) own_flush(b);
@@ -504,7 +510,7 @@ static void own_ended(void *arg, const char *key, size_t len)
 {
     mw_label l[OWN_MAX_LABELS];
     size_t nl = mw_series_key_labels(key, len, l, OWN_MAX_LABELS);
-    if (nl) own_add(arg, l, nl, mw_stale_nan(), 1);
+    if (nl) own_add(arg, l, nl, mw_labels_hash(l, nl), mw_stale_nan(), 1);
 }
 
 int mw_store_append_snapshot(mw_store *s, const mw_snapshot *snap, char *msg, size_t msgsize)
@@ -522,11 +528,14 @@ int mw_store_append_snapshot(mw_store *s, const mw_snapshot *snap, char *msg, si
             size_t nl = x->nlabels < OWN_MAX_LABELS - 1 ? x->nlabels : OWN_MAX_LABELS - 1;
             l[0] = (mw_label){"__name__", f->desc->name};
             memcpy(l + 1, x->labels, nl * sizeof(mw_label));
-            mw_buf_clear(&s->own_key);
-            for (size_t i = 0; i <= nl; i++)
-                mw_series_key_add(&s->own_key, l[i].name, l[i].value);
-            mw_series_memory_mark(&s->own_last, s->own_key.data, s->own_key.len);
-            own_add(&b, l, nl + 1, x->value, 0);
+            uint64_t hash = mw_labels_hash(l, nl + 1);
+            if (mw_series_memory_mark(&s->own_last, hash)) {
+                mw_buf_clear(&s->own_key);
+                for (size_t i = 0; i <= nl; i++)
+                    mw_series_key_add(&s->own_key, l[i].name, l[i].value);
+                mw_series_memory_keep_key(&s->own_last, s->own_key.data, s->own_key.len);
+            }
+            own_add(&b, l, nl + 1, hash, x->value, 0);
         }
     mw_series_memory_sweep(&s->own_last, own_ended, &b);
     own_flush(&b);

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "core/hash.h"
 #include "core/series_memory.h"
 #include "store/matcher.h"
 #include "store/store.h"
@@ -34,9 +35,12 @@ static void record(void *arg, const char *key, size_t len)
     e->n++;
 }
 
-static void mark(mw_series_memory *m, const char *key)
+/* What an owner does: mark by hash; keep the key of a new series. */
+static int mark(mw_series_memory *m, const char *key)
 {
-    mw_series_memory_mark(m, key, strlen(key));
+    int fresh = mw_series_memory_mark(m, mw_fnv1a64_str(MW_FNV1A64_BASIS, key));
+    if (fresh) mw_series_memory_keep_key(m, key, strlen(key));
+    return fresh;
 }
 
 static void ended_once_and_only_ended(void **state)
@@ -45,14 +49,14 @@ static void ended_once_and_only_ended(void **state)
     mw_series_memory m;
     mw_series_memory_init(&m);
     ended_log e = {0};
-    mark(&m, "a");
-    mark(&m, "b");
-    mark(&m, "c");
+    assert_int_equal(mark(&m, "a"), 1);
+    assert_int_equal(mark(&m, "b"), 1);
+    assert_int_equal(mark(&m, "c"), 1);
     assert_int_equal(mw_series_memory_sweep(&m, record, &e), 0); /* the first round */
-    mark(&m, "a");
-    mark(&m, "c");
-    mark(&m, "c"); /* twice in a round: one series */
-    mark(&m, "d");
+    assert_int_equal(mark(&m, "a"), 0);                          /* known: no key built */
+    assert_int_equal(mark(&m, "c"), 0);
+    assert_int_equal(mark(&m, "c"), 0); /* twice in a round: one series */
+    assert_int_equal(mark(&m, "d"), 1);
     assert_int_equal(mw_series_memory_sweep(&m, record, &e), 1);
     assert_int_equal(e.n, 1);
     assert_string_equal(e.keys[0], "b");
@@ -63,7 +67,7 @@ static void ended_once_and_only_ended(void **state)
     assert_int_equal(mw_series_memory_sweep(&m, record, &e), 1);
     assert_string_equal(e.keys[0], "c");
     /* a series that comes back is a new series, and can end again */
-    mark(&m, "b");
+    assert_int_equal(mark(&m, "b"), 1);
     e.n = 0;
     assert_int_equal(mw_series_memory_sweep(&m, record, &e), 2);
     assert_int_equal(e.n, 2);
@@ -73,7 +77,20 @@ static void ended_once_and_only_ended(void **state)
     assert_int_equal(mw_series_memory_sweep(&m, record, &e), 1);
     assert_string_equal(e.keys[0], "b");
     assert_int_equal(m.n, 0);
+    /* a series whose key was never kept ends without a callback */
+    assert_int_equal(mw_series_memory_mark(&m, 42), 1);
+    assert_int_equal(mw_series_memory_sweep(&m, record, &e), 0);
+    e.n = 0;
+    assert_int_equal(mw_series_memory_sweep(&m, record, &e), 1);
+    assert_int_equal(e.n, 0);
     mw_series_memory_destroy(&m);
+    /* a zeroed memory (calloc'd by its owner) works like an initialised one */
+    mw_series_memory z = {0};
+    assert_int_equal(mark(&z, "x"), 1);
+    assert_int_equal(mw_series_memory_sweep(&z, record, &e), 0);
+    assert_int_equal(mw_series_memory_sweep(&z, record, &e), 1);
+    assert_string_equal(e.keys[0], "x");
+    mw_series_memory_destroy(&z);
 }
 
 /* Thousands of series: the table grows; when most end, each is reported
