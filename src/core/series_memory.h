@@ -33,10 +33,14 @@ int mw_is_stale_nan(double v);
 typedef struct mw_series_entry mw_series_entry;
 
 typedef struct mw_series_memory {
-    mw_series_entry *slots;
-    size_t nslots, n;
-    uint32_t round;            /* never 0: 0 marks an empty slot */
-    mw_series_entry *last_new; /* the entry mw_series_memory_keep_key fills */
+    mw_series_entry *pool; /* entries; an index stays valid while it lives */
+    uint32_t npool, pool_cap, free_head, n;
+    uint32_t *table; /* open addressing by hash: pool index + 1, 0 empty */
+    uint32_t tslots;
+    uint32_t *order, *seq; /* last round's and this round's entries, in order */
+    uint32_t norder, order_cap, nseq, seq_cap, cursor;
+    uint32_t round;    /* never 0: 0 marks a free entry */
+    uint32_t last_new; /* pool index + 1 of the entry mw_series_memory_keep_key fills */
 } mw_series_memory;
 
 void mw_series_memory_init(mw_series_memory *m);
@@ -45,7 +49,9 @@ void mw_series_memory_destroy(mw_series_memory *m);
 /* The series with this 64-bit hash of its labels is in this round. Returns
  * 1 when it was not in the last round: the caller then hands its key to
  * mw_series_memory_keep_key (the labels its marker will need; built only
- * for new series, so a round costs one probe per series). Series are told
+ * for new series). A round in the same order as the last costs one
+ * sequential comparison per series; a series out of place, one probe of
+ * the table. Series are told
  * apart by the hash alone: two of n series share one with a chance of about
  * n^2 / 2^65 (1 in 3.7e11 for 10,000), and then the end of one of them
  * would go unmarked (it ages out after the lookback, as before). */

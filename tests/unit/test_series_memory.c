@@ -110,7 +110,7 @@ static void many_series_grow_and_shrink(void **state)
         assert_int_equal(mw_series_memory_sweep(&m, NULL, NULL), 0);
     }
     assert_int_equal(m.n, N);
-    size_t big = m.nslots;
+    size_t big = m.tslots;
     assert_true(big >= 2 * N);
     for (int i = 0; i < N; i += 100) { /* 50 stay */
         snprintf(k, sizeof(k), "series-%d", i);
@@ -118,13 +118,61 @@ static void many_series_grow_and_shrink(void **state)
     }
     assert_int_equal(mw_series_memory_sweep(&m, NULL, NULL), N - 50);
     assert_int_equal(m.n, 50);
-    assert_true(m.nslots < big / 8);
+    assert_true(m.tslots < big / 8);
     for (int i = 0; i < N; i += 100) {
         snprintf(k, sizeof(k), "series-%d", i);
         mark(&m, k);
     }
     assert_int_equal(m.n, 50); /* found, not added again */
     assert_int_equal(mw_series_memory_sweep(&m, NULL, NULL), 0);
+    mw_series_memory_destroy(&m);
+}
+
+/* Rounds in another order than the last (a collector's series reordered,
+ * some inserted in the middle, some gone): each series is still found,
+ * exactly the missing ones end, and a series twice in a round is one. */
+static void any_order_and_insertions(void **state)
+{
+    (void)state;
+    enum { N = 300 };
+    mw_series_memory m;
+    mw_series_memory_init(&m);
+    char k[32];
+    unsigned seed = 7;
+    int present[N] = {0}, perm[N];
+    for (int round = 0; round < 40; round++) {
+        int want[N], nwant = 0;
+        for (int i = 0; i < N; i++) {
+            seed = seed * 1103515245u + 12345u;
+            want[i] = (seed >> 16) % 4 != 0; /* three in four present */
+            perm[i] = i;
+        }
+        for (int i = N - 1; i > 0 && round % 3; i--) { /* two rounds in three shuffled */
+            seed = seed * 1103515245u + 12345u;
+            int j = (int)((seed >> 16) % (unsigned)(i + 1)), t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+        }
+        int fresh = 0, expect_fresh = 0, expect_gone = 0;
+        for (int i = 0; i < N; i++) {
+            int s = perm[i];
+            if (!want[s]) continue;
+            nwant++;
+            snprintf(k, sizeof(k), "s%d", s);
+            fresh += mark(&m, k);
+            if (i % 50 == 0) fresh += mark(&m, k); /* a collector bug: twice */
+            expect_fresh += !present[s];
+        }
+        for (int s = 0; s < N; s++)
+            expect_gone += present[s] && !want[s];
+        assert_int_equal(fresh, expect_fresh);
+        ended_log e = {0};
+        size_t gone = mw_series_memory_sweep(&m, NULL, &e);
+        assert_int_equal(gone, expect_gone);
+        assert_int_equal(m.n, nwant);
+        for (int s = 0; s < N; s++)
+            present[s] = want[s];
+    }
     mw_series_memory_destroy(&m);
 }
 
@@ -256,6 +304,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(ended_once_and_only_ended),
         cmocka_unit_test(many_series_grow_and_shrink),
+        cmocka_unit_test(any_order_and_insertions),
         cmocka_unit_test(keys_are_label_lists),
         cmocka_unit_test_setup_teardown(own_series_that_end_get_a_marker, setup, teardown),
     };
