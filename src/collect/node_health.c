@@ -7,6 +7,7 @@ void mw_node_health_init(mw_node_health *h)
 {
     pthread_mutex_init(&h->mu, NULL);
     h->state = MW_NODE_GPU_UNKNOWN;
+    h->judged = 0;
     mw_strlcpy(h->reason, "NoHealthSource", sizeof(h->reason));
     mw_strlcpy(h->message, "mlwatch has no GPU health verdict for this node yet",
                sizeof(h->message));
@@ -24,7 +25,16 @@ void mw_node_health_publish(mw_node_health *h, mw_node_gpu_state state, const ch
     h->state = state;
     mw_strlcpy(h->reason, reason ? reason : "", sizeof(h->reason));
     mw_strlcpy(h->message, message ? message : "", sizeof(h->message));
+    h->judged = 1;
     pthread_mutex_unlock(&h->mu);
+}
+
+int mw_node_health_judged(mw_node_health *h)
+{
+    pthread_mutex_lock(&h->mu);
+    int j = h->judged;
+    pthread_mutex_unlock(&h->mu);
+    return j;
 }
 
 void mw_node_health_get(mw_node_health *h, mw_node_gpu_state *state, char *reason, size_t rsize,

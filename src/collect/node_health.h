@@ -26,6 +26,7 @@ typedef struct mw_node_health {
     mw_node_gpu_state state;
     char reason[64];   /* CamelCase, as Kubernetes condition reasons are */
     char message[512]; /* for people: what and which GPU, the recommended action */
+    int judged;        /* a producer has published */
 } mw_node_health;
 
 void mw_node_health_init(mw_node_health *h);
@@ -36,6 +37,9 @@ void mw_node_health_publish(mw_node_health *h, mw_node_gpu_state state, const ch
 /* Read the verdict. */
 void mw_node_health_get(mw_node_health *h, mw_node_gpu_state *state, char *reason, size_t rsize,
                         char *message, size_t msize);
+/* 1 once a producer has published a verdict (the Node condition waits a
+ * little for one at start rather than send Unknown first). */
+int mw_node_health_judged(mw_node_health *h);
 /* "healthy", "degraded", "unhealthy", "unknown". */
 const char *mw_node_gpu_state_name(mw_node_gpu_state s);
 

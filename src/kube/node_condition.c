@@ -24,11 +24,11 @@ const char *mw_node_condition_status(mw_node_gpu_state s)
     }
 }
 
-int mw_node_condition_due(const mw_node_condition_sent *last, int64_t now_ms,
-                          mw_node_gpu_state state, const char *reason, const char *message,
-                          int64_t heartbeat_ms)
+int mw_node_condition_due(const mw_node_condition_sent *last, int64_t now_ms, int judged,
+                          int64_t started_ms, mw_node_gpu_state state, const char *reason,
+                          const char *message, int64_t heartbeat_ms)
 {
-    if (!last->sent_ms) return 1;
+    if (!last->sent_ms) return judged || now_ms - started_ms >= MW_NODE_CONDITION_FIRST_WAIT_MS;
     if (!last->ok) return now_ms - last->sent_ms >= MW_NODE_CONDITION_RETRY_MS;
     if (state != last->state || strcmp(reason, last->reason) || strcmp(message, last->message))
         return 1;
@@ -65,6 +65,7 @@ struct mw_node_condition {
     mw_kube *kube;
     mw_node_health *health;
     int64_t heartbeat_ms;
+    int64_t started_ms; /* monotonic */
     mw_node_condition_sent last;
 };
 
@@ -74,7 +75,9 @@ static void tick(mw_node_condition *nc)
     char reason[64], message[512];
     mw_node_health_get(nc->health, &state, reason, sizeof(reason), message, sizeof(message));
     int64_t now = mw_mono_ns() / 1000000;
-    if (!mw_node_condition_due(&nc->last, now, state, reason, message, nc->heartbeat_ms)) return;
+    if (!mw_node_condition_due(&nc->last, now, mw_node_health_judged(nc->health), nc->started_ms,
+                               state, reason, message, nc->heartbeat_ms))
+        return;
     int64_t wall = mw_now_ms();
     const char *status = mw_node_condition_status(state);
     /* Kubernetes' lastTransitionTime: when status last changed (from this
@@ -151,6 +154,7 @@ int mw_node_condition_start(const mw_config *cfg, mw_kube *k, mw_node_health *he
     nc->kube = k;
     nc->health = health;
     nc->heartbeat_ms = s->heartbeat_ms;
+    nc->started_ms = mw_mono_ns() / 1000000;
     mw_worker_init(&nc->w);
     if (mw_worker_start(&nc->w, run, nc) < 0) {
         mw_log(MW_LOG_WARN, "node-condition", "cannot start a thread");

@@ -3,13 +3,14 @@
  * controllers) can act on GPU health. mlwatch never cordons or drains.
  *
  * With --kubernetes and --kubernetes-node-condition (off by default) a
- * thread reads the node's GPU health verdict (collect/node_health.h) every
- * second and sends
+ * thread reads the node's GPU health verdict (collect/node_health.h, published
+ * by the GPU collector every cycle) every second and sends
  *   PATCH /api/v1/nodes/NODE/status
  *   Content-Type: application/strategic-merge-patch+json
  *   {"status":{"conditions":[{"type":"GPUHealthy","status":S,"reason":R,
  *     "message":M,"lastHeartbeatTime":T,"lastTransitionTime":T0}]}}
- * when the verdict changes, and otherwise every
+ * as soon as there is a verdict (at most 30 s after the start: Unknown
+ * then), when the verdict changes, and otherwise every
  * --kubernetes-node-condition-heartbeat (5m, as node-problem-detector's
  * heartbeat) so that a stale condition shows. The strategic merge replaces
  * only the condition of type GPUHealthy (conditions merge on "type"). S is
@@ -28,6 +29,10 @@
 
 #define MW_NODE_CONDITION_TYPE "GPUHealthy"
 #define MW_NODE_CONDITION_RETRY_MS 10000
+/* At start, the first PATCH waits this long for the GPU collector's first
+ * verdict (its first poll, seconds) so that a restart does not flap a
+ * True condition to Unknown and back. */
+#define MW_NODE_CONDITION_FIRST_WAIT_MS 30000
 
 typedef struct mw_node_condition_settings {
     int enabled;
@@ -46,12 +51,14 @@ typedef struct mw_node_condition_sent {
 
 /* "True", "False" or "Unknown" for a state. */
 const char *mw_node_condition_status(mw_node_gpu_state s);
-/* 1 when a PATCH is due at now_ms (monotonic): never sent, the last one
- * failed and MW_NODE_CONDITION_RETRY_MS passed, the verdict differs from
- * what was sent, or the heartbeat is due. */
-int mw_node_condition_due(const mw_node_condition_sent *last, int64_t now_ms,
-                          mw_node_gpu_state state, const char *reason, const char *message,
-                          int64_t heartbeat_ms);
+/* 1 when a PATCH is due at now_ms (monotonic): never sent and a verdict
+ * exists (judged) or MW_NODE_CONDITION_FIRST_WAIT_MS passed since
+ * started_ms (no judge: Unknown then), the last one failed and
+ * MW_NODE_CONDITION_RETRY_MS passed, the verdict differs from what was
+ * sent, or the heartbeat is due. */
+int mw_node_condition_due(const mw_node_condition_sent *last, int64_t now_ms, int judged,
+                          int64_t started_ms, mw_node_gpu_state state, const char *reason,
+                          const char *message, int64_t heartbeat_ms);
 /* The patch body for the verdict at wall-clock times (ms since the epoch). */
 void mw_node_condition_body(mw_node_gpu_state state, const char *reason, const char *message,
                             int64_t heartbeat_wall_ms, int64_t transition_wall_ms, mw_buf *out);

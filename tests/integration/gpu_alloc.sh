@@ -17,7 +17,9 @@
 #   GPU 4  KAI gpu-memory 20480 MiB of 80 GiB: notebook-c requested 0.25,
 #          measured 0.3 (busy)
 # and the GPUHealthy Node condition (--kubernetes-node-condition): the
-# exact PATCH (path, content type, body), sent again only at the heartbeat.
+# exact PATCH (path, content type, body: the five healthy GPUs' verdict),
+# sent again only at the heartbeat (tests/integration/gpu_node_condition.sh
+# has unhealthy GPUs).
 source "$(dirname "$0")/lib.sh"
 
 TOKEN=eyJhbGciOiJSUzI1NiJ9.fake-sa-token.c2lnbmF0dXJl
@@ -143,8 +145,8 @@ first = p[0]
 assert first["path"] == "/api/v1/nodes/gpu-node-1/status", first["path"]
 assert first["content_type"] == "application/strategic-merge-patch+json", first["content_type"]
 body = re.sub(r'"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\dZ"', '"T"', first["body"])
-want = ('{"status":{"conditions":[{"type":"GPUHealthy","status":"Unknown",'
-        '"reason":"NoHealthSource","message":"mlwatch has no GPU health verdict for this node yet",'
+want = ('{"status":{"conditions":[{"type":"GPUHealthy","status":"True",'
+        '"reason":"GPUsHealthy","message":"5 GPUs: 5 healthy, 0 degraded, 0 unhealthy, 0 unknown",'
         '"lastHeartbeatTime":"T","lastTransitionTime":"T"}]}}')
 assert body == want, body
 # Heartbeats: the same condition, its transition time kept, at least 1.5 s apart

@@ -623,6 +623,54 @@ static void history_bound(void **state)
     free(d);
 }
 
+/* The node's summary as the GPUHealthy condition says it. */
+static void node_verdict(void **state)
+{
+    (void)state;
+    mw_node_gpu_state s;
+    char reason[64], msg[512];
+    mw_gpu_node_health h = {.state = MW_HEALTH_HEALTHY, .ngpus = 8, .count = {8, 0, 0, 0}};
+    strcpy(h.reason, "none");
+    mw_gpu_node_verdict(&h, &s, reason, sizeof(reason), msg, sizeof(msg));
+    assert_int_equal(s, MW_NODE_GPU_HEALTHY);
+    assert_string_equal(reason, "GPUsHealthy");
+    assert_string_equal(msg, "8 GPUs: 8 healthy, 0 degraded, 0 unhealthy, 0 unknown");
+    h = (mw_gpu_node_health){.state = MW_HEALTH_UNHEALTHY,
+                             .action = MW_ACTION_REBOOT_NODE,
+                             .ngpus = 2,
+                             .count = {1, 0, 0, 1}};
+    strcpy(h.reason, "gpu_lost");
+    strcpy(h.gpu, "1");
+    mw_gpu_node_verdict(&h, &s, reason, sizeof(reason), msg, sizeof(msg));
+    assert_int_equal(s, MW_NODE_GPU_UNHEALTHY);
+    assert_string_equal(reason, "GPULost");
+    assert_string_equal(msg, "GPU 1: gpu_lost, recommended action: reboot_node (2 GPUs: 1 "
+                             "healthy, 0 degraded, 1 unhealthy, 0 unknown)");
+    h.state = MW_HEALTH_DEGRADED;
+    h.action = MW_ACTION_RESET_GPU;
+    strcpy(h.reason, "nvlink_error_rate");
+    h.gpu[0] = '\0';
+    mw_gpu_node_verdict(&h, &s, reason, sizeof(reason), msg, sizeof(msg));
+    assert_int_equal(s, MW_NODE_GPU_DEGRADED);
+    assert_string_equal(reason, "NVLinkErrorRate");
+    assert_string_equal(msg, "the node: nvlink_error_rate, recommended action: reset_gpu (2 "
+                             "GPUs: 1 healthy, 0 degraded, 1 unhealthy, 0 unknown)");
+    strcpy(h.reason, "sxid_12028");
+    mw_gpu_node_verdict(&h, &s, reason, sizeof(reason), msg, sizeof(msg));
+    assert_string_equal(reason, "SXID12028");
+    h.state = MW_HEALTH_UNKNOWN;
+    strcpy(h.reason, "no_reading");
+    mw_gpu_node_verdict(&h, &s, reason, sizeof(reason), msg, sizeof(msg));
+    assert_int_equal(s, MW_NODE_GPU_UNKNOWN);
+    assert_string_equal(reason, "NoReading");
+    assert_string_equal(msg, "no GPU poll has completed recently (a driver call hangs?)");
+    /* A reason longer than the field is cut, still terminated. */
+    char small[6];
+    strcpy(h.reason, "row_remap_failed");
+    mw_gpu_node_verdict(&h, &s, small, sizeof(small), msg, sizeof(msg));
+    assert_string_equal(small, "RowRe");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -636,6 +684,7 @@ int main(void)
         cmocka_unit_test(storm_xid45),
         cmocka_unit_test(flood_xid95),
         cmocka_unit_test(history_bound),
+        cmocka_unit_test(node_verdict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

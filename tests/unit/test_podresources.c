@@ -219,21 +219,37 @@ static void test_node_condition(void **st)
 
     mw_node_condition_sent last = {0};
     const int64_t hb = 300000;
-    assert_int_equal(mw_node_condition_due(&last, 5000, MW_NODE_GPU_HEALTHY, "R", "M", hb), 1);
+    /* Never sent, no verdict yet: 30 s after the start, then Unknown. */
+    assert_int_equal(
+        mw_node_condition_due(&last, 30999, 0, 1000, MW_NODE_GPU_UNKNOWN, "R", "M", hb), 0);
+    assert_int_equal(
+        mw_node_condition_due(&last, 31000, 0, 1000, MW_NODE_GPU_UNKNOWN, "R", "M", hb), 1);
+    /* A verdict: at once. */
+    assert_int_equal(mw_node_condition_due(&last, 1001, 1, 1000, MW_NODE_GPU_HEALTHY, "R", "M", hb),
+                     1);
+    assert_int_equal(mw_node_condition_due(&last, 5000, 1, 0, MW_NODE_GPU_HEALTHY, "R", "M", hb),
+                     1);
     last = (mw_node_condition_sent){.ok = 1, .sent_ms = 5000, .state = MW_NODE_GPU_HEALTHY};
     mw_strlcpy(last.reason, "R", sizeof(last.reason));
     mw_strlcpy(last.message, "M", sizeof(last.message));
     /* Nothing changed: only at the heartbeat. */
-    assert_int_equal(mw_node_condition_due(&last, 304999, MW_NODE_GPU_HEALTHY, "R", "M", hb), 0);
-    assert_int_equal(mw_node_condition_due(&last, 305000, MW_NODE_GPU_HEALTHY, "R", "M", hb), 1);
+    assert_int_equal(mw_node_condition_due(&last, 304999, 1, 0, MW_NODE_GPU_HEALTHY, "R", "M", hb),
+                     0);
+    assert_int_equal(mw_node_condition_due(&last, 305000, 1, 0, MW_NODE_GPU_HEALTHY, "R", "M", hb),
+                     1);
     /* A change of state, reason or message: at once. */
-    assert_int_equal(mw_node_condition_due(&last, 6000, MW_NODE_GPU_UNHEALTHY, "R", "M", hb), 1);
-    assert_int_equal(mw_node_condition_due(&last, 6000, MW_NODE_GPU_HEALTHY, "R2", "M", hb), 1);
-    assert_int_equal(mw_node_condition_due(&last, 6000, MW_NODE_GPU_HEALTHY, "R", "M2", hb), 1);
+    assert_int_equal(mw_node_condition_due(&last, 6000, 1, 0, MW_NODE_GPU_UNHEALTHY, "R", "M", hb),
+                     1);
+    assert_int_equal(mw_node_condition_due(&last, 6000, 1, 0, MW_NODE_GPU_HEALTHY, "R2", "M", hb),
+                     1);
+    assert_int_equal(mw_node_condition_due(&last, 6000, 1, 0, MW_NODE_GPU_HEALTHY, "R", "M2", hb),
+                     1);
     /* A failed PATCH: again after the retry delay, not before. */
     last.ok = 0;
-    assert_int_equal(mw_node_condition_due(&last, 14999, MW_NODE_GPU_HEALTHY, "R", "M", hb), 0);
-    assert_int_equal(mw_node_condition_due(&last, 15000, MW_NODE_GPU_HEALTHY, "R", "M", hb), 1);
+    assert_int_equal(mw_node_condition_due(&last, 14999, 1, 0, MW_NODE_GPU_HEALTHY, "R", "M", hb),
+                     0);
+    assert_int_equal(mw_node_condition_due(&last, 15000, 1, 0, MW_NODE_GPU_HEALTHY, "R", "M", hb),
+                     1);
 
     mw_node_health h;
     mw_node_health_init(&h);
@@ -242,11 +258,13 @@ static void test_node_condition(void **st)
     mw_node_health_get(&h, &s, reason, sizeof(reason), msg, sizeof(msg));
     assert_int_equal(s, MW_NODE_GPU_UNKNOWN);
     assert_string_equal(reason, "NoHealthSource");
+    assert_int_equal(mw_node_health_judged(&h), 0);
     mw_node_health_publish(&h, MW_NODE_GPU_DEGRADED, "RowRemapPending", "GPU 1: reset it");
     mw_node_health_get(&h, &s, reason, sizeof(reason), msg, sizeof(msg));
     assert_int_equal(s, MW_NODE_GPU_DEGRADED);
     assert_string_equal(msg, "GPU 1: reset it");
     assert_string_equal(mw_node_gpu_state_name(s), "degraded");
+    assert_int_equal(mw_node_health_judged(&h), 1);
     mw_node_health_destroy(&h);
 }
 

@@ -419,6 +419,24 @@ static int gpu_init(const mw_env *env, void **state)
     return 0;
 }
 
+/* The node's verdict for whoever acts on it (the GPUHealthy Node
+ * condition, kube/node_condition.c), every cycle: the collector is the
+ * judge, so a stack that stops answering turns the condition Unknown. */
+static void publish_verdict(mw_node_health *out, const mw_gpu_node_health *node, int fresh)
+{
+    if (!out) return;
+    mw_gpu_node_health h = *node;
+    if (!fresh) { /* as mlwatch_gpu_node_health says it */
+        h.state = MW_HEALTH_UNKNOWN;
+        mw_strlcpy(h.reason, "no_reading", sizeof(h.reason));
+        h.gpu[0] = '\0';
+    }
+    mw_node_gpu_state state;
+    char reason[64], message[512];
+    mw_gpu_node_verdict(&h, &state, reason, sizeof(reason), message, sizeof(message));
+    mw_node_health_publish(out, state, reason, message);
+}
+
 static void gpu_collect(void *state, mw_collect_ctx *ctx)
 {
     gpu_state *st = state;
@@ -461,6 +479,7 @@ static void gpu_collect(void *state, mw_collect_ctx *ctx)
     }
     mw_gpu_emit_health(ctx, st->latest, n, fresh, st->health ? &node : NULL, &est);
     pthread_mutex_unlock(&st->poller.mu);
+    if (st->health) publish_verdict(st->env->node_health, &node, fresh);
 
     for (unsigned k = 0; k < nerrs; k++)
         mw_collect_error(ctx, errs[k].path, 0, errs[k].what);

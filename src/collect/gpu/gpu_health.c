@@ -374,3 +374,68 @@ size_t mw_gpu_health_events(mw_gpu_health_engine *e, mw_gpu_event *out, size_t m
     pthread_mutex_unlock(&e->mu);
     return n;
 }
+
+/* One word of a snake_case reason in a Kubernetes condition reason: the
+ * acronyms as people write them ("gpu_lost" -> "GPULost", "xid_79" ->
+ * "XID79"), other words capitalised. */
+static size_t camel_word(const char *w, size_t len, char *out, size_t room)
+{
+    static const char *const acronyms[][2] = {{"gpu", "GPU"},   {"xid", "XID"},
+                                              {"sxid", "SXID"}, {"ecc", "ECC"},
+                                              {"pcie", "PCIe"}, {"nvlink", "NVLink"}};
+    for (size_t k = 0; k < MW_ARRAY_LEN(acronyms); k++)
+        if (strlen(acronyms[k][0]) == len && !strncmp(w, acronyms[k][0], len)) {
+            w = acronyms[k][1];
+            break;
+        }
+    size_t n = 0;
+    for (; n < len && n + 1 < room; n++)
+        out[n] = n == 0 && w[n] >= 'a' && w[n] <= 'z' ? (char)(w[n] - 'a' + 'A') : w[n];
+    return n;
+}
+
+void mw_gpu_node_verdict(const mw_gpu_node_health *h, mw_node_gpu_state *state, char *reason,
+                         size_t rsize, char *message, size_t msize)
+{
+    switch (h->state) {
+    case MW_HEALTH_HEALTHY:
+        *state = MW_NODE_GPU_HEALTHY;
+        break;
+    case MW_HEALTH_DEGRADED:
+        *state = MW_NODE_GPU_DEGRADED;
+        break;
+    case MW_HEALTH_UNHEALTHY:
+        *state = MW_NODE_GPU_UNHEALTHY;
+        break;
+    default:
+        *state = MW_NODE_GPU_UNKNOWN;
+    }
+    char counts[160];
+    snprintf(counts, sizeof(counts), "%u GPU%s: %u healthy, %u degraded, %u unhealthy, %u unknown",
+             h->ngpus, h->ngpus == 1 ? "" : "s", h->count[MW_HEALTH_HEALTHY],
+             h->count[MW_HEALTH_DEGRADED], h->count[MW_HEALTH_UNHEALTHY],
+             h->count[MW_HEALTH_UNKNOWN]);
+    if (h->state == MW_HEALTH_HEALTHY || !strcmp(h->reason, "none")) {
+        mw_strlcpy(reason, *state == MW_NODE_GPU_HEALTHY ? "GPUsHealthy" : "GPUHealthUnknown",
+                   rsize);
+        snprintf(message, msize, "%s", counts);
+        return;
+    }
+    if (!rsize) return;
+    size_t n = 0;
+    for (const char *p = h->reason; *p && n + 1 < rsize;) {
+        const char *end = strchr(p, '_');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        n += camel_word(p, len, reason + n, rsize - n);
+        p += len + (end ? 1 : 0);
+    }
+    reason[n] = '\0';
+    /* While nothing answers the per-GPU counts are of the last poll: the
+     * reason says the readings are missing. */
+    if (!strcmp(h->reason, "no_reading"))
+        snprintf(message, msize, "no GPU poll has completed recently (a driver call hangs?)");
+    else
+        snprintf(message, msize, "%s%s: %s, recommended action: %s (%s)",
+                 h->gpu[0] ? "GPU " : "the node", h->gpu, h->reason,
+                 mw_health_action_name(h->action), counts);
+}

@@ -13,6 +13,7 @@
 #define MW_GPU_HEALTH_H
 
 #include "xid.h"
+#include "../node_health.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -83,6 +84,13 @@ void mw_gpu_health_nvml_xid(mw_gpu_health_engine *e, unsigned dev, uint32_t code
 void mw_gpu_health_evaluate(mw_gpu_health_engine *e, const struct mw_gpu_dev *devs, unsigned n,
                             int slow, int64_t now_us, int64_t now_ms, mw_gpu_health *out);
 void mw_gpu_health_node(mw_gpu_health_engine *e, mw_gpu_node_health *out);
+/* The node's summary as the GPUHealthy Node condition says it
+ * (collect/node_health.h): the state; a CamelCase reason ("GPUsHealthy",
+ * else the node's reason in CamelCase: "GPULost", "XID79",
+ * "RowRemapFailed", "NoReading"); a message naming the GPU, the reason, the
+ * recommended action and the GPUs per state. */
+void mw_gpu_node_verdict(const mw_gpu_node_health *h, mw_node_gpu_state *state, char *reason,
+                         size_t rsize, char *message, size_t msize);
 /* Up to max events, oldest first; returns how many. */
 size_t mw_gpu_health_events(mw_gpu_health_engine *e, mw_gpu_event *out, size_t max,
                             mw_gpu_event_stats *st);
