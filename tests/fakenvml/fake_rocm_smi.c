@@ -16,6 +16,8 @@
 #define OK 0
 #define INVALID_ARGS 1
 #define NOT_SUPPORTED 2
+#define PERMISSION 4
+#define NOT_YET_IMPLEMENTED 9
 #define INIT_ERROR 8
 #define INSUFFICIENT_SIZE 11
 #define RESOLUTION_UJ 15.259f
@@ -26,13 +28,21 @@ typedef struct {
     uint32_t cu_occupancy;
 } rsmi_process_info_t;
 
+/* rsmi_error_count_t (rocm_smi.h). */
+typedef struct {
+    uint64_t correctable_err, uncorrectable_err;
+} rsmi_error_count_t;
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int initialised;
+static unsigned long ecc_calls[FK_MAX_GPUS][FK_RAS_BLOCKS]; /* since rsmi_init */
 
 static int code_of(const char *name)
 {
     if (strcmp(name, "NOT_SUPPORTED") == 0) return NOT_SUPPORTED;
     if (strcmp(name, "INIT_ERROR") == 0) return INIT_ERROR;
+    if (strcmp(name, "PERMISSION") == 0) return PERMISSION;
+    if (strcmp(name, "NOT_YET_IMPLEMENTED") == 0) return NOT_YET_IMPLEMENTED;
     if (strcmp(name, "UNKNOWN") == 0) return 0x7fffffff;
     return -1;
 }
@@ -70,6 +80,7 @@ API int rsmi_init(uint64_t flags)
     const fk_world *w = fk_world_get(code_of, NOT_SUPPORTED);
     int rc = w->init_rc;
     initialised = rc == 0;
+    memset(ecc_calls, 0, sizeof(ecc_calls));
     if (rc) fk_world_release(); /* no rsmi_shut_down follows a failed init */
     LEAVE(rc);
 }
@@ -241,4 +252,33 @@ API int rsmi_compute_process_gpus_get(uint32_t pid, uint32_t *dv, uint32_t *n)
         }
     *n = found;
     LEAVE(found ? OK : 10 /* NOT_FOUND */);
+}
+
+/* rsmi_gpu_block_t is an enum with a 64-bit value (RSMI_GPU_BLOCK_RESERVED
+ * = 1 << 63), so it is passed as 64 bits. One block (one bit) per call;
+ * a block the scenario does not list answers NOT_SUPPORTED, as blocks
+ * without RAS do. */
+API int rsmi_dev_ecc_count_get(uint32_t dv, uint64_t block, rsmi_error_count_t *ec)
+{
+    ENTER(FK_ECC);
+    int b = 0;
+    while (b < FK_RAS_BLOCKS && block != 1ull << b)
+        b++;
+    if (!ec || b == FK_RAS_BLOCKS) LEAVE(INVALID_ARGS);
+    ecc_calls[dv][b]++;
+    if (g->ras_rc[b] < 0) LEAVE(NOT_SUPPORTED);
+    if (g->ras_rc[b] > 0) LEAVE(g->ras_rc[b]);
+    ec->correctable_err = g->ras[b][0];
+    ec->uncorrectable_err = g->ras[b][1];
+    LEAVE(OK);
+}
+
+/* Test hook: rsmi_dev_ecc_count_get calls for a GPU and block since rsmi_init. */
+API unsigned long fake_rocm_ecc_calls(uint32_t dv, uint64_t block)
+{
+    pthread_mutex_lock(&lock);
+    unsigned long n = 0;
+    for (int b = 0; b < FK_RAS_BLOCKS; b++)
+        if (dv < FK_MAX_GPUS && block == 1ull << b) n = ecc_calls[dv][b];
+    LEAVE(n);
 }

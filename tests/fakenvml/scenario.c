@@ -19,6 +19,11 @@ const char *const fk_field_names[FK_NFIELDS] = {
     "migmemory",      "migutil",  "gpm",          "gpmmig",
 };
 
+const char *const fk_ras_block_names[FK_RAS_BLOCKS] = {
+    "umc",       "sdma", "gfx", "mmhub", "athub", "pcie_bif", "hdp",
+    "xgmi_wafl", "df",   "smn", "sem",   "mp0",   "mp1",      "fuse",
+};
+
 typedef struct parser {
     int line;
     char *err;
@@ -147,6 +152,8 @@ static fk_gpu *gpu_at(parser *p, fk_world *w, unsigned long long i)
         snprintf(g->bus, sizeof(g->bus), "00000000:%02llX:00.0", i + 1);
         g->numa = -1;
         g->pstate = 0;
+        for (int b = 0; b < FK_RAS_BLOCKS; b++)
+            g->ras_rc[b] = -1;
     }
     if (i + 1 > w->ngpus) w->ngpus = (unsigned)i + 1;
     return g;
@@ -190,6 +197,24 @@ static int gpm_value(parser *p, const char *key, const char *v, double *out)
     return 0;
 }
 
+/* ras_BLOCK=CE,UE (counts) or ras_BLOCK=CODE (what the block answers). */
+static int ras_key(parser *p, fk_gpu *g, const char *block, const char *v)
+{
+    int b = 0;
+    while (b < FK_RAS_BLOCKS && strcmp(fk_ras_block_names[b], block) != 0)
+        b++;
+    if (b == FK_RAS_BLOCKS) return fail(p, "gpu: unknown RAS block '%s'", block);
+    char tail;
+    if (sscanf(v, "%llu,%llu%c", &g->ras[b][0], &g->ras[b][1], &tail) == 2) {
+        g->ras_rc[b] = 0;
+        return 0;
+    }
+    int rc = (*v >= '0' && *v <= '9') ? atoi(v) : p->code_of(v);
+    if (rc <= 0) return fail(p, "ras_%s: expected CE,UE or an error code, got '%s'", block, v);
+    g->ras_rc[b] = rc;
+    return 0;
+}
+
 static int gpu_line(parser *p, fk_world *w, char **keys, char **vals, int n)
 {
     unsigned long long u;
@@ -214,6 +239,10 @@ static int gpu_line(parser *p, fk_world *w, char **keys, char **vals, int n)
             int gk = gpm_index(key + 4);
             if (gk < 0 || gpm_value(p, key, v, &g->gpm_v[gk]) < 0)
                 return fail(p, "gpu: bad GPM key or value '%s=%s'", key, v);
+            continue;
+        }
+        if (strncmp(key, "ras_", 4) == 0) {
+            if (ras_key(p, g, key + 4, v) < 0) return -1;
             continue;
         }
         if (strcmp(key, "numa") == 0) {

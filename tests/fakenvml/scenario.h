@@ -11,6 +11,7 @@
 #define FK_MAX_MIG 16
 #define FK_MAX_LINKS 18
 #define FK_MAX_EVENTS 256
+#define FK_RAS_BLOCKS 14 /* rsmi_gpu_block_t: UMC (bit 0) .. FUSE (bit 13) */
 
 /* Readings a scenario can make fail ("unsupported=" or "fail=NAME:CODE"). */
 enum {
@@ -49,6 +50,8 @@ enum {
     FK_NFIELDS
 };
 extern const char *const fk_field_names[FK_NFIELDS];
+/* Scenario names of the RAS blocks, by bit: "umc", "sdma", "gfx", ... */
+extern const char *const fk_ras_block_names[FK_RAS_BLOCKS];
 
 typedef struct fk_proc {
     unsigned gpu, pid, gi, ci; /* gi/ci: 0xffffffff outside MIG */
@@ -94,6 +97,11 @@ typedef struct fk_gpu {
     unsigned procs_delay_ms;
     int gpm;         /* GPM supported (Hopper and newer) */
     double gpm_v[3]; /* the whole GPU's GPM, as fk_mig.gpm */
+    /* ROCm SMI ECC counts per block (ras_BLOCK=CE,UE): ras_rc[b] is 0 for
+     * counts, -1 when the block is not listed (NOT_SUPPORTED), else the
+     * error that block answers (ras_BLOCK=CODE). */
+    unsigned long long ras[FK_RAS_BLOCKS][2];
+    int ras_rc[FK_RAS_BLOCKS];
     fk_link links[FK_MAX_LINKS];
     fk_mig migs[FK_MAX_MIG];
     int fail[FK_NFIELDS]; /* 0, or the error code that reading answers */

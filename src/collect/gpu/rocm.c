@@ -5,7 +5,9 @@
  * takes the device index first.
  *
  * It reports the core readings: utilization, memory, power, power cap,
- * energy, temperature, NUMA node and per-process memory. */
+ * energy, temperature, NUMA node and per-process memory, and ECC counts
+ * (rsmi_dev_ecc_count_get per RAS block, summed: the same family and
+ * health rule as NVML's volatile ECC). */
 #include "gpu.h"
 #include "../../core/util.h"
 
@@ -28,6 +30,19 @@ typedef int rsmi_status_t;
 #define RSMI_TEMP_TYPE_JUNCTION 1
 #define RSMI_TEMP_CURRENT 0
 #define RSMI_SW_COMP_DRIVER 0
+
+/* rsmi_gpu_block_t: one bit per RAS block, UMC (1 << 0) to FUSE (1 << 13)
+ * in every ROCm SMI release so far. The enum has a 64-bit enumerator
+ * (RSMI_GPU_BLOCK_RESERVED = 1 << 63), so the compiler makes it 64 bits
+ * wide and it is passed as a uint64_t. */
+#define RSMI_GPU_BLOCKS 14
+
+/* rsmi_error_count_t (rocm_smi.h): accumulated since the driver loaded. */
+typedef struct {
+    uint64_t correctable_err;
+    uint64_t uncorrectable_err;
+} rsmi_error_count_t;
+_Static_assert(sizeof(rsmi_error_count_t) == 16, "rsmi_error_count_t layout");
 
 /* rsmi_process_info_t (rocm_smi.h). */
 typedef struct {
@@ -61,6 +76,7 @@ typedef struct rocm_fns {
     rsmi_status_t (*procs)(rsmi_process_info_t *procs, uint32_t *n);
     rsmi_status_t (*proc_gpus)(uint32_t pid, uint32_t *dv, uint32_t *n);
     rsmi_status_t (*proc_by_device)(uint32_t pid, uint32_t dv, rsmi_process_info_t *p);
+    rsmi_status_t (*ecc_count)(uint32_t dv, uint64_t block, rsmi_error_count_t *ec);
 } rocm_fns;
 
 static const struct {
@@ -93,6 +109,7 @@ static const struct {
     S(procs, "rsmi_compute_process_info_get", 0),
     S(proc_gpus, "rsmi_compute_process_gpus_get", 0),
     S(proc_by_device, "rsmi_compute_process_info_by_device_get", 0),
+    S(ecc_count, "rsmi_dev_ecc_count_get", 0),
 #undef S
 };
 
@@ -102,6 +119,7 @@ typedef struct rocm_dev {
     uint64_t unsupported;
     int use_socket_power;
     uint32_t temp_sensor;
+    uint32_t ecc_off; /* RAS blocks that answered NOT_SUPPORTED: not asked again */
 } rocm_dev;
 
 typedef struct rocm {
@@ -213,11 +231,42 @@ static void read_procs(rocm *x, unsigned i, mw_gpu_dev *d, const mw_gpu_sink *si
     d->have |= MW_GF_BIT(MW_GF_PROCS);
 }
 
+/* ECC counts: every RAS block's, summed (NVML's total is every memory
+ * location's too). A block without RAS answers NOT_SUPPORTED once and is
+ * not asked again; none left: the reading is off. Any other failure drops
+ * this poll's reading (a partial sum would look like a counter reset). */
+static void read_ecc(rocm *x, unsigned i, rocm_dev *rd, mw_gpu_dev *d, const mw_gpu_sink *sink)
+{
+    if (!ASK(rd, MW_GF_ECC) || !x->f.ecc_count) return;
+    uint64_t ce = 0, ue = 0;
+    int answered = 0;
+    for (unsigned b = 0; b < RSMI_GPU_BLOCKS; b++) {
+        if (rd->ecc_off & (1u << b)) continue;
+        rsmi_error_count_t ec = {0, 0};
+        rsmi_status_t st = x->f.ecc_count(i, (uint64_t)1 << b, &ec);
+        if (st == RSMI_STATUS_SUCCESS) {
+            ce += ec.correctable_err;
+            ue += ec.uncorrectable_err;
+            answered = 1;
+        } else if (st == RSMI_STATUS_NOT_SUPPORTED || st == RSMI_STATUS_NOT_YET_IMPLEMENTED) {
+            rd->ecc_off |= 1u << b;
+        } else { /* no permission: off for good (said once); else counted, asked again */
+            check(x, i, rd, MW_GF_ECC, st, "rsmi_dev_ecc_count_get", sink);
+            return;
+        }
+    }
+    if (rd->ecc_off == (1u << RSMI_GPU_BLOCKS) - 1) rd->unsupported |= MW_GF_BIT(MW_GF_ECC);
+    if (!answered) return;
+    d->ecc_corrected = ce;
+    d->ecc_uncorrected = ue;
+    d->have |= MW_GF_BIT(MW_GF_ECC);
+}
+
 static void rocm_poll(void *impl, unsigned i, mw_gpu_dev *d, unsigned what, const mw_gpu_sink *sink)
 {
     rocm *x = impl;
     rocm_dev *rd = &x->devs[i];
-    uint64_t slow = MW_GF_BIT(MW_GF_POWER_LIMIT) | MW_GF_BIT(MW_GF_PROCS);
+    uint64_t slow = MW_GF_BIT(MW_GF_POWER_LIMIT) | MW_GF_BIT(MW_GF_PROCS) | MW_GF_BIT(MW_GF_ECC);
     uint64_t keep = MW_GF_BIT(MW_GF_NUMA) | (what & MW_GPU_SLOW ? 0 : slow);
     if (!(what & MW_GPU_FAST)) keep |= ~(slow | MW_GF_BIT(MW_GF_NUMA));
     d->have &= keep;
@@ -287,6 +336,7 @@ static void rocm_poll(void *impl, unsigned i, mw_gpu_dev *d, unsigned what, cons
             d->have |= MW_GF_BIT(MW_GF_POWER_LIMIT);
         }
         read_procs(x, i, d, sink);
+        read_ecc(x, i, rd, d, sink);
     }
 }
 
