@@ -14,7 +14,9 @@
  *                  unknown (GetAllocatableResources failed)
  *   kai            KAI scheduler's gpu-fraction pod annotation, on the
  *                  GPU(s) the pod's processes use (the annotation names no
- *                  GPU), on the pod's first container there
+ *                  GPU), on the pod's first container there; a pod with no
+ *                  process on a GPU: on the GPU its runai-gpu-group's
+ *                  reservation pod holds, on its first container
  *   kai-memory     KAI's gpu-memory annotation (MiB) over the GPU's
  *                  memory (mlwatch_gpu_memory_total_bytes)
  * The measured share is mlwatch_container_gpu_utilization_ratio (the
@@ -46,6 +48,8 @@ typedef struct alloc_state {
     const mw_kube_inputs *kube;
     mw_podres_table alloc;
     uint64_t gen;
+    mw_kube_kai *kai; /* MW_KUBE_MAX_KAI: this cycle's fractional pods with their GPU */
+    size_t nkai;
     fraction *rows; /* MAX_ROWS, pointing into alloc and the snapshot */
     size_t n;
 } alloc_state;
@@ -134,12 +138,51 @@ static void from_kai(alloc_state *st, const mw_snapshot *snap)
     }
 }
 
+/* 1 when a row of source for (ns, pod, any container, gpu) exists. */
+static int have_row(const alloc_state *st, const char *ns, const char *pod, const char *gpu,
+                    const char *source)
+{
+    for (size_t i = 0; i < st->n; i++) {
+        const fraction *f = &st->rows[i];
+        if (!strcmp(f->ns, ns) && !strcmp(f->pod, pod) && !strcmp(f->gpu, gpu) &&
+            !strcmp(f->source, source))
+            return 1;
+    }
+    return 0;
+}
+
+/* KAI pods with no process on their GPU yet (a notebook before its first
+ * CUDA call, a server between requests): the GPU is their group's
+ * reservation pod's (kube.h), the fraction on the pod's first container.
+ * Their measured share is 0 (no mlwatch_container_gpu_utilization_ratio
+ * series), which the idle rule judges them by too (idle.c). */
+static void from_kai_reservations(alloc_state *st, const mw_snapshot *snap)
+{
+    mw_kube *pods = st->kube ? st->kube->pods : NULL;
+    st->nkai = pods ? mw_kube_kai_list(pods, st->kai, MW_KUBE_MAX_KAI) : 0;
+    for (size_t i = 0; i < st->nkai; i++) {
+        const mw_kube_kai *k = &st->kai[i];
+        const char *gpu = gpu_of(snap, k->gpu_uuid);
+        if (!gpu) continue; /* a GPU this agent does not see */
+        if (k->gpu_fraction > 0 && !have_row(st, k->ns, k->name, gpu, "kai"))
+            add(st, k->ns, k->name, k->container, gpu, "kai", k->gpu_fraction);
+        double total;
+        if (k->gpu_memory_mib > 0 && !have_row(st, k->ns, k->name, gpu, "kai-memory") &&
+            mw_snapshot_get(snap, "mlwatch_gpu_memory_total_bytes", &total, "gpu", gpu, MW_END) ==
+                0 &&
+            total > 0)
+            add(st, k->ns, k->name, k->container, gpu, "kai-memory",
+                k->gpu_memory_mib * 1048576.0 / total);
+    }
+}
+
 static int alloc_init(const mw_env *env, void **out)
 {
     if (!env->kube) return MW_COLLECTOR_ABSENT;
     alloc_state *st = mw_xcalloc(1, sizeof(*st));
     st->kube = env->kube;
     st->rows = mw_xcalloc(MAX_ROWS, sizeof(*st->rows));
+    st->kai = mw_xcalloc(MW_KUBE_MAX_KAI, sizeof(*st->kai));
     *out = st;
     return 0;
 }
@@ -150,6 +193,7 @@ static void alloc_derive(void *state, mw_snapshot *snap)
     st->n = 0;
     from_allocations(st, snap);
     from_kai(st, snap);
+    from_kai_reservations(st, snap);
     for (size_t i = 0; i < st->n; i++) {
         const fraction *f = &st->rows[i];
         mw_emit(snap, &FRACTION_REQUESTED, f->value, "namespace", f->ns, "pod", f->pod, "container",
@@ -162,6 +206,7 @@ static void alloc_destroy(void *state)
     alloc_state *st = state;
     mw_podres_table_free(&st->alloc);
     free(st->rows);
+    free(st->kai);
     free(st);
 }
 

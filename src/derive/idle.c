@@ -37,7 +37,9 @@
  * allocation only is judged by the container's own share of the GPU
  * (mlwatch_container_gpu_utilization_ratio, 0 without one), never by the
  * whole GPU's utilization, which the other holders make: an idle fraction
- * is an idle session of its pod. */
+ * is an idle session of its pod. A KAI fractional pod (gpu-fraction,
+ * gpu-memory) with no process on a GPU holds the GPU its runai-gpu-group's
+ * reservation pod holds (kube.h), on its first container, judged the same. */
 #include "idle.h"
 #include "idle_config.h"
 #include "../agent/module.h"
@@ -148,6 +150,7 @@ typedef struct idle_state {
     const mw_kube_inputs *kube; /* NULL: none (tests); its members NULL while off */
     mw_podres_table alloc;      /* the latest copy of the kubelet's allocations */
     uint64_t alloc_gen;
+    mw_kube_kai *kai; /* MW_KUBE_MAX_KAI, allocated with the first pod table */
     char node[254];
 } idle_state;
 
@@ -548,6 +551,41 @@ static void held_by_allocation(idle_state *st, const mw_snapshot *snap, int64_t 
     }
 }
 
+/* KAI fractional pods with no process on the GPU their group's
+ * reservation pod holds (kube.h): a fraction held, judged by the pod's own
+ * share (0), as a time-slicing replica is. */
+static void held_by_kai(idle_state *st, const mw_snapshot *snap, int64_t now)
+{
+    mw_kube *pods = st->kube ? st->kube->pods : NULL;
+    if (!pods) return;
+    if (!st->kai) st->kai = mw_xcalloc(MW_KUBE_MAX_KAI, sizeof(*st->kai));
+    mw_kube_kai *kai = st->kai;
+    size_t n = mw_kube_kai_list(pods, kai, MW_KUBE_MAX_KAI);
+    const mw_family *info = mw_snapshot_find(snap, "mlwatch_gpu_info");
+    for (size_t i = 0; i < n; i++) {
+        const mw_kube_kai *k = &kai[i];
+        const char *gpu = NULL;
+        for (const mw_sample *x = info ? info->first : NULL; x && !gpu; x = x->next)
+            if (!strcmp(label(x, "uuid"), k->gpu_uuid)) gpu = label(x, "gpu");
+        if (!gpu) continue;
+        int held = 0; /* by a process of the pod (any container), or by its allocation */
+        for (size_t j = 0; j < st->n && !held; j++)
+            held = st->s[j].seen && !st->s[j].mig && !strcmp(st->s[j].ns, k->ns) &&
+                   !strcmp(st->s[j].pod, k->name) && !strcmp(st->s[j].gpu, gpu);
+        if (held) continue;
+        char key[400];
+        make_key(key, sizeof(key), k->ns, k->name, k->container, gpu);
+        session *s = find_session(st, key);
+        if (!s) s = add_session(st, k->ns, k->name, k->container, gpu, key);
+        if (!s) continue;
+        s->seen = 1;
+        s->alloc_only = 1;
+        s->fraction = 1;
+        s->last_seen_ms = now;
+        s->memory_bytes = 0;
+    }
+}
+
 static void idle_derive(void *state, mw_snapshot *snap)
 {
     idle_state *st = state;
@@ -591,6 +629,7 @@ static void idle_derive(void *state, mw_snapshot *snap)
         s->memory_bytes = x->value;
     }
     held_by_allocation(st, snap, now);
+    held_by_kai(st, snap, now);
 
     for (size_t i = 0; i < st->nns; i++)
         st->ns[i].sessions = 0;
@@ -682,6 +721,7 @@ static void idle_destroy(void *state)
 {
     idle_state *st = state;
     mw_podres_table_free(&st->alloc);
+    free(st->kai);
     for (size_t i = 0; i < st->n; i++)
         session_free_labels(&st->s[i]);
     free(st->s);

@@ -511,6 +511,14 @@ int mw_kube_lookup(mw_kube *k, const char *uid, const char *ns, const char *name
     return found;
 }
 
+size_t mw_kube_kai_list(mw_kube *k, mw_kube_kai *out, size_t max)
+{
+    pthread_mutex_lock(&k->w.mu);
+    size_t n = mw_kube_kai_resolve(k->pods, k->npods, out, max);
+    pthread_mutex_unlock(&k->w.mu);
+    return n;
+}
+
 void mw_kube_stop(mw_kube *k)
 {
     if (!k) return;

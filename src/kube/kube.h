@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #define MW_KUBE_MAX_PODS 4096
+#define MW_KUBE_MAX_KAI 256 /* fractional pods resolved per node (mw_kube_kai_list) */
 
 typedef struct mw_kube_pod {
     char uid[64];
@@ -32,7 +33,28 @@ typedef struct mw_kube_pod {
      * one GPU, 0 < f <= 1) and gpu-memory (MiB of one GPU); 0 when absent
      * or not a valid number. */
     double gpu_fraction, gpu_memory_mib;
+    /* KAI's shared GPU: the runai-gpu-group label (same value on a
+     * fractional pod and on the reservation pod that holds its GPU) and,
+     * on the reservation pod, run.ai/reserve_for_gpu_index (the GPU's
+     * UUID, which the reservation pod sets once it runs). "" when absent. */
+    char gpu_group[64];
+    char reserved_gpu[96];
+    char first_container[64]; /* spec.containers[0].name */
 } mw_kube_pod;
+
+/* A KAI fractional pod (gpu-fraction or gpu-memory) and the GPU its group's
+ * reservation pod holds: what tells a fraction's GPU before (or without)
+ * a process of the pod on it. */
+typedef struct mw_kube_kai {
+    char uid[64], ns[64], name[254];
+    char container[64]; /* the pod's first container: the fraction is the pod's */
+    char gpu_uuid[96];
+    double gpu_fraction, gpu_memory_mib;
+} mw_kube_kai;
+
+/* The fractional pods among pods[0..n) whose group has a reservation pod
+ * with its GPU's UUID, at most max into out; returns how many. */
+size_t mw_kube_kai_resolve(const mw_kube_pod *pods, size_t n, mw_kube_kai *out, size_t max);
 
 typedef struct mw_kube mw_kube;
 
@@ -49,6 +71,8 @@ extern const mw_option_group mw_kube_options;
 int mw_kube_start(const mw_config *cfg, mw_kube **out, char *err, size_t errsize);
 /* Find a pod by UID, else by namespace and name. Returns 1 and fills out. */
 int mw_kube_lookup(mw_kube *k, const char *uid, const char *ns, const char *name, mw_kube_pod *out);
+/* mw_kube_kai_resolve over this node's pods (any thread). */
+size_t mw_kube_kai_list(mw_kube *k, mw_kube_kai *out, size_t max);
 void mw_kube_stop(mw_kube *k);
 
 /* One call to the API server with the pod watch's credentials, from any

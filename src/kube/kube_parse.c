@@ -134,6 +134,16 @@ static int pod_from_json(json_t *obj, const char *owner_from, mw_kube_pod *out, 
     double m = gmem ? strtod(gmem, &end) : 0;
     if (gmem && *gmem && !*end && m > 0 && m < 1e9) out->gpu_memory_mib = m;
 
+    /* KAI's GPU group and reservation; Kubernetes bounds label values to 63
+     * characters and a GPU UUID is 40: longer ones are cut, not refused. */
+    if (labels && (v = str_at(labels, "runai-gpu-group")))
+        mw_strlcpy(out->gpu_group, v, sizeof(out->gpu_group));
+    if (ann && (v = str_at(ann, "run.ai/reserve_for_gpu_index")))
+        mw_strlcpy(out->reserved_gpu, v, sizeof(out->reserved_gpu));
+    json_t *ctrs = json_object_get(json_object_get(obj, "spec"), "containers");
+    if (json_is_array(ctrs) && (v = str_at(json_array_get(ctrs, 0), "name")))
+        mw_strlcpy(out->first_container, v, sizeof(out->first_container));
+
     const char *owner = ns;
     if (owner_from && strncmp(owner_from, "label:", 6) == 0 && labels &&
         (v = str_at(labels, owner_from + 6)))
@@ -418,4 +428,28 @@ int mw_kubeconfig_parse(const char *text, size_t len, const char *base_dir, mw_k
     yaml_parser_delete(&p);
     if (rc < 0) memset(out, 0, sizeof(*out));
     return rc;
+}
+
+size_t mw_kube_kai_resolve(const mw_kube_pod *pods, size_t n, mw_kube_kai *out, size_t max)
+{
+    size_t got = 0;
+    for (size_t i = 0; i < n && got < max; i++) {
+        const mw_kube_pod *p = &pods[i];
+        if (!(p->gpu_fraction > 0 || p->gpu_memory_mib > 0) || !p->gpu_group[0]) continue;
+        const char *uuid = NULL;
+        for (size_t j = 0; j < n && !uuid; j++)
+            if (j != i && pods[j].reserved_gpu[0] && !strcmp(pods[j].gpu_group, p->gpu_group))
+                uuid = pods[j].reserved_gpu;
+        if (!uuid) continue; /* not placed yet, or its reservation pod has not said */
+        mw_kube_kai *k = &out[got++];
+        memset(k, 0, sizeof(*k));
+        mw_strlcpy(k->uid, p->uid, sizeof(k->uid));
+        mw_strlcpy(k->ns, p->ns, sizeof(k->ns));
+        mw_strlcpy(k->name, p->name, sizeof(k->name));
+        mw_strlcpy(k->container, p->first_container, sizeof(k->container));
+        mw_strlcpy(k->gpu_uuid, uuid, sizeof(k->gpu_uuid));
+        k->gpu_fraction = p->gpu_fraction;
+        k->gpu_memory_mib = p->gpu_memory_mib;
+    }
+    return got;
 }

@@ -16,8 +16,14 @@
 #          container "", idle, 1
 #   GPU 4  KAI gpu-memory 20480 MiB of 80 GiB: notebook-c requested 0.25,
 #          measured 0.3 (busy)
+#   GPU 5  KAI pods with no process yet, placed by their runai-gpu-group's
+#          reservation pod (run.ai/reserve_for_gpu_index): notebook-d
+#          gpu-fraction 0.25 (container main), notebook-e gpu-memory 8192
+#          MiB = 0.1 (container lab): requested, no measured share, both
+#          idle although the GPU is at 60 %; notebook-f's reservation pod
+#          has not said its GPU: nothing
 # and the GPUHealthy Node condition (--kubernetes-node-condition): the
-# exact PATCH (path, content type, body: the five healthy GPUs' verdict),
+# exact PATCH (path, content type, body: the six healthy GPUs' verdict),
 # sent again only at the heartbeat (tests/integration/gpu_node_condition.sh
 # has unhealthy GPUs).
 source "$(dirname "$0")/lib.sh"
@@ -31,7 +37,7 @@ export FAKE_NVML_SCENARIO=$WORK/scenario.txt
 u() { printf 'GPU-%08d-0000-4000-8000-000000000000' "$1"; }
 {
     echo "system driver=550.54.15"
-    for i in 0 1 2 3 4; do
+    for i in 0 1 2 3 4 5; do
         printf 'gpu %d name="NVIDIA H100 80GB HBM3" uuid=%s bus=00000000:%02x:00.0\n' "$i" "$(u $i)" $((0x18 + 0x10 * i))
     done
     echo "gpu 0 util=50 memtotal=85899345920 memused=4294967296 power_mw=300000"
@@ -43,6 +49,7 @@ u() { printf 'GPU-%08d-0000-4000-8000-000000000000' "$1"; }
     echo "gpu 3 util=0 memtotal=85899345920 memused=0 power_mw=70000"
     echo "gpu 4 util=30 memtotal=85899345920 memused=2147483648 power_mw=200000"
     echo "proc gpu=4 pid=4003 mem=2147483648 sm=30"
+    echo "gpu 5 util=60 memtotal=85899345920 memused=0 power_mw=90000"
 } >"$WORK/scenario.txt"
 
 root=$WORK/root
@@ -93,7 +100,7 @@ idle_s() { # NS POD CTR GPU: idle seconds of the session
 all_there() {
     curl -sf "$AGENT_URL/metrics" >"$WORK/m.txt" || return 1
     [ "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="ml-team"/ { print $2 }' "$WORK/m.txt")" = 3 ] &&
-        [ "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="shared"/ { print $2 }' "$WORK/m.txt")" = 1 ] &&
+        [ "$(awk '/^mlwatch_idle_gpu_sessions\{namespace="shared"/ { print $2 }' "$WORK/m.txt")" = 3 ] &&
         [ -n "$(req shared notebook-c main 4 kai-memory)" ]
 }
 WAIT_EVERY=0.2 wait_for 20 all_there ||
@@ -113,6 +120,19 @@ expect_eq "notebook-c requested by memory" 0.25 "$(req shared notebook-c main 4 
 expect_eq "notebook-c measured" 0.3 "$(share shared notebook-c 4)"
 expect_eq "notebook-c not idle" 0 "$(idle_s shared notebook-c main 4)"
 
+# KAI pods without a process, on their reservation pod's GPU.
+expect_eq "notebook-d requested (no process)" 0.25 "$(req shared notebook-d main 5 kai)"
+expect_eq "notebook-e requested by memory (no process)" 0.1 "$(req shared notebook-e lab 5 kai-memory)"
+expect_eq "notebook-d measured (none)" "" "$(share shared notebook-d 5)"
+for s in "notebook-d main" "notebook-e lab"; do
+    set -- $s
+    awk -v v="$(idle_s shared "$1" "$2" 5)" 'BEGIN { exit !(v > 0) }' ||
+        fail "$1's fraction without a process is not idle on a busy GPU: '$(idle_s shared "$1" "$2" 5)'"
+    ok
+done
+expect_eq "notebook-f (reservation without a GPU yet)" 0 "$(grep -c 'pod="notebook-f"' "$WORK/m.txt" || true)"
+expect_eq "reservation pods (not sessions)" 0 "$(grep -c '^mlwatch_gpu_idle_seconds{namespace="kai-resource-reservation"' "$WORK/m.txt" || true)"
+
 # Time-slicing replicas: 1 and 2 of 4.
 expect_eq "train-0 requested" 0.25 "$(req ml-team train-0 main 1 time-slicing)"
 expect_eq "train-1 requested" 0.5 "$(req ml-team train-1 main 1 time-slicing)"
@@ -131,7 +151,7 @@ for s in "train-2 main 2" "train-3 '' 3"; do
         fail "DRA GPU $3 of $1 is not an idle session: '$(idle_s ml-team "$1" "$2" "$3")'"
     ok
 done
-expect_eq "fraction series (no MIG, no others)" 7 "$(grep -c '^mlwatch_container_gpu_fraction_requested{' "$WORK/m.txt")"
+expect_eq "fraction series (no MIG, no others)" 9 "$(grep -c '^mlwatch_container_gpu_fraction_requested{' "$WORK/m.txt")"
 expect_eq "train-1 requested one series" 1 "$(grep -c '^mlwatch_container_gpu_fraction_requested{namespace="ml-team",pod="train-1"' "$WORK/m.txt")"
 
 # The Node condition: the first PATCH exactly, then heartbeats only.
@@ -146,7 +166,7 @@ assert first["path"] == "/api/v1/nodes/gpu-node-1/status", first["path"]
 assert first["content_type"] == "application/strategic-merge-patch+json", first["content_type"]
 body = re.sub(r'"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\dZ"', '"T"', first["body"])
 want = ('{"status":{"conditions":[{"type":"GPUHealthy","status":"True",'
-        '"reason":"GPUsHealthy","message":"5 GPUs: 5 healthy, 0 degraded, 0 unhealthy, 0 unknown",'
+        '"reason":"GPUsHealthy","message":"6 GPUs: 6 healthy, 0 degraded, 0 unhealthy, 0 unknown",'
         '"lastHeartbeatTime":"T","lastTransitionTime":"T"}]}}')
 assert body == want, body
 # Heartbeats: the same condition, its transition time kept, at least 1.5 s apart

@@ -179,11 +179,32 @@ static void test_kai_annotations(void **st)
     char rv[32], err[256];
     assert_int_equal(
         mw_kube_list_parse(text, len, "namespace", count_pod, p, rv, sizeof(rv), err, sizeof(err)),
-        7);
+        12);
     assert_true(p[0].gpu_fraction == 0.5 && p[0].gpu_memory_mib == 0);
     assert_true(p[1].gpu_fraction == 0.5);
     assert_true(p[2].gpu_fraction == 0 && p[2].gpu_memory_mib == 20480);
     assert_true(p[3].gpu_fraction == 0 && p[3].gpu_memory_mib == 0);
+    /* KAI's group label, the reservation pod's GPU, the first container. */
+    assert_string_equal(p[0].gpu_group, "");
+    assert_string_equal(p[7].gpu_group, "5f0c6a3e-0000-4000-8000-000000000005");
+    assert_string_equal(p[8].first_container, "lab");
+    assert_string_equal(p[10].name, "gpu-reservation-gpu-node-1-q7x2m");
+    assert_string_equal(p[10].reserved_gpu, "GPU-00000005-0000-4000-8000-000000000000");
+    assert_string_equal(p[10].gpu_group, "5f0c6a3e-0000-4000-8000-000000000005");
+    assert_string_equal(p[11].reserved_gpu, "");
+    /* notebook-d and -e resolve to GPU 5 through their reservation pod;
+     * notebook-f's has not said its GPU yet; a-c have no group. */
+    mw_kube_kai k[16];
+    assert_int_equal(mw_kube_kai_resolve(p, 12, k, 16), 2);
+    assert_string_equal(k[0].name, "notebook-d");
+    assert_string_equal(k[0].ns, "shared");
+    assert_string_equal(k[0].container, "main");
+    assert_string_equal(k[0].gpu_uuid, "GPU-00000005-0000-4000-8000-000000000000");
+    assert_true(k[0].gpu_fraction == 0.25 && k[0].gpu_memory_mib == 0);
+    assert_string_equal(k[1].name, "notebook-e");
+    assert_string_equal(k[1].container, "lab");
+    assert_true(k[1].gpu_fraction == 0 && k[1].gpu_memory_mib == 8192);
+    assert_int_equal(mw_kube_kai_resolve(p, 12, k, 1), 1); /* bounded */
     free(text);
     /* Not numbers, or out of range: no fraction. */
     const char *bad[] = {"\"1.5\"", "\"0\"", "\"half\"", "\"0.5x\"", "\"nan\"", "0.5"};
