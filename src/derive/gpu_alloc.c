@@ -8,7 +8,8 @@
  *   dra            a whole GPU allocated through DRA (the kubelet's dynamic
  *                  resources or a ResourceClaim, resolved to the GPU by its
  *                  ResourceSlice's uuid attribute): 1; a claim known only
- *                  from the API server has container=""
+ *                  from the API server is on the container the pod spec
+ *                  gives it to (kube.h), "" when none
  *   time-slicing   k replicas of a GPU the device plugin shares in R
  *                  replicas (IDs GPU-...::N): k / R; absent while R is
  *                  unknown (GetAllocatableResources failed)

@@ -293,8 +293,9 @@ static int resolve_uuid(void *cls, const char *driver, const char *pool, const c
 }
 
 /* Claims of this node's pods that the kubelet did not report: rows of
- * their own, without a container (the claim is the pod's; which of its
- * containers use it is in the pod spec, not read). */
+ * their own, on the container that uses the claim (the pod spec's
+ * resources.claims, kube.h); "" when none does or the pod watch has not
+ * seen the generated claim's name yet. */
 static void add_claims(void *cls, mw_podres_table *t)
 {
     mw_dra *r = cls;
@@ -316,6 +317,8 @@ static void add_claims(void *cls, mw_podres_table *t)
         if (!row) break;
         mw_strlcpy(row->ns, p.ns, sizeof(row->ns));
         mw_strlcpy(row->pod, p.name, sizeof(row->pod));
+        if (!strcmp(c->claim_ns, p.ns)) /* else "" (the row starts zeroed) */
+            mw_kube_claim_container(&p, c->claim, row->container, sizeof(row->container));
         row->source = MW_PODRES_CLAIM;
         mw_strlcpy(row->driver, c->driver, sizeof(row->driver));
         mw_strlcpy(row->pool, c->pool, sizeof(row->pool));

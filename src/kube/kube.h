@@ -40,7 +40,18 @@ typedef struct mw_kube_pod {
     char gpu_group[64];
     char reserved_gpu[96];
     char first_container[64]; /* spec.containers[0].name */
+    /* DRA: which container uses each of the pod's ResourceClaims,
+     * "CLAIM=CONTAINER;..." with CLAIM the ResourceClaim's name
+     * (spec.resourceClaims[].resourceClaimName, or for a template
+     * status.resourceClaimStatuses[].resourceClaimName) and CONTAINER the
+     * first of spec.containers whose resources.claims names it; claims that
+     * do not fit are left out. */
+    char claim_containers[512];
 } mw_kube_pod;
+
+/* The container of pod p that uses ResourceClaim claim (its name, in the
+ * pod's namespace): 1 with out, else 0. */
+int mw_kube_claim_container(const mw_kube_pod *p, const char *claim, char *out, size_t n);
 
 /* A KAI fractional pod (gpu-fraction or gpu-memory) and the GPU its group's
  * reservation pod holds: what tells a fraction's GPU before (or without)

@@ -55,6 +55,75 @@ static const char *training_kind(const char *operator_name)
     return "TrainingJob";
 }
 
+/* The first container of spec whose resources.claims names pod claim
+ * name, or NULL. */
+static const char *claim_user(json_t *spec, const char *name)
+{
+    json_t *ctrs = json_object_get(spec, "containers"), *c;
+    size_t i;
+    json_array_foreach(ctrs, i, c)
+    {
+        json_t *uses = json_object_get(json_object_get(c, "resources"), "claims"), *u;
+        size_t j;
+        json_array_foreach(uses, j, u)
+        {
+            const char *n = str_at(u, "name");
+            if (n && !strcmp(n, name)) return str_at(c, "name");
+        }
+    }
+    return NULL;
+}
+
+/* DRA: "CLAIM=CONTAINER;" for each ResourceClaim of the pod a container
+ * uses (kube.h). Malformed parts are skipped: the pod still counts. */
+static void claims_of(json_t *obj, mw_kube_pod *out)
+{
+    json_t *spec = json_object_get(obj, "spec");
+    json_t *statuses = json_object_get(json_object_get(obj, "status"), "resourceClaimStatuses");
+    json_t *claims = json_object_get(spec, "resourceClaims"), *rc;
+    size_t i, used = 0;
+    json_array_foreach(claims, i, rc)
+    {
+        const char *name = str_at(rc, "name");
+        if (!name) continue;
+        const char *claim = str_at(rc, "resourceClaimName");
+        json_t *st;
+        size_t j;
+        json_array_foreach(statuses, j, st)
+        {
+            const char *sn = str_at(st, "name");
+            if (!claim && sn && !strcmp(sn, name)) claim = str_at(st, "resourceClaimName");
+        }
+        const char *ctr = claim ? claim_user(spec, name) : NULL;
+        if (!ctr) continue; /* not generated yet, or no container uses it */
+        int w = snprintf(out->claim_containers + used, sizeof(out->claim_containers) - used,
+                         "%s=%s;", claim, ctr);
+        if (w < 0 || (size_t)w >= sizeof(out->claim_containers) - used) {
+            out->claim_containers[used] = '\0'; /* does not fit: left out */
+            continue;
+        }
+        used += (size_t)w;
+    }
+}
+
+int mw_kube_claim_container(const mw_kube_pod *p, const char *claim, char *out, size_t n)
+{
+    size_t cl = strlen(claim);
+    for (const char *e = p->claim_containers; *e;) {
+        const char *eq = strchr(e, '='), *end = eq ? strchr(eq, ';') : NULL;
+        if (!end) return 0;
+        if ((size_t)(eq - e) == cl && !strncmp(e, claim, cl)) {
+            size_t len = (size_t)(end - eq - 1);
+            if (len >= n) return 0;
+            memcpy(out, eq + 1, len);
+            out[len] = '\0';
+            return 1;
+        }
+        e = end + 1;
+    }
+    return 0;
+}
+
 static int pod_from_json(json_t *obj, const char *owner_from, mw_kube_pod *out, char *err,
                          size_t errsize)
 {
@@ -143,6 +212,8 @@ static int pod_from_json(json_t *obj, const char *owner_from, mw_kube_pod *out, 
     json_t *ctrs = json_object_get(json_object_get(obj, "spec"), "containers");
     if (json_is_array(ctrs) && (v = str_at(json_array_get(ctrs, 0), "name")))
         mw_strlcpy(out->first_container, v, sizeof(out->first_container));
+
+    claims_of(obj, out);
 
     const char *owner = ns;
     if (owner_from && strncmp(owner_from, "label:", 6) == 0 && labels &&

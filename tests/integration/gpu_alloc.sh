@@ -12,8 +12,9 @@
 #          train-1 is idle although the GPU is busy (its fraction is idle)
 #   GPU 2  DRA through the kubelet (gpu.nvidia.com/gpu-node-1/gpu-2),
 #          resolved by the slice's uuid: train-2 container main, idle, 1
-#   GPU 3  DRA known only from a ResourceClaim (reservedFor train-3):
-#          container "", idle, 1
+#   GPU 3  DRA known only from a ResourceClaim (reservedFor train-3): its
+#          container from the pod spec (resources.claims of the generated
+#          claim, status.resourceClaimStatuses), main, idle, 1
 #   GPU 4  KAI gpu-memory 20480 MiB of 80 GiB: notebook-c requested 0.25,
 #          measured 0.3 (busy)
 #   GPU 5  KAI pods with no process yet, placed by their runai-gpu-group's
@@ -144,8 +145,9 @@ ok
 
 # DRA: through the kubelet (container main) and from a claim only (no container).
 expect_eq "train-2 requested (DRA)" 1 "$(req ml-team train-2 main 2 dra)"
-expect_eq "train-3 requested (claim)" 1 "$(req ml-team train-3 "" 3 dra)"
-for s in "train-2 main 2" "train-3 '' 3"; do
+expect_eq "train-3 requested (claim, its container from the pod spec)" 1 "$(req ml-team train-3 main 3 dra)"
+expect_eq "train-3 without a container" "" "$(req ml-team train-3 "" 3 dra)"
+for s in "train-2 main 2" "train-3 main 3"; do
     eval "set -- $s"
     awk -v v="$(idle_s ml-team "$1" "$2" "$3")" 'BEGIN { exit !(v > 0) }' ||
         fail "DRA GPU $3 of $1 is not an idle session: '$(idle_s ml-team "$1" "$2" "$3")'"

@@ -205,7 +205,42 @@ static void test_kai_annotations(void **st)
     assert_string_equal(k[1].container, "lab");
     assert_true(k[1].gpu_fraction == 0 && k[1].gpu_memory_mib == 8192);
     assert_int_equal(mw_kube_kai_resolve(p, 12, k, 1), 1); /* bounded */
+    /* DRA: the generated claim of the template, on the container using it. */
+    assert_string_equal(p[6].claim_containers, "train-3-gpu-q9z4m=main;");
+    char ctr[64];
+    assert_int_equal(mw_kube_claim_container(&p[6], "train-3-gpu-q9z4m", ctr, sizeof(ctr)), 1);
+    assert_string_equal(ctr, "main");
+    assert_int_equal(mw_kube_claim_container(&p[6], "train-3-gpu", ctr, sizeof(ctr)), 0);
+    assert_int_equal(mw_kube_claim_container(&p[5], "train-3-gpu-q9z4m", ctr, sizeof(ctr)), 0);
+    assert_int_equal(mw_kube_claim_container(&p[0], "x", ctr, sizeof(ctr)), 0);
     free(text);
+    /* A claim by name, a template not generated yet, one no container
+     * uses, two containers: each claim on the first container naming it. */
+    const char *pod =
+        "{\"metadata\":{\"uid\":\"u\",\"namespace\":\"n\",\"name\":\"p\"},"
+        "\"spec\":{\"containers\":[{\"name\":\"side\"},"
+        "{\"name\":\"a\",\"resources\":{\"claims\":[{\"name\":\"g1\"},{\"name\":\"g2\"}]}},"
+        "{\"name\":\"b\",\"resources\":{\"claims\":[{\"name\":\"g1\"},{\"name\":\"g3\"}]}}],"
+        "\"resourceClaims\":[{\"name\":\"g1\",\"resourceClaimName\":\"shared-gpu\"},"
+        "{\"name\":\"g2\",\"resourceClaimTemplateName\":\"t\"},"
+        "{\"name\":\"g3\",\"resourceClaimTemplateName\":\"t\"},"
+        "{\"name\":\"g4\",\"resourceClaimName\":\"unused\"}]},"
+        "\"status\":{\"resourceClaimStatuses\":[{\"name\":\"g3\",\"resourceClaimName\":\"p-g3-"
+        "abcde\"}]}}";
+    mw_kube_pod q;
+    assert_int_equal(mw_kube_pod_parse(pod, strlen(pod), "namespace", &q, err, 256), 0);
+    assert_string_equal(q.claim_containers, "shared-gpu=a;p-g3-abcde=b;");
+    assert_string_equal(q.first_container, "side");
+    assert_int_equal(mw_kube_claim_container(&q, "p-g3-abcde", ctr, sizeof(ctr)), 1);
+    assert_string_equal(ctr, "b");
+    assert_int_equal(mw_kube_claim_container(&q, "shared-gpu", ctr, 1), 0); /* no room */
+    /* Malformed parts: skipped, the pod still parses. */
+    const char *odd = "{\"metadata\":{\"uid\":\"u\",\"namespace\":\"n\",\"name\":\"p\"},"
+                      "\"spec\":{\"containers\":7,\"resourceClaims\":[3,{\"name\":1},"
+                      "{\"name\":\"g\",\"resourceClaimName\":\"c\"}]},\"status\":[]}";
+    assert_int_equal(mw_kube_pod_parse(odd, strlen(odd), "namespace", &q, err, 256), 0);
+    assert_string_equal(q.claim_containers, "");
+    assert_string_equal(q.first_container, "");
     /* Not numbers, or out of range: no fraction. */
     const char *bad[] = {"\"1.5\"", "\"0\"", "\"half\"", "\"0.5x\"", "\"nan\"", "0.5"};
     for (size_t i = 0; i < MW_ARRAY_LEN(bad); i++) {
@@ -214,7 +249,6 @@ static void test_kai_annotations(void **st)
                  "{\"metadata\":{\"uid\":\"u\",\"namespace\":\"n\",\"name\":\"p\","
                  "\"annotations\":{\"gpu-fraction\":%s,\"gpu-memory\":%s}}}",
                  bad[i], bad[i]);
-        mw_kube_pod q;
         assert_int_equal(mw_kube_pod_parse(json, strlen(json), "namespace", &q, err, 256), 0);
         assert_true(q.gpu_fraction == 0);
         assert_true(q.gpu_memory_mib == (i == 0 ? 1.5 : 0)); /* 1.5 MiB is a size */
