@@ -94,6 +94,8 @@ static void from_allocations(alloc_state *st, const mw_snapshot *snap)
         const mw_podres_row *a = &st->alloc.rows[i];
         const char *gpu = a->device[0] ? gpu_of(snap, a->device) : NULL;
         if (!gpu) continue; /* unresolved, a MIG device, or a GPU this agent does not see */
+        if (st->kube->pods && mw_kube_is_kai_reservation(st->kube->pods, a->ns, a->pod))
+            continue; /* its GPU is its group's fractions' */
         if (a->replica >= 0) {
             if (a->replicas > 0)
                 add(st, a->ns, a->pod, a->container, gpu, "time-slicing", 1.0 / a->replicas);

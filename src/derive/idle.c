@@ -517,6 +517,8 @@ static void held_by_allocation(idle_state *st, const mw_snapshot *snap, int64_t 
     for (size_t i = 0; i < st->alloc.n; i++) {
         const mw_podres_row *a = &st->alloc.rows[i];
         if (!a->device[0]) continue; /* a DRA device not resolved to a GPU */
+        if (st->kube->pods && mw_kube_is_kai_reservation(st->kube->pods, a->ns, a->pod))
+            continue; /* a KAI reservation: the GPU is its fractional pods' (held_by_kai) */
         const char *gpu = NULL;
         for (const mw_sample *x = info ? info->first : NULL; x && !gpu; x = x->next)
             if (!strcmp(label(x, "uuid"), a->device)) gpu = label(x, "gpu");

@@ -511,6 +511,12 @@ int mw_kube_lookup(mw_kube *k, const char *uid, const char *ns, const char *name
     return found;
 }
 
+int mw_kube_is_kai_reservation(mw_kube *k, const char *ns, const char *name)
+{
+    mw_kube_pod p;
+    return mw_kube_lookup(k, NULL, ns, name, &p) && p.kai_reservation;
+}
+
 size_t mw_kube_kai_list(mw_kube *k, mw_kube_kai *out, size_t max)
 {
     pthread_mutex_lock(&k->w.mu);

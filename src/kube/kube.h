@@ -39,6 +39,11 @@ typedef struct mw_kube_pod {
      * UUID, which the reservation pod sets once it runs). "" when absent. */
     char gpu_group[64];
     char reserved_gpu[96];
+    /* A KAI reservation pod: it holds a shared GPU for the fractional pods
+     * of its group (a runai-gpu-group label, in kai-resource-reservation or
+     * Run:ai's runai-reservation, or with reserve_for_gpu_index); the GPU
+     * is theirs, not a session of its own. */
+    int kai_reservation;
     char first_container[64]; /* spec.containers[0].name */
     /* DRA: which container uses each of the pod's ResourceClaims,
      * "CLAIM=CONTAINER;..." with CLAIM the ResourceClaim's name
@@ -82,6 +87,8 @@ extern const mw_option_group mw_kube_options;
 int mw_kube_start(const mw_config *cfg, mw_kube **out, char *err, size_t errsize);
 /* Find a pod by UID, else by namespace and name. Returns 1 and fills out. */
 int mw_kube_lookup(mw_kube *k, const char *uid, const char *ns, const char *name, mw_kube_pod *out);
+/* 1 when the pod ns/name is a KAI reservation pod (any thread). */
+int mw_kube_is_kai_reservation(mw_kube *k, const char *ns, const char *name);
 /* mw_kube_kai_resolve over this node's pods (any thread). */
 size_t mw_kube_kai_list(mw_kube *k, mw_kube_kai *out, size_t max);
 void mw_kube_stop(mw_kube *k);

@@ -209,6 +209,9 @@ static int pod_from_json(json_t *obj, const char *owner_from, mw_kube_pod *out, 
         mw_strlcpy(out->gpu_group, v, sizeof(out->gpu_group));
     if (ann && (v = str_at(ann, "run.ai/reserve_for_gpu_index")))
         mw_strlcpy(out->reserved_gpu, v, sizeof(out->reserved_gpu));
+    out->kai_reservation =
+        out->gpu_group[0] && (out->reserved_gpu[0] || !strcmp(ns, "kai-resource-reservation") ||
+                              !strcmp(ns, "runai-reservation"));
     json_t *ctrs = json_object_get(json_object_get(obj, "spec"), "containers");
     if (json_is_array(ctrs) && (v = str_at(json_array_get(ctrs, 0), "name")))
         mw_strlcpy(out->first_container, v, sizeof(out->first_container));

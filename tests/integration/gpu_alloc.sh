@@ -22,7 +22,8 @@
 #          gpu-fraction 0.25 (container main), notebook-e gpu-memory 8192
 #          MiB = 0.1 (container lab): requested, no measured share, both
 #          idle although the GPU is at 60 %; notebook-f's reservation pod
-#          has not said its GPU: nothing
+#          has not said its GPU: nothing; the reservation pod holding
+#          GPU 5 through the device plugin is neither a session nor a row
 # and the GPUHealthy Node condition (--kubernetes-node-condition): the
 # exact PATCH (path, content type, body: the six healthy GPUs' verdict),
 # sent again only at the heartbeat (tests/integration/gpu_node_condition.sh
@@ -60,6 +61,7 @@ mkdir -p "$(dirname "$sock")"
 /usr/bin/python3 "$MLWATCH_SRC/tests/fakeapi/fake_podresources.py" --socket "$sock" \
     --alloc "ml-team/train-0/main=nvidia.com/gpu:$(u 1)::0" \
     --alloc "ml-team/train-1/main=nvidia.com/gpu:$(u 1)::1,$(u 1)::2" \
+    --alloc "kai-resource-reservation/gpu-reservation-gpu-node-1-q7x2m/resource-reservation=nvidia.com/gpu:$(u 5)" \
     --dra "ml-team/train-2/main=ml-team/train-2-gpu-x7k2p:gpu.nvidia.com/gpu-node-1/gpu-2" \
     --allocatable "nvidia.com/gpu:$(u 1)::0,$(u 1)::1,$(u 1)::2,$(u 1)::3,$(u 0)" &
 PIDS+=($!)
@@ -132,7 +134,9 @@ for s in "notebook-d main" "notebook-e lab"; do
     ok
 done
 expect_eq "notebook-f (reservation without a GPU yet)" 0 "$(grep -c 'pod="notebook-f"' "$WORK/m.txt" || true)"
-expect_eq "reservation pods (not sessions)" 0 "$(grep -c '^mlwatch_gpu_idle_seconds{namespace="kai-resource-reservation"' "$WORK/m.txt" || true)"
+# The reservation pod holds GPU 5 through the device plugin for its group:
+# neither a session nor an allocation of its own.
+expect_eq "reservation pods (not sessions, no fraction)" 0 "$(grep -c 'namespace="kai-resource-reservation"' "$WORK/m.txt" || true)"
 
 # Time-slicing replicas: 1 and 2 of 4.
 expect_eq "train-0 requested" 0.25 "$(req ml-team train-0 main 1 time-slicing)"

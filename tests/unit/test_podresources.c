@@ -192,6 +192,11 @@ static void test_kai_annotations(void **st)
     assert_string_equal(p[10].reserved_gpu, "GPU-00000005-0000-4000-8000-000000000000");
     assert_string_equal(p[10].gpu_group, "5f0c6a3e-0000-4000-8000-000000000005");
     assert_string_equal(p[11].reserved_gpu, "");
+    /* Reservation pods: by the annotation, or by namespace and group. */
+    assert_int_equal(p[10].kai_reservation, 1);
+    assert_int_equal(p[11].kai_reservation, 1);
+    assert_int_equal(p[7].kai_reservation, 0);
+    assert_int_equal(p[3].kai_reservation, 0);
     /* notebook-d and -e resolve to GPU 5 through their reservation pod;
      * notebook-f's has not said its GPU yet; a-c have no group. */
     mw_kube_kai k[16];
