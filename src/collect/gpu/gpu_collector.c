@@ -478,8 +478,9 @@ static void gpu_collect(void *state, mw_collect_ctx *ctx)
         mw_gpu_health_events(st->health, NULL, 0, &est);
     }
     mw_gpu_emit_health(ctx, st->latest, n, fresh, st->health ? &node : NULL, &est);
+    int judged = st->health != NULL; /* set by the thread under the lock */
     pthread_mutex_unlock(&st->poller.mu);
-    if (st->health) publish_verdict(st->env->node_health, &node, fresh);
+    if (judged) publish_verdict(st->env->node_health, &node, fresh);
 
     for (unsigned k = 0; k < nerrs; k++)
         mw_collect_error(ctx, errs[k].path, 0, errs[k].what);
