@@ -9,6 +9,7 @@
 #   3. a critical XID 79 (NVML event) on GPU 5 too: False / GPULost (GPU 3
 #      first), 2 unhealthy, the transition time of 2 kept;
 #   4. GPU 3 back: False / XID79 (GPU 5), the transition time kept;
+#   5. the driver hangs: Unknown / NoReading after the stale limit;
 # each PATCH exact (path, content type, body but its times), and no other
 # PATCH (heartbeat 1h).
 source "$(dirname "$0")/lib.sh"
@@ -111,6 +112,13 @@ check 4 False XID79 \
 expect_eq "transition time kept" "$tr2" "$(cond 4 lastTransitionTime)"
 sleep 1
 expect_eq "PATCHes (heartbeat 1h: changes only)" 4 "$(patches)"
+
+# 5. The driver stops answering (a process listing hangs): after the stale
+# limit (10 s) no verdict is known: Unknown / NoReading, a new transition.
+scenario 'event gpu=5 xid=79 id=1' 'gpu 0 procs_delay_ms=60000'
+wait_for 25 has_patches 5 || fail "no PATCH for a hung driver: $(grep patch "$WORK/api.jsonl")"
+check 5 Unknown NoReading "no GPU poll has completed recently (a driver call hangs?)"
+expect_eq "PATCHes" 5 "$(patches)"
 expect_eq "warnings" "" "$(grep -E ' warn ' "$WORK/agent.log" | grep node-condition || true)"
 kill -TERM "$AGENT_PID"
 wait "$AGENT_PID" || fail "agent exit status"
