@@ -68,6 +68,10 @@ typedef struct conn_track {
     conn_phase phase;
     int64_t since_ns; /* the phase began (CLOCK_MONOTONIC) */
     int cut;          /* shut down by us; libmicrohttpd closes it next */
+    /* The client's address (IPv4 and IPv4-mapped IPv6 alike as 4 bytes),
+     * for --http-max-connections-per-ip; addr_len 0 when unknown. */
+    unsigned char addr[16];
+    unsigned char addr_len;
 } conn_track;
 
 /* Per-request state: the body as it arrives, then a lane job. */
@@ -120,6 +124,7 @@ static const char *const refusal_names[MW_HTTP_REFUSED_REASONS] = {
     [MW_HTTP_REFUSED_MEDIA_TYPE] = "unsupported_media_type",
     [MW_HTTP_REFUSED_TOO_LARGE] = "too_large",
     [MW_HTTP_REFUSED_QUERY_QUEUE_FULL] = "query_queue_full",
+    [MW_HTTP_REFUSED_PER_IP_LIMIT] = "per_ip_limit",
 };
 
 static void count_refusal(mw_http_server *s, mw_http_refusal why)
@@ -281,6 +286,44 @@ static void set_phase(mw_http_server *s, struct MHD_Connection *conn, conn_phase
     pthread_mutex_unlock(&s->conn_mu);
 }
 
+/* The client's address of conn, normalised so that one IPv4 client counts
+ * as one whether the socket is IPv4 or dual-stack IPv6 (v4-mapped). */
+static void client_address(struct MHD_Connection *conn, conn_track *t)
+{
+    static const unsigned char v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    t->addr_len = 0;
+    if (sa && sa->sa_family == AF_INET) {
+        memcpy(t->addr, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+        t->addr_len = 4;
+    } else if (sa && sa->sa_family == AF_INET6) {
+        const unsigned char *a6 =
+            ((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr.s6_addr;
+        if (memcmp(a6, v4mapped, sizeof(v4mapped)) == 0) {
+            memcpy(t->addr, a6 + 12, 4);
+            t->addr_len = 4;
+        } else {
+            memcpy(t->addr, a6, 16);
+            t->addr_len = 16;
+        }
+    }
+}
+
+/* With conn_mu held: 1 when t's address already holds
+ * --http-max-connections-per-ip other connections that are not cut. */
+static int over_per_ip_limit(const mw_http_server *s, const conn_track *t)
+{
+    size_t max = (size_t)s->set.max_connections_per_ip, n = 0;
+    if (!max || !t->addr_len) return 0;
+    for (const conn_track *o = s->oldest; o; o = o->next)
+        if (o != t && !o->cut && o->addr_len == t->addr_len &&
+            memcmp(o->addr, t->addr, t->addr_len) == 0 && ++n >= max)
+            return 1;
+    return 0;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
@@ -292,6 +335,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         t->fd = ci ? ci->connect_fd : -1;
         t->phase = PHASE_IDLE;
         t->since_ns = mw_mono_ns();
+        client_address(conn, t);
         pthread_mutex_lock(&s->conn_mu);
         t->prev = s->newest;
         if (s->newest)
@@ -300,17 +344,31 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
             s->oldest = t;
         s->newest = t;
         s->live++;
+        /* The per-address limit is ours, not libmicrohttpd's (which would
+         * close the connection before any callback could count it): an
+         * address at the limit has this connection closed at once, and it
+         * makes no room by evicting anyone. */
+        int refused = over_per_ip_limit(s, t);
+        if (refused) track_cut(s, t);
         /* Over the limit: make room by closing the oldest connections that
          * have not sent a whole request (idle or still sending headers);
          * those with a request under way are left alone. */
         size_t max = (size_t)s->set.max_connections;
-        for (conn_track *o = s->oldest; max && s->live > max && o && o != t; o = o->next) {
+        for (conn_track *o = s->oldest; !refused && max && s->live > max && o && o != t;
+             o = o->next) {
             if (o->cut || (o->phase != PHASE_IDLE && o->phase != PHASE_HEADERS)) continue;
             track_cut(s, o);
             s->evicted++;
         }
         pthread_mutex_unlock(&s->conn_mu);
         *socket_context = t;
+        if (refused) {
+            count_refusal(s, MW_HTTP_REFUSED_PER_IP_LIMIT);
+            mw_log_once(MW_LOG_WARN, "http", "per-ip-limit",
+                        "closed a new connection from an address that already holds "
+                        "--http-max-connections-per-ip %u",
+                        (unsigned)s->set.max_connections_per_ip);
+        }
         return;
     }
     conn_track *t = *socket_context;
@@ -396,7 +454,8 @@ void mw_http_stats(mw_http_server *s, mw_http_stats_t *out)
 
 MW_METRIC(REFUSED, MW_COUNTER, "mlwatch_http_requests_refused_total", "",
           "Requests the HTTP server refused, by reason: unauthenticated (401), forbidden (403), "
-          "unsupported_media_type (415), too_large (413), query_queue_full (503), deadline "
+          "unsupported_media_type (415), too_large (413), query_queue_full (503), per_ip_limit "
+          "(a connection closed on accept past --http-max-connections-per-ip), deadline "
           "(closed past --http-header-timeout, --http-body-timeout or --http-write-timeout), "
           "connection_limit (closed to make room past --http-max-connections).");
 MW_METRIC(CONNECTIONS, MW_GAUGE, "mlwatch_http_connections", "",
@@ -864,8 +923,7 @@ int mw_http_start(mw_http_server *s, const char *listen, char *err, size_t errsi
             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
             on_connection, s, MHD_OPTION_URI_LOG_CALLBACK, on_request_line, s,
             MHD_OPTION_THREAD_POOL_SIZE, (unsigned)FAST_THREADS, MHD_OPTION_CONNECTION_LIMIT,
-            max_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->set.max_connections_per_ip,
-            MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_ARRAY,
+            max_conn, MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_ARRAY,
             s->extra_items ? s->extra_items : no_items, MHD_OPTION_END);
         if (!s->d && host[0] == '\0' && attempt == 0) {
             /* No IPv6 on this host: fall back to all IPv4 interfaces. */

@@ -124,6 +124,7 @@ typedef enum mw_http_refusal {
     MW_HTTP_REFUSED_MEDIA_TYPE,       /* 415: a browser-postable Content-Type */
     MW_HTTP_REFUSED_TOO_LARGE,        /* 413: a body over the bound */
     MW_HTTP_REFUSED_QUERY_QUEUE_FULL, /* 503: the query lane is full */
+    MW_HTTP_REFUSED_PER_IP_LIMIT,     /* closed on accept: its address holds the most allowed */
     MW_HTTP_REFUSED_REASONS
 } mw_http_refusal;
 

@@ -8,7 +8,11 @@
 #   - requests without a valid token never take a query lane slot: with the
 #     only lane thread busy and no queue, they get 401, never 503;
 #   - a client that stops reading an answer is closed by
-#     --http-write-timeout.
+#     --http-write-timeout;
+#   - per_ip_limit: connections from an address past
+#     --http-max-connections-per-ip are closed at once and counted one by
+#     one, other addresses are still served, and the address gets its slots
+#     back once its connections close.
 source "$(dirname "$0")/lib.sh"
 
 for r in read write metrics; do printf '%s-token-for-refusals-0123\n' "$r" >"$WORK/$r.tok"; done
@@ -42,7 +46,7 @@ root=$(fixture_copy rapl-cpufreq)
 start_agent --root "$root" --interval 200ms --read-token-file "$WORK/read.tok" \
     --write-token-file "$WORK/write.tok" --metrics-token-file "$WORK/metrics.tok" \
     --query-max-concurrency 1 --query-max-queued 0 --http-header-timeout 1s \
-    --http-write-timeout 1s --http-max-connections 40 --query-max-points 100000000 \
+    --http-write-timeout 1s --http-max-connections 40 --http-max-connections-per-ip 30 --query-max-points 100000000 \
     --query-url "http://127.0.0.1:$(cat "$WORK/slow.port")"
 port=${AGENT_URL##*:}
 code() { curl -s -o "$WORK/body" -w '%{http_code}' "$@"; }
@@ -66,7 +70,7 @@ expect_counts() {
     }
     ok
 }
-all_zero=(unauthenticated=0 forbidden=0 unsupported_media_type=0 too_large=0 query_queue_full=0 deadline=0 connection_limit=0)
+all_zero=(unauthenticated=0 forbidden=0 unsupported_media_type=0 too_large=0 query_queue_full=0 per_ip_limit=0 deadline=0 connection_limit=0)
 expect_counts "${all_zero[@]}"
 
 # 401, 403, 415, 413.
@@ -150,12 +154,94 @@ grep -q 'warn http: closed 1 connections whose answer took longer than --http-wr
     fail "no log line for the slow reader"
 ok
 
-# connection_limit: 41 idle connections against a limit of 40.
+# hold.py ADDR N: N connections from source address ADDR (any address of
+# 127/8 is this host), one after the other; prints how many the server
+# closed at once and which, then holds the rest until $WORK/release exists.
+cat >"$WORK/hold.py" <<'PY'
+import os, socket, sys, time
+addr, n, port, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+work = os.path.dirname(out)
+socks = []
+for _ in range(n):
+    s = socket.socket()
+    s.bind((addr, 0))
+    s.connect(("127.0.0.1", port))
+    socks.append(s)
+    time.sleep(0.005)  # accepted in order: the first ones are those kept
+time.sleep(1)
+closed = []
+for i, s in enumerate(socks):
+    s.setblocking(False)
+    try:
+        if s.recv(1) == b"":
+            closed.append(i)
+    except BlockingIOError:
+        pass
+    except ConnectionResetError:
+        closed.append(i)
+with open(out + ".tmp", "w") as f:
+    f.write("%d %s\n" % (len(closed), ",".join(map(str, closed))))
+os.rename(out + ".tmp", out)
+while not os.path.exists(os.path.join(work, "release")):
+    time.sleep(0.05)
+for s in socks:
+    s.close()
+PY
+HOLD_PIDS=()
+hold() { # ADDR N: starts holding, returns once the closed ones are known
+    local out="$WORK/hold-$1.out"
+    rm -f "$out" "$WORK/release"
+    python3 "$WORK/hold.py" "$1" "$2" "$port" "$out" &
+    HOLD_PIDS+=($!)
+    PIDS+=($!)
+    wait_for 15 test -s "$out" || fail "hold.py $1 $2 did not finish connecting"
+}
+release() { # every hold.py closes its connections
+    touch "$WORK/release"
+    wait "${HOLD_PIDS[@]}"
+    HOLD_PIDS=()
+}
+connections_at_most() {
+    local n
+    n=$(curl -s -H "Authorization: Bearer $metrics_tok" "$AGENT_URL/metrics" |
+        sed -n 's/^mlwatch_http_connections{node="t1"} //p')
+    [ -n "$n" ] && [ "$n" -le "$1" ]
+}
+expect_settled() { # the held connections are closed and no longer counted
+    WAIT_EVERY=0.2 wait_for 5 connections_at_most 1 || fail "the held connections are still counted"
+    ok
+}
+
+# per_ip_limit: 35 connections from 127.0.0.2 against a limit of 30 per
+# address: the last 5 are closed at once, the first 30 stay open.
+hold 127.0.0.2 35
+expect_eq "connections from 127.0.0.2 closed past the per-address limit" "5 30,31,32,33,34" "$(cat "$WORK/hold-127.0.0.2.out")"
+# Other addresses are served meanwhile: a scrape, and 9 connections from
+# 127.0.0.3 (30 + 9 stays under --http-max-connections 40).
+expect_eq "a scrape from 127.0.0.1 while 127.0.0.2 is at its limit" 200 "$(code -H "Authorization: Bearer $metrics_tok" "$AGENT_URL/metrics")"
+hold 127.0.0.3 9
+expect_eq "9 connections from 127.0.0.3 while 127.0.0.2 holds 30" "0 " "$(cat "$WORK/hold-127.0.0.3.out")"
+release
+expect_counts per_ip_limit=5 connection_limit=0
+# Once its connections have closed, the address has its 30 slots again.
+expect_settled
+hold 127.0.0.2 30
+expect_eq "30 connections from 127.0.0.2 after its first ones closed" "0 " "$(cat "$WORK/hold-127.0.0.2.out")"
+release
+expect_counts per_ip_limit=5
+expect_eq "log lines for 5 per-address refusals (one per quiet period)" 1 \
+    "$(grep -c 'warn http: closed a new connection from an address that already holds --http-max-connections-per-ip 30$' "$WORK/agent.log" || true)"
+
+# connection_limit: 41 idle connections against a limit of 40, from two
+# addresses each under its own limit of 30: the oldest is evicted.
 # (Closed before the count is read: each /metrics request would be one more.)
-for fd in $(seq 10 50); do eval "exec $fd<>/dev/tcp/127.0.0.1/$port"; done
-sleep 0.5
-for fd in $(seq 10 50); do eval "exec $fd>&-"; done
-expect_counts unauthenticated=24 forbidden=2 unsupported_media_type=1 too_large=1 query_queue_full=2 deadline=2 connection_limit=1
+expect_settled
+hold 127.0.0.4 30
+hold 127.0.0.5 11
+release
+expect_eq "connections closed at once from 127.0.0.4 and 127.0.0.5 (the eviction comes later)" "0 ;0 " \
+    "$(cat "$WORK/hold-127.0.0.4.out");$(cat "$WORK/hold-127.0.0.5.out")"
+expect_counts unauthenticated=24 forbidden=2 unsupported_media_type=1 too_large=1 query_queue_full=2 per_ip_limit=5 deadline=2 connection_limit=1
 # No token in a label or the log.
 expect_eq "tokens in /metrics or the log" 0 "$( (curl -s -H "Authorization: Bearer $metrics_tok" "$AGENT_URL/metrics"; cat "$WORK/agent.log") | grep -c -e "$read_tok" -e "$write_tok" -e "$metrics_tok" || true)"
 done_ok
