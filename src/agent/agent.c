@@ -263,7 +263,6 @@ int mw_agent_run(const mw_config *cfg, int hub)
     clock_gettime(CLOCK_MONOTONIC, &next);
     int stop_signal = 0;
     while (!stop_signal) {
-        mw_published_retire(pub);
         mw_snapshot *snap = collect_once(&rt, http);
         mw_module_set_consume(rt.modules, snap);
         mw_published_update(pub, snap);

@@ -8,7 +8,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <zlib.h>
 
 typedef struct rendered {
@@ -27,15 +26,16 @@ typedef struct entry {
     rendered gz[2];       /* [format] */
 } entry;
 
+/* The current cycle stays published while the next one is collected: a
+ * scrape never waits for a collection round, however long a collector takes
+ * (a hung file system, a slow GPU driver); it gets the last complete cycle,
+ * and mlwatch_collector_duration_seconds of the next one says how long the
+ * round took. The price is two snapshots alive during a round (the one
+ * served and the one being built), docs/benchmarks.md. */
 struct mw_published {
     pthread_mutex_t lock;
-    pthread_cond_t published; /* signalled when a cycle is published */
     entry *current;
-    int collecting; /* retired: the next cycle is being collected */
 };
-
-/* How long a scrape waits for the cycle being collected. */
-#define MW_PUBLISH_WAIT_MS 5000
 
 /* Sizes of the last gzip'd renderings, to allocate the next one at once. */
 static atomic_size_t last_gz[2];
@@ -54,22 +54,7 @@ mw_published *mw_published_new(void)
 {
     mw_published *p = mw_xcalloc(1, sizeof(*p));
     pthread_mutex_init(&p->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->published, &ca);
-    pthread_condattr_destroy(&ca);
     return p;
-}
-
-void mw_published_retire(mw_published *p)
-{
-    pthread_mutex_lock(&p->lock);
-    entry *old = p->current;
-    p->current = NULL;
-    p->collecting = 1;
-    pthread_mutex_unlock(&p->lock);
-    entry_release(old);
 }
 
 void mw_published_update(mw_published *p, mw_snapshot *snap)
@@ -82,8 +67,6 @@ void mw_published_update(mw_published *p, mw_snapshot *snap)
     pthread_mutex_lock(&p->lock);
     entry *old = p->current;
     p->current = e;
-    p->collecting = 0;
-    pthread_cond_broadcast(&p->published);
     pthread_mutex_unlock(&p->lock);
     entry_release(old);
 }
@@ -92,7 +75,6 @@ void mw_published_free(mw_published *p)
 {
     if (!p) return;
     entry_release(p->current);
-    pthread_cond_destroy(&p->published);
     pthread_mutex_destroy(&p->lock);
     free(p);
 }
@@ -236,26 +218,11 @@ void mw_metrics_handler(void *cls, const mw_http_request *req, mw_http_response 
 {
     mw_published *p = cls;
     pthread_mutex_lock(&p->lock);
-    if (!p->current && p->collecting) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += MW_PUBLISH_WAIT_MS / 1000;
-        while (!p->current && p->collecting &&
-               pthread_cond_timedwait(&p->published, &p->lock, &until) == 0) {
-        }
-    }
     entry *e = p->current;
     if (e) atomic_fetch_add(&e->refs, 1);
-    int collecting = p->collecting;
     pthread_mutex_unlock(&p->lock);
     if (!e) {
-        if (collecting)
-            mw_http_text(resp, 503,
-                         "the collection cycle under way has not finished in %d s; retry in a "
-                         "moment\n",
-                         MW_PUBLISH_WAIT_MS / 1000);
-        else
-            mw_http_text(resp, 503, "no collection has completed yet; retry in a moment\n");
+        mw_http_text(resp, 503, "no collection has completed yet; retry in a moment\n");
         mw_http_add_header(resp, "Retry-After", "1");
         return;
     }

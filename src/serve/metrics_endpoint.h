@@ -16,14 +16,10 @@
 typedef struct mw_published mw_published;
 
 mw_published *mw_published_new(void);
-/* Takes ownership of snap. */
+/* Takes ownership of snap. The cycle published stays served until the next
+ * one replaces it: a scrape during a collection round, however slow, gets
+ * the last complete cycle at once. */
 void mw_published_update(mw_published *p, mw_snapshot *snap);
-/* Drop the published cycle before the next one is collected, so that two
- * cycles' snapshots are never in memory together (on a node of 100 pods
- * with 8 GPUs each is ~0.6 MB). Scrapes that arrive meanwhile wait for the
- * next mw_published_update (up to 5 s, then 503); those already answered
- * keep their bytes. */
-void mw_published_retire(mw_published *p);
 void mw_published_free(mw_published *p);
 
 /* Handler for GET /metrics; cls is the mw_published. */
