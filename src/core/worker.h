@@ -30,7 +30,7 @@
  * - HTTP server (serve/http.c): the reaper, which closes connections past
  *   their deadlines every 250 ms, and the query lane's threads, which wait
  *   for queued requests on the server's own condition variable (the worker
- *   gives them their start and join).
+ *   gives them their start and join) and run at nice +10.
  * Not workers: the short-lived helpers that split one computation and are
  * joined before it returns (store.c's head_read_part during a select,
  * query/funcs_range.c's range-function halves); libmicrohttpd's own

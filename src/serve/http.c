@@ -28,7 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define MAX_ROUTES 128
@@ -697,9 +700,39 @@ static int lane_enqueue(mw_http_server *s, pending *p)
     return 0;
 }
 
+/* How much lower than the rest of the agent the query lane's threads run:
+ * nice +10. On a node with a core or two to spare, four heavy queries at
+ * the agent's own priority took the CPU from libmicrohttpd's threads and
+ * delayed a scrape by 40 s (issue 24); a scheduler that weighs nice 10 at
+ * about a tenth of nice 0 gives a scrape its CPU at once, and an idle node
+ * still gives the queries all of it. The helper threads a query starts
+ * inherit it. */
+#define LANE_NICE_OFFSET 10
+
+/* Lower the calling thread's priority (Linux: a thread's nice is its own,
+ * set through its tid). Relative to the agent's, capped at 19; raising it
+ * back would need CAP_SYS_NICE, lowering never does. */
+static void lane_lower_priority(void)
+{
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, (id_t)tid);
+    if (nice == -1 && errno) nice = 0;
+    int target = nice + LANE_NICE_OFFSET > 19 ? 19 : nice + LANE_NICE_OFFSET;
+    if (setpriority(PRIO_PROCESS, (id_t)tid, target) < 0)
+        mw_log_once(MW_LOG_WARN, "http", "lane-nice",
+                    "cannot lower the query threads' priority to nice %d (%s): heavy queries "
+                    "compete with scrapes for the CPU",
+                    target, strerror(errno));
+}
+
 static void *lane_main(void *arg)
 {
     mw_http_server *s = arg;
+    lane_lower_priority();
+    /* Named, so that top -H and /proc/PID/task/TID/comm tell them apart;
+     * after the nice, so that a thread with the name has its priority. */
+    pthread_setname_np(pthread_self(), "mlwatch-query");
     pthread_mutex_lock(&s->lane_mu);
     for (;;) {
         while (!s->queue_head && !s->lane_stopping)
