@@ -3,8 +3,9 @@
 # reason, in mlwatch_http_requests_refused_total (docs/http.md), exactly:
 #   - 401 (no token, unknown token), 403 (a token without the role), 415
 #     (a browser-postable Content-Type), 413 (a body over 16 MiB), 503 (the
-#     query lane full), deadline (headers past --http-header-timeout, an
-#     answer not read within --http-write-timeout), connection_limit;
+#     query lane full), deadline (headers past --http-header-timeout, a
+#     body past --http-body-timeout, an answer not read within
+#     --http-write-timeout), connection_limit;
 #   - requests without a valid token never take a query lane slot: with the
 #     only lane thread busy and no queue, they get 401, never 503;
 #   - a client that stops reading an answer is closed by
@@ -45,7 +46,7 @@ wait_for 10 test -s "$WORK/slow.port" || fail "the slow upstream did not start"
 root=$(fixture_copy rapl-cpufreq)
 start_agent --root "$root" --interval 200ms --read-token-file "$WORK/read.tok" \
     --write-token-file "$WORK/write.tok" --metrics-token-file "$WORK/metrics.tok" \
-    --query-max-concurrency 1 --query-max-queued 0 --http-header-timeout 1s \
+    --query-max-concurrency 1 --query-max-queued 0 --http-header-timeout 1s --http-body-timeout 2s \
     --http-write-timeout 1s --http-max-connections 40 --http-max-connections-per-ip 30 --query-max-points 100000000 \
     --query-url "http://127.0.0.1:$(cat "$WORK/slow.port")"
 port=${AGENT_URL##*:}
@@ -115,6 +116,16 @@ printf 'GET /metrics HTTP/1.1\r\n' >&3
 expect_counts deadline=1
 exec 3>&-
 
+# Deadline: a write whose body stops after 10 of its 100 bytes, for longer
+# than 2 s (--http-body-timeout).
+exec 3<>"/dev/tcp/127.0.0.1/$port"
+printf 'POST /api/v1/write HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/x-protobuf\r\nContent-Length: 100\r\n\r\n0123456789' "$write_tok" >&3
+expect_counts deadline=2
+WAIT_EVERY=0.2 wait_for 5 test "$(closed body_timeout)" = 1 || fail "body_timeout closes: $(closed body_timeout)"
+ok
+expect_eq "what the server sent the stalled write" "" "$(timeout 5 cat <&3 | head -c 200)"
+exec 3>&-
+
 # A client that stops reading a large answer (tens of MB: every series at
 # 1000 steps) is closed 1 s (--http-write-timeout) after its answer was ready.
 end=$(($(date +%s) - 1))
@@ -149,7 +160,7 @@ echo "the slow reader got $got bytes of an answer of $full (with headers, chunke
 ok
 WAIT_EVERY=0.2 wait_for 5 test "$(closed write_timeout)" = 1 || fail "write_timeout closes: $(closed write_timeout)"
 ok
-expect_counts deadline=2
+expect_counts deadline=3
 grep -q 'warn http: closed 1 connections whose answer took longer than --http-write-timeout to be read' "$WORK/agent.log" ||
     fail "no log line for the slow reader"
 ok
@@ -241,7 +252,7 @@ hold 127.0.0.5 11
 release
 expect_eq "connections closed at once from 127.0.0.4 and 127.0.0.5 (the eviction comes later)" "0 ;0 " \
     "$(cat "$WORK/hold-127.0.0.4.out");$(cat "$WORK/hold-127.0.0.5.out")"
-expect_counts unauthenticated=24 forbidden=2 unsupported_media_type=1 too_large=1 query_queue_full=2 per_ip_limit=5 deadline=2 connection_limit=1
+expect_counts unauthenticated=24 forbidden=2 unsupported_media_type=1 too_large=1 query_queue_full=2 per_ip_limit=5 deadline=3 connection_limit=1
 # No token in a label or the log.
 expect_eq "tokens in /metrics or the log" 0 "$( (curl -s -H "Authorization: Bearer $metrics_tok" "$AGENT_URL/metrics"; cat "$WORK/agent.log") | grep -c -e "$read_tok" -e "$write_tok" -e "$metrics_tok" || true)"
 done_ok
