@@ -363,6 +363,14 @@ static int f_re_replace_all(tpl_env *env, const tv *a, size_t n, tv *out)
         return -1;
     mw_regex *re = unanchored(env, pat);
     if (!re) return -1;
+    /* PAT alone numbers its named groups as user[] does (the wrapper's
+     * numbers are 2 higher): $name and ${name} are looked up in it. */
+    char err[256];
+    mw_regex *names = mw_regex_compile(pat, err, sizeof(err));
+    if (!names) {
+        mw_regex_free(re);
+        return tpl_fail(env, "error parsing regexp: %s", err);
+    }
     size_t ng = mw_regex_ngroups(re) + 1;
     mw_regex_span *sp = mw_arena_alloc(env->a, ng * sizeof(*sp));
     mw_regex_span *user = mw_arena_alloc(env->a, ng * sizeof(*user));
@@ -377,9 +385,9 @@ static int f_re_replace_all(tpl_env *env, const tv *a, size_t n, tv *out)
             user[k - 2] = sp[k];
         mw_buf_append(&b, p, (size_t)sp[2].start);
         size_t nu = ng - 3;
-        size_t len = mw_regex_expand(re, repl, p, user, nu, NULL, 0);
+        size_t len = mw_regex_expand(names, repl, p, user, nu, NULL, 0);
         char *e = mw_arena_alloc(env->a, len + 1);
-        mw_regex_expand(re, repl, p, user, nu, e, len + 1);
+        mw_regex_expand(names, repl, p, user, nu, e, len + 1);
         mw_buf_puts(&b, e);
         long end = sp[2].end;
         if (sp[2].end == sp[2].start) { /* an empty match: step over one byte */
@@ -395,6 +403,7 @@ static int f_re_replace_all(tpl_env *env, const tv *a, size_t n, tv *out)
     }
     mw_buf_puts(&b, p);
     mw_regex_free(re);
+    mw_regex_free(names);
     *out = str_tv(env, b.data ? b.data : "");
     mw_buf_free(&b);
     return 0;

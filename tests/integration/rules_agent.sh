@@ -53,8 +53,9 @@ active_at_ms() { # ALERTNAME: activeAt of its alert in /api/v1/alerts, in ms
 import json, sys, datetime
 for a in json.load(sys.stdin)["data"]["alerts"]:
     if a["labels"]["alertname"] == sys.argv[1]:
-        t = datetime.datetime.strptime(a["activeAt"].rstrip("Z") + "000", "%Y-%m-%dT%H:%M:%S.%f")
-        print(round(t.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000))' "$1"
+        # with or without a fraction of a second (RFC 3339, zeros trimmed)
+        t = datetime.datetime.fromisoformat(a["activeAt"].replace("Z", "+00:00"))
+        print(round(t.timestamp() * 1000))' "$1"
 }
 firing() { samples "ALERTS{alertname=\"$1\",alertstate=\"firing\"}" | grep -q .; }
 

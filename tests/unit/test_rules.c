@@ -124,6 +124,21 @@ static void template_functions(void **state)
            "GPU gpu Idle Gpu-Node");
     EXPECT("{{ reReplaceAll \"(a+)b\" \"<$1>\" \"aab xab b\" }}", 0, "<aa> x<a> b");
     EXPECT("{{ reReplaceAll \"^n\" \"N\" $labels.node }}", 0, "N1");
+    /* Go's Regexp.ReplaceAllString expansion: named groups, ${1} before a
+     * letter ($1x names a group "1x": empty), $0, $$. */
+    EXPECT("{{ reReplaceAll \"(?P<host>[a-z0-9]+):(?P<port>[0-9]+)\" \"${port}/$host\" "
+           "\"node1:9100\" }}",
+           0, "9100/node1");
+    EXPECT("{{ reReplaceAll \"(a)(b)\" \"${2}x$1x|$2\" \"ab\" }}", 0, "bx|b");
+    EXPECT("{{ reReplaceAll \"[0-9]+\" \"<$0>\" \"gpu12 gpu3\" }} {{ reReplaceAll \"a\" \"$$\" "
+           "\"aXa\" }}",
+           0, "gpu<12> gpu<3> $X$");
+    /* Prometheus's formats: %.4g with SI prefixes, whole seconds from a
+     * minute on (the shipped idle alert's $value), NaN and Inf as %.4g. */
+    EXPECT(
+        "{{ humanize \"NaN\" }} {{ humanize \"+Inf\" }} {{ humanizeDuration 66.001 }} "
+        "{{ humanizeDuration 0.0012 }} {{ humanizeDuration 7.001 }} {{ humanizePercentage 0.5 }}",
+        0, "NaN +Inf 1m 6s 1.2ms 7.001s 50%");
     EXPECT("{{ match \"^n[0-9]$\" $labels.node }} {{ match \"z\" \"abc\" }}", 0, "true false");
     EXPECT("{{ stripPort \"host:9100\" }} {{ stripPort \"[::1]:80\" }}", 0, "host ::1");
     EXPECT(
