@@ -383,8 +383,9 @@
     };
     const chart = new window.uPlot(opts, [xs].concat(ys), body);
     charts.push(chart);
+    // last: each drawn series' latest value in the range, for the tests' exact checks.
     setResult(el, { state: 'ok', series: series.length, totalSeries: total, points, axisUnit,
-      labels: series.map((x) => x.label) });
+      labels: series.map((x) => x.label), last: ys.map((y) => y.reduce((v, x) => (x === null ? v : x), null)) });
     recordAxes(el, chart);
   }
 
@@ -685,8 +686,9 @@
   // its names, anything else by its cgroup (the finding's container).
   function findingSelector(f) {
     const q = (s) => JSON.stringify(String(s));
-    if (!f.pod && f.container && f.container.startsWith('/')) return `cgroup=${q(f.container)}`;
     const l = [];
+    if (f.node) l.push(`node=${q(f.node)}`); // on a hub, the finding's own node
+    if (!f.pod && f.container && f.container.startsWith('/')) return l.concat(`cgroup=${q(f.container)}`).join(', ');
     if (f.namespace) l.push(`namespace=${q(f.namespace)}`);
     if (f.pod) l.push(`pod=${q(f.pod)}`);
     if (f.container) l.push(`container=${q(f.container)}`);
@@ -697,14 +699,27 @@
     return f.pod ? `${f.namespace}/${f.pod}` : f.container || '(the node)';
   }
 
+  // A hub runs no doctor of its own (no /api/v1/findings): the findings are
+  // the nodes' mlwatch_finding series it stores, without their evidence
+  // numbers and advice, which `mlwatch doctor` on the node gives.
+  async function findingsOfSeries(t1) {
+    const data = await api('query', { query: substitute('mlwatch_finding{node=~"$node"} == 1'), time: t1 });
+    return { findings: data.result.map((x) => Object.assign({}, x.metric, { magnitude: 0, evidence: {},
+      summary: `Reported by node ${x.metric.node || '(unnamed)'}.`,
+      advice: `\`mlwatch doctor\` on ${x.metric.node || 'the node'} gives the evidence and what to do.` })) };
+  }
+
   // Findings of /api/v1/findings worst first (severity, then magnitude),
   // scoped by the page's namespace and workload (pod name or cgroup prefix),
   // each with its summary, evidence numbers, advice and evidence charts (the
-  // spec's "evidence" for its kind: expressions with $sel and $gpu).
+  // spec's "evidence" for its kind: expressions with $sel (the workload),
+  // $gpu and $at (the finding's node: a hub holds every node's series)).
   async function loadFindings(el, p, t0, t1, step) {
     const r = await fetch(`../api/v1/findings${p.window ? `?window=${encodeURIComponent(p.window)}` : ''}`);
-    if (!r.ok) throw new Error(`/api/v1/findings: HTTP ${r.status} (the doctor module answers it)`);
-    const j = await r.json();
+    let j;
+    if (r.status === 404) j = await findingsOfSeries(t1);
+    else if (!r.ok) throw new Error(`/api/v1/findings: HTTP ${r.status} (the doctor module answers it)`);
+    else j = await r.json();
     const ns = (state.vars.namespace || '').split(',').filter((x) => x);
     const prefix = state.vars.workload || '';
     const list = (j.findings || []).filter((f) => (!ns.length || ns.includes(f.namespace)) &&
@@ -714,7 +729,7 @@
     if (!list.length) return showEmpty(el, p, { rows: 0 });
     const body = el.querySelector('.body');
     body.textContent = '';
-    el.querySelector('.note').textContent = `${list.length} finding${list.length === 1 ? '' : 's'} over the last ${duration(j.window_seconds || 0)}`;
+    el.querySelector('.note').textContent = `${list.length} finding${list.length === 1 ? '' : 's'}${j.window_seconds ? ` over the last ${duration(j.window_seconds)}` : ''}`;
     const charts = [];
     list.forEach((f, i) => {
       const card = document.createElement('article');
@@ -738,7 +753,8 @@
       (spec.evidence[f.kind] || []).forEach((e, k) => {
         const sub = { id: `${p.id}-f${i}-${k}`, title: e.title, kind: e.kind || 'timeseries', unit: e.unit, w: 12, h: 6,
           needs: e.needs, empty: e.empty, targets: e.targets.map((t) => Object.assign({}, t,
-            { expr: t.expr.replace(/\$sel/g, sel).replace(/\$gpu/g, JSON.stringify(String(f.gpu || ''))) })) };
+            { expr: t.expr.replace(/\$sel/g, sel).replace(/\$gpu/g, JSON.stringify(String(f.gpu || '')))
+              .replace(/\$at/g, f.node ? `node=${JSON.stringify(f.node)}` : 'node=~".*"') })) };
         const sec = panelEl({ id: state.page }, sub);
         sec.classList.add('sub');
         sec.style.minHeight = '';

@@ -1,13 +1,33 @@
 // check.js - the cluster view in Debian's chromium (headless, through
-// playwright-core) for tests/integration/cluster_view.sh.
+// playwright-core) for tests/integration/cluster_view.sh and cluster_three.sh.
 //   node check.js URL EXPECT.json
-// EXPECT.json: {"nodes": [...], "views": [{"hash": PAGE, "select": NODE?,
-// "panels": {ID: {"value": N} | {"rows": [...]} | {"sortedLabels": [...]}}}]}.
+// EXPECT.json: {"nodes": [...], "views": [VIEW...]}, a VIEW being
+//   {"hash": PAGE, "select": NODE?, "panels": {ID: PANEL},
+//    "each": {NODE: {ID: PANEL}}?, "complete": true?}.
 // For each view: opens the page, checks the node selector lists exactly the
 // nodes, picks NODE in it (as a user would: the <select>), waits for the
-// panels to be drawn again and checks each listed panel: a stat's exact
-// value, a table's exact rows (the columns the expectation names), a
-// chart's series names, which must also be unique. Exits 1 on the first
+// panels to be drawn again and checks each listed panel; then, for "each",
+// picks each of its nodes in turn and checks its panels. A PANEL is any of
+//   {"value": N}               a stat's (first) value, exactly;
+//   {"values": [[LABEL, N]]}   every value of a stat with its legend;
+//   {"rows": [...]}            a table's rows, exactly (the columns the first
+//                              expected row names);
+//   {"sortedLabels": [...]}    a chart's series names (unique);
+//   {"last": {LABEL: N}}       a chart's series names and each one's latest
+//                              value, exactly;
+//   {"total": N}               a chart of N series, the 8 largest drawn
+//                              (which of equal ones is not stated);
+//   {"facts": {TITLE: TEXT}}   lines of a facts panel, exactly;
+//   {"findings": [...]}        a findings panel's findings (kind, severity,
+//                              workload, gpu), worst first;
+//   {"active": [...]}          a state timeline's rows that are on;
+//   {"state": "empty"}         nothing to draw (and saying why);
+//   {"unknown": WHY}           drawn or empty, with a figure the test cannot
+//                              know (WHY says why), but never an error.
+// With "complete", every panel of the page must be listed (a panel added to
+// the page fails the test until its figures are stated). On every view no
+// panel is in error, and with a node picked no panel names another node (a
+// chart's legend, a table's node column, a fact). Exits 1 on the first
 // difference, saying what it saw.
 'use strict';
 const path = require('path');
@@ -22,10 +42,90 @@ function fail(msg) {
   throw new Error(msg);
 }
 
+const json = (x) => JSON.stringify(x);
+
 async function settled(page, after) {
   await page.waitForFunction((n) => window.mlwatchUI && window.mlwatchUI.ready &&
     window.mlwatchUI.loads > n, after, { timeout: 20000 });
   return page.evaluate(() => JSON.parse(JSON.stringify(window.mlwatchUI)));
+}
+
+// Every panel: never an error; with NODE picked, no other node named.
+function checkAll(where, st, node) {
+  const others = node ? expect.nodes.filter((n) => n !== node) : [];
+  const names = (s) => others.filter((n) => new RegExp(`(^|[^\\w-])${n}($|[^\\w-])`).test(String(s)));
+  for (const [id, p] of Object.entries(st.panels)) {
+    if (p.state === 'error') fail(`${where}: ${id} (${p.title}): error ${p.error}`);
+    if (!node) continue;
+    const texts = [].concat(p.labels || [], (p.table || []).map((r) => r.node || ''),
+      Object.values(p.facts || {}), (p.values || []).map((v) => v[0]));
+    for (const t of texts) {
+      if (names(t).length) fail(`${where}: ${id} (${p.title}) names ${names(t)} with ${node} selected: ${json(t)}`);
+    }
+  }
+}
+
+function checkPanel(where, id, p, w) {
+  if (!p) fail(`${where}: ${id}: missing`);
+  if (w.unknown !== undefined) {
+    if (p.state !== 'ok' && p.state !== 'empty') fail(`${where}: ${id} (${p.title}): ${p.state}`);
+    return;
+  }
+  if (w.state !== undefined) {
+    if (p.state !== w.state) fail(`${where}: ${id} (${p.title}): ${p.state}, expected ${w.state}: ${json(p).slice(0, 400)}`);
+    return;
+  }
+  if (p.state !== 'ok') fail(`${where}: ${id}: ${p.state} ${p.error || p.why || ''}`);
+  if (w.value !== undefined && p.value !== w.value)
+    fail(`${where}: ${id} (${p.title}): ${p.value}, expected ${w.value}`);
+  if (w.values !== undefined && json(p.values) !== json(w.values))
+    fail(`${where}: ${id} (${p.title}): ${json(p.values)}, expected ${json(w.values)}`);
+  if (w.rows !== undefined) {
+    const keys = Object.keys(w.rows[0] || {});
+    const got = p.table.map((r) => Object.fromEntries(keys.map((k) => [k, r[k]])));
+    if (json(got) !== json(w.rows))
+      fail(`${where}: ${id} (${p.title}): rows ${json(got)}, expected ${json(w.rows)}`);
+  }
+  if (w.sortedLabels !== undefined || w.last !== undefined) {
+    const got = [...p.labels].sort();
+    const want = [...(w.sortedLabels || Object.keys(w.last))].sort();
+    if (new Set(got).size !== got.length) fail(`${where}: ${id}: legends collide: ${json(got)}`);
+    if (json(got) !== json(want)) fail(`${where}: ${id} (${p.title}): legends ${json(got)}, expected ${json(want)}`);
+  }
+  if (w.last !== undefined) {
+    const got = Object.fromEntries(p.labels.map((l, i) => [l, p.last[i]]));
+    for (const [l, v] of Object.entries(w.last)) {
+      if (got[l] !== v) fail(`${where}: ${id} (${p.title}): ${l} is ${got[l]}, expected ${v}: ${json(got)}`);
+    }
+  }
+  if (w.total !== undefined && (p.totalSeries !== w.total || p.series !== Math.min(w.total, 8) ||
+      new Set(p.labels).size !== p.labels.length))
+    fail(`${where}: ${id} (${p.title}): ${p.series} of ${p.totalSeries} series drawn (${json(p.labels)}), expected the 8 largest of ${w.total}`);
+  if (w.findings !== undefined && json(p.findings) !== json(w.findings))
+    fail(`${where}: ${id} (${p.title}): findings ${json(p.findings)}, expected ${json(w.findings)}`);
+  if (w.active !== undefined && json([...p.active].sort()) !== json([...w.active].sort()))
+    fail(`${where}: ${id} (${p.title}): active ${json(p.active)}, expected ${json(w.active)}`);
+  if (w.facts !== undefined) {
+    for (const [k, v] of Object.entries(w.facts)) {
+      if (p.facts[k] !== v) fail(`${where}: ${id} (${p.title}): ${k}: ${json(p.facts[k])}, expected ${json(v)}`);
+    }
+  }
+}
+
+function checkPanels(where, st, panels, complete) {
+  if (complete) {
+    const missing = Object.keys(st.panels).filter((id) => !(id in panels));
+    if (missing.length) fail(`${where}: panels the test states nothing about: ${missing.map((id) => `${id} (${st.panels[id].title})`).join(', ')}`);
+  }
+  for (const [id, w] of Object.entries(panels)) checkPanel(where, id, st.panels[id], w);
+  return Object.keys(panels).length;
+}
+
+async function pick(page, st, where, node) {
+  await page.selectOption('#var-node', node);
+  const next = await settled(page, st.loads);
+  if (!page.url().includes(`node=${node}`)) fail(`${where}: the URL lacks the node: ${page.url()}`);
+  return next;
 }
 
 async function main() {
@@ -42,30 +142,15 @@ async function main() {
     let st = await settled(page, 0);
     await page.waitForSelector('#var-node', { timeout: 10000 });
     const opts = await page.$$eval('#var-node option', (os) => os.map((o) => o.value));
-    if (JSON.stringify(opts) !== JSON.stringify([''].concat(expect.nodes)))
-      fail(`${where}: node selector offers ${JSON.stringify(opts)}`);
-    if (view.select) {
-      await page.selectOption('#var-node', view.select);
-      st = await settled(page, st.loads);
-      if (!page.url().includes(`node=${view.select}`)) fail(`${where}: the URL lacks the node: ${page.url()}`);
-    }
-    for (const [id, w] of Object.entries(view.panels)) {
-      const p = st.panels[id];
-      if (!p || p.state !== 'ok') fail(`${where}: ${id}: ${p ? `${p.state} ${p.error || ''}` : 'missing'}`);
-      if (w.value !== undefined && p.value !== w.value)
-        fail(`${where}: ${id} (${p.title}): ${p.value}, expected ${w.value}`);
-      if (w.rows !== undefined) {
-        const got = p.table.map((r) => Object.fromEntries(Object.keys(w.rows[0]).map((k) => [k, r[k]])));
-        if (JSON.stringify(got) !== JSON.stringify(w.rows))
-          fail(`${where}: ${id} (${p.title}): rows ${JSON.stringify(got)}, expected ${JSON.stringify(w.rows)}`);
-      }
-      if (w.sortedLabels !== undefined) {
-        const got = [...p.labels].sort();
-        if (new Set(got).size !== got.length) fail(`${where}: ${id}: legends collide: ${JSON.stringify(got)}`);
-        if (JSON.stringify(got) !== JSON.stringify([...w.sortedLabels].sort()))
-          fail(`${where}: ${id}: legends ${JSON.stringify(got)}, expected ${JSON.stringify(w.sortedLabels)}`);
-      }
-      checks++;
+    if (json(opts) !== json([''].concat(expect.nodes))) fail(`${where}: node selector offers ${json(opts)}`);
+    if (view.select) st = await pick(page, st, where, view.select);
+    checkAll(where, st, view.select);
+    checks += checkPanels(where, st, view.panels, view.complete);
+    for (const [node, panels] of Object.entries(view.each || {})) {
+      const at = `${view.hash} (node ${node})`;
+      st = await pick(page, st, at, node);
+      checkAll(at, st, node);
+      checks += checkPanels(at, st, panels, view.complete);
     }
   }
   if (problems.length) fail(`the browser reported: ${problems.join('; ')}`);
