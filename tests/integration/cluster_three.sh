@@ -34,7 +34,10 @@
 # (they grow with the time idle). Panels with nothing to draw (no CO2
 # configured, no NUMA, cpufreq or pressure collectors, no XID, NVLink) must
 # be empty, never in error; a panel added to a page fails this test until
-# its figures are stated in three.json.
+# its figures are stated in three.json. Every page also passes the UI
+# test's readability checks (tests/integration/ui/layout.js) at 1400 and
+# 800 px, each node picked too, with screenshots in
+# $MLWATCH_BUILD/artifacts/ui/cluster/ (CI keeps them).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/cluster/cluster_lib.sh"
 : "${MLWATCH_BUILD:=$MLWATCH_SRC/build}"
@@ -119,7 +122,10 @@ WAIT_EVERY=0.3 wait_for 40 qv_is 'count(mlwatch_finding == 1)' 1 ||
 expect_eq "nodes" '["node-a","node-b","node-c"]' \
     "$(q 'count by (node) (mlwatch_gpu_info)' | jq -c '[.[].metric.node] | sort')"
 ok
+SHOTS=$(cd "$MLWATCH_BUILD" && pwd)/artifacts/ui/cluster # kept by CI (.ci/run)
+rm -rf "$SHOTS"
 (cd "$WORK" && timeout 120 node "$MLWATCH_SRC/tests/integration/cluster/check.js" "$HUB" \
-    "$MLWATCH_SRC/tests/integration/cluster/three.json") || fail "the browser check of the hub failed"
+    "$MLWATCH_SRC/tests/integration/cluster/three.json" "$SHOTS") || fail "the browser check of the hub failed"
+expect_eq "screenshots" 14 "$(find "$SHOTS" -name '*.png' | wc -l)"
 ok
 done_ok

@@ -1,6 +1,6 @@
 // check.js - the cluster view in Debian's chromium (headless, through
 // playwright-core) for tests/integration/cluster_view.sh and cluster_three.sh.
-//   node check.js URL EXPECT.json
+//   node check.js URL EXPECT.json [SHOTS]
 // EXPECT.json: {"nodes": [...], "views": [VIEW...]}, a VIEW being
 //   {"hash": PAGE, "select": NODE?, "panels": {ID: PANEL},
 //    "each": {NODE: {ID: PANEL}}?, "complete": true?}.
@@ -27,13 +27,19 @@
 // With "complete", every panel of the page must be listed (a panel added to
 // the page fails the test until its figures are stated). On every view no
 // panel is in error, and with a node picked no panel names another node (a
-// chart's legend, a table's node column, a fact). Exits 1 on the first
-// difference, saying what it saw.
+// chart's legend, a table's node column, a fact). With SHOTS (a folder),
+// every view is also held to the readability checks of the UI test
+// (tests/integration/ui/layout.js: legends, tables and axis labels fit,
+// units agree, an empty panel says why) for all nodes at 1400 and 800 px
+// and with each node picked at 1400 px, and screenshotted for all nodes
+// (SHOTS/PAGE.png, PAGE-800.png). Exits 1 on the first difference, saying
+// what it saw.
 'use strict';
 const path = require('path');
 const fs = require('fs');
 
-const [url, expectFile] = process.argv.slice(2);
+const [url, expectFile, shots] = process.argv.slice(2);
+const layout = require(path.join(__dirname, '../ui/layout.js'));
 const expect = JSON.parse(fs.readFileSync(expectFile, 'utf8'));
 const pw = require(path.join(__dirname, '../../../ui/node_modules/playwright-core'));
 const CHROMIUM = process.env.MLWATCH_CHROMIUM || '/usr/bin/chromium';
@@ -121,6 +127,13 @@ function checkPanels(where, st, panels, complete) {
   return Object.keys(panels).length;
 }
 
+// The readability checks of layout.js on the page as drawn.
+async function checkLayout(page, spec, where, hash, st) {
+  const problems = layout.unitProblems(spec, hash, st.panels)
+    .concat(layout.axisProblems(st.panels), await page.evaluate(layout.domProblems));
+  if (problems.length) fail(`${where}:\n  ${problems.join('\n  ')}`);
+}
+
 async function pick(page, st, where, node) {
   await page.selectOption('#var-node', node);
   const next = await settled(page, st.loads);
@@ -135,6 +148,11 @@ async function main() {
   const problems = [];
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   let checks = 0;
+  let spec = null;
+  if (shots) {
+    fs.mkdirSync(shots, { recursive: true });
+    spec = await (await page.request.get(`${url}/ui/dashboards.json`)).json();
+  }
   for (const view of expect.views) {
     const where = `${view.hash}${view.select ? ` (node ${view.select})` : ''}`;
     await page.goto('about:blank');
@@ -146,11 +164,25 @@ async function main() {
     if (view.select) st = await pick(page, st, where, view.select);
     checkAll(where, st, view.select);
     checks += checkPanels(where, st, view.panels, view.complete);
+    if (shots) {
+      await checkLayout(page, spec, `${where} at 1400 px`, view.hash, st);
+      await page.screenshot({ path: path.join(shots, `${view.hash}.png`), fullPage: true });
+      await page.setViewportSize({ width: 800, height: 1000 });
+      await page.reload(); // the same hash: a reload draws it at this width
+      const narrow = await settled(page, 0);
+      checks += checkPanels(`${where} at 800 px`, narrow, view.panels, view.complete);
+      await checkLayout(page, spec, `${where} at 800 px`, view.hash, narrow);
+      await page.screenshot({ path: path.join(shots, `${view.hash}-800.png`), fullPage: true });
+      await page.setViewportSize({ width: 1400, height: 1000 });
+      await page.reload();
+      st = await settled(page, 0);
+    }
     for (const [node, panels] of Object.entries(view.each || {})) {
       const at = `${view.hash} (node ${node})`;
       st = await pick(page, st, at, node);
       checkAll(at, st, node);
       checks += checkPanels(at, st, panels, view.complete);
+      if (shots) await checkLayout(page, spec, `${at} at 1400 px`, view.hash, st);
     }
   }
   if (problems.length) fail(`the browser reported: ${problems.join('; ')}`);
