@@ -8,7 +8,10 @@ dashboards against a Prometheus and report how many series each returns
 
 With --compare, each expression runs on every backend at one instant (T,
 default 3 s ago) with every range window WINDOW long, and the answers must
-be the same: see compare() and the tolerances below.
+be the same: see compare() and the tolerances below. With --golden FILE the
+answers that must be equal exactly (no rate, counter or growing gauge; not
+the host's kernel) must also be FILE's, series by series and value by value
+(UPDATE_GOLDEN=1 writes it).
 
 Expressions:
   - rules: each record and alert expr of RULES.yml (a rules file, or a
@@ -215,6 +218,16 @@ def fmt_series(key):
     return "{" + ", ".join(f'{k}="{v}"' for k, v in key) + "}"
 
 
+# Exact answers whose value is the test machine's, not the fixtures': left
+# out of the golden file (the kernel of mlwatch_uname_info is the host's).
+HOST_DEPENDENT = re.compile(r"mlwatch_uname_info")
+
+
+def golden_lines(where, res):
+    """The golden file's lines of one expression's exact answer."""
+    return [f"{where}\t{fmt_series(k)}\t{v!r}" for k, v in sorted(res.items())]
+
+
 def compare(a, exprs):
     """Each expression on every backend at one instant: the same series
     (labels only a scrape adds left out) with the same values, within the
@@ -223,6 +236,7 @@ def compare(a, exprs):
     at = a.at if a.at is not None else time.time() - 3
     bad = 0
     widest = {"rate": (0.0, ""), "sampled": (0.0, "")}  # the largest difference let through, where
+    golden = []
     for where, _, expr in exprs:
         q = re.sub(r"\[\d+[smhdwy](\d+[smhdwy])*\]", f"[{WINDOW}]", substitute(expr, COMPARE_DURATIONS))
         one = " ".join(q.split())
@@ -236,6 +250,8 @@ def compare(a, exprs):
             continue
         tol, cls = tolerance(q)
         ref = got["prometheus"]
+        if not tol and not HOST_DEPENDENT.search(q):
+            golden += golden_lines(where, ref)
         diffs = []
         for name, res in got.items():
             if name == "prometheus":
@@ -261,10 +277,38 @@ def compare(a, exprs):
             bad += 1
         else:
             print(f"{len(ref):5d}  {where}: {one}: the same on {len(backends)} backends{tag}")
+    if a.golden:
+        bad += check_golden(a.golden, golden)
     print(f"{len(exprs)} expressions compared on {', '.join(n for n, _ in backends)}, {bad} differ; "
           "the largest differences let through: " +
           "; ".join(f"{c} {100 * r:.2f} % ({w or 'none'})" for c, (r, w) in widest.items()))
     return 1 if bad or not exprs else 0
+
+
+def check_golden(path, lines):
+    """The exact answers against the golden file PATH (written instead with
+    UPDATE_GOLDEN=1): the number of lines that differ."""
+    text = "".join(line + "\n" for line in lines)
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        with open(path, "w") as f:
+            f.write(text)
+        print(f"wrote {path}: {len(lines)} exact answers")
+        return 0
+    try:
+        with open(path) as f:
+            want = f.read().splitlines()
+    except OSError as e:
+        print(f"ERROR  golden file: {e} (run with UPDATE_GOLDEN=1 and review it)")
+        return 1
+    missing = sorted(set(want) - set(lines))
+    extra = sorted(set(lines) - set(want))
+    for line in missing:
+        print(f"GOLDEN expected, not answered: {line}")
+    for line in extra:
+        print(f"GOLDEN answered, not expected: {line}")
+    if not missing and not extra:
+        print(f"{len(lines)} exact answers as in {os.path.basename(path)}")
+    return len(missing) + len(extra)
 
 
 def main():
@@ -275,6 +319,7 @@ def main():
     ap.add_argument("--may-be-empty", nargs="*", default=[])
     ap.add_argument("--compare", action="append", default=[], metavar="NAME=URL")
     ap.add_argument("--at", type=float)
+    ap.add_argument("--golden", help="with --compare: the exact answers (series and values)")
     a = ap.parse_args()
     exprs = rule_exprs(a.rules)
     if a.grafana:

@@ -34,6 +34,10 @@
 # prints the largest difference let through, 4 % and 6 % at most so far).
 # Where a backend truly differs, the KNOWN table there says how (one entry:
 # VictoriaMetrics' X / (Y > 0) with Y = 0 on the CPU throttling panel).
+# The answers that must be equal exactly (no rate, counter or growing
+# gauge) must also be tests/golden/deploy_promql.txt's, series by series:
+# the fixtures' figures (regenerate after an intended change with
+# UPDATE_GOLDEN=1 and review the diff).
 # Conditions the test cannot make hold, whose queries must only succeed
 # (and are printed with 0 series): none of the alert expressions at present;
 # `for:` durations are not waited for (the expressions are queried, not the
@@ -266,6 +270,7 @@ for u in "$HUB" "$VM"; do WAIT_EVERY=0.5 wait_for 20 rw_in "$u" || fail "$u: the
 scraped_24s() { [ "$(q 'count(count_over_time(up[24s]) >= 23)' | jq -r '.[0].value[1] // 0')" = 3 ]; }
 WAIT_EVERY=0.5 wait_for 40 scraped_24s || fail "Prometheus does not scrape every second: $(q 'count_over_time(up[24s])')"
 /usr/bin/python3 "$MLWATCH_SRC/tests/deploy/promql_exprs.py" --url "$PROM" --compare "hub=$HUB" --compare "vm=$VM" \
+    --golden "$MLWATCH_SRC/tests/golden/deploy_promql.txt" \
     --rules "$WORK/rules.yml" --grafana "$grafana" >"$WORK/compare.txt" 2>&1 || {
     cat "$WORK/compare.txt" >&2
     fail "the backends answer differently"
