@@ -2,9 +2,10 @@
 # cluster_three.sh - a simulated three-node cluster on one hub, page by page.
 # Three agents, each on its own copy of tests/fixtures/gpu-node holding only
 # its node's pods (a pod is on one node), with the fake NVML library,
-# remote-write to `mlwatch hub`; headless chromium on the hub's UI
-# (tests/integration/cluster/check.js with cluster/three.json) checks every
-# panel of every page (Cluster, Overview, Workloads, GPUs, Sustainability,
+# remote-write to `mlwatch hub` and to Debian's VictoriaMetrics. Headless
+# chromium (tests/integration/cluster/check.js with cluster/three.json), on
+# the hub's UI and then on a store-less hub's UI reading VictoriaMetrics
+# (--query-url), checks every panel of every page (Cluster, Overview, Workloads, GPUs, Sustainability,
 # Node, Why is it slow?) for all nodes and then with each node picked in the
 # node selector, which must narrow every panel (no other node named).
 #   node-a  3 x H100: GPU 0 shared/notebook-a idle (0 %), GPU 1 ml-team/train-1
@@ -39,8 +40,10 @@
 # 800 px, each node picked too, with screenshots in
 # $MLWATCH_BUILD/artifacts/ui/cluster/ (CI keeps them).
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/rw_lib.sh"
 source "$(dirname "$0")/cluster/cluster_lib.sh"
 : "${MLWATCH_BUILD:=$MLWATCH_SRC/build}"
+command -v victoria-metrics >/dev/null || fail "victoria-metrics is not installed (scripts/install-deps.sh test)"
 command -v node >/dev/null || fail "node is not installed (scripts/install-deps.sh test)"
 [ -x /usr/bin/chromium ] || fail "chromium is not installed (scripts/install-deps.sh test)"
 [ -d "$MLWATCH_SRC/ui/node_modules/playwright-core" ] ||
@@ -97,6 +100,7 @@ node_root a 09 02 0a
 node_root b 01 03
 node_root c 0c 0d
 
+start_vm "$WORK/vm"
 launch hub hub --data-dir "$WORK/hub-data" --state-dir "$WORK/hub-state" --node-name hub-1 --interval 250ms
 HUB=$URL_hub
 wait_http "$HUB/-/ready"
@@ -104,6 +108,7 @@ for n in a b c; do
     cat >"$WORK/agent-$n.yml" <<YAML
 remote_write:
   - {url: $HUB/api/v1/write, name: hub, queue_config: {batch_send_deadline: 200ms}}
+  - {url: $VM/api/v1/write, name: vm, queue_config: {batch_send_deadline: 200ms}}
 YAML
     FAKE_NVML_SCENARIO=$WORK/scenario-$n.txt launch agent-$n agent --node-name node-$n \
         --config "$WORK/agent-$n.yml" --root "$WORK/root-$n" --data-dir "$WORK/data-$n" \
@@ -111,21 +116,27 @@ YAML
         --nvml-library "$fake" --rocm-library none --interval 250ms --gpu-process-interval 250ms \
         --idle-window 2s --idle-busy-period 1s
 done
-q() { # EXPR: the hub's answer to an instant query, compact JSON
-    curl -s --get --data-urlencode "query=$1" "$HUB/api/v1/query" | jq -c '.data.result'
+q() { # URL EXPR: the instant query's result, compact JSON
+    curl -s --get --data-urlencode "query=$2" "$1/api/v1/query" | jq -c '.data.result'
 }
-qv_is() { [ "$(q "$1" | jq -r '.[0].value[1] // ""')" = "$2" ]; }
-WAIT_EVERY=0.3 wait_for 40 qv_is 'count(mlwatch_gpu_idle_seconds > 0)' 3 ||
-    fail "the three idle sessions never came: $(q 'mlwatch_gpu_idle_seconds')"
-WAIT_EVERY=0.3 wait_for 40 qv_is 'count(mlwatch_finding == 1)' 1 ||
-    fail "node-b's thermal finding never came: $(q 'mlwatch_finding')"
-expect_eq "nodes" '["node-a","node-b","node-c"]' \
-    "$(q 'count by (node) (mlwatch_gpu_info)' | jq -c '[.[].metric.node] | sort')"
+qv_is() { [ "$(q "$1" "$2" | jq -r '.[0].value[1] // ""')" = "$3" ]; }
+for url in "$HUB" "$VM"; do
+    WAIT_EVERY=0.3 wait_for 40 qv_is "$url" 'count(mlwatch_gpu_idle_seconds > 0)' 3 ||
+        fail "$url: the three idle sessions never came: $(q "$url" 'mlwatch_gpu_idle_seconds')"
+    WAIT_EVERY=0.3 wait_for 40 qv_is "$url" 'count(mlwatch_finding == 1)' 1 ||
+        fail "$url: node-b's thermal finding never came: $(q "$url" 'mlwatch_finding')"
+    expect_eq "$url: nodes" '["node-a","node-b","node-c"]' \
+        "$(q "$url" 'count by (node) (mlwatch_gpu_info)' | jq -c '[.[].metric.node] | sort')"
+done
 ok
 SHOTS=$(cd "$MLWATCH_BUILD" && pwd)/artifacts/ui/cluster # kept by CI (.ci/run)
 rm -rf "$SHOTS"
 (cd "$WORK" && timeout 120 node "$MLWATCH_SRC/tests/integration/cluster/check.js" "$HUB" \
     "$MLWATCH_SRC/tests/integration/cluster/three.json" "$SHOTS") || fail "the browser check of the hub failed"
 expect_eq "screenshots" 14 "$(find "$SHOTS" -name '*.png' | wc -l)"
+ok
+launch viewer hub --store=false --query-url "$VM/" --node-name viewer
+(cd "$WORK" && timeout 120 node "$MLWATCH_SRC/tests/integration/cluster/check.js" "$URL_viewer" \
+    "$MLWATCH_SRC/tests/integration/cluster/three.json") || fail "the browser check of VictoriaMetrics failed"
 ok
 done_ok
