@@ -69,6 +69,12 @@ void mw_rules_free(mw_rules *r);
 mw_rules *mw_rules_new_for_test(const char *patterns, int64_t interval_ms, char *err,
                                 size_t errsize);
 void mw_rules_eval_all(mw_rules *r, mw_store *store, int64_t t);
+/* promtool's group_eval_order: the groups named evaluate first, in this
+ * order, at each evaluation time; the others after them, in file order; a
+ * name no file has is ignored (as promtool does). -1 with promtool's
+ * message for a name given twice. */
+int mw_rules_set_eval_order(mw_rules *r, const char *const *names, size_t n, char *err,
+                            size_t errsize);
 /* The firing alerts of rule alertname: labels and annotations, each alert
  * "labels\tannotations" (both {a="b", ...} sorted), one per line, sorted;
  * malloc'd. */

@@ -101,6 +101,8 @@ static int64_t next_slot(const group_st *g, int64_t now)
  * and name. */
 static void install(mw_rules *r, mw_rule_set *defs)
 {
+    free(r->eval_order); /* indices of the groups being replaced */
+    r->eval_order = NULL;
     group_st *groups = mw_xcalloc(defs->ngroups ? defs->ngroups : 1, sizeof(*groups));
     int64_t now = mw_now_ms();
     for (size_t i = 0; i < defs->ngroups; i++) {
@@ -121,6 +123,7 @@ static void install(mw_rules *r, mw_rule_set *defs)
     for (size_t j = 0; j < r->ngroups; j++)
         mw_rules_group_free(&r->groups[j]);
     free(r->groups);
+    free(r->eval_order);
     mw_rule_set_free(&r->defs);
     r->defs = *defs;
     r->groups = groups;
@@ -195,8 +198,41 @@ void mw_rules_eval_all(mw_rules *r, mw_store *store, int64_t t)
 {
     pthread_mutex_lock(&r->w.mu);
     for (size_t i = 0; i < r->ngroups; i++)
-        mw_rules_eval_group(r, &r->groups[i], store, t);
+        mw_rules_eval_group(r, &r->groups[r->eval_order ? r->eval_order[i] : i], store, t);
     pthread_mutex_unlock(&r->w.mu);
+}
+
+int mw_rules_set_eval_order(mw_rules *r, const char *const *names, size_t n, char *err,
+                            size_t errsize)
+{
+    size_t *order = mw_xcalloc(r->ngroups ? r->ngroups : 1, sizeof(size_t));
+    char *placed = mw_xcalloc(r->ngroups ? r->ngroups : 1, 1);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(names[i], names[j]) == 0) {
+                snprintf(err, errsize, "group name repeated in evaluation order: %s", names[i]);
+                goto fail;
+            }
+        size_t g = 0;
+        while (g < r->ngroups && strcmp(r->groups[g].def->name, names[i]) != 0)
+            g++;
+        if (g == r->ngroups) continue; /* promtool too ignores a group no file has */
+        order[k++] = g;
+        placed[g] = 1;
+    }
+    for (size_t g = 0; g < r->ngroups; g++)
+        if (!placed[g]) order[k++] = g;
+    free(placed);
+    pthread_mutex_lock(&r->w.mu);
+    free(r->eval_order);
+    r->eval_order = order;
+    pthread_mutex_unlock(&r->w.mu);
+    return 0;
+fail:
+    free(order);
+    free(placed);
+    return -1;
 }
 
 const char *mw_rules_errors(mw_rules *r)

@@ -71,7 +71,8 @@ struct mw_rules {
     mw_rule_set defs;
     group_st *groups;
     size_t ngroups;
-    mw_buf errors; /* test runs: evaluation errors */
+    size_t *eval_order; /* test runs: group_eval_order (NULL: file order) */
+    mw_buf errors;      /* test runs: evaluation errors */
 };
 
 /* Evaluate group g at t (wall-clock ms) on store: rules in order, ALERTS,

@@ -1,7 +1,7 @@
 /* rules_test_cmd.c - `mlwatch rules test FILE...`: runs the unit tests of
  * rule files written for `promtool test rules` (rule_files,
  * evaluation_interval, tests of input_series, alert_rule_test and
- * promql_expr_test) against mlwatch's own evaluator: the input series go
+ * promql_expr_test, group_eval_order) against mlwatch's own evaluator: the input series go
  * into a fresh store in a temporary folder, the rules are evaluated at
  * every evaluation_interval from 0 to the last eval_time as promtool steps
  * them, and the firing alerts (labels and annotations) and the
@@ -348,7 +348,8 @@ static void check_expr(tfile *f, mw_store *store, yaml_node_t *t)
     pq_result_free(&res);
 }
 
-static void run_test(tfile *f, yaml_node_t *t, const char *patterns, int64_t eval_interval)
+static void run_test(tfile *f, yaml_node_t *t, const char *patterns, int64_t eval_interval,
+                     yaml_node_t *order)
 {
     int64_t interval = duration(sc(get(f, t, "interval")), eval_interval);
     char dir[] = "/tmp/mlwatch-rules-test-XXXXXX";
@@ -362,9 +363,22 @@ static void run_test(tfile *f, yaml_node_t *t, const char *patterns, int64_t eva
     char err[2048];
     mw_store *store = mw_store_open(&so, err, sizeof(err));
     mw_rules *r = store ? mw_rules_new_for_test(patterns, eval_interval, err, sizeof(err)) : NULL;
+    int ordered = 1;
+    if (r && seq_len(order)) {
+        const char *names[256];
+        size_t n = 0;
+        for (size_t i = 0; i < seq_len(order) && n < 256; i++) {
+            const char *g = sc(seq_at(f, order, i));
+            if (g) names[n++] = g;
+        }
+        if (mw_rules_set_eval_order(r, names, n, err, sizeof(err)) < 0) {
+            fail(f, "%s", err);
+            ordered = 0;
+        }
+    }
     if (!store || !r) {
         fail(f, "%s", err);
-    } else if (load_series(f, store, get(f, t, "input_series"), interval) == 0) {
+    } else if (ordered && load_series(f, store, get(f, t, "input_series"), interval) == 0) {
         yaml_node_t *alerts = get(f, t, "alert_rule_test"), *exprs = get(f, t, "promql_expr_test");
         int64_t maxt = 0;
         for (size_t i = 0; i < seq_len(alerts); i++) {
@@ -444,7 +458,8 @@ static int test_file(const char *path)
     free(copy);
     yaml_node_t *tests = get(&f, root, "tests");
     for (size_t i = 0; i < seq_len(tests); i++)
-        run_test(&f, seq_at(&f, tests, i), pats.data, eval_interval);
+        run_test(&f, seq_at(&f, tests, i), pats.data, eval_interval,
+                 get(&f, root, "group_eval_order"));
     mw_buf_free(&pats);
     yaml_document_delete(&f.doc);
     if (!f.failures) printf("  SUCCESS\n");

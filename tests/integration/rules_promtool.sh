@@ -35,6 +35,26 @@ for t in "$MLWATCH_SRC"/tests/prometheus/*.test.yml "$MLWATCH_SRC"/tests/rules/*
 done
 expect_eq "test files" 2 "$n"
 
+# group_eval_order (tests/rules/eval_order): both tools evaluate the groups
+# named first, in that order; a group named twice is refused with the same
+# message, a name no file has is ignored; a changed expectation fails both.
+EO=$MLWATCH_SRC/tests/rules/eval_order
+for t in ordered fileorder missing; do
+    (cd "$EO" && promtool test rules "$t.test.yml") >"$WORK/p.txt" 2>&1 || fail "promtool $t: $(cat "$WORK/p.txt")"
+    expect_eq "mlwatch rules test eval_order/$t" "Unit Testing:  $EO/$t.test.yml
+  SUCCESS" "$("$MLWATCH_BIN" rules test "$EO/$t.test.yml" 2>&1)"
+done
+(cd "$EO" && promtool test rules repeated.test.yml) >"$WORK/p.txt" 2>&1 && fail "promtool passes repeated.test.yml"
+expect_eq "promtool: a group named twice" "group name repeated in evaluation order: a" "$(grep -m1 "group name" "$WORK/p.txt")"
+expect_eq "mlwatch: a group named twice" "Unit Testing:  $EO/repeated.test.yml
+  FAILED:
+    group name repeated in evaluation order: a" "$("$MLWATCH_BIN" rules test "$EO/repeated.test.yml" 2>&1)"
+sed 's/value: 20/value: 21/' "$EO/ordered.test.yml" >"$EO/mutated-$$.test.yml"
+(cd "$EO" && promtool test rules "mutated-$$.test.yml") >/dev/null 2>&1 && { rm -f "$EO/mutated-$$.test.yml"; fail "promtool passes a mutated ordered.test.yml"; }
+"$MLWATCH_BIN" rules test "$EO/mutated-$$.test.yml" >/dev/null 2>&1 && { rm -f "$EO/mutated-$$.test.yml"; fail "mlwatch passes a mutated ordered.test.yml"; }
+rm -f "$EO/mutated-$$.test.yml"
+ok
+
 # --- the API bodies, side by side with Prometheus ---
 RULES=$WORK/api-rules.yml
 cp "$MLWATCH_SRC/tests/rules/api-rules.yml" "$RULES"
