@@ -4,9 +4,13 @@
 # eval_fail, eval_ordered; and of 3.x: eval range from S to E step D,
 # expect fail/ordered/string/warn/info/no_warn/no_info, load_with_nhcb)
 # against an mlwatch agent through its HTTP API, and counts the evals that
-# pass. Strict about annotations: an eval that expects a warning or an info
-# fails without one (mlwatch answers none); native histogram samples
-# ({{...}}) are not loaded, so what reads them fails. The files are not part of this repository: read
+# pass. Annotations are checked as Prometheus's runner checks them: the
+# answer's warnings and infos (of the instant query for an instant eval, of
+# the range query for a range eval) against `expect warn/info` (msg: exact
+# text with its position, regex:, or bare: any), `expect no_warn/no_info`
+# (none) and eval_warn/eval_info (at least one); an eval without such
+# lines does not look at them. Native histogram samples ({{...}}) are not
+# loaded, so what reads them fails. The files are not part of this repository: read
 # them from a checkout of Prometheus (see docs/promql.md, "Prometheus's test
 # files"), e.g.
 #
@@ -271,12 +275,33 @@ def compare_range(expected, scalar, data, rng):
     return None
 
 
-def eval_one(agent, expr, t_ms, rng, flags, expected, scalar, string, unsupported):
+def check_annotations(flags, annos, ans):
+    """None when the answer's warnings and infos are what the eval expects
+    (Prometheus's promqltest rules), else why not."""
+    got = {"warn": ans.get("warnings") or [], "info": ans.get("infos") or []}
+    for kind, what in (("warn", "warnings"), ("info", "info annotations")):
+        if kind in flags and not got[kind]:
+            return "expected %s, got none" % what
+        exp = annos.get(kind)
+        if exp:
+            match = lambda e, a: e[1] == a if e[0] == "msg" else e[1].search(a) is not None
+            if not got[kind]:
+                return "expected %s %s, got none" % (kind, [e[1] if e[0] == "msg" else e[1].pattern for e in exp])
+            for e in exp:
+                if not any(match(e, a) for a in got[kind]):
+                    return "expected %s %r, got %s" % (kind, e[1] if e[0] == "msg" else e[1].pattern, got[kind])
+            for a in got[kind]:
+                if not any(match(e, a) for e in exp):
+                    return "unexpected %s %r" % (kind, a)
+        if "no_" + kind in annos and got[kind]:
+            return "unexpected %s: %s" % (what, got[kind])
+    return None
+
+
+def eval_one(agent, expr, t_ms, rng, flags, annos, expected, scalar, string, unsupported):
     """None when the eval passes, else why not."""
     if unsupported:
         return "expects native histograms or a range vector answer (not supported by this runner)"
-    if "warn" in flags or "info" in flags:
-        return "expects an annotation (mlwatch answers none)"
     t_s = t_ms / 1000
     if rng:
         code, ans = agent.query("/api/v1/query_range", {
@@ -286,12 +311,15 @@ def eval_one(agent, expr, t_ms, rng, flags, expected, scalar, string, unsupporte
             return None if ans.get("status") == "error" else "expected an error"
         if ans.get("status") != "success":
             return "error %s: %s" % (code, ans.get("error"))
-        return compare_range(expected, scalar, ans["data"], rng)
+        return check_annotations(flags, annos, ans) or compare_range(expected, scalar, ans["data"], rng)
     code, ans = agent.query("/api/v1/query", {"query": expr, "time": "%.3f" % t_s})
     if "fail" in flags:
         return None if ans.get("status") == "error" else "expected an error"
     if ans.get("status") != "success":
         return "error %s: %s" % (code, ans.get("error"))
+    why = check_annotations(flags, annos, ans)
+    if why:
+        return why
     if string is not None:
         d = ans["data"]
         return None if d["resultType"] == "string" and d["result"][1] == string else "string %r" % d
@@ -360,6 +388,7 @@ def run_file(path, agent, loader, verbose, counts):
                 t_ms = dur_ms(at)
             expected, scalar, string, unsupported = [], None, None, False
             flags = {mod} if mod else set()
+            annos = {}  # warn/info/no_warn/no_info -> [(msg|regex, text or pattern)]
             i += 1
             while i < len(lines) and lines[i]:
                 x = lines[i]
@@ -372,8 +401,17 @@ def run_file(path, agent, loader, verbose, counts):
                     elif e.startswith("string"):
                         q = e[6:].strip()
                         string = q[1:-1] if q[:1] in "`'" else json.loads(q)
-                    elif e in ("warn", "info") or e.startswith("warn ") or e.startswith("info "):
-                        flags.add(e.split()[0])
+                    elif re.match(r"^(warn|info|no_warn|no_info)\b", e):
+                        am = re.match(r"^(warn|info|no_warn|no_info)(?:\s+(regex|msg):(.+))?$", e)
+                        if not am:
+                            raise ValueError("%s:%d: bad expect line %r" % (fname, i + 1, x))
+                        kind = am.group(1)
+                        if am.group(2) == "msg":
+                            annos.setdefault(kind, []).append(("msg", am.group(3).strip()))
+                        elif am.group(2) == "regex":
+                            annos.setdefault(kind, []).append(("regex", re.compile(am.group(3).strip())))
+                        else:
+                            annos.setdefault(kind, []).append(("regex", re.compile("")))
                     elif e.startswith("range vector"):
                         unsupported = True
                 elif "{{" in x:
@@ -387,7 +425,7 @@ def run_file(path, agent, loader, verbose, counts):
                         expected.append((labels, vs if rng else (vs[0] if vs else None)))
                 i += 1
             counts["total"] += 1
-            why = eval_one(agent, expr, t_ms, rng, flags, expected, scalar, string, unsupported)
+            why = eval_one(agent, expr, t_ms, rng, flags, annos, expected, scalar, string, unsupported)
             if why is None:
                 counts["passed"] += 1
             elif verbose:
