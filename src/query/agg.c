@@ -9,6 +9,7 @@
 #include "../core/buf.h"
 #include "../core/util.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -407,6 +408,50 @@ static int param_is_nan(qctx *c, const pq_node *n, const val *param)
     return 1;
 }
 
+/* Go's math.Max and math.Min: a NaN stays. */
+static double go_max(double a, double b)
+{
+    return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
+}
+
+static double go_min(double a, double b)
+{
+    return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
+}
+
+/* Prometheus 3's warnings of a quantile out of [0, 1] or a ratio out of
+ * [-1, 1], from the parameter's least and greatest value over the query's
+ * steps (a NaN among them hides both, as there). */
+static void param_annots(qctx *c, const pq_node *n, const val *param)
+{
+    if (n->op != PQ_AGG_QUANTILE && n->op != PQ_AGG_LIMIT_RATIO) return;
+    double mx = -DBL_MAX, mn = DBL_MAX;
+    int nan = 0;
+    for (size_t k = 0; k < c->nsteps; k++) {
+        mx = go_max(mx, param->scalar[k]);
+        mn = go_min(mn, param->scalar[k]);
+        nan |= isnan(param->scalar[k]);
+    }
+    int pos = q_arg_pos(n->args[0]);
+    if (n->op == PQ_AGG_QUANTILE) {
+        if (nan) q_annot_quantile(c, NAN, pos);
+        if (mx > 1) q_annot_quantile(c, mx, pos);
+        if (mn < 0) q_annot_quantile(c, mn, pos);
+        return;
+    }
+    char g[40];
+    if (mx > 1) {
+        pq_format_go_g(mx, g, sizeof(g));
+        q_annot(c, 0, pos,
+                "PromQL warning: ratio value should be between -1 and 1, got %s, capping to 1", g);
+    }
+    if (mn < -1) {
+        pq_format_go_g(mn, g, sizeof(g));
+        q_annot(c, 0, pos,
+                "PromQL warning: ratio value should be between -1 and 1, got %s, capping to -1", g);
+    }
+}
+
 val eval_agg(qctx *c, const pq_node *n)
 {
     val out = {0}, param = {0};
@@ -450,6 +495,7 @@ val eval_agg(qctx *c, const pq_node *n)
         vb_free(&b);
         goto done;
     }
+    param_annots(c, n, &param);
     if (n->op == PQ_AGG_TOPK || n->op == PQ_AGG_BOTTOMK) {
         vb_free(&b);
         out = agg_k(c, n, &in, param.scalar, grp, ng);

@@ -363,6 +363,45 @@ static void damaged_warning(const pq_result *r, char *out, size_t size)
              r->damaged_chunks == 1 ? "its" : "their", r->damaged_chunks == 1 ? "its" : "their");
 }
 
+/* The answer's "warnings" and "infos", as Prometheus's API writes them: at
+ * most 10 of each, then how many more were left out; NULL for none (the
+ * key is then absent, as Go's omitempty leaves it). The damaged-chunk
+ * warning comes first. */
+static void annot_arrays(const pq_result *r, const char *query, json_t **warnings, json_t **infos)
+{
+    json_t *arr[2] = {json_array(), json_array()};
+    size_t skipped[2] = {0, 0};
+    if (r->damaged_chunks) {
+        char w[200];
+        damaged_warning(r, w, sizeof(w));
+        json_array_append_new(arr[0], json_string(w));
+    }
+    for (size_t i = 0; i < r->nannots; i++) {
+        int k = r->annots[i].info ? 1 : 0;
+        if (json_array_size(arr[k]) >= 10) {
+            skipped[k]++;
+            continue;
+        }
+        char *t = pq_annot_text(&r->annots[i], query);
+        json_array_append_new(arr[k], json_string(t));
+        free(t);
+    }
+    for (int k = 0; k < 2; k++) {
+        if (skipped[k]) {
+            char m[80];
+            snprintf(m, sizeof(m), "%zu more %s annotations omitted", skipped[k],
+                     k ? "info" : "warning");
+            json_array_append_new(arr[k], json_string(m));
+        }
+        if (!json_array_size(arr[k])) {
+            json_decref(arr[k]);
+            arr[k] = NULL;
+        }
+    }
+    *warnings = arr[0];
+    *infos = arr[1];
+}
+
 /* Prometheus's "stats" object (any stats= value; per-step samples are
  * Prometheus's per_step_stats feature, off there by default, not here):
  * timings in seconds, samples read from the store and the peak in memory. */
@@ -376,7 +415,8 @@ static json_t *stats_json(const pq_result *r, double prep_s, double eval_s)
 }
 
 /* NULL when the text would be larger than max bytes (0: no limit). */
-static char *result_text(const pq_result *r, const json_t *stats, size_t max, size_t *len)
+static char *result_text(const pq_result *r, const char *query, const json_t *stats, size_t max,
+                         size_t *len)
 {
     mw_buf b;
     mw_buf_init(&b, max);
@@ -413,13 +453,13 @@ static char *result_text(const pq_result *r, const json_t *stats, size_t max, si
         free(st);
     }
     mw_buf_putc(&b, '}');
-    if (r->damaged_chunks) {
-        char w[200];
-        damaged_warning(r, w, sizeof(w));
-        json_t *ws = json_pack("[s]", w);
-        char *text = json_dumps(ws, JSON_COMPACT);
-        json_decref(ws);
-        mw_buf_puts(&b, ",\"warnings\":");
+    json_t *an[2];
+    annot_arrays(r, query, &an[0], &an[1]);
+    for (int k = 0; k < 2; k++) {
+        if (!an[k]) continue;
+        char *text = json_dumps(an[k], JSON_COMPACT);
+        json_decref(an[k]);
+        mw_buf_puts(&b, k ? ",\"infos\":" : ",\"warnings\":");
         mw_buf_puts(&b, text ? text : "[]");
         free(text);
     }
@@ -577,7 +617,7 @@ static void query_handler(void *cls, const mw_http_request *req, mw_http_respons
     if (r.type == PQ_T_VECTOR || r.type == PQ_T_MATRIX) {
         resp->status = 200;
         resp->content_type = "application/json";
-        resp->body = result_text(&r, stats, api->max_answer_bytes, &resp->len);
+        resp->body = result_text(&r, q, stats, api->max_answer_bytes, &resp->len);
         if (!resp->body)
             api_respond_error(resp, 422,
                               "the answer would be larger than %zu bytes (--query-max-bytes)",
@@ -585,12 +625,13 @@ static void query_handler(void *cls, const mw_http_request *req, mw_http_respons
     } else {
         json_t *data = result_json(&r);
         if (stats) json_object_set(data, "stats", stats);
-        if (r.damaged_chunks) {
-            char w[200];
-            damaged_warning(&r, w, sizeof(w));
-            api_respond_json(
-                resp, 200,
-                json_pack("{s:s, s:o, s:[s]}", "status", "success", "data", data, "warnings", w));
+        json_t *ws, *is;
+        annot_arrays(&r, q, &ws, &is);
+        if (ws || is) {
+            json_t *root = json_pack("{s:s, s:o}", "status", "success", "data", data);
+            if (ws) json_object_set_new(root, "warnings", ws);
+            if (is) json_object_set_new(root, "infos", is);
+            api_respond_json(resp, 200, root);
         } else {
             api_respond_data(resp, data);
         }

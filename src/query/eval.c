@@ -827,11 +827,16 @@ int pq_eval(mw_store *store, const pq_node *expr, int64_t start, int64_t end, in
         return PQ_ERR_BAD_DATA;
     }
     if (check_durations(&c, expr) < 0) return c.code;
+    qannots annots = {0};
+    c.annots = &annots;
     val v = eval_node(&c, expr);
     if (c.code) {
         val_free(NULL, &v);
+        q_annots_free(&annots);
         return c.code;
     }
+    out->annots = annots.a;
+    out->nannots = annots.n;
     out->t = start;
     out->damaged_chunks = c.damaged_chunks;
     out->total_samples = c.loaded;
@@ -894,5 +899,8 @@ void pq_result_free(pq_result *r)
     }
     free(r->series);
     free(r->str);
+    for (size_t i = 0; i < r->nannots; i++)
+        free(r->annots[i].msg);
+    free(r->annots);
     memset(r, 0, sizeof(*r));
 }

@@ -122,5 +122,13 @@ const pq_func *pq_func_at(size_t i)
 
 val eval_call(qctx *c, const pq_node *n)
 {
+    /* A range query's answer is ordered by labels whatever sort did; a
+     * subquery's grid counts too, as Prometheus's evaluator of it. */
+    if (c->start != c->end &&
+        (n->func->call == pq_call_sort || n->func->call == pq_call_sort_desc ||
+         n->func->call == pq_call_sort_by_label || n->func->call == pq_call_sort_by_label_desc))
+        q_annot(c, 0, n->pos,
+                "PromQL warning: sort is ineffective for range queries since results are always "
+                "ordered by labels");
     return n->func->call(c, n);
 }

@@ -4,7 +4,9 @@
 
 #include "../core/util.h"
 
+#include <float.h>
 #include <math.h>
+#include <ctype.h>
 #include <stdlib.h>
 
 typedef struct bucket {
@@ -17,8 +19,25 @@ static int cmp_bucket(const void *a, const void *b)
     return x < y ? -1 : x > y ? 1 : 0;
 }
 
-static double bucket_quantile(double q, bucket *b, size_t n)
+/* Prometheus's almost.Equal: within eps relative, or near zero absolute. */
+static int almost_equal(double a, double b, double eps)
 {
+    const double min_normal = 2.2250738585072014e-308;
+    if (a == b) return 1;
+    double abs_sum = fabs(a) + fabs(b), diff = fabs(a - b);
+    if (a == 0 || b == 0 || abs_sum < min_normal) return diff < eps * min_normal;
+    return diff / fmin(abs_sum, DBL_MAX) < eps;
+}
+
+/* What forcing the buckets monotonic changed, for the info it raises. */
+typedef struct mono_fix {
+    int forced;
+    double min_bucket, max_bucket, max_diff;
+} mono_fix;
+
+static double bucket_quantile(double q, bucket *b, size_t n, mono_fix *fix)
+{
+    fix->forced = 0;
     if (isnan(q)) return NAN;
     if (q < 0) return -INFINITY;
     if (q > 1) return INFINITY;
@@ -34,12 +53,29 @@ static double bucket_quantile(double q, bucket *b, size_t n)
         }
     }
     n = o;
-    double max = -INFINITY; /* ensure monotonic */
-    for (size_t i = 0; i < n; i++) {
-        if (b[i].count > max)
-            max = b[i].count;
-        else
-            b[i].count = max;
+    /* Ensure monotonic counts, as Prometheus 3: a difference within 1e-12
+     * relative is floating-point noise, taken away silently; a real
+     * decrease is removed too, and said so (an info). */
+    fix->min_bucket = INFINITY;
+    fix->max_bucket = -INFINITY;
+    fix->max_diff = 0;
+    double prev = b[0].count;
+    for (size_t i = 1; i < n; i++) {
+        double cur = b[i].count;
+        if (cur == prev) continue;
+        if (almost_equal(prev, cur, 1e-12)) {
+            b[i].count = prev;
+            continue;
+        }
+        if (cur < prev) {
+            b[i].count = prev;
+            fix->forced = 1;
+            if (b[i].upper < fix->min_bucket) fix->min_bucket = b[i].upper;
+            if (b[i].upper > fix->max_bucket) fix->max_bucket = b[i].upper;
+            if (prev - cur > fix->max_diff) fix->max_diff = prev - cur;
+            continue;
+        }
+        prev = cur;
     }
     if (n < 2) return NAN;
     double obs = b[n - 1].count;
@@ -59,6 +95,27 @@ static double bucket_quantile(double q, bucket *b, size_t n)
     return start + (end - start) * (rank / count);
 }
 
+/* A bucket without a readable le, present at some step: Prometheus's
+ * warning (with the metric name, as its evaluator names it when it keeps
+ * names to the end, as its test engine does). */
+static void bad_le(qctx *c, const sv *s, const char *le, size_t nsteps, int pos)
+{
+    size_t k = 0;
+    while (k < nsteps && !s->ok[k])
+        k++;
+    if (k == nsteps) return;
+    const char *name = lbl_get(s->labels, s->nlabels, "__name__");
+    if (*name)
+        q_annot(c, 0, pos,
+                "PromQL warning: bucket label \"le\" is missing or has a malformed value of \"%s\" "
+                "for metric name \"%s\"",
+                le, name);
+    else
+        q_annot(c, 0, pos,
+                "PromQL warning: bucket label \"le\" is missing or has a malformed value of \"%s\"",
+                le);
+}
+
 /* histogram_quantile(q, buckets): per label set without le (the metric name
  * included, as Prometheus groups), the quantile interpolated in the bucket
  * it falls in. The answer drops the name: two histograms whose labels differ
@@ -73,12 +130,18 @@ val pq_call_histogram_quantile(qctx *c, const pq_node *n)
     vb_init(&groups, c);
     size_t *grp = mw_xcalloc(in.n ? in.n : 1, sizeof(size_t));
     double *le = mw_xcalloc(in.n ? in.n : 1, sizeof(double));
+    int qpos = q_arg_pos(n->args[0]), bpos = q_arg_pos(n->args[1]);
+    /* Prometheus warns of q out of [0, 1] at every step, input or none. */
+    for (size_t k = 0; k < c->nsteps && q.scalar; k++)
+        q_annot_quantile(c, q.scalar[k], qpos);
     for (size_t i = 0; i < in.n && !c->code; i++) {
         const char *ls = lbl_get(in.s[i].labels, in.s[i].nlabels, "le");
         char *end;
         le[i] = strtod(ls, &end);
-        if (!*ls || *end) {
-            grp[i] = (size_t)-1; /* no or bad le: ignored */
+        /* Go's ParseFloat takes no leading space, which strtod skips */
+        if (!*ls || *end || isspace((unsigned char)*ls)) {
+            grp[i] = (size_t)-1; /* no or bad le: ignored, with a warning */
+            bad_le(c, &in.s[i], ls, c->nsteps, bpos);
             continue;
         }
         pq_label *l = lbl_copy(in.s[i].labels, in.s[i].nlabels);
@@ -97,7 +160,12 @@ val pq_call_histogram_quantile(qctx *c, const pq_node *n)
             for (size_t i = 0; i < in.n; i++)
                 if (grp[i] == g && in.s[i].ok[k]) b[m++] = (bucket){le[i], in.s[i].v[k]};
             if (!m) continue;
-            if (vb_set(&vb, si, k, bucket_quantile(q.scalar[k], b, m)) < 0) break;
+            mono_fix fix;
+            double v = bucket_quantile(q.scalar[k], b, m, &fix);
+            if (fix.forced)
+                q_annot_mono(c, lbl_get(groups.s[g].labels, groups.s[g].nlabels, "__name__"), bpos,
+                             qts(c, k), fix.min_bucket, fix.max_bucket, fix.max_diff);
+            if (vb_set(&vb, si, k, v) < 0) break;
         }
     }
     free(b);

@@ -471,6 +471,29 @@ static int check_factors(qctx *c, const pq_node *n, const rangearg *ra, const va
 
 /* The call n over its range argument: the window operation's values, or
  * (absent) 1 at the steps where no series has a window with samples. */
+static int per_step_of(const val *param, size_t pi)
+{
+    return pi != (size_t)-1 && param->scalar;
+}
+
+/* Prometheus's PossibleNonCounterInfo, raised per series that gives a
+ * value: a name without a counter's or a histogram's suffix. */
+static void possible_non_counter(qctx *c, const pq_series *s, const pq_node *arg)
+{
+    const char *name = lbl_get(s->labels, s->nlabels, "__name__");
+    if (!*name) return;
+    static const char *const suffixes[] = {"_total", "_sum", "_count", "_bucket"};
+    size_t len = strlen(name);
+    for (size_t i = 0; i < 4; i++) {
+        size_t sl = strlen(suffixes[i]);
+        if (len >= sl && !strcmp(name + len - sl, suffixes[i])) return;
+    }
+    q_annot(c, 1, q_arg_pos(arg),
+            "PromQL info: metric might not be a counter, name does not end in "
+            "_total/_sum/_count/_bucket: \"%s\"",
+            name);
+}
+
 static val range_call(qctx *c, const pq_node *n, int absent)
 {
     val out = {0}, param = {0}, param2 = {0};
@@ -497,6 +520,10 @@ static val range_call(qctx *c, const pq_node *n, int absent)
         return out;
     }
     int keep_name = (n->func->flags & PQ_FN_KEEP_NAME) != 0;
+    /* Prometheus 3's annotations: rate and increase (not irate) of a name
+     * that no counter would have; quantile_over_time's q out of [0, 1]. */
+    int counter = n->func->window == pq_window_rate || n->func->window == pq_window_increase;
+    int quantile = n->func->window == pq_window_quantile && per_step_of(&param, pi);
     vbuild b;
     vb_init(&b, c);
     uint8_t *any = absent ? mw_xcalloc(c->nsteps, 1) : NULL;
@@ -543,7 +570,9 @@ static val range_call(qctx *c, const pq_node *n, int absent)
                     any[k] = 1;
                     continue;
                 }
+                if (quantile) q_annot_quantile(c, per_step[k], q_arg_pos(n->args[pi]));
                 if (si == (size_t)-1) {
+                    if (counter) possible_non_counter(c, s, n->args[ri]);
                     /* The argument's labels are not needed again: taken
                      * over, not copied. */
                     pq_label *l = s->labels;

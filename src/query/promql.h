@@ -158,6 +158,29 @@ typedef struct pq_series {
     size_t n;
 } pq_series;
 
+/* One of Prometheus 3's annotations: a warning or an info about the query
+ * (docs/promql.md, "Annotations"). msg is Prometheus's text without its
+ * position, the key two of them merge by; pos the byte offset in the query
+ * of the expression it names. histogram_quantile's monotonicity info also
+ * carries what it merged over steps and series (mono). */
+typedef struct pq_annot {
+    int info; /* 1: an info; 0: a warning */
+    char *msg;
+    int pos;
+    int mono;
+    int64_t min_ts, max_ts;
+    double min_bucket, max_bucket, max_diff;
+    size_t count; /* occurrences merged, less one */
+} pq_annot;
+
+/* The text the API answers: msg and the position as "(LINE:COL)" in
+ * query, as Prometheus writes it; malloc'd. */
+char *pq_annot_text(const pq_annot *a, const char *query);
+/* Go's %g (strconv 'g', -1): shortest digits, an exponent below 1e-4 and
+ * from 1e21... as Go does (from 1e6), "+Inf", "NaN"; the annotations'
+ * numbers. */
+void pq_format_go_g(double v, char *buf, size_t size);
+
 typedef struct pq_result {
     pq_type type;
     double scalar; /* PQ_T_SCALAR at an instant */
@@ -171,6 +194,9 @@ typedef struct pq_result {
     /* For stats=all: samples read from the store, and the most samples in
      * memory at once. */
     size_t total_samples, peak_samples;
+    /* Warnings and infos, in the order they were first raised. */
+    pq_annot *annots;
+    size_t nannots;
 } pq_result;
 
 enum { PQ_ERR_BAD_DATA = 400, PQ_ERR_EXECUTION = 422, PQ_ERR_TIMEOUT = 503 };

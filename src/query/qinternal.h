@@ -45,12 +45,37 @@ typedef struct qctx {
     size_t peak;
     size_t loaded;         /* samples read from the store, in all */
     size_t damaged_chunks; /* skipped by the store (bad checksum): a warning */
-    int code;              /* PQ_ERR_* once failed */
+    /* Annotations raised so far: shared by a subquery's context and its
+     * parent's (both point to the query's one list). */
+    struct qannots *annots;
+    int code; /* PQ_ERR_* once failed */
     char *err;
     size_t errsize;
 } qctx;
 
 void qerr(qctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Annotations (annot.c), as Prometheus's util/annotations raises them. */
+typedef struct qannots {
+    pq_annot *a;
+    size_t n, cap;
+} qannots;
+/* A warning (info 0) or an info about the expression at pos; one with the
+ * same text as an earlier one replaces it (Prometheus keeps the last). */
+void q_annot(qctx *c, int info, int pos, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* "quantile value should be between 0 and 1, got Q" when q is NaN or out of [0, 1]. */
+void q_annot_quantile(qctx *c, double q, int pos);
+/* histogram_quantile's input fixed for monotonicity at step time ts:
+ * merged with the earlier ones of the same metric name. */
+void q_annot_mono(qctx *c, const char *metric, int pos, int64_t ts, double min_bucket,
+                  double max_bucket, double max_diff);
+/* Hands the list to the result (pq_eval) or frees it. */
+void q_annots_free(qannots *q);
+/* The position Prometheus names for a function's or aggregation's argument:
+ * inside parentheses (it removes them), and 0 for a subquery, whose
+ * evaluated stand-in has no position there. */
+int q_arg_pos(const pq_node *n);
 /* 0, or -1 (and the context failed) when over the sample budget or time. */
 int qcharge(qctx *c, size_t n);
 void qrelease(qctx *c, size_t n);
