@@ -126,7 +126,12 @@ int q_arg_pos(const pq_node *n)
 {
     while (n->kind == PQ_PAREN && n->nargs)
         n = n->args[0];
-    return n->kind == PQ_SUBQ ? 0 : n->pos;
+    if (n->kind == PQ_SUBQ) return 0;
+    /* A binary expression starts where its left side does (the parser
+     * keeps the operator's offset). */
+    while (n->kind == PQ_BINARY && n->nargs)
+        n = n->args[0];
+    return n->pos;
 }
 
 void pq_format_go_g(double v, char *buf, size_t size)

@@ -12,11 +12,14 @@
  *   eval_fail instant at 0 EXPR   must fail; an optional line
  *     error SUBSTRING             checks the message
  *   clear                         empty the store
+ *   expect warn msg: TEXT         (in an eval) annotations: promql_expect.h
  *
  * `a+bxN` expands to a, a+b, ..., a+N*b (N+1 values), `_` skips a step,
  * `stale` writes a staleness marker. Values compare within 1e-9 relative. */
 #include "query/promql.h"
 #include "query/qinternal.h"
+
+#include "promql_expect.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -235,6 +238,8 @@ typedef struct evalcase {
 static void run_eval(runner *r, evalcase *ec)
 {
     char err[512];
+    static char expects[MAX_EXPECTS][1024];
+    int nexp = take_expects(ec->lines, &ec->nlines, expects);
     pq_node *n = pq_parse(ec->expr, err, sizeof(err));
     pq_result res = {0};
     pq_limits lim;
@@ -251,6 +256,10 @@ static void run_eval(runner *r, evalcase *ec)
         goto done;
     }
     if (rc != 0) {
+        failf(r, "%s: %s", ec->expr, err);
+        goto done;
+    }
+    if (check_expects(&res, ec->expr, expects, nexp, err, sizeof(err)) < 0) {
         failf(r, "%s: %s", ec->expr, err);
         goto done;
     }
