@@ -3,7 +3,8 @@
 # envelope, value encoding (Go's shortest fixed notation, 1e100 and
 # 1.5e-300 written out in full), GET and form POST, RFC 3339 and float times,
 # duration and float steps, series/labels/label values, buildinfo, metadata,
-# and the error types and status codes of bad queries and parameters.
+# and the error types and status codes of bad queries and parameters;
+# Prometheus 3's warnings and infos.
 source "$(dirname "$0")/lib.sh"
 HERE="$MLWATCH_SRC/tests/integration"
 LOADER="$WORK/promql_load"
@@ -134,6 +135,36 @@ expect_eq "metadata of the agent's own families" \
 expect_eq "metadata of a store family with a unit" \
     '200 {"status":"success","data":{"mlwatch_store_disk_usage_bytes":[{"type":"gauge","help":"Bytes the store uses on disk (WAL, chunks, blocks, snapshot).","unit":"bytes"}]}}' \
     "$(call "$AGENT_URL/api/v1/metadata?metric=mlwatch_store_disk_usage_bytes")"
+
+# Prometheus 3's annotations: "warnings" and "infos" after "data", each
+# text with the LINE:COL of what it names, at most 10 of each and then how
+# many were left out; a key with nothing in it is absent. Loaded here, after
+# the series and labels checks above, which list every name.
+cat >"$WORK/queue.txt" <<DATA
+api_queue{instance="a"} ${T0}000 5
+api_queue{instance="a"} $((T0 + 60))000 10
+DATA
+expect_eq "remote write (api_queue)" 204 "$("$LOADER" "$AGENT_URL/api/v1/write" "$WORK/queue.txt")"
+expect_eq "info: rate of a name no counter has" \
+    '200 {"status":"success","data":{"resultType":"vector","result":[{"metric":{"instance":"a"},"value":[1700000060,"0.08333333333333333"]}]},"infos":["PromQL info: metric might not be a counter, name does not end in _total/_sum/_count/_bucket: \"api_queue\" (1:6)"]}' \
+    "$(call --get --data-urlencode 'query=rate(api_queue[2m])' --data-urlencode "time=$((T0 + 60))" "$AGENT_URL/api/v1/query")"
+expect_eq "no annotation: rate of a counter" \
+    '200 {"status":"success","data":{"resultType":"vector","result":[{"metric":{"instance":"a","job":"api"},"value":[1700000060,"0.5833333333333334"]}]}}' \
+    "$(call --get --data-urlencode 'query=rate(api_req_total{instance="a"}[2m])' --data-urlencode "time=$((T0 + 60))" "$AGENT_URL/api/v1/query")"
+expect_eq "warning: sort in a range query, on the query's second line (form POST)" \
+    '200 {"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1700000000,"5"],[1700000060,"10"]]}]},"warnings":["PromQL warning: sort is ineffective for range queries since results are always ordered by labels (2:3)"]}' \
+    "$(call --data-urlencode $'query=sum(\n  sort(api_queue))' --data-urlencode "start=$T0" --data-urlencode "end=$((T0 + 60))" --data-urlencode 'step=60' "$AGENT_URL/api/v1/query_range")"
+expect_eq "a warning and an info on a scalar answer" \
+    '200 {"status":"success","data":{"resultType":"scalar","result":[1700000060,"+Inf"]},"warnings":["PromQL warning: quantile value should be between 0 and 1, got 2 (1:17)"],"infos":["PromQL info: metric might not be a counter, name does not end in _total/_sum/_count/_bucket: \"api_queue\" (1:25)"]}' \
+    "$(call --get --data-urlencode 'query=scalar(quantile(2, rate(api_queue[2m])))' --data-urlencode "time=$((T0 + 60))" "$AGENT_URL/api/v1/query")"
+# q = 2 ... 12 at 11 steps, and no le: 12 warnings, 10 answered.
+want=""
+for q in 2 3 4 5 6 7 8 9 10 11; do
+    want="$want\"PromQL warning: quantile value should be between 0 and 1, got $q (1:20)\","
+done
+expect_eq "at most 10 warnings, then how many more" \
+    "200 {\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[]},\"warnings\":[${want}\"2 more warning annotations omitted\"]}" \
+    "$(call --get --data-urlencode 'query=histogram_quantile(time() - 1699999998, api_queue)' --data-urlencode "start=$T0" --data-urlencode "end=$((T0 + 10))" --data-urlencode 'step=1' "$AGENT_URL/api/v1/query_range")"
 
 # The engine's limits from the command line, on the same data: a lookback
 # of 20 s no longer sees a sample 30 s old, and a budget of 5 samples
