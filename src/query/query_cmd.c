@@ -259,6 +259,10 @@ static int handle_answer(const mw_config *cfg, const char *url, long status, con
         {
             fprintf(stderr, "mlwatch query: warning: %s\n", json_string_value(w));
         }
+        json_array_foreach(json_object_get(root, "infos"), i, w)
+        {
+            fprintf(stderr, "mlwatch query: info: %s\n", json_string_value(w));
+        }
         const json_t *data = json_object_get(root, "data");
         if (cfg->json) {
             char *s = json_dumps(data, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);

@@ -47,6 +47,16 @@ expect_eq "range first timestamp" "$((now - 4))" "$(jq '.result[0].values[0][0]'
 expect_eq "range table" "$(printf '{}\n  %d.000 7\n  %d.000 7' $((now - 1)) "$now")" \
     "$(cat "$WORK/range.txt")"
 
+# Annotations go to stderr, one line each, the answer to stdout.
+err=$("$MLWATCH_BIN" query --url "$AGENT_URL" --start $((now - 1)) --end "$now" --step 1 \
+    'sort(quantile(2, vector(7)))' 2>&1 >/dev/null)
+expect_eq "warnings on stderr" \
+    "$(printf '%s\n%s' 'mlwatch query: warning: PromQL warning: sort is ineffective for range queries since results are always ordered by labels (1:1)' \
+        'mlwatch query: warning: PromQL warning: quantile value should be between 0 and 1, got 2 (1:15)')" "$err"
+err=$("$MLWATCH_BIN" query --url "$AGENT_URL" --time "$now" 'rate(mlwatch_load1[5m])' 2>&1 >/dev/null)
+expect_eq "an info on stderr" \
+    'mlwatch query: info: PromQL info: metric might not be a counter, name does not end in _total/_sum/_count/_bucket: "mlwatch_load1" (1:6)' "$err"
+
 # A malformed query: the server's errorType and error on one line, exit 1.
 set +e
 err=$("$MLWATCH_BIN" query --url "$AGENT_URL" 'sum(' 2>&1 >/dev/null)
