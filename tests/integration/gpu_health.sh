@@ -108,7 +108,7 @@ scenario 'gpu 0 procs_delay_ms=60000'
 wait_for 20 sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' $AGENT_URL/-/ready)\" = 503 ]" ||
     fail "/-/ready does not say the GPU stack hangs"
 ok
-curl -s "$AGENT_URL/-/ready" | grep -q '^mlwatch is not ready: gpu: no GPU poll has completed for [0-9]* s (a driver call hangs?)$' ||
+curl -s "$AGENT_URL/-/ready" | grep '^mlwatch is not ready: gpu: no GPU poll has completed for [0-9]* s (a driver call hangs?)$' >/dev/null ||
     fail "/-/ready: $(curl -s "$AGENT_URL/-/ready")"
 ok
 await mlwatch_gpu_health 'gpu="1",uuid="GPU-00000000-0000-0000-0000-000000000001",state="unknown",reason="no_reading",action="none"' 1

@@ -80,7 +80,7 @@ blank() {
         -e 's/"evaluationTime":[0-9.e+-]*/"evaluationTime":0/g'
 }
 # Both have evaluated every rule twice (the firing alert fired).
-fired() { curl -s "$1/api/v1/alerts" | grep -q '"state":"firing"'; }
+fired() { curl -s "$1/api/v1/alerts" | grep '"state":"firing"' >/dev/null; }
 wait_for 20 fired "$PROM_URL" || fail "prometheus: no firing alert"
 wait_for 20 fired "$AGENT_URL" || fail "mlwatch: no firing alert"
 for path in "/api/v1/rules" "/api/v1/alerts" "/api/v1/rules?type=foo"; do

@@ -72,7 +72,7 @@ for n in a b; do
     cp "$WORK/agent.log" "$WORK/agent-$n.log"
 done
 # Both have open episodes and saved energy totals.
-episodes() { curl -s "$1/metrics" | grep -q '^mlwatch_idle_gpu_sessions{namespace="shared",node="gpu-node-1"} 2$'; }
+episodes() { curl -s "$1/metrics" | grep '^mlwatch_idle_gpu_sessions{namespace="shared",node="gpu-node-1"} 2$' >/dev/null; }
 for n in a b; do
     WAIT_EVERY=0.2 wait_for 20 episodes "${url[$n]}" || fail "agent $n: no idle sessions"
     WAIT_EVERY=0.2 wait_for 20 test -s "$WORK/data-$n/state/idle-notifications.json" ||

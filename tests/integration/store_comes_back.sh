@@ -46,7 +46,7 @@ body=$(curl -s -w ' %{http_code}' "$AGENT_URL/api/v1/series?match[]=up")
 expect_eq "series while disabled" '{"status":"error","errorType":"unavailable","error":"store unavailable"} 503' "$body"
 wait_for 20 metric_is mlwatch_store_up 0 || fail "mlwatch_store_up while disabled: '$(metric mlwatch_store_up)'"
 ok
-curl -s "$AGENT_URL/metrics" | grep -q '^# TYPE mlwatch_store_up gauge$' || fail "no TYPE line for mlwatch_store_up"
+curl -s "$AGENT_URL/metrics" | grep '^# TYPE mlwatch_store_up gauge$' >/dev/null || fail "no TYPE line for mlwatch_store_up"
 ok
 
 # --- space returns: the same process serves again ---
