@@ -123,7 +123,6 @@ static void install(mw_rules *r, mw_rule_set *defs)
     for (size_t j = 0; j < r->ngroups; j++)
         mw_rules_group_free(&r->groups[j]);
     free(r->groups);
-    free(r->eval_order);
     mw_rule_set_free(&r->defs);
     r->defs = *defs;
     r->groups = groups;
@@ -352,6 +351,7 @@ void mw_rules_free(mw_rules *r)
     for (size_t j = 0; j < r->ngroups; j++)
         mw_rules_group_free(&r->groups[j]);
     free(r->groups);
+    free(r->eval_order);
     mw_rule_set_free(&r->defs);
     for (size_t i = 0; i < r->nexternal; i++) {
         free((char *)r->external[i].name);
