@@ -103,13 +103,12 @@ struct endpoint {
     mw_arena scratch;
     mw_buf cur[MAX_SHARDS];
     uint32_t cur_n[MAX_SHARDS];
-    /* The series sent last round (by their shard hash; kept: the shard,
-     * then the labels as sent), so
-     * that each one missing from this round gets a staleness marker, as
-     * Prometheus forwards them: a receiver stops showing an ended container
-     * at once instead of for its lookback (5 min). The shard is part of the
-     * key so that the marker follows the series' samples through the same
-     * queue, in order. */
+    /* The series sent last round, known by their shard hash, so that each
+     * one missing from this round gets a staleness marker, as Prometheus
+     * forwards them: a receiver stops showing an ended container at once
+     * instead of for its lookback (5 min). Each keeps its shard and its
+     * labels as sent: the marker follows the series' samples through the
+     * same queue, in order. */
     mw_series_memory sent_last;
     mw_buf key;
     atomic_uint_fast64_t stale_markers;

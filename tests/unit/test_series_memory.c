@@ -1,9 +1,8 @@
-/* test_series_memory.c - series that end get a staleness marker: the
- * memory of the last round (src/core/series_memory.c), and the agent's own
- * series in the store (store_append.c): a series missing from the next
- * snapshot has, at that snapshot's timestamp, one sample with exactly the
- * bits 0x7ff0000000000002 (Prometheus's StaleNaN); a series still there, or
- * back again, has none. */
+/* test_series_memory.c - the memory of the last round behind staleness
+ * markers (src/core/series_memory.c): exactly the series missing from a
+ * round are reported, once, in any order of rounds; keys round-trip; the
+ * marker has exactly the bits 0x7ff0000000000002 (Prometheus's StaleNaN).
+ * The store's own series with it: test_store_stale.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,14 +10,11 @@
 
 #include "core/hash.h"
 #include "core/series_memory.h"
-#include "store/matcher.h"
-#include "store/store.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 typedef struct ended_log {
     char keys[64][64];
@@ -205,100 +201,6 @@ static void keys_are_label_lists(void **state)
     assert_false(mw_is_stale_nan(0));
 }
 
-/* ---- the store's own series ---- */
-
-static char dir[64];
-
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(dir, sizeof(dir), "/tmp/mlwatch-test-stale-XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
-    return 0;
-}
-
-static const mw_metric_desc CPU = {"mlwatch_test_cpu_seconds_total", "t", "seconds", MW_COUNTER};
-
-static void put_round(mw_store *s, int64_t t, const char *const *pods, size_t n)
-{
-    mw_snapshot *snap = mw_snapshot_new();
-    snap->timestamp_ms = t;
-    for (size_t i = 0; i < n; i++)
-        mw_emit(snap, &CPU, (double)t / 1000.0, "pod", pods[i], MW_END);
-    char msg[512] = "";
-    assert_int_equal(mw_store_append_snapshot(s, snap, msg, sizeof(msg)), 0);
-    mw_snapshot_free(snap);
-}
-
-/* The samples of pod's series as "T=V" (V "stale" for the marker). */
-static void samples_of(mw_store *s, const char *pod, char *out, size_t size)
-{
-    mw_matcher m[2];
-    char err[256];
-    assert_int_equal(mw_matcher_init(&m[0], MW_MATCH_EQ, "__name__", CPU.name, err, sizeof(err)),
-                     0);
-    assert_int_equal(mw_matcher_init(&m[1], MW_MATCH_EQ, "pod", pod, err, sizeof(err)), 0);
-    mw_select_result r;
-    assert_int_equal(mw_store_select(s, m, 2, INT64_MIN, INT64_MAX, 0, &r, err, sizeof(err)), 0);
-    out[0] = '\0';
-    size_t len = 0;
-    for (size_t i = 0; i < r.nseries; i++)
-        for (size_t j = 0; j < r.series[i].n; j++) {
-            double v = r.series[i].v[j];
-            if (mw_is_stale_nan(v))
-                len += (size_t)snprintf(out + len, size - len, "%s%lld=stale", len ? " " : "",
-                                        (long long)r.series[i].t[j]);
-            else
-                len += (size_t)snprintf(out + len, size - len, "%s%lld=%g", len ? " " : "",
-                                        (long long)r.series[i].t[j], v);
-        }
-    mw_select_result_free(&r);
-    mw_matcher_free(&m[0]);
-    mw_matcher_free(&m[1]);
-}
-
-static void own_series_that_end_get_a_marker(void **state)
-{
-    (void)state;
-    mw_store_options o = {.dir = dir, .background_ms = -1, .no_sync = 1};
-    mw_store_default_limits(&o.limits);
-    char err[256] = "";
-    mw_store *s = mw_store_open(&o, err, sizeof(err));
-    assert_non_null(s);
-    const char *three[] = {"train", "notebook", "infer"};
-    const char *two[] = {"train", "infer"};
-    put_round(s, 1000, three, 3);
-    put_round(s, 2000, two, 2);   /* notebook ended */
-    put_round(s, 3000, two, 2);   /* no second marker */
-    put_round(s, 4000, three, 3); /* notebook is back */
-    char got[256];
-    samples_of(s, "notebook", got, sizeof(got));
-    assert_string_equal(got, "1000=1 2000=stale 4000=4");
-    samples_of(s, "train", got, sizeof(got));
-    assert_string_equal(got, "1000=1 2000=2 3000=3 4000=4");
-    /* an empty round collected nothing: it ends no series */
-    mw_snapshot *empty = mw_snapshot_new();
-    empty->timestamp_ms = 5000;
-    char msg[256];
-    assert_int_equal(mw_store_append_snapshot(s, empty, msg, sizeof(msg)), 0);
-    mw_snapshot_free(empty);
-    put_round(s, 6000, two, 2);
-    samples_of(s, "notebook", got, sizeof(got));
-    assert_string_equal(got, "1000=1 2000=stale 4000=4 6000=stale");
-    samples_of(s, "infer", got, sizeof(got));
-    assert_string_equal(got, "1000=1 2000=2 3000=3 4000=4 6000=6");
-    mw_store_close(s);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -306,7 +208,6 @@ int main(void)
         cmocka_unit_test(many_series_grow_and_shrink),
         cmocka_unit_test(any_order_and_insertions),
         cmocka_unit_test(keys_are_label_lists),
-        cmocka_unit_test_setup_teardown(own_series_that_end_get_a_marker, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

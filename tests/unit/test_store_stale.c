@@ -1,7 +1,8 @@
 /* test_store_stale.c - the agent's own series that a collection snapshot no
  * longer has get a staleness marker at that snapshot's time (as a scrape
  * gives a series that left the target), once, and only own series: a
- * remote-written series that is not sent again is left alone. */
+ * remote-written series that is not sent again is left alone; an empty
+ * snapshot ends nothing. (The memory behind it: test_series_memory.c.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -104,6 +105,23 @@ static void vanished_series_marked_stale_once(void **state)
     mw_store_close(s);
 }
 
+/* An empty snapshot is a round that collected nothing: it ends no series
+ * (the next one that lacks a series does). */
+static void an_empty_round_ends_nothing(void **state)
+{
+    (void)state;
+    mw_store *s = open_store();
+    own(s, 1000, "a", "x");
+    own(s, 2000, NULL, NULL);
+    own(s, 3000, "a", NULL);
+    char got[256];
+    samples(s, "mlwatch_test_health", "a", got, sizeof(got));
+    assert_string_equal(got, "1000:1 3000:1");
+    samples(s, "mlwatch_test_health", "x", got, sizeof(got));
+    assert_string_equal(got, "1000:0 3000:S");
+    mw_store_close(s);
+}
+
 static void remote_written_series_left_alone(void **state)
 {
     (void)state;
@@ -128,6 +146,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(vanished_series_marked_stale_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(an_empty_round_ends_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(remote_written_series_left_alone, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
