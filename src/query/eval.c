@@ -75,7 +75,7 @@ static int64_t ref_time(const qctx *c, const pq_node *n, size_t i)
     return t - q_offset(c, n);
 }
 
-static int store_select(qctx *c, const pq_node *vs, int64_t mint, int64_t maxt, mw_select_result *r)
+int q_store_select(qctx *c, const pq_node *vs, int64_t mint, int64_t maxt, mw_select_result *r)
 {
     if (!c->store) {
         memset(r, 0, sizeof(*r));
@@ -108,7 +108,7 @@ static val eval_vsel(qctx *c, const pq_node *n)
     val out = {.type = PQ_T_VECTOR};
     int64_t lo = ref_time(c, n, 0), hi = ref_time(c, n, c->nsteps - 1);
     mw_select_result r;
-    if (store_select(c, n, lo - c->lim.lookback_ms, hi, &r) < 0) return out;
+    if (q_store_select(c, n, lo - c->lim.lookback_ms, hi, &r) < 0) return out;
     void *shared = lbl_shared_new(&r);
     for (size_t si = 0; si < r.nseries && !c->code; si++) {
         const mw_series_data *d = &r.series[si];
@@ -159,7 +159,7 @@ int eval_range_arg(qctx *c, const pq_node *n, rangearg *out)
         const pq_node *vs = n->args[0];
         out->wstart = window_arrays(c, vs, out->range_ms, &out->wend);
         mw_select_result r;
-        if (store_select(c, vs, out->wstart[0], out->wend[c->nsteps - 1], &r) < 0) return -1;
+        if (q_store_select(c, vs, out->wstart[0], out->wend[c->nsteps - 1], &r) < 0) return -1;
         out->s = mw_xcalloc(r.nseries ? r.nseries : 1, sizeof(pq_series));
         void *shared = lbl_shared_new(&r);
         for (size_t i = 0; i < r.nseries; i++) {

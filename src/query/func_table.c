@@ -58,6 +58,7 @@ static const pq_func funcs[] = {
     {"idelta", {M}, 1, 0, V, .call = pq_call_range, .window = pq_window_idelta},
     {"increase", {M}, 1, 0, V, .call = pq_call_range, .window = pq_window_increase,
      .flags = PQ_FN_COUNTER},
+    {"info", {V, V}, 1, 1, V, .call = pq_call_info},
     {"irate", {M}, 1, 0, V, .call = pq_call_range, .window = pq_window_irate},
     {"label_join", {V, STR, STR, STR}, 3, -1, V, .call = pq_call_label_join},
     {"label_replace", {V, STR, STR, STR, STR}, 5, 0, V, .call = pq_call_label_replace},

@@ -54,6 +54,9 @@ typedef struct parser {
     char *err;
     size_t errsize;
     int failed, depth;
+    /* The next selector may have only matchers that match "" (info()'s
+     * second argument, a label selector); parse_selector clears it. */
+    int bypass_empty_check;
 } parser;
 
 /* Fail the parse with "LINE:COL: parse error: ..." (the first error wins). */

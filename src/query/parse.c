@@ -208,6 +208,8 @@ static pq_node *parse_selector(parser *ps, char *name, int pos)
     pq_node *n = node_new(PQ_VSEL, pos);
     n->type = PQ_T_VECTOR;
     n->str = name;
+    int bypass = ps->bypass_empty_check;
+    ps->bypass_empty_check = 0;
     if (name && add_matcher(ps, n, MW_MATCH_EQ, "__name__", name, pos) < 0) goto fail;
     if (ps->t.k == T_LBRACE) {
         pq_next(ps);
@@ -261,7 +263,7 @@ static pq_node *parse_selector(parser *ps, char *name, int pos)
     int ok = 0;
     for (size_t i = 0; i < n->nmatchers; i++)
         if (!n->matchers[i].matches_empty) ok = 1;
-    if (!ok) {
+    if (!ok && !bypass) {
         pq_errf(ps, pos, "vector selector must contain at least one non-empty matcher");
         goto fail;
     }
@@ -271,11 +273,14 @@ fail:
     return NULL;
 }
 
-/* Arguments after "(" up to and including ")", each added to n. */
-static int parse_args(parser *ps, pq_node *n, const char *expected)
+/* Arguments after "(" up to and including ")", each added to n; with
+ * label_selector, the second may be a selector that matches "". */
+static int parse_args(parser *ps, pq_node *n, const char *expected, int label_selector)
 {
     while (ps->t.k != T_RPAREN) {
+        ps->bypass_empty_check = label_selector && n->nargs == 1;
         pq_node *a = parse_expr(ps, 0);
+        ps->bypass_empty_check = 0;
         if (!a) return -1;
         add_arg(n, a);
         if (ps->t.k == T_COMMA) {
@@ -312,7 +317,8 @@ static pq_node *parse_call(parser *ps, char *name, int pos)
     n->func = f;
     n->type = f->ret;
     pq_next(ps); /* ( */
-    if (parse_args(ps, n, "in function call, expected \",\" or \")\"") < 0) goto fail;
+    int is_info = !strcmp(f->name, "info");
+    if (parse_args(ps, n, "in function call, expected \",\" or \")\"", is_info) < 0) goto fail;
     int max = f->variadic < 0 ? 1000 : f->nargs + f->variadic;
     if ((int)n->nargs < f->nargs || (int)n->nargs > max) {
         pq_errf(ps, pos, "expected %d argument(s) in call to \"%s\", got %zu", f->nargs, f->name,
@@ -324,6 +330,18 @@ static pq_node *parse_call(parser *ps, char *name, int pos)
         if (n->args[i]->type != want) {
             pq_errf(ps, n->args[i]->pos, "expected type %s in call to function \"%s\", got %s",
                     type_name(want), f->name, type_name(n->args[i]->type));
+            goto fail;
+        }
+    }
+    /* info()'s second argument is a label selector: {...} without a name. */
+    if (is_info && n->nargs > 1) {
+        const pq_node *a = n->args[1];
+        if (a->kind == PQ_VSEL && a->str) {
+            pq_errf(ps, a->pos, "expected label selectors only, got vector selector instead");
+            goto fail;
+        }
+        if (a->kind != PQ_VSEL) {
+            pq_errf(ps, a->pos, "expected label selectors only");
             goto fail;
         }
     }
@@ -357,7 +375,7 @@ static pq_node *parse_agg(parser *ps, pq_aggop op, int pos)
         goto fail;
     }
     pq_next(ps);
-    if (parse_args(ps, n, "in aggregation, expected \",\" or \")\"") < 0) goto fail;
+    if (parse_args(ps, n, "in aggregation, expected \",\" or \")\"", 0) < 0) goto fail;
     /* by/without may also follow the arguments, once. */
     if (!n->has_grouping && parse_grouping(ps, n) < 0) goto fail;
     int param = op == PQ_AGG_TOPK || op == PQ_AGG_BOTTOMK || op == PQ_AGG_QUANTILE ||

@@ -179,6 +179,9 @@ static inline int is_stale(double v)
 }
 
 val eval_node(qctx *c, const pq_node *n);
+/* The store's series for selector vs between mint and maxt, charged to the
+ * query's budgets (the namespace scope applied); 0, or -1 (failed). */
+int q_store_select(qctx *c, const pq_node *vs, int64_t mint, int64_t maxt, mw_select_result *r);
 /* The text of a string argument: a literal in any number of parentheses,
  * the only string expressions the parser makes. Functions read their
  * string arguments through it (a parenthesised one has no str itself). */
@@ -286,6 +289,9 @@ pq_math_fn pq_math_clamp, pq_math_clamp_min, pq_math_clamp_max, pq_math_round;
 
 /* funcs_label.c */
 pq_call_fn pq_call_label_replace, pq_call_label_join;
+
+/* funcs_info.c: Prometheus 3's info(). */
+pq_call_fn pq_call_info;
 
 /* funcs_histogram.c */
 pq_call_fn pq_call_histogram_quantile;
