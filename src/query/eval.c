@@ -67,8 +67,7 @@ static int check_durations(qctx *c, const pq_node *n)
     return 0;
 }
 
-/* Reference time of step i for a selector or subquery: @ fixes it. */
-static int64_t ref_time(const qctx *c, const pq_node *n, size_t i)
+int64_t q_ref_time(const qctx *c, const pq_node *n, size_t i)
 {
     int64_t t = qts(c, i);
     if (n->has_at) t = n->at_kind == 1 ? c->qstart : n->at_kind == 2 ? c->qend : n->at_ms;
@@ -106,16 +105,26 @@ int q_store_select(qctx *c, const pq_node *vs, int64_t mint, int64_t maxt, mw_se
 static val eval_vsel(qctx *c, const pq_node *n)
 {
     val out = {.type = PQ_T_VECTOR};
-    int64_t lo = ref_time(c, n, 0), hi = ref_time(c, n, c->nsteps - 1);
+    int64_t lo = q_ref_time(c, n, 0), hi = q_ref_time(c, n, c->nsteps - 1);
+    int smoothed = n->extended == PQ_EXT_SMOOTHED;
     mw_select_result r;
-    if (q_store_select(c, n, lo - c->lim.lookback_ms, hi, &r) < 0) return out;
+    if (q_store_select(c, n, lo - c->lim.lookback_ms, hi + (smoothed ? c->lim.lookback_ms : 0),
+                       &r) < 0)
+        return out;
     void *shared = lbl_shared_new(&r);
+    if (smoothed) {
+        out = q_eval_smoothed_vsel(c, n, &r, shared);
+        qrelease(c, r.nsamples);
+        mw_select_result_free(&r);
+        lbl_shared_drop(shared);
+        return out;
+    }
     for (size_t si = 0; si < r.nseries && !c->code; si++) {
         const mw_series_data *d = &r.series[si];
         sv *s = NULL;
         size_t k = 0; /* first sample after the reference time */
         for (size_t i = 0; i < c->nsteps; i++) {
-            int64_t t = ref_time(c, n, i);
+            int64_t t = q_ref_time(c, n, i);
             if (n->has_at) k = 0;
             while (k < d->n && d->t[k] <= t)
                 k++;
@@ -142,7 +151,7 @@ static int64_t *window_arrays(qctx *c, const pq_node *sel, int64_t range, int64_
     int64_t *ws = mw_xcalloc(c->nsteps, sizeof(int64_t));
     *wend = mw_xcalloc(c->nsteps, sizeof(int64_t));
     for (size_t i = 0; i < c->nsteps; i++) {
-        (*wend)[i] = ref_time(c, sel, i);
+        (*wend)[i] = q_ref_time(c, sel, i);
         ws[i] = (*wend)[i] - range;
     }
     return ws;
@@ -158,8 +167,16 @@ int eval_range_arg(qctx *c, const pq_node *n, rangearg *out)
     if (n->kind == PQ_MSEL) {
         const pq_node *vs = n->args[0];
         out->wstart = window_arrays(c, vs, out->range_ms, &out->wend);
+        /* anchored and smoothed read up to a lookback before the windows,
+         * smoothed also after them. */
+        out->extended = vs->extended;
+        out->lookback_ms = c->lim.lookback_ms;
+        int64_t before = vs->extended ? out->lookback_ms : 0;
+        int64_t after = vs->extended == PQ_EXT_SMOOTHED ? out->lookback_ms : 0;
         mw_select_result r;
-        if (q_store_select(c, vs, out->wstart[0], out->wend[c->nsteps - 1], &r) < 0) return -1;
+        if (q_store_select(c, vs, out->wstart[0] - before, out->wend[c->nsteps - 1] + after, &r) <
+            0)
+            return -1;
         out->s = mw_xcalloc(r.nseries ? r.nseries : 1, sizeof(pq_series));
         void *shared = lbl_shared_new(&r);
         for (size_t i = 0; i < r.nseries; i++) {
@@ -697,6 +714,16 @@ static val eval_matrix_instant(qctx *c, const pq_node *n)
     for (size_t i = 0; i < ra.n; i++) {
         pq_series *s = &ra.s[i];
         size_t o = 0;
+        if (ra.extended) {
+            size_t had = s->n;
+            q_extend_points(s, ra.wstart[0], ra.wend[0], ra.extended == PQ_EXT_SMOOTHED);
+            if (s->n > had)
+                qcharge(c, s->n - had);
+            else
+                qrelease(c, had - s->n);
+            o = s->n;
+            goto keep;
+        }
         for (size_t k = 0; k < s->n; k++)
             if (q_after_start(c, s->t[k], ra.wstart[0]) && s->t[k] <= ra.wend[0]) {
                 s->t[o] = s->t[k];
@@ -704,6 +731,7 @@ static val eval_matrix_instant(qctx *c, const pq_node *n)
             }
         qrelease(c, s->n - o);
         s->n = o;
+    keep:
         if (o == 0) {
             lbl_free(s->labels, s->nlabels);
             free(s->t);

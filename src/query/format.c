@@ -120,6 +120,15 @@ static void put_fill(mw_buf *b, const pq_node *n)
     }
 }
 
+/* Prometheus 3's anchored and smoothed modifiers of a selector. */
+static void put_extended(mw_buf *b, const pq_node *sel)
+{
+    if (sel->extended == PQ_EXT_ANCHORED) mw_buf_puts(b, " anchored");
+    if (sel->extended == PQ_EXT_SMOOTHED) mw_buf_puts(b, " smoothed");
+}
+
+/* @ and offset; an instant selector's anchored/smoothed between them, as
+ * Prometheus prints them. */
 static void put_at_offset(mw_buf *b, const pq_node *n)
 {
     if (n->has_at) {
@@ -130,6 +139,7 @@ static void put_at_offset(mw_buf *b, const pq_node *n)
         else
             mw_buf_printf(b, " @ %.3f", (double)n->at_ms / 1000);
     }
+    if (n->kind == PQ_VSEL && !n->in_range) put_extended(b, n);
     if (n->offset_dur) {
         mw_buf_puts(b, " offset ");
         put_dur_paren(b, n->offset_dur);
@@ -228,6 +238,7 @@ static void put_node(mw_buf *b, const pq_node *n)
         mw_buf_putc(b, '[');
         put_range(b, n->range_dur, n->range_ms);
         mw_buf_putc(b, ']');
+        put_extended(b, n->args[0]);
         put_at_offset(b, n->args[0]);
         break;
     case PQ_SUBQ:

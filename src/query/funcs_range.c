@@ -23,9 +23,12 @@ struct pq_extrap_cache {
     size_t n;
     double to_start, to_end, sampled, avg, factor; /* factor: interval / sampled */
     double range_s;                                /* (double)range / 1000 */
+    int prometheus2; /* closed windows: 2.x's order of the zero-point rule */
 };
 
-/* Prometheus' extrapolatedRate (2.x). */
+/* Prometheus' extrapolatedRate: 3.x's, or 2.x's with closed windows (they
+ * differ in when a counter's zero point limits the extrapolation to the
+ * window's start). */
 static int extrapolated(const pq_window *w, int resets, int counter, int rate, double *out)
 {
     const int64_t *t = w->t;
@@ -65,12 +68,19 @@ static int extrapolated(const pq_window *w, int resets, int counter, int rate, d
      * increase in the window), and it skips a division per step. */
     if (counter && result > 0 && v[0] >= 0 && !(v[0] >= result && sampled >= to_start)) {
         double to_zero = sampled * (v[0] / result);
-        if (to_zero < to_start) { /* the interval again, with this start */
-            to_start = to_zero;
-            double threshold = avg * 1.1, interval = sampled;
-            interval += to_start < threshold ? to_start : avg / 2;
-            interval += to_end < threshold ? to_end : avg / 2;
-            factor = interval / sampled;
+        double threshold = avg * 1.1;
+        double end = to_end < threshold ? to_end : avg / 2;
+        if (xc->prometheus2) {
+            /* 2.x: the zero point shortens the start before the threshold
+             * rule looks at it. */
+            if (to_zero < to_start) {
+                to_start = to_zero;
+                factor = (sampled + (to_start < threshold ? to_start : avg / 2) + end) / sampled;
+            }
+        } else {
+            /* 3.x: the threshold rule first, then the zero point caps it. */
+            double start = to_start < threshold ? to_start : avg / 2;
+            if (to_zero < start) factor = (sampled + to_zero + end) / sampled;
         }
     }
     result = result * factor;
@@ -412,7 +422,7 @@ static void *rf_run(void *arg)
     const rangearg *ra = j->ra;
     pq_window_fn *window = j->f->window;
     int counter = (j->f->flags & PQ_FN_COUNTER) != 0;
-    pq_extrap_cache xc = {.range_s = (double)ra->range_ms / 1000};
+    pq_extrap_cache xc = {.range_s = (double)ra->range_ms / 1000, .prometheus2 = ra->closed};
     for (size_t i = j->from; i < j->to; i++) {
         const pq_series *s = &ra->s[i];
         double *v = j->v + (i - j->base) * j->nsteps;
@@ -427,6 +437,28 @@ static void *rf_run(void *arg)
         /* The windows only move forwards (or stay, with @), so [lo, hi)
          * slides over the series instead of being searched per step. */
         size_t lo = 0, hi = 0;
+        if (ra->extended) {
+            /* anchored/smoothed: the window's points and up to a lookback
+             * around it (extended.c). */
+            int64_t after = ra->extended == PQ_EXT_SMOOTHED ? ra->lookback_ms : 0;
+            for (size_t k = 0; k < j->nsteps; k++) {
+                int64_t from = ra->wstart[k] - ra->lookback_ms, to = ra->wend[k] + after;
+                if (k && ra->wstart[k] < ra->wstart[k - 1]) lo = hi = 0;
+                while (lo < s->n && s->t[lo] <= from)
+                    lo++;
+                if (hi < lo) hi = lo;
+                while (hi < s->n && s->t[hi] <= to)
+                    hi++;
+                w.t = s->t + lo;
+                w.v = s->v + lo;
+                w.n = hi - lo;
+                w.start = ra->wstart[k];
+                w.end = ra->wend[k];
+                w.ts = j->start + (int64_t)k * j->step;
+                ok[k] = w.n > 0 && q_extended_window(window, ra->extended, &w, &v[k]);
+            }
+            continue;
+        }
         for (size_t k = 0; k < j->nsteps; k++) {
             while (lo < s->n && (ra->closed ? s->t[lo] < ra->wstart[k] : s->t[lo] <= ra->wstart[k]))
                 lo++;
@@ -512,6 +544,11 @@ static val range_call(qctx *c, const pq_node *n, int absent)
     if (pi != (size_t)-1) param = eval_node(c, n->args[pi]);
     if (pi2 != (size_t)-1 && !c->code) param2 = eval_node(c, n->args[pi2]);
     rangearg ra = {0};
+    const pq_node *sel = n->args[ri];
+    while (sel->kind == PQ_PAREN)
+        sel = sel->args[0];
+    if (!c->code && sel->kind == PQ_MSEL && sel->args[0]->extended)
+        q_extended_check(c, n, sel->args[0]);
     if (c->code || eval_range_arg(c, n->args[ri], &ra) < 0 ||
         check_factors(c, n, &ra, &param, &param2) < 0) {
         rangearg_free(c, &ra);

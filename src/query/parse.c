@@ -516,13 +516,15 @@ static pq_node *parse_postfix(parser *ps, pq_node *n)
                                   &range_dur) < 0)
                 goto fail;
             if (ps->t.k == T_RBRACK) {
-                if (n->kind != PQ_VSEL || n->has_at || n->offset_ms || n->offset_dur) {
+                if (n->kind != PQ_VSEL || n->has_at || n->offset_ms || n->offset_dur ||
+                    n->extended) {
                     pq_errf(ps, pos, "ranges only allowed for vector selectors");
                     pq_dur_free(range_dur);
                     goto fail;
                 }
                 pq_next(ps);
                 pq_node *m = node_new(PQ_MSEL, n->pos);
+                n->in_range = 1;
                 m->type = PQ_T_MATRIX;
                 m->range_ms = range;
                 m->range_dur = range_dur;
@@ -630,6 +632,24 @@ static pq_node *parse_postfix(parser *ps, pq_node *n)
                 goto fail;
             }
             target->has_at = 1;
+        } else if (pq_is_kw(&ps->t, "anchored") || pq_is_kw(&ps->t, "smoothed")) {
+            const char *what = pq_is_kw(&ps->t, "anchored") ? "anchored" : "smoothed";
+            int ext = what[0] == 'a' ? PQ_EXT_ANCHORED : PQ_EXT_SMOOTHED;
+            pq_node *target = n->kind == PQ_MSEL ? n->args[0] : n;
+            if (target->kind == PQ_SUBQ) {
+                pq_errf(ps, n->pos, "%s modifier is not supported for subqueries", what);
+                goto fail;
+            }
+            if (target->kind != PQ_VSEL) {
+                pq_errf(ps, n->pos, "%s modifier not implemented", what);
+                goto fail;
+            }
+            if (target->extended && target->extended != ext) {
+                pq_errf(ps, n->pos, "anchored and smoothed modifiers cannot be used together");
+                goto fail;
+            }
+            target->extended = ext;
+            pq_next(ps);
         } else {
             break;
         }

@@ -67,6 +67,8 @@ typedef enum {
 
 enum { PQ_FILL_LEFT = 1, PQ_FILL_RIGHT = 2 };
 
+enum { PQ_EXT_NONE, PQ_EXT_ANCHORED, PQ_EXT_SMOOTHED };
+
 typedef enum { PQ_CARD_ONE_ONE, PQ_CARD_MANY_ONE, PQ_CARD_ONE_MANY, PQ_CARD_MANY_MANY } pq_card;
 
 typedef struct pq_func pq_func;
@@ -86,7 +88,10 @@ typedef struct pq_node {
     int64_t range_ms, step_ms, offset_ms;
     pq_dur *range_dur, *step_dur, *offset_dur; /* NULL: the *_ms value holds */
     int has_at;                                /* @ modifier */
-    int at_kind;                               /* 0 = timestamp, 1 = start(), 2 = end() */
+    /* Prometheus 3's selector modifiers (on the instant selector, also
+     * for a range one): PQ_EXT_*; in_range: the selector of a PQ_MSEL. */
+    int extended, in_range;
+    int at_kind; /* 0 = timestamp, 1 = start(), 2 = end() */
     int64_t at_ms;
     /* Operators. */
     int op; /* pq_binop, pq_aggop, or the unary operator */

@@ -182,6 +182,9 @@ val eval_node(qctx *c, const pq_node *n);
 /* The store's series for selector vs between mint and maxt, charged to the
  * query's budgets (the namespace scope applied); 0, or -1 (failed). */
 int q_store_select(qctx *c, const pq_node *vs, int64_t mint, int64_t maxt, mw_select_result *r);
+/* The time selector or subquery n reads at step i: @ fixes it, offset
+ * moves it back. */
+int64_t q_ref_time(const qctx *c, const pq_node *n, size_t i);
 /* The text of a string argument: a literal in any number of parentheses,
  * the only string expressions the parser makes. Functions read their
  * string arguments through it (a parenthesised one has no str itself). */
@@ -196,7 +199,9 @@ typedef struct rangearg {
     size_t n;
     int64_t *wstart, *wend; /* per step: (wstart, wend], or [wstart, wend] when closed */
     int64_t range_ms;
-    int closed; /* pq_limits.closed_windows */
+    int closed;   /* pq_limits.closed_windows */
+    int extended; /* the selector's PQ_EXT_*: its points reach a lookback beyond */
+    int64_t lookback_ms;
 } rangearg;
 /* 1 when a sample at time t lies after a window's (or lookback's) start. */
 static inline int q_after_start(const qctx *c, int64_t t, int64_t start)
@@ -289,6 +294,19 @@ pq_math_fn pq_math_clamp, pq_math_clamp_min, pq_math_clamp_max, pq_math_round;
 
 /* funcs_label.c */
 pq_call_fn pq_call_label_replace, pq_call_label_join;
+
+/* extended.c: Prometheus 3's anchored and smoothed modifiers. 0 when the
+ * call (a range function) takes the selector's modifier, else -1 with
+ * Prometheus's error. */
+int q_extended_check(qctx *c, const pq_node *call, const pq_node *sel);
+/* The value of range function fn over w, whose points reach up to a
+ * lookback before w's start (and after its end when smoothed). */
+int q_extended_window(pq_window_fn *fn, int extended, const pq_window *w, double *out);
+/* A smoothed instant selector's vector from its selection r. */
+val q_eval_smoothed_vsel(qctx *c, const pq_node *n, const mw_select_result *r, void *shared);
+/* A raw range vector of an anchored or smoothed selector: the points
+ * inside (mint, maxt) between one at mint and one at maxt. */
+void q_extend_points(pq_series *s, int64_t mint, int64_t maxt, int smoothed);
 
 /* funcs_info.c: Prometheus 3's info(). */
 pq_call_fn pq_call_info;
