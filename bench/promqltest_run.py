@@ -89,7 +89,8 @@ def parse_series(line):
                 raise ValueError("bad labels: " + line)
             labels[lm.group(1)] = unescape(lm.group(3))
             i = lm.end()
-    return labels, line[i:].strip()
+    # A label with an empty value is no label (Prometheus's labels drop it).
+    return {k: v for k, v in labels.items() if v != ""}, line[i:].strip()
 
 
 NUM = r"(?:[-+]?(?:Inf|NaN|inf|nan|0x[0-9a-fA-F]+|[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?))"

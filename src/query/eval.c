@@ -360,7 +360,7 @@ static val vec_scalar(qctx *c, const pq_node *n, val *vec, val *sc, int swap)
             if (si == (size_t)-1) {
                 pq_label *lab = lbl_copy(s->labels, s->nlabels);
                 size_t nl = s->nlabels;
-                if (drop) lbl_del(&lab, &nl, "__name__");
+                if (drop) lbl_drop_metric_name(&lab, &nl);
                 si = vb_series(&b, lab, nl);
                 if (si == (size_t)-1) break;
             }
@@ -524,7 +524,7 @@ static int vv_put(vv_out *o, const sv *ms, const sv *os, double lv, double rv, s
     if (os != o->last_os) {
         pq_label *lab = lbl_copy(ms->labels, ms->nlabels);
         size_t nl = ms->nlabels;
-        if (o->drop) lbl_del(&lab, &nl, "__name__");
+        if (o->drop) lbl_drop_metric_name(&lab, &nl);
         if (n->card == PQ_CARD_ONE_ONE && n->has_matching)
             lbl_filter(&lab, &nl, n->match_labels, n->nmatch_labels, n->on);
         for (size_t x = 0; x < n->ninclude_labels; x++)
@@ -754,7 +754,7 @@ static void negate(qctx *c, val *v)
     smap_init(&seen);
     mw_buf_init(&key, 0);
     for (size_t i = 0; i < v->n; i++) {
-        lbl_del(&v->s[i].labels, &v->s[i].nlabels, "__name__");
+        lbl_drop_metric_name(&v->s[i].labels, &v->s[i].nlabels);
         for (size_t k = 0; k < c->nsteps; k++)
             v->s[i].v[k] = -v->s[i].v[k];
         lbl_key(v->s[i].labels, v->s[i].nlabels, NULL, 0, 0, 0, &key);

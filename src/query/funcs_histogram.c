@@ -153,7 +153,7 @@ val pq_call_histogram_quantile(qctx *c, const pq_node *n)
     for (size_t g = 0; g < groups.n && !c->code; g++) {
         pq_label *l = lbl_copy(groups.s[g].labels, groups.s[g].nlabels);
         size_t nl = groups.s[g].nlabels;
-        lbl_del(&l, &nl, "__name__");
+        lbl_drop_metric_name(&l, &nl);
         size_t si = vb_series(&vb, l, nl);
         for (size_t k = 0; si != (size_t)-1 && k < c->nsteps; k++) {
             size_t m = 0;

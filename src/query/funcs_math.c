@@ -142,7 +142,7 @@ val pq_call_math(qctx *c, const pq_node *n)
     for (size_t i = 0; i < in.n && !c->code; i++) {
         pq_label *l = lbl_copy(in.s[i].labels, in.s[i].nlabels);
         size_t nl = in.s[i].nlabels;
-        lbl_del(&l, &nl, "__name__");
+        lbl_drop_metric_name(&l, &nl);
         size_t si = (size_t)-1;
         for (size_t k = 0; k < c->nsteps; k++) {
             if (!in.s[i].ok[k]) continue;

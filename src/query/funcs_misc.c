@@ -260,7 +260,7 @@ val pq_call_timestamp(qctx *c, const pq_node *n)
     val in = eval_node(c, arg);
     if (arg->kind != PQ_VSEL) { /* the evaluation time */
         for (size_t i = 0; i < in.n; i++) {
-            lbl_del(&in.s[i].labels, &in.s[i].nlabels, "__name__");
+            lbl_drop_metric_name(&in.s[i].labels, &in.s[i].nlabels);
             for (size_t k = 0; k < c->nsteps; k++)
                 in.s[i].v[k] = (double)qts(c, k) / 1000;
         }
@@ -296,7 +296,7 @@ val pq_call_timestamp(qctx *c, const pq_node *n)
         const mw_series_data *d = &r.series[i];
         pq_label *l = lbl_from_store(d->labels, d->nlabels);
         size_t nl = d->nlabels;
-        lbl_del(&l, &nl, "__name__");
+        lbl_drop_metric_name(&l, &nl);
         for (size_t k = 0; k < c->nsteps; k++) {
             int64_t t = selected_at(c, arg, k);
             size_t j = lower_bound(d->t, d->n, t + 1);

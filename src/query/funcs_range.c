@@ -616,7 +616,7 @@ static val range_call(qctx *c, const pq_node *n, int absent)
                     size_t nl = s->nlabels;
                     s->labels = NULL;
                     s->nlabels = 0;
-                    if (!keep_name) lbl_del(&l, &nl, "__name__");
+                    if (!keep_name) lbl_drop_metric_name(&l, &nl);
                     si = distinct ? vb_append(&b, l, nl) : vb_series(&b, l, nl);
                     if (si == (size_t)-1) break;
                 }

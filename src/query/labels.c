@@ -176,6 +176,13 @@ const char *lbl_get(const pq_label *l, size_t n, const char *name)
     return "";
 }
 
+void lbl_drop_metric_name(pq_label **l, size_t *n)
+{
+    lbl_del(l, n, "__name__");
+    lbl_del(l, n, "__type__");
+    lbl_del(l, n, "__unit__");
+}
+
 void lbl_del(pq_label **l, size_t *n, const char *name)
 {
     for (size_t i = 0; i < *n; i++)

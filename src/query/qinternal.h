@@ -97,6 +97,9 @@ const char *lbl_get(const pq_label *l, size_t n, const char *name);
 /* Set (value "" deletes); keeps the order. */
 void lbl_set(pq_label **l, size_t *n, const char *name, const char *value);
 void lbl_del(pq_label **l, size_t *n, const char *name);
+/* What an operation that changes the metric drops: __name__ and, with
+ * it, Prometheus 3's __type__ and __unit__ (schema.IsMetadataLabel). */
+void lbl_drop_metric_name(pq_label **l, size_t *n);
 /* Keep only (keep=1) or drop (keep=0) the given names. */
 void lbl_filter(pq_label **l, size_t *n, char *const *names, size_t nnames, int keep);
 /* 1 when s is a label name of Prometheus 2's rule, [a-zA-Z_][a-zA-Z0-9_]*. */
