@@ -110,7 +110,8 @@ static void agg_k_series_major(qctx *c, int top, const val *in, const double *pa
             for (size_t j = 0; j < nb[g * ns + k]; j++) {
                 const sv *s = &in->s[l[j]];
                 if (oidx[l[j]] == (size_t)-1) {
-                    oidx[l[j]] = vb_series(b, lbl_copy(s->labels, s->nlabels), s->nlabels);
+                    oidx[l[j]] =
+                        vb_series_dn(b, lbl_copy(s->labels, s->nlabels), s->nlabels, s->drop_name);
                     if (oidx[l[j]] == (size_t)-1) break;
                 }
                 if (vb_set(b, oidx[l[j]], k, s->v[k]) < 0) break;
@@ -160,7 +161,8 @@ static val agg_k(qctx *c, const pq_node *n, val *in, double *param, size_t *grp,
             for (size_t j = 0; j < nb; j++) {
                 sv *s = &in->s[best[j]];
                 if (oidx[best[j]] == (size_t)-1) {
-                    oidx[best[j]] = vb_series(&b, lbl_copy(s->labels, s->nlabels), s->nlabels);
+                    oidx[best[j]] =
+                        vb_series_dn(&b, lbl_copy(s->labels, s->nlabels), s->nlabels, s->drop_name);
                     if (oidx[best[j]] == (size_t)-1) break;
                 }
                 if (vb_set(&b, oidx[best[j]], k, s->v[k]) < 0) break;
@@ -233,7 +235,8 @@ static val agg_limit(qctx *c, const pq_node *n, val *in, const double *param, co
                 continue;
             }
             if (oidx[i] == (size_t)-1) {
-                oidx[i] = vb_series(&b, lbl_copy(s->labels, s->nlabels), s->nlabels);
+                oidx[i] =
+                    vb_series_dn(&b, lbl_copy(s->labels, s->nlabels), s->nlabels, s->drop_name);
                 if (oidx[i] == (size_t)-1) break;
             }
             if (vb_set(&b, oidx[i], k, s->v[k]) < 0) break;
@@ -259,6 +262,7 @@ static val agg_count_values(qctx *c, const pq_node *n, val *in, const char *labe
             lbl_set(&l, &nl, label, num);
             size_t si = vb_series(&b, l, nl);
             if (si == (size_t)-1) break;
+            b.s[si].drop_name |= in->s[i].drop_name;
             b.s[si].v[k] = b.s[si].ok[k] ? b.s[si].v[k] + 1 : 1;
             b.s[si].ok[k] = 1;
         }
@@ -482,6 +486,8 @@ val eval_agg(qctx *c, const pq_node *n)
             pq_label *l = group_labels(n, &in.s[i], &nl);
             g = vb_series(&b, l, nl);
         }
+        /* A group with a marked member is marked (by (__name__)). */
+        if (g != (size_t)-1) b.s[g].drop_name |= in.s[i].drop_name;
         grp[i] = g;
     }
     if (c->code) {

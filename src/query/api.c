@@ -902,6 +902,11 @@ static const mw_option query_rows[] = {
         "Take a sample exactly at the start of a range, subquery or lookback window, as "
         "Prometheus 2 did (Prometheus 3 and the default leave the start out: (t - range, t])",
         NULL),
+    OPT("query-delayed-name-removal", MW_OPT_BOOL, delayed_name_removal, "false",
+        "Drop the metric name (and __type__, __unit__) of a function's or operator's result only "
+        "at the end of the query, so that label_replace and by (__name__) still see it, as "
+        "Prometheus 3's promql-delayed-name-removal feature (off there too by default)",
+        NULL),
 };
 #undef OPT
 const mw_option_group mw_query_options =
@@ -914,6 +919,7 @@ void mw_query_api_set_limits(mw_query_api *api, const mw_query_settings *set)
     api->limits.timeout_ms = set->timeout_ms;
     api->limits.lookback_ms = set->lookback_ms;
     api->limits.closed_windows = set->closed_windows;
+    api->limits.delayed_name_removal = set->delayed_name_removal;
     api->limits.max_series = (size_t)set->max_series;
     api->max_answer_series = (size_t)set->max_series;
     api->max_answer_points = (size_t)set->max_points;

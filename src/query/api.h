@@ -33,7 +33,8 @@ typedef struct mw_query_settings {
     int64_t timeout_ms;
     double max_samples;
     int64_t lookback_ms;
-    int closed_windows; /* --query-closed-windows: Prometheus 2's windows */
+    int closed_windows;       /* --query-closed-windows: Prometheus 2's windows */
+    int delayed_name_removal; /* --query-delayed-name-removal */
     double max_series, max_points;
     uint64_t max_bytes;
 } mw_query_settings;

@@ -242,6 +242,7 @@ int eval_range_arg(qctx *c, const pq_node *n, rangearg *out)
         pq_series *p = &out->s[out->n++];
         p->labels = v.s[i].labels;
         p->nlabels = v.s[i].nlabels;
+        p->drop_name = v.s[i].drop_name;
         v.s[i].labels = NULL;
         v.s[i].nlabels = 0;
         p->t = mw_xmalloc(sub.nsteps * sizeof(int64_t));
@@ -360,8 +361,8 @@ static val vec_scalar(qctx *c, const pq_node *n, val *vec, val *sc, int swap)
             if (si == (size_t)-1) {
                 pq_label *lab = lbl_copy(s->labels, s->nlabels);
                 size_t nl = s->nlabels;
-                if (drop) lbl_drop_metric_name(&lab, &nl);
-                si = vb_series(&b, lab, nl);
+                int dn = drop ? q_drop_name(c, &lab, &nl) : 0;
+                si = vb_series_dn(&b, lab, nl, dn | s->drop_name);
                 if (si == (size_t)-1) break;
             }
             if (vb_set(&b, si, k, v) < 0) break;
@@ -407,7 +408,8 @@ static val set_op(qctx *c, const pq_node *n, val *l, val *r)
     val *other = op == PQ_OP_OR ? r : l;
     if (op == PQ_OP_OR) { /* all of the left side */
         for (size_t i = 0; i < l->n && !c->code; i++) {
-            size_t si = vb_series(&b, lbl_copy(l->s[i].labels, l->s[i].nlabels), l->s[i].nlabels);
+            size_t si = vb_series_dn(&b, lbl_copy(l->s[i].labels, l->s[i].nlabels), l->s[i].nlabels,
+                                     l->s[i].drop_name);
             if (si == (size_t)-1) break;
             for (size_t k = 0; k < c->nsteps; k++)
                 if (l->s[i].ok[k]) {
@@ -426,8 +428,8 @@ static val set_op(qctx *c, const pq_node *n, val *l, val *r)
             int take = op == PQ_OP_AND ? matched : !matched;
             if (!take) continue;
             if (si == (size_t)-1) {
-                si = vb_series(&b, lbl_copy(other->s[i].labels, other->s[i].nlabels),
-                               other->s[i].nlabels);
+                si = vb_series_dn(&b, lbl_copy(other->s[i].labels, other->s[i].nlabels),
+                                  other->s[i].nlabels, other->s[i].drop_name);
                 if (si == (size_t)-1) break;
             }
             if (b.s[si].ok[k]) continue; /* `or`: the left side wins */
@@ -524,13 +526,13 @@ static int vv_put(vv_out *o, const sv *ms, const sv *os, double lv, double rv, s
     if (os != o->last_os) {
         pq_label *lab = lbl_copy(ms->labels, ms->nlabels);
         size_t nl = ms->nlabels;
-        if (o->drop) lbl_drop_metric_name(&lab, &nl);
+        int dn = o->drop ? q_drop_name(o->c, &lab, &nl) : 0;
         if (n->card == PQ_CARD_ONE_ONE && n->has_matching)
             lbl_filter(&lab, &nl, n->match_labels, n->nmatch_labels, n->on);
         for (size_t x = 0; x < n->ninclude_labels; x++)
             lbl_set(&lab, &nl, n->include_labels[x],
                     lbl_get(os->labels, os->nlabels, n->include_labels[x]));
-        si = vb_series(&o->b, lab, nl);
+        si = vb_series_dn(&o->b, lab, nl, dn | ms->drop_name);
         if (si == (size_t)-1) return -1;
         o->last_os = os;
         o->last_si = si;
@@ -754,7 +756,7 @@ static void negate(qctx *c, val *v)
     smap_init(&seen);
     mw_buf_init(&key, 0);
     for (size_t i = 0; i < v->n; i++) {
-        lbl_drop_metric_name(&v->s[i].labels, &v->s[i].nlabels);
+        v->s[i].drop_name |= (uint8_t)q_drop_name(c, &v->s[i].labels, &v->s[i].nlabels);
         for (size_t k = 0; k < c->nsteps; k++)
             v->s[i].v[k] = -v->s[i].v[k];
         lbl_key(v->s[i].labels, v->s[i].nlabels, NULL, 0, 0, 0, &key);
@@ -858,6 +860,7 @@ int pq_eval(mw_store *store, const pq_node *expr, int64_t start, int64_t end, in
     qannots annots = {0};
     c.annots = &annots;
     val v = eval_node(&c, expr);
+    if (!c.code && v.type == PQ_T_VECTOR) q_remove_names(&c, &v);
     if (c.code) {
         val_free(NULL, &v);
         q_annots_free(&annots);
@@ -882,6 +885,11 @@ int pq_eval(mw_store *store, const pq_node *expr, int64_t start, int64_t end, in
         out->nseries = v.nms;
         v.ms = NULL;
         v.nms = 0;
+        for (size_t i = 0; i < out->nseries; i++)
+            if (out->series[i].drop_name) {
+                lbl_drop_metric_name(&out->series[i].labels, &out->series[i].nlabels);
+                out->series[i].drop_name = 0;
+            }
         qsort(out->series, out->nseries, sizeof(pq_series), cmp_series);
     } else {
         out->type = range ? PQ_T_MATRIX : PQ_T_VECTOR;

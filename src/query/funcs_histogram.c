@@ -153,8 +153,8 @@ val pq_call_histogram_quantile(qctx *c, const pq_node *n)
     for (size_t g = 0; g < groups.n && !c->code; g++) {
         pq_label *l = lbl_copy(groups.s[g].labels, groups.s[g].nlabels);
         size_t nl = groups.s[g].nlabels;
-        lbl_drop_metric_name(&l, &nl);
-        size_t si = vb_series(&vb, l, nl);
+        int dn = q_drop_name(c, &l, &nl);
+        size_t si = vb_series_dn(&vb, l, nl, dn);
         for (size_t k = 0; si != (size_t)-1 && k < c->nsteps; k++) {
             size_t m = 0;
             for (size_t i = 0; i < in.n; i++)

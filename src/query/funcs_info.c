@@ -320,7 +320,8 @@ static val combine(info_job *j, val *base, const uint8_t *ignored, mw_buf *key)
             size_t osi;
             if (ignored[b]) {
                 if (!have[b]) {
-                    out_si[b] = vb_series(&vb, lbl_copy(s->labels, s->nlabels), s->nlabels);
+                    out_si[b] = vb_series_dn(&vb, lbl_copy(s->labels, s->nlabels), s->nlabels,
+                                             s->drop_name);
                     have[b] = 1;
                 }
                 osi = out_si[b];
@@ -335,7 +336,7 @@ static val combine(info_job *j, val *base, const uint8_t *ignored, mw_buf *key)
                     size_t nl = 0;
                     int rc = enriched(j, s, cur, &l, &nl);
                     if (rc < 0) break;
-                    out_si[b] = rc ? (size_t)-1 : vb_series(&vb, l, nl);
+                    out_si[b] = rc ? (size_t)-1 : vb_series_dn(&vb, l, nl, s->drop_name);
                     have[b] = 1;
                 }
                 osi = out_si[b];

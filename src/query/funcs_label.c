@@ -30,8 +30,13 @@ static val relabel(qctx *c, val *in, const char *dst, label_value_fn *value, con
         pq_label *l = lbl_copy(s->labels, s->nlabels);
         size_t nl = s->nlabels;
         mw_buf_clear(&b);
-        if (value(how, s, &b)) lbl_set(&l, &nl, dst, b.data);
-        size_t si = vb_series(&vb, l, nl);
+        /* Setting __name__ takes back a delayed removal of the name. */
+        int dn = s->drop_name;
+        if (value(how, s, &b)) {
+            lbl_set(&l, &nl, dst, b.data);
+            if (!strcmp(dst, "__name__")) dn = 0;
+        }
+        size_t si = vb_series_dn(&vb, l, nl, dn);
         if (si == (size_t)-1) break;
         for (size_t k = 0; k < c->nsteps; k++) {
             if (!s->ok[k]) continue;

@@ -142,7 +142,7 @@ val pq_call_math(qctx *c, const pq_node *n)
     for (size_t i = 0; i < in.n && !c->code; i++) {
         pq_label *l = lbl_copy(in.s[i].labels, in.s[i].nlabels);
         size_t nl = in.s[i].nlabels;
-        lbl_drop_metric_name(&l, &nl);
+        int dn = q_drop_name(c, &l, &nl);
         size_t si = (size_t)-1;
         for (size_t k = 0; k < c->nsteps; k++) {
             if (!in.s[i].ok[k]) continue;
@@ -151,7 +151,7 @@ val pq_call_math(qctx *c, const pq_node *n)
                 arg[a] = scalars[a].scalar ? scalars[a].scalar[k] : 0;
             if (!apply(f, in.s[i].v[k], arg, narg, &v)) continue;
             if (si == (size_t)-1) {
-                si = vb_series(&vb, lbl_copy(l, nl), nl);
+                si = vb_series_dn(&vb, lbl_copy(l, nl), nl, dn);
                 if (si == (size_t)-1) break;
             }
             if (vb_set(&vb, si, k, v) < 0) break;

@@ -260,7 +260,7 @@ val pq_call_timestamp(qctx *c, const pq_node *n)
     val in = eval_node(c, arg);
     if (arg->kind != PQ_VSEL) { /* the evaluation time */
         for (size_t i = 0; i < in.n; i++) {
-            lbl_drop_metric_name(&in.s[i].labels, &in.s[i].nlabels);
+            in.s[i].drop_name |= (uint8_t)q_drop_name(c, &in.s[i].labels, &in.s[i].nlabels);
             for (size_t k = 0; k < c->nsteps; k++)
                 in.s[i].v[k] = (double)qts(c, k) / 1000;
         }
@@ -296,14 +296,19 @@ val pq_call_timestamp(qctx *c, const pq_node *n)
         const mw_series_data *d = &r.series[i];
         pq_label *l = lbl_from_store(d->labels, d->nlabels);
         size_t nl = d->nlabels;
-        lbl_drop_metric_name(&l, &nl);
+        int dn = q_drop_name(c, &l, &nl);
+        size_t si = (size_t)-1;
         for (size_t k = 0; k < c->nsteps; k++) {
             int64_t t = selected_at(c, arg, k);
             size_t j = lower_bound(d->t, d->n, t + 1);
             if (j == 0) continue;
             j--;
             if (!q_after_start(c, d->t[j], t - c->lim.lookback_ms) || is_stale(d->v[j])) continue;
-            if (vb_add(&vb, lbl_copy(l, nl), nl, k, (double)d->t[j] / 1000) < 0) break;
+            if (si == (size_t)-1) {
+                si = vb_series_dn(&vb, lbl_copy(l, nl), nl, dn);
+                if (si == (size_t)-1) break;
+            }
+            if (vb_set(&vb, si, k, (double)d->t[j] / 1000) < 0) break;
         }
         lbl_free(l, nl);
     }

@@ -616,9 +616,11 @@ static val range_call(qctx *c, const pq_node *n, int absent)
                     size_t nl = s->nlabels;
                     s->labels = NULL;
                     s->nlabels = 0;
-                    if (!keep_name) lbl_drop_metric_name(&l, &nl);
-                    si = distinct ? vb_append(&b, l, nl) : vb_series(&b, l, nl);
+                    int dn = keep_name ? 0 : q_drop_name(c, &l, &nl);
+                    dn |= s->drop_name;
+                    si = distinct ? vb_append(&b, l, nl) : vb_series_dn(&b, l, nl, dn);
                     if (si == (size_t)-1) break;
+                    b.s[si].drop_name = (uint8_t)dn;
                 }
                 if (vb_set(&b, si, k, v[k]) < 0) break;
             }

@@ -338,6 +338,7 @@ sv *sv_new(qctx *c, val *out, pq_label *labels, size_t nlabels)
     sv *s = &out->s[out->n++];
     s->labels = labels;
     s->nlabels = nlabels;
+    s->drop_name = 0;
     /* ok lies behind v in the same block: one allocation per series
      * (freed through v). */
     s->v = mw_xcalloc(1, c->nsteps * (sizeof(double) + 1));
@@ -376,7 +377,14 @@ void vb_init(vbuild *b, qctx *c)
 
 size_t vb_series(vbuild *b, pq_label *labels, size_t nlabels)
 {
+    return vb_series_dn(b, labels, nlabels, 0);
+}
+
+size_t vb_series_dn(vbuild *b, pq_label *labels, size_t nlabels, int drop_name)
+{
     lbl_key(labels, nlabels, NULL, 0, 0, 0, &b->key);
+    /* A key ends with \xff: a marked series' own ending cannot collide. */
+    if (drop_name) mw_buf_putc(&b->key, '\x01');
     size_t i = smap_get(&b->idx, b->key.data ? b->key.data : "");
     if (i != (size_t)-1) {
         lbl_free(labels, nlabels);
@@ -386,6 +394,7 @@ size_t vb_series(vbuild *b, pq_label *labels, size_t nlabels)
     if (!sv_new(b->c, &tmp, labels, nlabels)) return (size_t)-1;
     b->s = tmp.s;
     b->n = tmp.n;
+    b->s[b->n - 1].drop_name = (uint8_t)(drop_name != 0);
     smap_put(&b->idx, b->key.data ? b->key.data : "", b->n - 1);
     return b->n - 1;
 }
@@ -442,4 +451,47 @@ int lbl_name_valid(const char *s)
               *s == '_'))
             return 0;
     return 1;
+}
+
+int q_remove_names(qctx *c, val *v)
+{
+    int any = 0;
+    for (size_t i = 0; i < v->n; i++)
+        if (v->s[i].drop_name) {
+            lbl_drop_metric_name(&v->s[i].labels, &v->s[i].nlabels);
+            v->s[i].drop_name = 0;
+            any = 1;
+        }
+    if (!any) return 0;
+    smap seen;
+    smap_init(&seen);
+    mw_buf key;
+    mw_buf_init(&key, 0);
+    size_t o = 0;
+    for (size_t i = 0; i < v->n; i++) {
+        sv *s = &v->s[i];
+        lbl_key(s->labels, s->nlabels, NULL, 0, 0, 0, &key);
+        const char *k0 = key.data ? key.data : "";
+        size_t j = smap_get(&seen, k0);
+        if (j == (size_t)-1) {
+            smap_put(&seen, k0, o);
+            v->s[o++] = *s;
+            continue;
+        }
+        sv *into = &v->s[j];
+        for (size_t k = 0; k < c->nsteps; k++) {
+            if (!s->ok[k]) continue;
+            if (into->ok[k] && !c->code)
+                qerr(c, PQ_ERR_EXECUTION, "vector cannot contain metrics with the same labelset");
+            into->ok[k] = 1;
+            into->v[k] = s->v[k];
+        }
+        lbl_free(s->labels, s->nlabels);
+        free(s->v);
+        qrelease(c, c->nsteps);
+    }
+    v->n = o;
+    smap_free(&seen);
+    mw_buf_free(&key);
+    return c->code ? -1 : 0;
 }

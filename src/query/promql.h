@@ -137,6 +137,10 @@ typedef struct pq_limits {
      * [t - delta, t]); 0: as Prometheus 3, (t - range, t], a sample exactly
      * at the start is out. */
     int closed_windows;
+    /* Prometheus 3's promql-delayed-name-removal: what drops the metric
+     * name marks the series and the name goes at the end (label_replace
+     * and by (__name__) still read it); 0: it goes at once. */
+    int delayed_name_removal;
     /* Per query: a matcher ANDed with every selector (a namespace-scoped
      * reader's, docs/security.md); NULL: none. */
     const mw_matcher *scope;
@@ -158,6 +162,7 @@ typedef struct pq_label {
 typedef struct pq_series {
     pq_label *labels;
     size_t nlabels;
+    int drop_name; /* delayed name removal: the name goes at the end */
     int64_t *t;
     double *v;
     size_t n;

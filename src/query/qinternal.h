@@ -21,6 +21,7 @@ typedef struct sv {
     size_t nlabels;
     double *v;
     uint8_t *ok;
+    uint8_t drop_name; /* delayed name removal: the name goes at the end */
 } sv;
 
 typedef struct val {
@@ -100,6 +101,19 @@ void lbl_del(pq_label **l, size_t *n, const char *name);
 /* What an operation that changes the metric drops: __name__ and, with
  * it, Prometheus 3's __type__ and __unit__ (schema.IsMetadataLabel). */
 void lbl_drop_metric_name(pq_label **l, size_t *n);
+/* An operation that changes the metric: drops its name from l now and
+ * returns 0, or with delayed name removal keeps it and returns 1, the
+ * mark for the result series (its drop_name). */
+static inline int q_drop_name(const qctx *c, pq_label **l, size_t *n)
+{
+    if (c->lim.delayed_name_removal) return 1;
+    lbl_drop_metric_name(l, n);
+    return 0;
+}
+/* The end of delayed name removal: marked series lose their names, and
+ * series left with one label set merge (a range query's, when no step
+ * has two values) or are an error. 0, or -1 (the context failed). */
+int q_remove_names(qctx *c, val *v);
 /* Keep only (keep=1) or drop (keep=0) the given names. */
 void lbl_filter(pq_label **l, size_t *n, char *const *names, size_t nnames, int keep);
 /* 1 when s is a label name of Prometheus 2's rule, [a-zA-Z_][a-zA-Z0-9_]*. */
@@ -155,6 +169,9 @@ void vb_init(vbuild *b, qctx *c);
 int vb_add(vbuild *b, pq_label *labels, size_t nlabels, size_t step, double v);
 /* Index of the series with these labels (created without values). */
 size_t vb_series(vbuild *b, pq_label *labels, size_t nlabels);
+/* The same for a series marked for delayed name removal (drop_name): it
+ * stays apart from an unmarked one with the same labels. */
+size_t vb_series_dn(vbuild *b, pq_label *labels, size_t nlabels, int drop_name);
 /* Labels that point into a store selection's strings instead of copies:
  * lbl_shared_new takes them over from r (before mw_select_result_free),
  * lbl_share makes a label set of them, lbl_shared_drop gives up the

@@ -12,6 +12,8 @@
  *   eval_fail instant at 0 EXPR   must fail; an optional line
  *     error SUBSTRING             checks the message
  *   clear                         empty the store
+ *   delayed_name_removal on       the evals after it with Prometheus 3's
+ *                                 delayed name removal (off: without)
  *   expect warn msg: TEXT         (in an eval) annotations: promql_expect.h
  *
  * `a+bxN` expands to a, a+b, ..., a+N*b (N+1 values), `_` skips a step,
@@ -45,6 +47,7 @@ typedef struct runner {
     const char *file;
     int line;
     int failures;
+    int delayed_name_removal; /* `delayed_name_removal on`, until `off` */
 } runner;
 
 static void store_open(runner *r)
@@ -244,6 +247,7 @@ static void run_eval(runner *r, evalcase *ec)
     pq_result res = {0};
     pq_limits lim;
     pq_default_limits(&lim);
+    lim.delayed_name_removal = r->delayed_name_removal;
     int rc = n ? pq_eval(r->store, n, ec->start, ec->end, ec->range ? ec->step : 0, &lim, &res, err,
                          sizeof(err))
                : 400;
@@ -383,6 +387,9 @@ static void run_file(void **state)
         if (sscanf(buf, "load %63s", a) == 1) {
             interval = dur(a);
             mode = LOAD;
+        } else if (!strcmp(buf, "delayed_name_removal on") ||
+                   !strcmp(buf, "delayed_name_removal off")) {
+            r.delayed_name_removal = !strcmp(buf, "delayed_name_removal on");
         } else if (!strcmp(buf, "clear")) {
             store_close(&r);
             store_open(&r);
