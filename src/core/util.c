@@ -169,3 +169,23 @@ int mw_sync_parent_folder(const char *path)
     dir[n] = 0;
     return mw_sync_folder(dir);
 }
+
+ptrdiff_t mw_utf8_len(const char *text)
+{
+    const unsigned char *str = (const unsigned char *)text, *s = str;
+    while (*s) {
+        unsigned c = *s;
+        if (c < 0x80) {
+            s++;
+            continue;
+        }
+        int n = (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : -1;
+        if (n < 0 || (n == 1 && c < 0xc2) || (n == 3 && c > 0xf4)) return -1;
+        for (int i = 1; i <= n; i++)
+            if ((s[i] & 0xc0) != 0x80) return -1;
+        if (n == 2 && ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0))) return -1;
+        if (n == 3 && ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))) return -1;
+        s += n + 1;
+    }
+    return s - str;
+}

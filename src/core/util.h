@@ -42,6 +42,10 @@ void mw_set_string(char **dst, const char *src, size_t size);
 /* strlcpy semantics: always terminates, returns strlen(src). */
 size_t mw_strlcpy(char *dst, const char *src, size_t size);
 
+/* The length of s when it is valid UTF-8 (no overlong forms, surrogates
+ * or code points past U+10FFFF), else -1. */
+ptrdiff_t mw_utf8_len(const char *s);
+
 /* A secret (password, token) from a file into out, trailing whitespace and
  * newlines cut off. Returns 0; -1 when the file cannot be read (why: "PATH:
  * strerror"); -2 when it holds more than size - 1 bytes (why: "PATH: longer

@@ -759,6 +759,71 @@ static int cmp_json_str(const void *a, const void *b)
     return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
 }
 
+/* Prometheus 3's escaping of a name in a URL path (model.UnescapeName,
+ * ValueEncodingEscaping): "U__" then "__" for "_" and "_HEX_" for any
+ * other character outside [a-zA-Z0-9]; a name that does not decode stays
+ * as it is. In place (the decoded name is never longer). */
+static void unescape_name(char *name)
+{
+    if (strncmp(name, "U__", 3)) return;
+    char out[1024];
+    size_t o = 0;
+    for (const char *p = name + 3; *p; p++) {
+        if (o + 5 >= sizeof(out)) return;
+        if (*p != '_') {
+            out[o++] = *p;
+            continue;
+        }
+        if (p[1] == '_') {
+            out[o++] = '_';
+            p++;
+            continue;
+        }
+        char *end;
+        unsigned long cp = strtoul(p + 1, &end, 16);
+        if (end == p + 1 || *end != '_' || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return;
+        if (cp < 0x80) {
+            out[o++] = (char)cp;
+        } else if (cp < 0x800) {
+            out[o++] = (char)(0xc0 | (cp >> 6));
+            out[o++] = (char)(0x80 | (cp & 0x3f));
+        } else if (cp < 0x10000) {
+            out[o++] = (char)(0xe0 | (cp >> 12));
+            out[o++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+            out[o++] = (char)(0x80 | (cp & 0x3f));
+        } else {
+            out[o++] = (char)(0xf0 | (cp >> 18));
+            out[o++] = (char)(0x80 | ((cp >> 12) & 0x3f));
+            out[o++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+            out[o++] = (char)(0x80 | (cp & 0x3f));
+        }
+        p = end;
+    }
+    if (o == 0 || o > strlen(name)) return;
+    memcpy(name, out, o);
+    name[o] = 0;
+}
+
+/* Go's %q of s, for messages: bytes outside printable ASCII as \xNN. */
+static void go_quote(const char *s, char *out, size_t size)
+{
+    size_t o = 0;
+    out[o++] = '"';
+    for (; *s && o + 6 < size; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') {
+            out[o++] = '\\';
+            out[o++] = (char)ch;
+        } else if (ch < 0x20 || ch >= 0x7f) {
+            o += (size_t)snprintf(out + o, size - o, "\\x%02x", ch);
+        } else {
+            out[o++] = (char)ch;
+        }
+    }
+    out[o++] = '"';
+    out[o] = 0;
+}
+
 static void meta_handler(void *cls, const mw_http_request *req, mw_http_response *resp)
 {
     mw_query_api *api = cls;
@@ -779,12 +844,11 @@ static void meta_handler(void *cls, const mw_http_request *req, mw_http_response
         }
         memcpy(name, s, (size_t)(e - s));
         name[url_decode(name, (size_t)(e - s))] = '\0';
+        unescape_name(name);
         if (!lbl_name_valid(name)) { /* Go's %q of the name */
-            json_t *q = json_string(name);
-            char *qs = q ? json_dumps(q, JSON_ENCODE_ANY) : NULL;
-            api_respond_error(resp, 400, "invalid label name: %s", qs ? qs : "\"\"");
-            free(qs);
-            json_decref(q);
+            char q[sizeof(name) * 4 + 3];
+            go_quote(name, q, sizeof(q));
+            api_respond_error(resp, 400, "invalid label name: %s", q);
             goto done;
         }
         c.label = name;

@@ -68,7 +68,7 @@ static void put_labels(mw_buf *b, char *const *names, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         if (i) mw_buf_puts(b, ", ");
-        if (lbl_name_valid(names[i]))
+        if (lbl_name_legacy(names[i]))
             mw_buf_puts(b, names[i]);
         else
             put_quoted(b, names[i]);
@@ -172,7 +172,7 @@ static void put_selector(mw_buf *b, const pq_node *n)
             continue;
         mw_buf t;
         mw_buf_init(&t, 0);
-        if (lbl_name_valid(m->name))
+        if (lbl_name_legacy(m->name))
             mw_buf_puts(&t, m->name);
         else
             put_quoted(&t, m->name);

@@ -445,6 +445,11 @@ val vb_finish(vbuild *b)
 
 int lbl_name_valid(const char *s)
 {
+    return s && mw_utf8_len(s) > 0;
+}
+
+int lbl_name_legacy(const char *s)
+{
     if (!s || !*s || (*s >= '0' && *s <= '9')) return 0;
     for (; *s; s++)
         if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||

@@ -163,7 +163,9 @@ static int parse_label_list(parser *ps, char ***out, size_t *nout)
     }
     pq_next(ps);
     while (ps->t.k != T_RPAREN) {
-        if (ps->t.k != T_ID || !is_label_name(ps->t.str)) {
+        /* A quoted name: Prometheus 3's UTF-8 label names. */
+        if (ps->t.k == T_STR ? !lbl_name_valid(ps->t.str)
+                             : ps->t.k != T_ID || !is_label_name(ps->t.str)) {
             pq_unexpected(ps, "in grouping opts, expected label");
             return -1;
         }
@@ -214,13 +216,37 @@ static pq_node *parse_selector(parser *ps, char *name, int pos)
     if (ps->t.k == T_LBRACE) {
         pq_next(ps);
         while (ps->t.k != T_RBRACE) {
-            if (ps->t.k != T_ID || !is_label_name(ps->t.str)) {
+            /* Prometheus 3's UTF-8 names: a quoted label name, or a quoted
+             * string alone, the metric name ({"my.metric", "a.b"="c"}). */
+            int quoted = ps->t.k == T_STR;
+            if (!quoted && (ps->t.k != T_ID || !is_label_name(ps->t.str))) {
                 pq_unexpected(ps, "in label matching, expected label");
+                goto fail;
+            }
+            if (quoted && !lbl_name_valid(ps->t.str)) {
+                pq_errf(ps, ps->t.pos, "invalid UTF-8 rune");
                 goto fail;
             }
             char *lname = mw_xstrdup(ps->t.str);
             int lpos = ps->t.pos;
             pq_next(ps);
+            if (quoted && (ps->t.k == T_COMMA || ps->t.k == T_RBRACE)) {
+                if (name || n->str_quoted) {
+                    const char *first = "";
+                    for (size_t i = 0; i < n->nmatchers && !*first; i++)
+                        if (!strcmp(n->matchers[i].name, "__name__")) first = n->matchers[i].value;
+                    pq_errf(ps, lpos, "metric name must not be set twice: \"%s\" or \"%s\"", first,
+                            lname);
+                    free(lname);
+                    goto fail;
+                }
+                int rc = add_matcher(ps, n, MW_MATCH_EQ, "__name__", lname, lpos);
+                free(lname);
+                if (rc < 0) goto fail;
+                n->str_quoted = 1;
+                if (ps->t.k == T_COMMA) pq_next(ps);
+                continue;
+            }
             mw_match_op op;
             switch (ps->t.k) {
             case T_ASSIGN:

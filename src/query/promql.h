@@ -81,7 +81,8 @@ typedef struct pq_node {
     pq_type type; /* of the value it evaluates to */
     int pos;      /* byte offset in the query */
     double num;
-    char *str; /* PQ_STR; PQ_VSEL: metric name or NULL */
+    char *str;      /* PQ_STR; PQ_VSEL: metric name or NULL */
+    int str_quoted; /* PQ_VSEL: the name came quoted inside {...} */
     /* Selectors and subqueries. */
     mw_matcher *matchers;
     size_t nmatchers;

@@ -116,8 +116,10 @@ static inline int q_drop_name(const qctx *c, pq_label **l, size_t *n)
 int q_remove_names(qctx *c, val *v);
 /* Keep only (keep=1) or drop (keep=0) the given names. */
 void lbl_filter(pq_label **l, size_t *n, char *const *names, size_t nnames, int keep);
-/* 1 when s is a label name of Prometheus 2's rule, [a-zA-Z_][a-zA-Z0-9_]*. */
+/* 1 when s is a label name: non-empty UTF-8, as Prometheus 3. */
 int lbl_name_valid(const char *s);
+/* 1 when s needs no quotes in PromQL: Prometheus 2's rule. */
+int lbl_name_legacy(const char *s);
 int lbl_cmp(const pq_label *a, size_t na, const pq_label *b, size_t nb);
 /* A key for hashing: name\xffvalue\xff... of all labels, or of the given
  * names (on=1) or all but them and __name__ (on=0); into buf. */

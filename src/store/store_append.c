@@ -16,38 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The length of a valid label name, else 0 (a name is never empty). */
+/* The length of a valid label name, else 0: any non-empty UTF-8, as
+ * Prometheus 3 (its UTF8Validation, the default since 3.0). */
 static size_t valid_name_len(const char *name)
 {
-    const char *s = name;
-    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
-    for (s++; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-              *s == '_'))
-            return 0;
-    return (size_t)(s - name);
-}
-
-/* The length of a valid UTF-8 string, else -1: one pass for both (they
- * were two per label and sample). */
-static ptrdiff_t valid_utf8_len(const unsigned char *str)
-{
-    const unsigned char *s = str;
-    while (*s) {
-        unsigned c = *s;
-        if (c < 0x80) {
-            s++;
-            continue;
-        }
-        int n = (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : -1;
-        if (n < 0 || (n == 1 && c < 0xc2) || (n == 3 && c > 0xf4)) return -1;
-        for (int i = 1; i <= n; i++)
-            if ((s[i] & 0xc0) != 0x80) return -1;
-        if (n == 2 && ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0))) return -1;
-        if (n == 3 && ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))) return -1;
-        s += n + 1;
-    }
-    return s - str;
+    ptrdiff_t n = mw_utf8_len(name);
+    return n > 0 ? (size_t)n : 0;
 }
 
 /* {a="b", c="d"} for messages, bounded. */
@@ -113,11 +87,10 @@ static int check_labels(mw_store *s, mw_store_ts *ts, size_t idx, char *msg, siz
         size_t nl = lb->name ? valid_name_len(lb->name) : 0;
         if (nl == 0) {
             return refuse(s, MW_REFUSE_MALFORMED, 400, msg, msgsize,
-                          "series %zu: invalid label name '%.100s' (must match "
-                          "[a-zA-Z_][a-zA-Z0-9_]*)",
-                          idx, lb->name ? lb->name : "");
+                          "series %zu: invalid label name '%.100s' (must be non-empty UTF-8)", idx,
+                          lb->name ? lb->name : "");
         }
-        ptrdiff_t vlen = valid_utf8_len((const unsigned char *)lb->value);
+        ptrdiff_t vlen = mw_utf8_len(lb->value);
         if (vlen < 0)
             return refuse(s, MW_REFUSE_MALFORMED, 400, msg, msgsize,
                           "series %zu: the value of label %s is not valid UTF-8", idx, lb->name);

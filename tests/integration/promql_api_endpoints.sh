@@ -16,6 +16,7 @@ api_req_total{job="api",instance="a"} ${T0}000 10
 api_req_total{job="api",instance="a"} $((T0 + 60))000 70
 api_req_total{job="api",instance="b"} ${T0}000 1.5
 api_req_total{job="api",instance="b"} $((T0 + 60))000 stale
+utf_total{job="utf",a.b="x"} ${T0}000 1
 DATA
 start_agent --interval 10s --disable-collectors gpu
 expect_eq "remote write" 204 "$("$LOADER" "$AGENT_URL/api/v1/write" "$WORK/data.txt")"
@@ -26,13 +27,17 @@ call() {
     echo "$(cat "$WORK/code") $(cat "$WORK/body")"
 }
 
-# Label names (Prometheus 2's rule) and Prometheus's JSON errors.
-expect_eq "invalid label name" \
-    '400 {"status":"error","errorType":"bad_data","error":"invalid label name: \"0bad\""}' \
+# Label names (Prometheus 3's: any non-empty UTF-8, "U__" escaped in the
+# path) and Prometheus's JSON errors.
+expect_eq "a name Prometheus 2 refused" '200 {"status":"success","data":[]}' \
     "$(call "$AGENT_URL/api/v1/label/0bad/values")"
-expect_eq "invalid label name with a dash" \
-    '400 {"status":"error","errorType":"bad_data","error":"invalid label name: \"a-b\""}' \
-    "$(call "$AGENT_URL/api/v1/label/a-b/values")"
+expect_eq "a UTF-8 label name, as it is" '200 {"status":"success","data":["x"]}' \
+    "$(call "$AGENT_URL/api/v1/label/a.b/values")"
+expect_eq "a UTF-8 label name, U__ escaped" '200 {"status":"success","data":["x"]}' \
+    "$(call "$AGENT_URL/api/v1/label/U__a_2e_b/values")"
+expect_eq "invalid UTF-8 in a label name" \
+    '400 {"status":"error","errorType":"bad_data","error":"invalid label name: \"a\\xffb\""}' \
+    "$(call "$AGENT_URL/api/v1/label/a%FFb/values")"
 expect_eq "valid label name" '200 {"status":"success","data":["a","b"]}' \
     "$(call --get --data-urlencode 'match[]=api_req_total' "$AGENT_URL/api/v1/label/instance/values")"
 expect_eq "unknown API path" \

@@ -113,6 +113,24 @@ static int parse_labels(const char *s, lset *l, const char **end)
             while (*s == ' ' || *s == ',')
                 s++;
             if (*s == '}') break;
+            if (*s == '"') { /* Prometheus 3's quoted names: {"a.b"="c"}, {"my.metric"} */
+                const char *q = strchr(s + 1, '"');
+                if (!q || l->n >= 16) return -1;
+                if (q[1] != '=') {
+                    snprintf(l->names[l->n], 64, "__name__");
+                    snprintf(l->values[l->n], 256, "%.*s", (int)(q - s - 1), s + 1);
+                    l->n++;
+                    s = q + 1;
+                    continue;
+                }
+                const char *v = strchr(q + 3, '"');
+                if (q[2] != '"' || !v) return -1;
+                snprintf(l->names[l->n], 64, "%.*s", (int)(q - s - 1), s + 1);
+                snprintf(l->values[l->n], 256, "%.*s", (int)(v - q - 3), q + 3);
+                l->n++;
+                s = v + 1;
+                continue;
+            }
             const char *eq = strchr(s, '=');
             if (!eq || eq[1] != '"' || l->n >= 16) return -1;
             snprintf(l->names[l->n], 64, "%.*s", (int)(eq - s), s);
