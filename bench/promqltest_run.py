@@ -446,7 +446,8 @@ def main():
              else ["--query-delayed-name-removal"])
     args = [a for a in args if a not in ("-v", "--closed-windows")]
     binary, files = args[0], args[1:]
-    loader = os.path.join(tempfile.gettempdir(), "mw-promqltest-load")
+    # one loader per run: two runs at once must not rebuild each other's
+    loader = os.path.join(tempfile.gettempdir(), "mw-promqltest-load-%d" % os.getpid())
     subprocess.run(["cc", "-O1", "-o", loader, os.path.join(SRC, "tests/integration/promql_load.c"),
                     "-lsnappy", "-lcurl"], check=True)
     agent = Agent(os.path.abspath(binary), extra)

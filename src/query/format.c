@@ -221,6 +221,11 @@ static void put_node(mw_buf *b, const pq_node *n)
 {
     switch (n->kind) {
     case PQ_NUM: {
+        if (n->num_duration && isfinite(n->num) && fabs(n->num) < 9e15) {
+            if (n->num < 0) mw_buf_putc(b, '-');
+            put_duration(b, llround(fabs(n->num) * 1000));
+            break;
+        }
         char num[PQ_VALUE_BUFSIZE];
         pq_format_value(n->num, num, sizeof(num));
         mw_buf_puts(b, num);

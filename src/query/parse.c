@@ -442,6 +442,13 @@ static pq_node *parse_primary(parser *ps)
         n->type = PQ_T_SCALAR;
         pq_next(ps);
         return n;
+    case T_DUR: /* Prometheus 3: a duration is a number of seconds too */
+        n = node_new(PQ_NUM, pos);
+        n->num = (double)t->dur / 1000;
+        n->num_duration = 1;
+        n->type = PQ_T_SCALAR;
+        pq_next(ps);
+        return n;
     case T_STR:
         n = node_new(PQ_STR, pos);
         n->str = t->str;

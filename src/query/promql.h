@@ -81,8 +81,9 @@ typedef struct pq_node {
     pq_type type; /* of the value it evaluates to */
     int pos;      /* byte offset in the query */
     double num;
-    char *str;      /* PQ_STR; PQ_VSEL: metric name or NULL */
-    int str_quoted; /* PQ_VSEL: the name came quoted inside {...} */
+    char *str;        /* PQ_STR; PQ_VSEL: metric name or NULL */
+    int str_quoted;   /* PQ_VSEL: the name came quoted inside {...} */
+    int num_duration; /* PQ_NUM: written as a duration (1h), printed so */
     /* Selectors and subqueries. */
     mw_matcher *matchers;
     size_t nmatchers;

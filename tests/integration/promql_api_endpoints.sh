@@ -55,6 +55,9 @@ expect_eq "format_query" \
 expect_eq "format_query: subquery, @, strings, without, topk" \
     '200 {"status":"success","data":"topk without (a) (3, max_over_time(x[1w:5m] @ 1700000000.000)) or label_replace(y @ end(), \"d\", \"a\\tb\\\"\", \"s\", \"(.*)\")"}' \
     "$(call --data-urlencode 'query=topk without(a)(3,max_over_time(x[7d:5m] @ 1700000000)) or label_replace(y @ end(),"d","a\tb\"","s","(.*)")' "$AGENT_URL/api/v1/format_query")"
+expect_eq "format_query: a duration as a number" \
+    '200 {"status":"success","data":"predict_linear(x[1h], 1h30m) > bool -2m"}' \
+    "$(call --get --data-urlencode 'query=predict_linear(x[1h], 90m) > bool -2m' "$AGENT_URL/api/v1/format_query")"
 expect_eq "format_query: anchored, smoothed, info" \
     '200 {"status":"success","data":"rate(x[5m] anchored @ 10.000 offset 1m) + (y @ 20.000 smoothed offset 30s) + info(z, {__name__=~\".+_info\",a=~\".*\"})"}' \
     "$(call --get --data-urlencode 'query=rate(x[5m] anchored @ 10 offset 1m) + (y @ 20 offset 30s smoothed) + info(z, {a=~".*", __name__=~".+_info"})' "$AGENT_URL/api/v1/format_query")"
