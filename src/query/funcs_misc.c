@@ -31,6 +31,85 @@ val pq_call_pi(qctx *c, const pq_node *n)
     return out;
 }
 
+/* Prometheus 3's start(), end(), range() and step(): the query's own,
+ * in seconds, whatever grid (a subquery's) asks; step() of an instant
+ * query is 0. */
+static val query_constant(qctx *c, double v)
+{
+    val out = {.type = PQ_T_SCALAR};
+    qcharge(c, c->nsteps);
+    out.scalar = mw_xcalloc(c->nsteps, sizeof(double));
+    for (size_t k = 0; k < c->nsteps; k++)
+        out.scalar[k] = v;
+    return out;
+}
+
+val pq_call_start(qctx *c, const pq_node *n)
+{
+    (void)n;
+    return query_constant(c, (double)c->qstart / 1000);
+}
+
+val pq_call_end(qctx *c, const pq_node *n)
+{
+    (void)n;
+    return query_constant(c, (double)c->qend / 1000);
+}
+
+val pq_call_range_of_query(qctx *c, const pq_node *n)
+{
+    (void)n;
+    return query_constant(c, (double)(c->qend - c->qstart) / 1000);
+}
+
+val pq_call_step(qctx *c, const pq_node *n)
+{
+    (void)n;
+    return query_constant(c, c->qstart != c->qend ? (double)c->qstep / 1000 : 0);
+}
+
+/* min_of(a, b), max_of(a, b): Go's math.Min and math.Max, per step (a NaN
+ * wins; -0 is below +0). */
+static double go_min(double a, double b)
+{
+    if (isnan(a) || isnan(b)) return NAN;
+    if (a == 0 && b == 0) return signbit(a) ? a : b;
+    return a < b ? a : b;
+}
+
+static double go_max(double a, double b)
+{
+    if (isnan(a) || isnan(b)) return NAN;
+    if (a == 0 && b == 0) return signbit(a) ? b : a;
+    return a > b ? a : b;
+}
+
+static val min_max_of(qctx *c, const pq_node *n, double (*op)(double, double))
+{
+    val a = eval_node(c, n->args[0]);
+    val b = eval_unless_failed(c, n->args[1]);
+    val out = {.type = PQ_T_SCALAR};
+    if (!c->code) {
+        qcharge(c, c->nsteps);
+        out.scalar = mw_xcalloc(c->nsteps, sizeof(double));
+        for (size_t k = 0; k < c->nsteps; k++)
+            out.scalar[k] = op(a.scalar[k], b.scalar[k]);
+    }
+    val_free(c, &a);
+    val_free(c, &b);
+    return out;
+}
+
+val pq_call_min_of(qctx *c, const pq_node *n)
+{
+    return min_max_of(c, n, go_min);
+}
+
+val pq_call_max_of(qctx *c, const pq_node *n)
+{
+    return min_max_of(c, n, go_max);
+}
+
 val pq_call_vector(qctx *c, const pq_node *n)
 {
     val s = eval_node(c, n->args[0]);

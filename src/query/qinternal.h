@@ -337,6 +337,8 @@ pq_call_fn pq_call_info;
 pq_call_fn pq_call_histogram_quantile;
 
 /* funcs_misc.c */
+pq_call_fn pq_call_start, pq_call_end, pq_call_range_of_query, pq_call_step, pq_call_min_of,
+    pq_call_max_of;
 pq_call_fn pq_call_time, pq_call_pi, pq_call_vector, pq_call_scalar, pq_call_sort,
     pq_call_sort_desc, pq_call_sort_by_label, pq_call_sort_by_label_desc, pq_call_absent,
     pq_call_timestamp;
