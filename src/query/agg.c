@@ -305,7 +305,9 @@ static void agg_series_major(qctx *c, const pq_node *n, const val *in, const siz
             double v = s->v[k];
             if (!has[k]) {
                 has[k] = 1;
-                acc[k] = op == PQ_AGG_STDDEV || op == PQ_AGG_STDVAR ? 0 : v;
+                /* stddev/stdvar: a group that starts with NaN or ±Inf is
+                 * NaN (Prometheus 3; Welford's step keeps it so). */
+                acc[k] = op == PQ_AGG_STDDEV || op == PQ_AGG_STDVAR ? (isfinite(v) ? 0 : NAN) : v;
                 if (mn) mn[k] = v;
                 if (cn) cn[k] = 1;
                 continue;

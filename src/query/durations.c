@@ -41,6 +41,11 @@ struct pq_dur {
     pq_dur_kind kind;
     int op; /* PQ_DUR_BIN: pq_binop (ADD SUB MUL DIV MOD POW) */
     double seconds;
+    /* A duration literal alone (`[1001ms]`, `offset 1h`): its exact
+     * milliseconds, as Prometheus keeps a literal's time.Duration; only
+     * expressions go through seconds as floats. */
+    int exact;
+    int64_t ms;
     int pos;
     struct pq_dur *l, *r;
 };
@@ -130,6 +135,10 @@ static pq_dur *parse_dur_operand(parser *ps)
         }
         pq_dur *d = dur_new(PQ_DUR_NUM, pos);
         d->seconds = s;
+        if (ps->t.k == T_DUR) {
+            d->exact = 1;
+            d->ms = ps->t.dur;
+        }
         pq_next(ps);
         return d;
     }
@@ -293,6 +302,17 @@ int pq_dur_eval(const pq_dur *d, int64_t step_ms, int64_t range_ms, int allow_ne
                 int64_t *out_ms, char *err, size_t errsize)
 {
     err[0] = '\0';
+    /* a literal alone, or negated (offset -1001ms): exact */
+    const pq_dur *lit = d->kind == PQ_DUR_NEG ? d->l : d;
+    if (lit->kind == PQ_DUR_NUM && lit->exact) {
+        int64_t ms = d == lit ? lit->ms : -lit->ms;
+        if (ms <= 0 && !allow_negative) {
+            snprintf(err, errsize, "duration must be greater than 0");
+            return -1;
+        }
+        *out_ms = ms;
+        return 0;
+    }
     double s = dur_value(d, (double)step_ms / 1000, (double)range_ms / 1000, err, errsize);
     if (err[0]) return -1;
     if (!isfinite(s)) {
