@@ -9,6 +9,7 @@
  * object per message as it goes, so a 3 MiB body of 32 M empty series grew
  * to gigabytes before anything could refuse it. */
 #include "remote_write.h"
+#include "histogram.h"
 #include "../core/util.h"
 
 #include <snappy-c.h>
@@ -32,7 +33,7 @@ typedef struct wire {
 
 /* The counts of the first walk, and the cursors of the second. */
 typedef struct tally {
-    size_t series, labels, samples, meta, string_bytes;
+    size_t series, labels, samples, meta, string_bytes, hists;
     size_t budget_left; /* bytes the items counted so far may still use */
     int over_budget;
 } tally;
@@ -44,6 +45,8 @@ typedef struct fill {
     char *strings;
     const char *const *mtypes;
 } fill;
+
+static int walk_histogram(wire w, tally *t, fill *f, mw_store_ts *out, char *err, size_t errsize);
 
 static int read_varint(wire *w, uint64_t *v)
 {
@@ -201,7 +204,10 @@ static int walk_sample(wire w, mw_store_sample *out, char *err, size_t errsize)
     while ((r = next_field(&w, &fl, err, errsize)) > 0) {
         if (fl.num == 1) {
             if (expect_type(fl.num, fl.type, 1, "Sample.value", err, errsize) < 0) return -1;
-            if (out) memcpy(&out->v, &fl.v, sizeof(double));
+            if (out) {
+                memcpy(&out->v, &fl.v, sizeof(double));
+                out->v = mw_hist_clean_float(out->v);
+            }
         } else if (fl.num == 2) {
             if (expect_type(fl.num, fl.type, 0, "Sample.timestamp", err, errsize) < 0) return -1;
             if (out) out->t = (int64_t)fl.v;
@@ -215,6 +221,12 @@ static int walk_series(wire w, tally *t, fill *f, mw_store_ts *out, char *err, s
     pb_field fl;
     int r;
     while ((r = next_field(&w, &fl, err, errsize)) > 0) {
+        if (fl.num == 4) {
+            if (expect_type(fl.num, fl.type, 2, "TimeSeries.histograms", err, errsize) < 0 ||
+                walk_histogram(fl.sub, t, f, out, err, errsize) < 0)
+                return -1;
+            continue;
+        }
         if (fl.num != 1 && fl.num != 2) continue;
         if (expect_type(fl.num, fl.type, 2,
                         fl.num == 1 ? "TimeSeries.labels" : "TimeSeries.samples", err, errsize) < 0)
@@ -353,10 +365,43 @@ int mw_rw_decode(const uint8_t *body, size_t len, mw_rw_request *out, char *err,
     f.labels = mw_arena_alloc(&out->arena, (t.labels ? t.labels : 1) * sizeof(mw_label));
     f.samples = mw_arena_alloc(&out->arena, (t.samples ? t.samples : 1) * sizeof(mw_store_sample));
     out->meta = mw_arena_alloc(&out->arena, (t.meta ? t.meta : 1) * sizeof(mw_rw_metadata));
+    out->hists = mw_arena_alloc(&out->arena, (t.hists ? t.hists : 1) * sizeof(mw_histogram));
     f.strings = mw_arena_alloc(&out->arena, t.string_bytes ? t.string_bytes : 1);
     int rc = walk_request(w, &t, &f, err, errsize);
     free(raw);
     return rc;
+}
+
+/* A histogram of a TimeSeries: counted and charged (its decoded size is
+ * bounded by its bytes), or decoded into the request with a sample that
+ * stands for it; the series' samples are kept in time order. */
+static int walk_histogram(wire w, tally *t, fill *f, mw_store_ts *out, char *err, size_t errsize)
+{
+    size_t n = (size_t)(w.end - w.p);
+    if (!f)
+        return count_item(t, &t->hists, 0) < 0 ||
+                       count_item(t, &t->samples,
+                                  SAMPLE_COST + sizeof(mw_histogram) + 64 +
+                                      n * MW_RW_HIST_COST_PER_BYTE) < 0
+                   ? -1
+                   : 0;
+    size_t k = f->out->nhists;
+    int64_t ts;
+    if (mw_rw_histogram(w.p, n, &f->out->arena, &f->out->hists[k], &ts, err, errsize) < 0)
+        return -1;
+    f->out->nhists++;
+    mw_store_sample *sm = f->samples++;
+    *sm = (mw_store_sample){ts, mw_rw_pending(k)};
+    out->nsamples++;
+    /* Floats and histograms of one series in time order (insertion: each
+     * list is sorted already, so this moves only what interleaves). */
+    mw_store_sample *base = (mw_store_sample *)out->samples;
+    for (size_t i = out->nsamples - 1; i > 0 && base[i - 1].t > base[i].t; i--) {
+        mw_store_sample x = base[i];
+        base[i] = base[i - 1];
+        base[i - 1] = x;
+    }
+    return 0;
 }
 
 void mw_rw_request_free(mw_rw_request *r)

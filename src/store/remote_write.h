@@ -33,6 +33,11 @@ typedef struct mw_rw_request {
     size_t nsamples;
     mw_rw_metadata *meta;
     size_t nmeta;
+    /* TimeSeries.histograms: each one's sample in ts[] has the value
+     * mw_rw_pending(i) until mw_rw_store_histograms puts hists[i] in the
+     * store and gives the sample its reference. */
+    struct mw_histogram *hists;
+    size_t nhists;
 } mw_rw_request;
 
 /* 0, -1 with a one-line reason ("snappy: ...", "protobuf: ..."), or
@@ -41,5 +46,18 @@ typedef struct mw_rw_request {
 enum { MW_RW_OVER_BUDGET = -2 };
 int mw_rw_decode(const uint8_t *body, size_t len, mw_rw_request *out, char *err, size_t errsize);
 void mw_rw_request_free(mw_rw_request *r);
+
+/* rw_histogram.c: one prometheus.Histogram message into h (its arrays in
+ * the arena), validated; *ts its timestamp. 0, or -1 with why. A message
+ * of n bytes takes at most n * MW_RW_HIST_COST_PER_BYTE of the arena. */
+#define MW_RW_HIST_COST_PER_BYTE 40
+struct mw_histogram;
+int mw_rw_histogram(const uint8_t *p, size_t n, mw_arena *a, struct mw_histogram *h, int64_t *ts,
+                    char *err, size_t errsize);
+/* The pending value of histogram i of a request, and the store's
+ * references in its place (histogram.c): 0, or -1 with why (nothing of
+ * the request is stored then). */
+double mw_rw_pending(size_t i);
+int mw_rw_store_histograms(mw_store *s, mw_rw_request *r, int wait, char *err, size_t errsize);
 
 #endif

@@ -3,6 +3,7 @@
 #include "../core/log.h"
 #include "../core/util.h"
 #include "crc.h"
+#include "histogram.h"
 #include "store_internal.h"
 
 #include <dirent.h>
@@ -286,6 +287,7 @@ void mw_store_close(mw_store *s)
     free(s->blocks);
     mw_series_memory_destroy(&s->own_last);
     mw_buf_free(&s->own_key);
+    mw_hstore_close(s->hist);
     close(s->lock_fd);
     pthread_rwlock_destroy(&s->lock);
     pthread_mutex_destroy(&s->blocks_mu);

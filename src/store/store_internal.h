@@ -49,6 +49,7 @@ struct mw_store {
      * one missing from the next gets a staleness marker (store_append.c). */
     mw_series_memory own_last;
     mw_buf own_key;
+    struct mw_hstore *hist; /* native histograms' file, opened on first use (histogram.c) */
 };
 
 /* Paths inside the data folder. */

@@ -190,7 +190,9 @@ static void write_handler(void *cls, const mw_http_request *req, mw_http_respons
                      too_large ? "oversized" : "malformed", err);
         return;
     }
-    int rc = mw_store_append(st, r.ts, r.n, MW_STORE_WAIT, err, sizeof(err));
+    int rc = mw_rw_store_histograms(st, &r, 1, err, sizeof(err)) < 0
+                 ? 503
+                 : mw_store_append(st, r.ts, r.n, MW_STORE_WAIT, err, sizeof(err));
     for (size_t i = 0; rc == 0 && m->on_metadata && i < r.nmeta; i++)
         m->on_metadata(m->on_metadata_ctx, &r.meta[i]);
     mw_rw_request_free(&r);
