@@ -504,7 +504,9 @@ val eval_agg(qctx *c, const pq_node *n)
         goto done;
     }
     param_annots(c, n, &param);
+    q_hagg *ha = q_hist_agg_pre(c, n, &in, grp, ng); /* native histograms: nhist.c */
     if (n->op == PQ_AGG_TOPK || n->op == PQ_AGG_BOTTOMK) {
+        q_hist_agg_post(c, ha, NULL);
         vb_free(&b);
         out = agg_k(c, n, &in, param.scalar, grp, ng);
         free(grp);
@@ -532,6 +534,7 @@ val eval_agg(qctx *c, const pq_node *n)
         agg_series_major(c, n, &in, grp, &b);
     }
     free(grp);
+    q_hist_agg_post(c, ha, &b);
     out = vb_finish(&b);
 done:
     val_free(c, &in);

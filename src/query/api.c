@@ -432,7 +432,9 @@ static char *result_text(const pq_result *r, const char *query, const json_t *st
         mw_buf_puts(&b, i ? ",{\"metric\":" : "{\"metric\":");
         mw_buf_puts(&b, ls ? ls : "{}");
         free(ls);
-        if (r->type == PQ_T_VECTOR) {
+        if (r->nhists && pq_hist_put_points(&b, r, s)) {
+            /* native histograms: histogram_fmt.c */
+        } else if (r->type == PQ_T_VECTOR) {
             mw_buf_puts(&b, ",\"value\":");
             put_point(&b, s->t[0], s->v[0]);
         } else {

@@ -13,6 +13,12 @@
 
 #define MAX_PARAMS 64
 
+/* histogram_fmt.c: a series' points when some are native histograms (1),
+ * as Prometheus's "histogram"/"histograms"; 0 (nothing written) for a
+ * series of floats only. */
+struct mw_buf;
+int pq_hist_put_points(struct mw_buf *b, const pq_result *r, const pq_series *s);
+
 /* The query string's and a form body's parameters, decoded. */
 typedef struct params {
     char *k[MAX_PARAMS], *v[MAX_PARAMS];

@@ -121,6 +121,7 @@ static val eval_vsel(qctx *c, const pq_node *n)
     }
     for (size_t si = 0; si < r.nseries && !c->code; si++) {
         const mw_series_data *d = &r.series[si];
+        q_hist_import(c, d->v, d->n);
         sv *s = NULL;
         size_t k = 0; /* first sample after the reference time */
         for (size_t i = 0; i < c->nsteps; i++) {
@@ -187,6 +188,7 @@ int eval_range_arg(qctx *c, const pq_node *n, rangearg *out)
             /* Take the selection's arrays over instead of copying them. */
             p->t = d->t;
             p->v = d->v;
+            q_hist_import(c, p->v, d->n);
             d->t = NULL;
             d->v = NULL;
             /* Range vectors skip stale markers: up to the first one
@@ -321,6 +323,14 @@ static int is_cmp(pq_binop op)
     return op >= PQ_OP_EQ && op <= PQ_OP_LE;
 }
 
+/* arith, or nhist.c's when a side is a histogram (*keep -1: dropped). */
+static double arith_h(qctx *c, const pq_node *n, pq_binop op, double a, double b, int *keep)
+{
+    if (mw_hist_is_ref(a) || mw_hist_is_ref(b))
+        return q_hist_arith(c, q_arg_pos(n), op, a, b, keep);
+    return arith(op, a, b, keep);
+}
+
 static val scalar_new(qctx *c)
 {
     val v = {.type = PQ_T_SCALAR};
@@ -348,7 +358,8 @@ static val vec_scalar(qctx *c, const pq_node *n, val *vec, val *sc, int swap)
                 r = t;
             }
             int keep;
-            double v = arith(op, l, r, &keep);
+            double v = arith_h(c, n, op, l, r, &keep);
+            if (keep < 0) continue;
             if (is_cmp(op)) {
                 if (n->return_bool) {
                     v = keep ? 1 : 0;
@@ -516,7 +527,8 @@ static int vv_put(vv_out *o, const sv *ms, const sv *os, double lv, double rv, s
     const pq_node *n = o->n;
     pq_binop op = (pq_binop)n->op;
     int keep;
-    double v = arith(op, lv, rv, &keep);
+    double v = arith_h(o->c, n, op, lv, rv, &keep);
+    if (keep < 0) return 0;
     if (is_cmp(op) && n->return_bool) {
         v = keep ? 1 : 0;
         keep = 1;
@@ -859,13 +871,18 @@ int pq_eval(mw_store *store, const pq_node *expr, int64_t start, int64_t end, in
     if (check_durations(&c, expr) < 0) return c.code;
     qannots annots = {0};
     c.annots = &annots;
+    qhtab ht = {0};
+    c.ht = &ht;
     val v = eval_node(&c, expr);
     if (!c.code && v.type == PQ_T_VECTOR) q_remove_names(&c, &v);
     if (c.code) {
         val_free(NULL, &v);
         q_annots_free(&annots);
+        q_hist_table_free(&ht);
         return c.code;
     }
+    out->hists = ht.h;
+    out->nhists = ht.n;
     out->annots = annots.a;
     out->nannots = annots.n;
     out->t = start;
@@ -938,5 +955,7 @@ void pq_result_free(pq_result *r)
     for (size_t i = 0; i < r->nannots; i++)
         free(r->annots[i].msg);
     free(r->annots);
+    qhtab ht = {r->hists, r->nhists, r->nhists};
+    q_hist_table_free(&ht);
     memset(r, 0, sizeof(*r));
 }

@@ -134,6 +134,7 @@ val pq_call_histogram_quantile(qctx *c, const pq_node *n)
     /* Prometheus warns of q out of [0, 1] at every step, input or none. */
     for (size_t k = 0; k < c->nsteps && q.scalar; k++)
         q_annot_quantile(c, q.scalar[k], qpos);
+    q_hist_quantile(c, &q, &in, &vb, bpos); /* native histograms: funcs_native_histogram.c */
     for (size_t i = 0; i < in.n && !c->code; i++) {
         const char *ls = lbl_get(in.s[i].labels, in.s[i].nlabels, "le");
         char *end;

@@ -145,7 +145,8 @@ val pq_call_math(qctx *c, const pq_node *n)
         int dn = q_drop_name(c, &l, &nl);
         size_t si = (size_t)-1;
         for (size_t k = 0; k < c->nsteps; k++) {
-            if (!in.s[i].ok[k]) continue;
+            /* native histograms: float functions leave them out */
+            if (!in.s[i].ok[k] || mw_hist_is_ref(in.s[i].v[k])) continue;
             double arg[MAX_SCALARS], v;
             for (size_t a = 0; a < narg; a++)
                 arg[a] = scalars[a].scalar ? scalars[a].scalar[k] : 0;

@@ -26,6 +26,13 @@ struct pq_extrap_cache {
     int prometheus2; /* closed windows: 2.x's order of the zero-point rule */
 };
 
+pq_extrap_cache *pq_extrap_cache_new(int64_t range_ms)
+{
+    pq_extrap_cache *x = mw_xcalloc(1, sizeof(*x));
+    x->range_s = (double)range_ms / 1000;
+    return x;
+}
+
 /* Prometheus' extrapolatedRate: 3.x's, or 2.x's with closed windows (they
  * differ in when a counter's zero point limits the extrapolation to the
  * window's start). */
@@ -551,6 +558,13 @@ static val range_call(qctx *c, const pq_node *n, int absent)
         q_extended_check(c, n, sel->args[0]);
     if (c->code || eval_range_arg(c, n->args[ri], &ra) < 0 ||
         check_factors(c, n, &ra, &param, &param2) < 0) {
+        rangearg_free(c, &ra);
+        val_free(c, &param);
+        val_free(c, &param2);
+        return out;
+    }
+    if (!absent && q_hist_in_range(&ra)) { /* native histograms: funcs_native_range.c */
+        out = q_hist_range_call(c, n, &ra, &param, pi);
         rangearg_free(c, &ra);
         val_free(c, &param);
         val_free(c, &param2);

@@ -209,7 +209,12 @@ typedef struct pq_result {
     /* Warnings and infos, in the order they were first raised. */
     pq_annot *annots;
     size_t nannots;
+    /* Native histograms the values refer to (pq_result_histogram). */
+    struct mw_histogram *hists;
+    size_t nhists;
 } pq_result;
+/* The histogram a result's value stands for, or NULL for a float. */
+const struct mw_histogram *pq_result_histogram(const pq_result *r, double v);
 
 enum { PQ_ERR_BAD_DATA = 400, PQ_ERR_EXECUTION = 422, PQ_ERR_TIMEOUT = 503 };
 

@@ -10,6 +10,7 @@
 #define MW_QINTERNAL_H
 
 #include "../core/buf.h"
+#include "../store/histogram.h"
 #include "promql.h"
 
 #include <stdint.h>
@@ -49,6 +50,8 @@ typedef struct qctx {
     /* Annotations raised so far: shared by a subquery's context and its
      * parent's (both point to the query's one list). */
     struct qannots *annots;
+    /* The query's native histograms (nhist.c): shared like annots. */
+    struct qhtab *ht;
     int code; /* PQ_ERR_* once failed */
     char *err;
     size_t errsize;
@@ -253,6 +256,7 @@ typedef double pq_unary_fn(double x);
 typedef int pq_math_fn(double x, const double *arg, size_t narg, double *out);
 /* What rate, increase and delta keep from one window to the next. */
 typedef struct pq_extrap_cache pq_extrap_cache;
+pq_extrap_cache *pq_extrap_cache_new(int64_t range_ms); /* free() it */
 /* The samples of one series in one step's window, for a range function
  * (never empty: an empty window has no value). */
 typedef struct pq_window {
@@ -332,6 +336,43 @@ void q_extend_points(pq_series *s, int64_t mint, int64_t maxt, int smoothed);
 
 /* funcs_info.c: Prometheus 3's info(). */
 pq_call_fn pq_call_info;
+
+/* nhist.c: native histograms in the evaluator. A histogram value is a NaN
+ * that indexes the query's table; q_hist_get gives it (NULL for a float). */
+typedef struct qhtab {
+    mw_histogram *h;
+    size_t n, cap;
+} qhtab;
+void q_hist_table_free(qhtab *t);
+double q_hist_put(qctx *c, mw_histogram *h); /* takes h over */
+const mw_histogram *q_hist_get(const qctx *c, double v);
+/* The store's references among n values made the query's own. */
+void q_hist_import(qctx *c, double *v, size_t n);
+int q_hist_any(const qctx *c, const val *v);
+double q_hist_bound(int32_t idx, const mw_histogram *h);
+void q_hist_reduce(mw_histogram *h, int32_t schema);
+enum { Q_HIST_MIXED_SCHEMAS = -1, Q_HIST_MISMATCHED_CUSTOM = -2 };
+int q_hist_add(const mw_histogram *a, const mw_histogram *b, double sign, mw_histogram *out);
+void q_hist_scale(mw_histogram *h, double f);
+int q_hist_equal(const mw_histogram *a, const mw_histogram *b);
+int q_hist_detect_reset(const mw_histogram *cur, const mw_histogram *prev);
+/* a op b with a histogram on either side: the value, *keep 1 (0: a
+ * comparison that is false, -1: dropped, with Prometheus's annotation). */
+double q_hist_arith(qctx *c, int pos, pq_binop op, double a, double b, int *keep);
+/* Aggregations over vectors holding histograms: before (masks what the
+ * float path must not see, computes sum/avg of histograms) and after. */
+typedef struct q_hagg q_hagg;
+q_hagg *q_hist_agg_pre(qctx *c, const pq_node *n, val *in, const size_t *grp, size_t ngroups);
+void q_hist_agg_post(qctx *c, q_hagg *a, vbuild *b);
+/* A range function over windows holding histograms (funcs_native_histogram.c). */
+val q_hist_range_call(qctx *c, const pq_node *n, rangearg *ra, const val *param, size_t pi);
+int q_hist_in_range(const rangearg *ra);
+/* histogram_quantile's native part: results into vb, histograms masked. */
+void q_hist_quantile(qctx *c, const val *q, val *in, vbuild *vb, int pos);
+
+/* funcs_native_histogram.c */
+pq_call_fn pq_call_histogram_count, pq_call_histogram_sum, pq_call_histogram_avg,
+    pq_call_histogram_stddev, pq_call_histogram_stdvar, pq_call_histogram_fraction;
 
 /* funcs_histogram.c */
 pq_call_fn pq_call_histogram_quantile;
