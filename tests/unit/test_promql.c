@@ -22,6 +22,7 @@
 #include "query/qinternal.h"
 
 #include "promql_expect.h"
+#include "promql_hist.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -166,7 +167,14 @@ static size_t parse_values(const char *s, double *v, int *present)
     size_t n = 0;
     char tok[128];
     int off;
-    while (sscanf(s, "%127s%n", tok, &off) == 1 && n < MAXV) {
+    while (n < MAXV) {
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (!strncmp(s, "{{", 2)) { /* a native histogram: promql_hist.h */
+            if (th_parse_item(&s, v, present, &n, MAXV) < 0) break;
+            continue;
+        }
+        if (sscanf(s, "%127s%n", tok, &off) != 1) break;
         s += off;
         if (!strcmp(tok, "_")) {
             present[n] = 0;
@@ -241,8 +249,15 @@ static void print_result(const pq_result *res)
             fprintf(stderr, "%s%s=\"%s\"", j ? "," : "", res->series[i].labels[j].name,
                     res->series[i].labels[j].value);
         fprintf(stderr, "}");
-        for (size_t k = 0; k < res->series[i].n; k++)
-            fprintf(stderr, " %lld:%.17g", (long long)res->series[i].t[k], res->series[i].v[k]);
+        for (size_t k = 0; k < res->series[i].n; k++) {
+            const mw_histogram *h = pq_result_histogram(res, res->series[i].v[k]);
+            if (!h) {
+                fprintf(stderr, " %lld:%.17g", (long long)res->series[i].t[k], res->series[i].v[k]);
+                continue;
+            }
+            fprintf(stderr, " %lld:", (long long)res->series[i].t[k]);
+            th_print(h);
+        }
         fprintf(stderr, "\n");
     }
     if (res->type == PQ_T_SCALAR) fprintf(stderr, "    got scalar %.17g\n", res->scalar);
@@ -259,6 +274,7 @@ typedef struct evalcase {
 static void run_eval(runner *r, evalcase *ec)
 {
     char err[512];
+    th_reset();
     static char expects[MAX_EXPECTS][1024];
     int nexp = take_expects(ec->lines, &ec->nlines, expects);
     pq_node *n = pq_parse(ec->expr, err, sizeof(err));
@@ -325,7 +341,15 @@ static void run_eval(runner *r, evalcase *ec)
         for (size_t j = 0; j < nv; j++) {
             if (!p[j]) continue;
             int64_t t = ec->range ? ec->start + (int64_t)j * ec->step : ec->start;
-            if (k >= s->n || s->t[k] != t || !same(s->v[k], v[j])) ok = 0;
+            int hs = 0;
+            const mw_histogram *eh = th_get(v[j], &hs);
+            if (k >= s->n || s->t[k] != t) {
+                ok = 0;
+            } else if (eh || pq_result_histogram(&res, s->v[k])) {
+                if (!eh || !th_same(eh, hs, pq_result_histogram(&res, s->v[k]))) ok = 0;
+            } else if (!same(s->v[k], v[j])) {
+                ok = 0;
+            }
             k++;
         }
         if (k != s->n) ok = 0;
@@ -356,7 +380,12 @@ static void load(runner *r, int64_t interval, char lines[][1024], int nlines)
             if (!p[j]) continue;
             smp[ns].t = (int64_t)j * interval;
             smp[ns++].v = v[j];
+            const mw_histogram *h = th_get(v[j], NULL);
+            char herr[200];
+            if (h && mw_store_put_histogram(r->store, h, &smp[ns - 1].v, herr, sizeof(herr)) < 0)
+                failf(r, "load: %s", herr);
         }
+        th_reset();
         mw_label ml[16];
         for (size_t j = 0; j < l.n; j++)
             ml[j] = (mw_label){l.names[j], l.values[j]};
