@@ -9,8 +9,12 @@
 # the range query for a range eval) against `expect warn/info` (msg: exact
 # text with its position, regex:, or bare: any), `expect no_warn/no_info`
 # (none) and eval_warn/eval_info (at least one); an eval without such
-# lines does not look at them. Native histogram samples ({{...}}) are not
-# loaded, so what reads them fails. The files are not part of this repository: read
+# lines does not look at them. Native histogram samples ({{schema:0 sum:5
+# count:4 buckets:[1 2 1]}}, `{{A}}+{{B}}xN`, `{{A}}xN`) go in through
+# remote write's histograms field; an expected histogram is compared with
+# the API's "histogram"/"histograms" answer (count, sum and every non-empty
+# bucket's rule, bounds and count, within 1e-6; the schema shows in the
+# bounds, the counter-reset hint not at all). The files are not part of this repository: read
 # them from a checkout of Prometheus (see docs/promql.md, "Prometheus's test
 # files"), e.g.
 #
@@ -99,12 +103,111 @@ NUM = r"(?:[-+]?(?:Inf|NaN|inf|nan|0x[0-9a-fA-F]+|[0-9]*\.?[0-9]+(?:[eE][-+]?[0-
 EXPAND = re.compile(r"^(" + NUM + r")(?:([-+])(" + NUM.replace("[-+]?", "") + r"))?x(\d+)$")
 
 
-def expand(values):
-    """Values of a series line: None = omitted, 'stale', or a float."""
+HIST_TOKEN = re.compile(r"\{\{[^}]*\}\}(?:[-+]\{\{[^}]*\}\})?(?:x\d+)?")
+
+
+def tokens(values):
+    """The value tokens of a series line, a {{...}} item (with its +{{...}}xN) as one."""
+    out, i = [], 0
+    while i < len(values):
+        if values[i].isspace():
+            i += 1
+            continue
+        m = HIST_TOKEN.match(values, i)
+        if m:
+            out.append(m.group(0))
+            i = m.end()
+            continue
+        j = i
+        while j < len(values) and not values[j].isspace():
+            j += 1
+        out.append(values[i:j])
+        i = j
+    return out
+
+
+def parse_hist(text):
+    """{{schema:0 sum:5 ...}} -> dict."""
+    h = {"schema": 0, "sum": 0.0, "count": 0.0, "zc": 0.0, "zt": 0.0, "pos": {}, "neg": {},
+         "custom": [], "hint": 0}
+    body = text.strip()[2:-2]
+    lists = {}
+    for m in re.finditer(r"(\w+):\[([^\]]*)\]", body):
+        lists[m.group(1)] = [parse_number(x) for x in m.group(2).split()]
+    rest = re.sub(r"\w+:\[[^\]]*\]", " ", body)
+    off = noff = 0
+    for m in re.finditer(r"(\w+):(\S+)", rest):
+        k, v = m.group(1), m.group(2)
+        if k == "schema":
+            h["schema"] = int(v)
+        elif k == "sum":
+            h["sum"] = parse_number(v)
+        elif k == "count":
+            h["count"] = parse_number(v)
+        elif k == "z_bucket":
+            h["zc"] = parse_number(v)
+        elif k == "z_bucket_w":
+            h["zt"] = parse_number(v)
+        elif k == "offset":
+            off = int(v)
+        elif k == "n_offset":
+            noff = int(v)
+        elif k == "counter_reset_hint":
+            h["hint"] = {"unknown": 0, "reset": 1, "not_reset": 2, "gauge": 3}[v]
+        else:
+            raise ValueError("histogram key " + k)
+    for i, c in enumerate(lists.get("buckets", [])):
+        h["pos"][off + i] = c
+    for i, c in enumerate(lists.get("n_buckets", [])):
+        h["neg"][noff + i] = c
+    h["custom"] = lists.get("custom_values", [])
+    return h
+
+
+def reduce_hist(h, schema):
+    if h["schema"] == -53 or schema >= h["schema"]:
+        return h
+    d = h["schema"] - schema
+    r = dict(h, schema=schema, pos={}, neg={})
+    for side in ("pos", "neg"):
+        for i, c in h[side].items():
+            t = ((i - 1) >> d) + 1
+            r[side][t] = r[side].get(t, 0) + c
+    return r
+
+
+def add_hist(a, b, sign):
+    s = min(a["schema"], b["schema"])
+    a, b = reduce_hist(a, s), reduce_hist(b, s)
+    r = dict(a, pos=dict(a["pos"]), neg=dict(a["neg"]))
+    for side in ("pos", "neg"):
+        for i, c in b[side].items():
+            r[side][i] = r[side].get(i, 0) + sign * c
+    for k in ("sum", "count", "zc"):
+        r[k] = a[k] + sign * b[k]
+    return r
+
+
+def expand_hist(t):
+    m = re.match(r"^(\{\{[^}]*\}\})(?:([-+])(\{\{[^}]*\}\}))?(?:x(\d+))?$", t)
+    a = parse_hist(m.group(1))
+    n = int(m.group(4)) if m.group(4) else 0
     out = []
-    joined = values.split()
+    for _ in range(n + 1):
+        out.append(a)
+        if m.group(3):
+            a = add_hist(a, parse_hist(m.group(3)), 1 if m.group(2) == "+" else -1)
+    return out
+
+
+def expand(values):
+    """Values of a series line: None = omitted, 'stale', a float or a histogram (dict)."""
+    out = []
+    joined = tokens(values)
     for t in joined:
-        if t == "_":
+        if t.startswith("{{"):
+            out.extend(expand_hist(t))
+        elif t == "_":
             out.append(None)
         elif re.match(r"^_x(\d+)$", t):
             out.extend([None] * int(t[2:]))
@@ -131,7 +234,18 @@ def fmt_labels(l):
     return "%s{%s}" % (name, rest)
 
 
+def fmt_side(side):
+    if not side:
+        return ""
+    lo, hi = min(side), max(side)
+    return ",".join([str(lo)] + [repr(float(side.get(i, 0))) for i in range(lo, hi + 1)])
+
+
 def fmt_value(v):
+    if isinstance(v, dict):  # promql_load.c's histogram value
+        return "H|%d|%d|%r|%r|%r|%r|%s|%s|%s" % (
+            v["schema"], v["hint"], float(v["zt"]), float(v["zc"]), float(v["count"]), float(v["sum"]),
+            fmt_side(v["pos"]), fmt_side(v["neg"]), ",".join(repr(float(x)) for x in v["custom"]))
     if v == "stale":
         return "stale"
     if math.isnan(v):
@@ -190,6 +304,58 @@ class Agent:
                 return e.code, {"status": "error", "error": "not JSON"}
 
 
+def hist_bound(idx, h):
+    s = h["schema"]
+    if s == -53:
+        cv = h["custom"]
+        return -math.inf if idx < 0 else (math.inf if idx >= len(cv) else cv[idx])
+    if s <= 0:
+        e = idx << -s
+        return math.ldexp(1, e) if e < 1024 else (1.7976931348623157e308 if e == 1024 else math.inf)
+    frac = 2 ** ((idx & ((1 << s) - 1)) / (1 << s)) / 2
+    e = (idx >> s) + 1
+    return math.ldexp(frac, e) if e < 1025 else 1.7976931348623157e308
+
+
+def hist_buckets(h):
+    """The API's buckets of an expected histogram: [rule, lower, upper, count], empty ones left out."""
+    out, zt = [], h["zt"]
+    if h["schema"] == -53:
+        for i in sorted(h["pos"]):
+            out.append([0, hist_bound(i - 1, h), hist_bound(i, h), h["pos"][i]])
+    else:
+        for i in sorted(h["neg"], reverse=True):
+            lo, hi = -hist_bound(i, h), -hist_bound(i - 1, h)
+            if hi < 0 and hi > -zt:
+                hi = -zt
+            out.append([1, lo, hi, h["neg"][i]])
+        if h["zc"] > 0:
+            out.append([3, -zt, zt, h["zc"]])
+        for i in sorted(h["pos"]):
+            lo, hi = hist_bound(i - 1, h), hist_bound(i, h)
+            if 0 < lo < zt:
+                lo = zt
+            out.append([0, lo, hi, h["pos"][i]])
+    return [b for b in out if b[3] != 0]
+
+
+def values_equal(e, g):
+    """An expected value (float or histogram dict) against an answer's (float or the API's histogram)."""
+    if isinstance(e, dict) or isinstance(g, dict):
+        if not (isinstance(e, dict) and isinstance(g, dict)):
+            return False
+        if not (almost_equal(e["count"], num(g["count"])) and almost_equal(e["sum"], num(g["sum"]))):
+            return False
+        want, got = hist_buckets(e), g.get("buckets", [])
+        if len(want) != len(got):
+            return False
+        for w, b in zip(want, got):
+            if w[0] != b[0] or not all(almost_equal(w[k], num(b[k])) for k in (1, 2, 3)):
+                return False
+        return True
+    return almost_equal(e, g)
+
+
 def almost_equal(a, b):
     if math.isnan(a) and math.isnan(b):
         return True
@@ -226,7 +392,7 @@ def compare(expected, scalar, ordered, got):
         i, ev = exp_by_key[k]
         if ordered and i != pos:
             return "%s at position %d, expected %d" % (k, pos, i)
-        if not almost_equal(ev, v):
+        if not values_equal(ev, v):
             return "%s = %r, expected %r" % (k, v, ev)
     return None
 
@@ -236,16 +402,20 @@ def instant_answer(data):
     if t == "scalar":
         return ("scalar", num(data["result"][1]))
     if t == "vector":
-        return ("vector", [(s["metric"], num(s["value"][1])) for s in data["result"]])
+        return ("vector", [(s["metric"], s["histogram"][1] if "histogram" in s else num(s["value"][1]))
+                           for s in data["result"]])
     return (t, [])
 
 
 def range_answer(data, t_s, scalar):
     out = []
     for s in data["result"]:
-        for ts, v in s["values"]:
+        for ts, v in s.get("values", []):
             if abs(ts - t_s) < 1e-6:
                 out.append((s["metric"], num(v)))
+        for ts, h in s.get("histograms", []):
+            if abs(ts - t_s) < 1e-6:
+                out.append((s["metric"], h))
     if scalar:
         return ("scalar", out[0][1] if out else float("nan"))
     return ("vector", out)
@@ -256,7 +426,9 @@ def compare_range(expected, scalar, data, rng):
     start, end, step = rng
     got = {}
     for s in data["result"]:
-        got[fmt_labels(s["metric"])] = {round(ts * 1000): num(v) for ts, v in s["values"]}
+        pts = {round(ts * 1000): num(v) for ts, v in s.get("values", [])}
+        pts.update({round(ts * 1000): h for ts, h in s.get("histograms", [])})
+        got[fmt_labels(s["metric"])] = pts
     want = {}
     for l, vals in expected:
         pts = {}
@@ -273,7 +445,7 @@ def compare_range(expected, scalar, data, rng):
         if set(g) != set(pts):
             return "%s: points at %s, expected %s" % (k, sorted(g)[:6], sorted(pts)[:6])
         for t, v in pts.items():
-            if not almost_equal(v, g[t]):
+            if not values_equal(v, g[t]):
                 return "%s at %d: %r, expected %r" % (k, t, g[t], v)
     return None
 
@@ -359,12 +531,11 @@ def run_file(path, agent, loader, verbose, counts):
             defs = {}  # a series defined twice: the last definition (as Prometheus)
             i += 1
             while i < len(lines) and lines[i]:
-                if "{{" not in lines[i]:  # native histograms: not loaded
-                    try:
-                        labels, vals = parse_series(lines[i])
-                        defs[fmt_labels(labels)] = expand(vals)
-                    except (ValueError, IndexError):
-                        counts["bad_lines"] = counts.get("bad_lines", 0) + 1
+                try:
+                    labels, vals = parse_series(lines[i])
+                    defs[fmt_labels(labels)] = expand(vals)
+                except (ValueError, IndexError, AttributeError, KeyError):
+                    counts["bad_lines"] = counts.get("bad_lines", 0) + 1
                 i += 1
             rows = []
             for key, vals in defs.items():
@@ -417,8 +588,6 @@ def run_file(path, agent, loader, verbose, counts):
                             annos.setdefault(kind, []).append(("regex", re.compile("")))
                     elif e.startswith("range vector"):
                         unsupported = True
-                elif "{{" in x:
-                    unsupported = True
                 else:
                     try:
                         scalar = parse_number(x)

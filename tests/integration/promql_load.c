@@ -5,6 +5,11 @@
  *                          a number, NaN, +Inf, -Inf or `stale` for the
  *                          staleness marker), grouped by series, in time order;
  *                          all go in one WriteRequest. Prints the HTTP status.
+ *                          A native histogram's VALUE is
+ *                          H|schema|hint|zero_threshold|zero_count|count|sum|POS|NEG|CUSTOM
+ *                          with POS and NEG `offset,c,c,...` (one span, float
+ *                          counts; empty: none) and CUSTOM `b,b,...`; it goes
+ *                          in TimeSeries.histograms (field 4).
  *                          A line `#meta NAME TYPE UNIT HELP...` adds a
  *                          MetricMetadata (TYPE a number of its MetricType
  *                          enum, UNIT `-` for none).
@@ -72,6 +77,84 @@ static void sample(buf *ts, int64_t t, double v)
     free(s.p);
 }
 
+static void fixed(buf *b, int tag, double v)
+{
+    varint(b, (uint64_t)(tag << 3 | 1));
+    put(b, &v, 8); /* little-endian hosts */
+}
+
+static uint64_t zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (v < 0 ? UINT64_MAX : 0);
+}
+
+/* A side `offset,c,c,...` as a span (tag span_tag) and packed counts. */
+static void hist_side(buf *h, char *text, int span_tag, int counts_tag)
+{
+    if (!*text) return;
+    char *save = NULL, *tok = strtok_r(text, ",", &save);
+    long off = strtol(tok, NULL, 10);
+    buf counts = {0};
+    uint32_t n = 0;
+    while ((tok = strtok_r(NULL, ",", &save))) {
+        double c = strtod(tok, NULL);
+        put(&counts, &c, 8);
+        n++;
+    }
+    if (n) {
+        buf sp = {0};
+        varint(&sp, 1 << 3 | 0);
+        varint(&sp, zigzag(off));
+        varint(&sp, 2 << 3 | 0);
+        varint(&sp, n);
+        lenfield(h, span_tag, sp.p, sp.n);
+        free(sp.p);
+        lenfield(h, counts_tag, counts.p, counts.n);
+    }
+    free(counts.p);
+}
+
+static void histogram(buf *ts, int64_t t, char *val)
+{
+    char *f[10] = {0};
+    char *p = val + 2;
+    for (int i = 0; i < 10; i++) {
+        f[i] = p;
+        p = strchr(p, '|');
+        if (!p) {
+            for (int j = i + 1; j < 10; j++)
+                f[j] = "";
+            break;
+        }
+        *p++ = 0;
+    }
+    buf h = {0};
+    fixed(&h, 2, strtod(f[5], NULL));
+    fixed(&h, 3, strtod(f[6], NULL));
+    varint(&h, 4 << 3 | 0);
+    varint(&h, zigzag(strtol(f[0], NULL, 10)));
+    fixed(&h, 5, strtod(f[2], NULL));
+    fixed(&h, 7, strtod(f[3], NULL));
+    hist_side(&h, f[8], 8, 10);
+    hist_side(&h, f[7], 11, 13);
+    varint(&h, 14 << 3 | 0);
+    varint(&h, (uint64_t)strtol(f[1], NULL, 10));
+    varint(&h, 15 << 3 | 0);
+    varint(&h, (uint64_t)t);
+    if (*f[9]) {
+        buf cv = {0};
+        char *save = NULL;
+        for (char *tok = strtok_r(f[9], ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            double c = strtod(tok, NULL);
+            put(&cv, &c, 8);
+        }
+        lenfield(&h, 16, cv.p, cv.n);
+        free(cv.p);
+    }
+    lenfield(ts, 4, h.p, h.n);
+    free(h.p);
+}
+
 /* Labels of a series text `name{a="b",c="d"}`; values may hold spaces and
  * the escapes \" \\ \n. */
 static void labels(buf *ts, const char *s)
@@ -112,10 +195,10 @@ static int split_line(char *line, char *series, size_t cap, long long *t, char *
     if (!sp2) return 0;
     *sp2 = 0;
     char *sp1 = strrchr(line, ' ');
-    if (!sp1 || (size_t)(sp1 - line) >= cap || strlen(sp2 + 1) >= 64) return 0;
+    if (!sp1 || (size_t)(sp1 - line) >= cap || strlen(sp2 + 1) >= 16384) return 0;
     *sp1 = 0;
-    snprintf(series, cap, "%s", line);
-    snprintf(val, 64, "%s", sp2 + 1);
+    memcpy(series, line, (size_t)(sp1 - line) + 1);
+    snprintf(val, 16384, "%s", sp2 + 1);
     char *end;
     *t = strtoll(sp1 + 1, &end, 10);
     return *end == 0;
@@ -130,9 +213,9 @@ int main(int argc, char **argv)
     FILE *f = fopen(argv[2], "r");
     if (!f) return 2;
     buf req = {0}, ts = {0}, meta = {0};
-    char line[4096], cur[4096] = "";
+    static char line[20480], cur[4096] = "", val[16384];
     while (fgets(line, sizeof(line), f)) {
-        char series[4096], val[64];
+        char series[4096];
         long long t;
         int mtype, hoff = 0;
         char mname[256], munit[64];
@@ -156,6 +239,10 @@ int main(int argc, char **argv)
             snprintf(cur, sizeof(cur), "%s", series);
         }
         double v;
+        if (!strncmp(val, "H|", 2)) {
+            histogram(&ts, t, val);
+            continue;
+        }
         if (!strcmp(val, "stale")) {
             uint64_t bits = 0x7ff0000000000002ULL;
             memcpy(&v, &bits, 8);
