@@ -116,35 +116,35 @@ static void hist_side(buf *h, char *text, int span_tag, int counts_tag)
 
 static void histogram(buf *ts, int64_t t, char *val)
 {
-    char *f[10] = {0};
+    char *f[9] = {0};
     char *p = val + 2;
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < 9; i++) {
         f[i] = p;
         p = strchr(p, '|');
         if (!p) {
-            for (int j = i + 1; j < 10; j++)
+            for (int j = i + 1; j < 9; j++)
                 f[j] = "";
             break;
         }
         *p++ = 0;
     }
     buf h = {0};
-    fixed(&h, 2, strtod(f[5], NULL));
-    fixed(&h, 3, strtod(f[6], NULL));
+    fixed(&h, 2, strtod(f[4], NULL));
+    fixed(&h, 3, strtod(f[5], NULL));
     varint(&h, 4 << 3 | 0);
     varint(&h, zigzag(strtol(f[0], NULL, 10)));
     fixed(&h, 5, strtod(f[2], NULL));
     fixed(&h, 7, strtod(f[3], NULL));
-    hist_side(&h, f[8], 8, 10);
-    hist_side(&h, f[7], 11, 13);
+    hist_side(&h, f[7], 8, 10);
+    hist_side(&h, f[6], 11, 13);
     varint(&h, 14 << 3 | 0);
     varint(&h, (uint64_t)strtol(f[1], NULL, 10));
     varint(&h, 15 << 3 | 0);
     varint(&h, (uint64_t)t);
-    if (*f[9]) {
+    if (*f[8]) {
         buf cv = {0};
         char *save = NULL;
-        for (char *tok = strtok_r(f[9], ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        for (char *tok = strtok_r(f[8], ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
             double c = strtod(tok, NULL);
             put(&cv, &c, 8);
         }
