@@ -228,6 +228,48 @@ def expand(values):
     return out
 
 
+def with_nhcb(defs, labels_of):
+    """load_with_nhcb: each classic histogram (NAME_bucket{le=...}, NAME_count,
+    NAME_sum) also as a custom-bucket native histogram NAME{...} (schema -53)."""
+    groups = {}
+    for key, l in labels_of.items():
+        name = l.get("__name__", "")
+        if not name.endswith("_bucket") or "le" not in l:
+            continue
+        try:
+            le = parse_number(l["le"])
+        except ValueError:
+            continue
+        base = dict((k, v) for k, v in l.items() if k != "le")
+        base["__name__"] = name[:-7]
+        groups.setdefault(fmt_labels(base), (base, []))[1].append((le, defs[key]))
+    for bkey, (base, buckets) in groups.items():
+        buckets.sort(key=lambda b: b[0])
+        other = lambda suffix: defs.get(fmt_labels(dict(base, __name__=base["__name__"] + suffix)))
+        cnt, sm = other("_count"), other("_sum")
+        n = max(len(v) for _, v in buckets)
+        custom = [le for le, _ in buckets if not math.isinf(le)]
+        out = []
+        for k in range(n):
+            vals = [v[k] if k < len(v) else None for _, v in buckets]
+            if any(x is None or isinstance(x, (str, dict)) for x in vals):
+                out.append(None)
+                continue
+            h = {"schema": -53, "sum": 0.0, "count": 0.0, "zc": 0.0, "zt": 0.0, "pos": {}, "neg": {},
+                 "custom": custom, "hint": 0}
+            prev = 0.0
+            for i, x in enumerate(vals):
+                h["pos"][i] = x - prev
+                prev = x
+            h["count"] = prev
+            if cnt and k < len(cnt) and isinstance(cnt[k], float):
+                h["count"] = cnt[k]
+            if sm and k < len(sm) and isinstance(sm[k], float):
+                h["sum"] = sm[k]
+            out.append(h)
+        defs[bkey] = out
+
+
 def fmt_labels(l):
     name = l.get("__name__", "")
     rest = ",".join('%s=%s' % (k, json.dumps(v, ensure_ascii=False)) for k, v in sorted(l.items()) if k != "__name__")
@@ -528,15 +570,20 @@ def run_file(path, agent, loader, verbose, counts):
             i += 1
         elif word in ("load", "load_with_nhcb"):
             gap = dur_ms(l.split(None, 1)[1])
+            nhcb = word == "load_with_nhcb"
             defs = {}  # a series defined twice: the last definition (as Prometheus)
+            labels_of = {}
             i += 1
             while i < len(lines) and lines[i]:
                 try:
                     labels, vals = parse_series(lines[i])
                     defs[fmt_labels(labels)] = expand(vals)
+                    labels_of[fmt_labels(labels)] = labels
                 except (ValueError, IndexError, AttributeError, KeyError):
                     counts["bad_lines"] = counts.get("bad_lines", 0) + 1
                 i += 1
+            if nhcb:
+                with_nhcb(defs, labels_of)
             rows = []
             for key, vals in defs.items():
                 for k, v in enumerate(vals):

@@ -769,8 +769,12 @@ static void negate(qctx *c, val *v)
     mw_buf_init(&key, 0);
     for (size_t i = 0; i < v->n; i++) {
         v->s[i].drop_name |= (uint8_t)q_drop_name(c, &v->s[i].labels, &v->s[i].nlabels);
-        for (size_t k = 0; k < c->nsteps; k++)
-            v->s[i].v[k] = -v->s[i].v[k];
+        for (size_t k = 0; k < c->nsteps; k++) {
+            int keep; /* a native histogram: scaled by -1 (nhist.c) */
+            v->s[i].v[k] = mw_hist_is_ref(v->s[i].v[k])
+                               ? q_hist_arith(c, 0, PQ_OP_MUL, v->s[i].v[k], -1, &keep)
+                               : -v->s[i].v[k];
+        }
         lbl_key(v->s[i].labels, v->s[i].nlabels, NULL, 0, 0, 0, &key);
         if (smap_get(&seen, key.data) != (size_t)-1)
             qerr(c, PQ_ERR_EXECUTION, "vector cannot contain metrics with the same labelset");

@@ -183,6 +183,106 @@ static double h_variance(const mw_histogram *h)
 
 enum { HF_COUNT, HF_SUM, HF_AVG, HF_STDDEV, HF_STDVAR, HF_FRACTION };
 
+typedef struct cbucket {
+    double upper, count;
+} cbucket;
+
+static int cmp_cbucket(const void *a, const void *b)
+{
+    double x = ((const cbucket *)a)->upper, y = ((const cbucket *)b)->upper;
+    return x < y ? -1 : x > y;
+}
+
+/* Prometheus's BucketFraction: classic cumulative buckets b[0..n). */
+static double bucket_fraction(double lower, double upper, cbucket *b, size_t n)
+{
+    qsort(b, n, sizeof(*b), cmp_cbucket);
+    if (!n || !(isinf(b[n - 1].upper) && b[n - 1].upper > 0)) return NAN;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (o && b[o - 1].upper == b[i].upper)
+            b[o - 1].count += b[i].count;
+        else
+            b[o++] = b[i];
+    }
+    n = o;
+    double count = b[n - 1].count;
+    if (count == 0 || isnan(lower) || isnan(upper)) return NAN;
+    if (lower >= upper) return 0;
+    double rank = 0, lr = 0, ur = 0, lb = b[0].upper <= 0 ? -INFINITY : 0;
+    int lset = 0, uset = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i) lb = b[i - 1].upper;
+        double ub = b[i].upper;
+        if (!lset && lb >= lower) {
+            lr = rank;
+            lset = 1;
+        }
+        if (!uset && lb >= upper) {
+            ur = rank;
+            uset = 1;
+        }
+        if (lset && uset) break;
+        if (!lset && lb < lower && ub > lower) {
+            lr = lb == -INFINITY ? b[i].count : rank + (b[i].count - rank) * (lower - lb) / (ub - lb);
+            lset = 1;
+        }
+        if (!uset && lb < upper && ub > upper) {
+            ur = lb == -INFINITY ? b[i].count : rank + (b[i].count - rank) * (upper - lb) / (ub - lb);
+            uset = 1;
+        }
+        if (lset && uset) break;
+        rank = b[i].count;
+    }
+    if (!lset || lr > count) lr = count;
+    if (!uset || ur > count) ur = count;
+    return (ur - lr) / count;
+}
+
+/* histogram_fraction over classic buckets: the series with an le label,
+ * grouped by their other labels, into vb (the name dropped). */
+static void classic_fraction(qctx *c, const val *lo, const val *hi, const val *in, vbuild *vb)
+{
+    vbuild groups;
+    vb_init(&groups, c);
+    size_t *grp = mw_xcalloc(in->n + 1, sizeof(size_t));
+    double *le = mw_xcalloc(in->n + 1, sizeof(double));
+    for (size_t i = 0; i < in->n; i++) {
+        const char *ls = lbl_get(in->s[i].labels, in->s[i].nlabels, "le");
+        char *end;
+        le[i] = strtod(ls, &end);
+        grp[i] = (size_t)-1;
+        if (!*ls || *end) continue;
+        pq_label *l = lbl_copy(in->s[i].labels, in->s[i].nlabels);
+        size_t nl = in->s[i].nlabels;
+        lbl_del(&l, &nl, "le");
+        grp[i] = vb_series(&groups, l, nl);
+    }
+    cbucket *b = mw_xcalloc(in->n + 1, sizeof(cbucket));
+    for (size_t g = 0; g < groups.n && !c->code; g++) {
+        size_t si = (size_t)-1;
+        for (size_t k = 0; k < c->nsteps; k++) {
+            size_t m = 0;
+            for (size_t i = 0; i < in->n; i++)
+                if (grp[i] == g && in->s[i].ok[k] && !mw_hist_is_ref(in->s[i].v[k]))
+                    b[m++] = (cbucket){le[i], in->s[i].v[k]};
+            if (!m) continue;
+            if (si == (size_t)-1) {
+                pq_label *l = lbl_copy(groups.s[g].labels, groups.s[g].nlabels);
+                size_t nl = groups.s[g].nlabels;
+                lbl_del(&l, &nl, "__name__");
+                si = vb_series(vb, l, nl);
+                if (si == (size_t)-1) break;
+            }
+            if (vb_set(vb, si, k, bucket_fraction(lo->scalar[k], hi->scalar[k], b, m)) < 0) break;
+        }
+    }
+    free(b);
+    free(le);
+    free(grp);
+    vb_free(&groups);
+}
+
 /* An element-wise function of the histograms of the vector argument
  * (floats are left out); the metric name goes. */
 static val hist_map(qctx *c, const pq_node *n, int what)
@@ -233,6 +333,7 @@ static val hist_map(qctx *c, const pq_node *n, int what)
             if (vb_set(&vb, si, k, v) < 0) break;
         }
     }
+    if (what == HF_FRACTION && !c->code) classic_fraction(c, &lo, &hi, &in, &vb);
     val out = vb_finish(&vb);
     val_free(c, &in);
     val_free(c, &lo);

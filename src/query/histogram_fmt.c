@@ -51,7 +51,8 @@ void pq_hist_json(mw_buf *b, const mw_histogram *h)
             int32_t x = h->neg_idx[i];
             put_bucket(b, &first, 1, -q_hist_bound(x, h), -q_hist_bound(x - 1, h), h->neg[i]);
         }
-        put_bucket(b, &first, 3, -h->zero_threshold, h->zero_threshold, h->zero_count);
+        if (h->zero_count > 0) /* as Prometheus's bucket iterator */
+            put_bucket(b, &first, 3, -h->zero_threshold, h->zero_threshold, h->zero_count);
         for (size_t i = 0; i < h->npos; i++) {
             int32_t x = h->pos_idx[i];
             put_bucket(b, &first, 0, q_hist_bound(x - 1, h), q_hist_bound(x, h), h->pos[i]);
