@@ -5,6 +5,7 @@
  * read out of bounds, never allocate past its bound. The first byte picks
  * whether the rest is used as the body (snappy included) or compressed here
  * first, so that the fuzzer also reaches the protobuf decoder. */
+#include "store/histogram.h"
 #include "store/remote_write.h"
 
 #include <snappy-c.h>
@@ -40,6 +41,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             n += r.ts[i].nsamples;
         }
         if (n != r.nsamples) abort();
+        /* TimeSeries.histograms: each pending sample names a decoded,
+         * valid histogram of the request. */
+        for (size_t i = 0; i < r.n; i++)
+            for (size_t j = 0; j < r.ts[i].nsamples; j++) {
+                uint64_t b = mw_hist_bits(r.ts[i].samples[j].v);
+                if ((b & MW_HIST_TAG_MASK) == MW_HIST_REF_TAG) abort(); /* cleaned on the way in */
+                if ((b & MW_HIST_TAG_MASK) != MW_HIST_QREF_TAG) continue;
+                if ((b & MW_HIST_PAYLOAD_MASK) >= r.nhists) abort();
+                if (mw_hist_validate(&r.hists[b & MW_HIST_PAYLOAD_MASK])) abort();
+            }
         for (size_t i = 0; i < r.nmeta; i++) /* WriteRequest.metadata */
             if (!r.meta[i].name || !r.meta[i].type || !r.meta[i].help || !r.meta[i].unit) abort();
     } else if (!err[0]) {

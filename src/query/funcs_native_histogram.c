@@ -224,11 +224,13 @@ static double bucket_fraction(double lower, double upper, cbucket *b, size_t n)
         }
         if (lset && uset) break;
         if (!lset && lb < lower && ub > lower) {
-            lr = lb == -INFINITY ? b[i].count : rank + (b[i].count - rank) * (lower - lb) / (ub - lb);
+            lr = lb == -INFINITY ? b[i].count
+                                 : rank + (b[i].count - rank) * (lower - lb) / (ub - lb);
             lset = 1;
         }
         if (!uset && lb < upper && ub > upper) {
-            ur = lb == -INFINITY ? b[i].count : rank + (b[i].count - rank) * (upper - lb) / (ub - lb);
+            ur = lb == -INFINITY ? b[i].count
+                                 : rank + (b[i].count - rank) * (upper - lb) / (ub - lb);
             uset = 1;
         }
         if (lset && uset) break;

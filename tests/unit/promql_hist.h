@@ -112,14 +112,22 @@ static int th_parse_one(const char **s, mw_histogram *h, int *hint_set)
             double v = strtod(p, &e);
             if (e == p) return -1;
             p = e;
-            if (!strcmp(key, "schema")) t.schema = (int32_t)v;
-            else if (!strcmp(key, "sum")) t.sum = v;
-            else if (!strcmp(key, "count")) t.count = v;
-            else if (!strcmp(key, "z_bucket")) t.zero_count = v;
-            else if (!strcmp(key, "z_bucket_w")) t.zero_threshold = v;
-            else if (!strcmp(key, "offset")) off = (long)v;
-            else if (!strcmp(key, "n_offset")) noff = (long)v;
-            else return -1;
+            if (!strcmp(key, "schema"))
+                t.schema = (int32_t)v;
+            else if (!strcmp(key, "sum"))
+                t.sum = v;
+            else if (!strcmp(key, "count"))
+                t.count = v;
+            else if (!strcmp(key, "z_bucket"))
+                t.zero_count = v;
+            else if (!strcmp(key, "z_bucket_w"))
+                t.zero_threshold = v;
+            else if (!strcmp(key, "offset"))
+                off = (long)v;
+            else if (!strcmp(key, "n_offset"))
+                noff = (long)v;
+            else
+                return -1;
         }
     }
     if (strncmp(p, "}}", 2)) return -1;
