@@ -419,7 +419,7 @@ def compare(expected, scalar, ordered, got):
     if scalar is not None:
         if got[0] != "scalar":
             return "expected a scalar, got %s" % got[0]
-        return None if almost_equal(scalar, got[1]) else "scalar %r, expected %r" % (got[1], scalar)
+        return None if values_equal(scalar, got[1]) else "scalar %r, expected %r" % (got[1], scalar)
     if got[0] == "scalar":
         return "got a scalar, expected a vector"
     res = got[1]
