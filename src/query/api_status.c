@@ -133,7 +133,7 @@ static void features(mw_query_api *api, mw_http_response *resp)
     api_respond_data(resp, json_pack("{s:{s:b, s:b, s:b}, s:{s:b, s:b, s:b, s:b}, s:o, s:o}", "api",
                                      "query_exemplars", 1, "format_query", 1, "stats", 1, "promql",
                                      "at_modifier", 1, "negative_offset", 1, "subqueries", 1,
-                                     "native_histograms", 0, "promql_functions", fn,
+                                     "native_histograms", 1, "promql_functions", fn,
                                      "promql_operators", op));
 }
 

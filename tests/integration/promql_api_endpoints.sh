@@ -104,7 +104,7 @@ for name in ("sin", "atanh", "pi", "holt_winters", "double_exponential_smoothing
     assert f["promql_functions"].get(name) is True, name
 assert f["promql_operators"]["atan2"] is True and f["promql_operators"]["topk"] is True
 assert f["api"] == {"query_exemplars": True, "format_query": True, "stats": True}, f["api"]
-assert f["promql"]["native_histograms"] is False
+assert f["promql"]["native_histograms"] is True
 PY
 ok
 
