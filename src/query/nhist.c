@@ -85,7 +85,7 @@ double q_hist_bound(int32_t idx, const mw_histogram *h)
         return h->custom[idx];
     }
     if (h->schema <= 0) {
-        int64_t e = (int64_t)idx << (-h->schema);
+        int64_t e = (int64_t)idx * ((int64_t)1 << (-h->schema));
         if (e >= 1024) return e == 1024 ? 1.7976931348623157e308 : INFINITY;
         if (e < -1100) return 0;
         return ldexp(1, (int)e);
