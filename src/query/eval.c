@@ -5,6 +5,7 @@
 #include "qinternal.h"
 
 #include "../core/buf.h"
+#include "../core/units.h"
 #include "../core/util.h"
 
 #include <math.h>
@@ -74,7 +75,19 @@ int64_t q_ref_time(const qctx *c, const pq_node *n, size_t i)
     return t - q_offset(c, n);
 }
 
+/* The selection, from downsampled data where the raw samples are gone
+ * when hint is set (docs/store.md "Downsampling"); the answer then says so
+ * (an info, or a warning for a function it does not answer exactly). */
+static int store_select(qctx *c, const pq_node *vs, int64_t mint, int64_t maxt,
+                        const mw_select_hint *hint, int exact, mw_select_result *r);
+
 int q_store_select(qctx *c, const pq_node *vs, int64_t mint, int64_t maxt, mw_select_result *r)
+{
+    return store_select(c, vs, mint, maxt, NULL, 1, r);
+}
+
+static int store_select(qctx *c, const pq_node *vs, int64_t mint, int64_t maxt,
+                        const mw_select_hint *hint, int exact, mw_select_result *r)
 {
     if (!c->store) {
         memset(r, 0, sizeof(*r));
@@ -86,8 +99,9 @@ int q_store_select(qctx *c, const pq_node *vs, int64_t mint, int64_t maxt, mw_se
                         : 0;
     if (c->lim.max_samples && budget == 0) return qcharge(c, 1);
     char err[256];
-    if (mw_store_select_scoped(c->store, c->lim.scope, vs->matchers, vs->nmatchers, mint, maxt,
-                               budget, r, err, sizeof(err)) < 0) {
+    if (c->lim.closed_windows) hint = NULL; /* windows closed on the left: raw only */
+    if (mw_store_select_hinted(c->store, c->lim.scope, vs->matchers, vs->nmatchers, mint, maxt,
+                               budget, hint, r, err, sizeof(err)) < 0) {
         qerr(c, PQ_ERR_EXECUTION,
              "query processing would load too many samples into memory in query execution (%s)",
              err);
@@ -95,6 +109,20 @@ int q_store_select(qctx *c, const pq_node *vs, int64_t mint, int64_t maxt, mw_se
     }
     c->damaged_chunks += r->damaged_chunks;
     c->loaded += r->nsamples;
+    if (r->resolution_ms) {
+        char res[32];
+        mw_format_duration(r->resolution_ms, res, sizeof(res));
+        if (exact)
+            q_annot(c, 1, q_arg_pos(vs),
+                    "PromQL info: samples older than the raw retention were read from the %s "
+                    "downsampled resolution",
+                    res);
+        else
+            q_annot(c, 0, q_arg_pos(vs),
+                    "PromQL warning: samples older than the raw retention were read from the %s "
+                    "downsampled resolution, which this function does not answer exactly",
+                    res);
+    }
     if (qcheck_series(c, r->nseries) < 0 || qcharge(c, r->nsamples) < 0) {
         mw_select_result_free(r);
         return -1;
@@ -108,8 +136,12 @@ static val eval_vsel(qctx *c, const pq_node *n)
     int64_t lo = q_ref_time(c, n, 0), hi = q_ref_time(c, n, c->nsteps - 1);
     int smoothed = n->extended == PQ_EXT_SMOOTHED;
     mw_select_result r;
-    if (q_store_select(c, n, lo - c->lim.lookback_ms, hi + (smoothed ? c->lim.lookback_ms : 0),
-                       &r) < 0)
+    /* A plain selector's value at a step is the last sample before it:
+     * each downsampled window keeps its last one (smoothed ones read raw
+     * samples only). */
+    mw_select_hint hint = {c->step ? c->step : c->lim.lookback_ms, MW_SEL_SAMPLES};
+    if (store_select(c, n, lo - c->lim.lookback_ms, hi + (smoothed ? c->lim.lookback_ms : 0),
+                     smoothed ? NULL : &hint, 1, &r) < 0)
         return out;
     void *shared = lbl_shared_new(&r);
     if (smoothed) {
@@ -161,6 +193,8 @@ static int64_t *window_arrays(qctx *c, const pq_node *sel, int64_t range, int64_
 int eval_range_arg(qctx *c, const pq_node *n, rangearg *out)
 {
     memset(out, 0, sizeof(*out));
+    int ds_on = c->ds_on, ds_what = c->ds_what, ds_exact = c->ds_exact;
+    c->ds_on = 0;               /* not for selectors inside a subquery */
     while (n->kind == PQ_PAREN) /* rate((x[5m])): the range inside */
         n = n->args[0];
     out->range_ms = q_range(c, n);
@@ -175,10 +209,16 @@ int eval_range_arg(qctx *c, const pq_node *n, rangearg *out)
         int64_t before = vs->extended ? out->lookback_ms : 0;
         int64_t after = vs->extended == PQ_EXT_SMOOTHED ? out->lookback_ms : 0;
         mw_select_result r;
-        if (q_store_select(c, vs, out->wstart[0] - before, out->wend[c->nsteps - 1] + after, &r) <
-            0)
+        /* The coarsest resolution that fits the window and the step
+         * (anchored and smoothed windows read raw samples only). */
+        int64_t want = out->range_ms;
+        if (c->step && c->step < want) want = c->step;
+        mw_select_hint hint = {want, ds_what};
+        if (store_select(c, vs, out->wstart[0] - before, out->wend[c->nsteps - 1] + after,
+                         ds_on && !vs->extended ? &hint : NULL, ds_exact, &r) < 0)
             return -1;
         out->s = mw_xcalloc(r.nseries ? r.nseries : 1, sizeof(pq_series));
+        if (r.resolution_ms) out->w = mw_xcalloc(r.nseries ? r.nseries : 1, sizeof(double *));
         void *shared = lbl_shared_new(&r);
         for (size_t i = 0; i < r.nseries; i++) {
             mw_series_data *d = &r.series[i];
@@ -191,6 +231,9 @@ int eval_range_arg(qctx *c, const pq_node *n, rangearg *out)
             q_hist_import(c, p->v, d->n);
             d->t = NULL;
             d->v = NULL;
+            double *w = d->w;
+            d->w = NULL;
+            if (out->w) out->w[i] = w;
             /* Range vectors skip stale markers: up to the first one
              * nothing moves. */
             size_t k = 0;
@@ -200,8 +243,10 @@ int eval_range_arg(qctx *c, const pq_node *n, rangearg *out)
             for (; k < d->n; k++) {
                 if (is_stale(p->v[k])) continue;
                 p->t[p->n] = p->t[k];
+                if (w) w[p->n] = w[k];
                 p->v[p->n++] = p->v[k];
             }
+            if (!out->w) free(w);
         }
         mw_select_result_free(&r);
         lbl_shared_drop(shared);
@@ -269,8 +314,10 @@ void rangearg_free(qctx *c, rangearg *r)
         lbl_free(r->s[i].labels, r->s[i].nlabels);
         free(r->s[i].t);
         free(r->s[i].v);
+        if (r->w) free(r->w[i]);
         qrelease(c, r->s[i].n);
     }
+    free(r->w);
     free(r->s);
     free(r->wstart);
     free(r->wend);

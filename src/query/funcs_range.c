@@ -33,6 +33,17 @@ pq_extrap_cache *pq_extrap_cache_new(int64_t range_ms)
     return x;
 }
 
+/* The raw samples a window stands for: its samples, or with downsampled
+ * data the sum of their weights. */
+static double weight_of(const pq_window *w)
+{
+    if (!w->w) return (double)w->n;
+    double c = 0;
+    for (size_t i = 0; i < w->n; i++)
+        c += w->w[i];
+    return c;
+}
+
 /* Prometheus' extrapolatedRate: 3.x's, or 2.x's with closed windows (they
  * differ in when a counter's zero point limits the extrapolation to the
  * window's start). */
@@ -40,18 +51,21 @@ static int extrapolated(const pq_window *w, int resets, int counter, int rate, d
 {
     const int64_t *t = w->t;
     const double *v = w->v;
-    size_t n = w->n;
+    /* Downsampled: the window's first, last and reset samples, weighted by
+     * the raw samples they stand for; the average interval is the raw
+     * samples' (the same n as over all of them). */
+    size_t n = w->w ? (size_t)weight_of(w) : w->n;
     pq_extrap_cache *xc = w->xc;
-    if (n < 2) return 0;
-    double result = v[n - 1] - v[0];
+    if (n < 2 || w->n < 2) return 0;
+    double result = v[w->n - 1] - v[0];
     if (counter && resets) {
         double last = 0;
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < w->n; i++) {
             if (v[i] < last) result += last;
             last = v[i];
         }
     }
-    int64_t d0 = t[0] - w->start, d1 = w->end - t[n - 1], d2 = t[n - 1] - t[0];
+    int64_t d0 = t[0] - w->start, d1 = w->end - t[w->n - 1], d2 = t[w->n - 1] - t[0];
     if (!xc->valid || d0 != xc->d0 || d1 != xc->d1 || d2 != xc->d2 || n != xc->n) {
         xc->to_start = (double)d0 / 1000;
         xc->to_end = (double)d1 / 1000;
@@ -203,7 +217,7 @@ int pq_window_changes(const pq_window *w, double *out)
 
 int pq_window_count(const pq_window *w, double *out)
 {
-    *out = (double)w->n;
+    *out = weight_of(w);
     return 1;
 }
 
@@ -247,6 +261,13 @@ int pq_window_sum(const pq_window *w, double *out)
 int pq_window_avg(const pq_window *w, double *out)
 {
     const double *v = w->v;
+    if (w->w) { /* downsampled: the windows' sums over their counts */
+        double sum = 0, comp = 0, count = weight_of(w);
+        for (size_t i = 0; i < w->n; i++)
+            pq_kahan_inc(v[i], &sum, &comp);
+        *out = sum / count + comp / count;
+        return 1;
+    }
     double sum = v[0], comp = 0, mean = 0, count = 1;
     int incremental = 0;
     for (size_t i = 1; i < w->n; i++) {
@@ -441,6 +462,7 @@ static void *rf_run(void *arg)
         for (size_t x = 0; counter && x < s->n && !resets; x++)
             resets = s->v[x] < 0 || (x && s->v[x] < s->v[x - 1]);
         pq_window w = {.counter_resets = resets, .xc = &xc};
+        const double *wts = ra->w ? ra->w[i] : NULL;
         /* The windows only move forwards (or stay, with @), so [lo, hi)
          * slides over the series instead of being searched per step. */
         size_t lo = 0, hi = 0;
@@ -474,6 +496,7 @@ static void *rf_run(void *arg)
                 hi++;
             w.t = s->t + lo;
             w.v = s->v + lo;
+            w.w = wts ? wts + lo : NULL;
             w.n = hi - lo;
             w.start = ra->wstart[k];
             w.end = ra->wend[k];
@@ -533,6 +556,25 @@ static void possible_non_counter(qctx *c, const pq_series *s, const pq_node *arg
             name);
 }
 
+/* What a range function reads of downsampled data, and whether it
+ * answers from it as from the raw samples (docs/store.md). */
+static void ds_hint(qctx *c, pq_window_fn *f)
+{
+    c->ds_on = 1;
+    c->ds_exact = 1;
+    if (f == pq_window_sum || f == pq_window_count || f == pq_window_avg)
+        c->ds_what = MW_SEL_SUM;
+    else if (f == pq_window_min)
+        c->ds_what = MW_SEL_MIN;
+    else if (f == pq_window_max)
+        c->ds_what = MW_SEL_MAX;
+    else {
+        c->ds_what = MW_SEL_SAMPLES;
+        c->ds_exact = f == pq_window_rate || f == pq_window_increase || f == pq_window_delta ||
+                      f == pq_window_last || f == pq_window_present;
+    }
+}
+
 static val range_call(qctx *c, const pq_node *n, int absent)
 {
     val out = {0}, param = {0}, param2 = {0};
@@ -556,6 +598,7 @@ static val range_call(qctx *c, const pq_node *n, int absent)
         sel = sel->args[0];
     if (!c->code && sel->kind == PQ_MSEL && sel->args[0]->extended)
         q_extended_check(c, n, sel->args[0]);
+    ds_hint(c, n->func->window);
     if (c->code || eval_range_arg(c, n->args[ri], &ra) < 0 ||
         check_factors(c, n, &ra, &param, &param2) < 0) {
         rangearg_free(c, &ra);

@@ -55,6 +55,10 @@ typedef struct qctx {
     int code; /* PQ_ERR_* once failed */
     char *err;
     size_t errsize;
+    /* Set by a range function for the range selector it evaluates next:
+     * that it may read downsampled data (docs/store.md), what it needs of
+     * it (MW_SEL_*), and whether it answers exactly from it. */
+    int ds_on, ds_what, ds_exact;
 } qctx;
 
 void qerr(qctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -222,6 +226,7 @@ val eval_agg(qctx *c, const pq_node *n);
 typedef struct rangearg {
     pq_series *s;
     size_t n;
+    double **w;             /* per series: the weight of each sample (downsampled data), or NULL */
     int64_t *wstart, *wend; /* per step: (wstart, wend], or [wstart, wend] when closed */
     int64_t range_ms;
     int closed;   /* pq_limits.closed_windows */
@@ -268,6 +273,7 @@ typedef struct pq_window {
     double param;       /* the call's scalar argument at this step, or 0 */
     double param2;      /* its second one (double_exponential_smoothing), or 0 */
     int counter_resets; /* PQ_FN_COUNTER: the series drops somewhere */
+    const double *w;    /* raw samples each sample stands for (downsampled), or NULL */
     pq_extrap_cache *xc;
 } pq_window;
 /* 1 with the window's value in *out, or 0 for no value at this step. */

@@ -9,14 +9,17 @@
  *               order is string order); then u32 offset of each
  *   series:     per series: uvarint nlabels, {uvarint name, uvarint value},
  *               uvarint nchunks, {varint mint, uvarint maxt-mint, uvarint n,
- *               uvarint offset, uvarint length, u32 crc32}; zeros to a
- *               multiple of 8 bytes; then u64 offset of each series
+ *               uvarint offset, uvarint length, u32 crc32[, uvarint aggr]}
+ *               (aggr since format 3: MW_AGGR_*); zeros to a multiple of 8
+ *               bytes; then u64 offset of each series
  *   postings:   sorted u32 series ids per label pair; then a table of
  *               {u32 name, u32 value, u64 offset, u32 count} sorted by pair
+ *   extension:  (format 3) u64 resolution in ms (0: raw), u64 number of
+ *               source blocks, u64 seq of each
  *   footer:     the section offsets and counts, the block's meta, the
  *               format version (0 in blocks of format 1, written before it
- *               was recorded), u32 crc32 of everything from the symbols to
- *               here, "MWBLKEND"
+ *               was recorded), the extension's offset (format 3; 0 before),
+ *               u32 crc32 of everything from the symbols to here, "MWBLKEND"
  * Only the chunks a query needs are touched; the index is checked once at
  * open (read with pread, so checking does not add to the resident set). */
 #include "block.h"
@@ -73,6 +76,15 @@ struct mw_block {
     uint64_t nsym, npost;
     uint32_t version; /* block format */
 };
+
+/* Skip the rest of a chunk entry after its crc: the aggregate tag of
+ * format 3 (raw before). */
+static int entry_aggr(const mw_block *b, mw_rd *r)
+{
+    if (b->version < 3) return MW_AGGR_RAW;
+    uint64_t a = mw_rd_uvarint(r);
+    return a < MW_AGGRS ? (int)a : -1;
+}
 
 static const char *sym_str(const mw_block *b, uint32_t sym, size_t *len)
 {
@@ -148,6 +160,25 @@ static int check_block(mw_block *b, char *err, size_t errsize)
     b->meta.version = b->version;
     b->index_end = b->size - FOOTER_SIZE;
     uint64_t end = b->index_end;
+    if (b->version >= 3) {
+        /* The extension between the postings table and the footer. */
+        uint64_t ext = w[18];
+        if (ext < b->ptab_off || ext > end || end - ext < 16) {
+            snprintf(err, errsize, "inconsistent footer");
+            return -1;
+        }
+        const uint8_t *e = b->p + ext;
+        uint64_t ns = mw_get_le64(e + 8);
+        if (ns > MW_BLOCK_MAX_SOURCES || end - ext != 16 + ns * 8 || (int64_t)mw_get_le64(e) < 0) {
+            snprintf(err, errsize, "inconsistent extension");
+            return -1;
+        }
+        b->meta.resolution_ms = (int64_t)mw_get_le64(e);
+        b->meta.nsources = (uint32_t)ns;
+        for (uint64_t i = 0; i < ns; i++)
+            b->meta.sources[i] = mw_get_le64(e + 16 + 8 * i);
+        end = ext;
+    }
     /* Sections in order, each table the size its count says. */
     if (!(8 <= b->sym_off && b->sym_off <= b->symtab_off && b->symtab_off <= b->series_off &&
           b->series_off <= b->seriestab_off && b->seriestab_off <= b->post_off &&
@@ -313,6 +344,12 @@ int mw_block_labels(const mw_block *b, uint32_t id, mw_label *out, size_t cap, s
 
 int mw_block_read(const mw_block *b, uint32_t id, int64_t mint, int64_t maxt, mw_samples *out)
 {
+    return mw_block_read_aggr(b, id, MW_AGGR_RAW, mint, maxt, out);
+}
+
+int mw_block_read_aggr(const mw_block *b, uint32_t id, int aggr, int64_t mint, int64_t maxt,
+                       mw_samples *out)
+{
     mw_rd r;
     if (series_reader(b, id, &r) < 0) return -2;
     uint64_t nl = mw_rd_uvarint(&r);
@@ -324,8 +361,9 @@ int mw_block_read(const mw_block *b, uint32_t id, int64_t mint, int64_t maxt, mw
         int64_t cmax = (int64_t)((uint64_t)cmin + mw_rd_uvarint(&r));
         uint64_t n = mw_rd_uvarint(&r), off = mw_rd_uvarint(&r), len = mw_rd_uvarint(&r);
         uint32_t crc = mw_rd_u32(&r);
-        if (r.bad) return -2;
-        if (cmax < mint || cmin > maxt) continue;
+        int tag = entry_aggr(b, &r);
+        if (r.bad || tag < 0) return -2;
+        if (tag != aggr || cmax < mint || cmin > maxt) continue;
         if (off < 8 || off > b->sym_off || len > b->sym_off - off || n > UINT32_MAX) return -2;
         if ((uint32_t)crc32(0, b->p + off, (uInt)len) != crc) {
             mw_log_once(MW_LOG_ERROR, "store", b->path,
@@ -398,6 +436,7 @@ int mw_block_chunks(const mw_block *b, uint32_t id, mw_block_chunk_fn fn, void *
         mw_rd_uvarint(&r);
         uint64_t n = mw_rd_uvarint(&r), off = mw_rd_uvarint(&r), len = mw_rd_uvarint(&r);
         mw_rd_u32(&r);
+        if (entry_aggr(b, &r) < 0) return -1;
         if (r.bad || off < 8 || off > b->sym_off || len > b->sym_off - off || n > UINT32_MAX)
             return -1;
         fn(arg, b->p + off, (size_t)len, (uint32_t)n);
@@ -537,6 +576,7 @@ struct mw_block_writer {
 };
 
 static void wr(mw_block_writer *w, const void *p, size_t n);
+static void add_stream(mw_block_writer *w, const mw_block_stream *st);
 
 mw_block_writer *mw_block_writer_new(const char *path, int *err)
 {
@@ -589,7 +629,17 @@ static void wr(mw_block_writer *w, const void *p, size_t n)
 int mw_block_writer_add(mw_block_writer *w, const mw_label *labels, size_t n, const int64_t *t,
                         const double *v, size_t nsamples)
 {
-    if (!nsamples || w->err) return w->err;
+    mw_block_stream st = {MW_AGGR_RAW, t, v, nsamples};
+    return mw_block_writer_add_streams(w, labels, n, &st, 1);
+}
+
+int mw_block_writer_add_streams(mw_block_writer *w, const mw_label *labels, size_t n,
+                                const mw_block_stream *st, size_t nst)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < nst; i++)
+        total += st[i].n;
+    if (!total || w->err) return w->err;
     mw_ids_push(&w->series_off, (uint32_t)w->series.len);
     mw_ids_push(&w->series_off, (uint32_t)((uint64_t)w->series.len >> 32));
     uint32_t id = (uint32_t)w->nseries++;
@@ -615,8 +665,22 @@ int mw_block_writer_add(mw_block_writer *w, const mw_label *labels, size_t n, co
         }
         p->ids[p->n++] = id;
     }
-    size_t nchunks = (nsamples + BLOCK_CHUNK_SAMPLES - 1) / BLOCK_CHUNK_SAMPLES;
+    size_t nchunks = 0;
+    for (size_t i = 0; i < nst; i++)
+        nchunks += (st[i].n + BLOCK_CHUNK_SAMPLES - 1) / BLOCK_CHUNK_SAMPLES;
     mw_buf_uvarint(&w->series, nchunks);
+    for (size_t i = 0; i < nst; i++)
+        add_stream(w, &st[i]);
+    return w->err;
+}
+
+static void add_stream(mw_block_writer *w, const mw_block_stream *st)
+{
+    const int64_t *t = st->t;
+    const double *v = st->v;
+    size_t nsamples = st->n;
+    if (!nsamples) return;
+    size_t nchunks = (nsamples + BLOCK_CHUNK_SAMPLES - 1) / BLOCK_CHUNK_SAMPLES;
     for (size_t c = 0; c < nchunks; c++) {
         size_t from = c * BLOCK_CHUNK_SAMPLES;
         size_t to = from + BLOCK_CHUNK_SAMPLES < nsamples ? from + BLOCK_CHUNK_SAMPLES : nsamples;
@@ -630,13 +694,13 @@ int mw_block_writer_add(mw_block_writer *w, const mw_label *labels, size_t n, co
         mw_buf_uvarint(&w->series, w->off);
         mw_buf_uvarint(&w->series, len);
         mw_buf_u32(&w->series, (uint32_t)crc32(0, chunk, (uInt)len));
+        mw_buf_uvarint(&w->series, (uint64_t)st->aggr);
         wr(w, chunk, len);
         w->meta.nchunks++;
     }
     if (t[0] < w->meta.mint) w->meta.mint = t[0];
     if (t[nsamples - 1] > w->meta.maxt) w->meta.maxt = t[nsamples - 1];
     w->meta.nsamples += nsamples;
-    return w->err;
 }
 
 static const mw_symtab *sort_sym;
@@ -702,6 +766,7 @@ int mw_block_writer_finish(mw_block_writer *w, mw_block_meta *meta, const char *
             for (int j = 0; j < 4; j++)
                 mw_buf_uvarint(&sec, mw_rd_uvarint(&r));
             mw_buf_u32(&sec, mw_rd_u32(&r));
+            mw_buf_uvarint(&sec, mw_rd_uvarint(&r)); /* the aggregate */
         }
     }
     /* Zeros up to a multiple of 8, so that the series table and the
@@ -737,6 +802,16 @@ int mw_block_writer_finish(mw_block_writer *w, mw_block_meta *meta, const char *
     uint64_t ptab_off = w->off;
     crc = crc32((uLong)crc, (const Bytef *)tab.data, (uInt)tab.len);
     wr(w, tab.data, tab.len);
+    /* The extension: resolution and sources. */
+    uint64_t ext_off = w->off;
+    mw_buf_clear(&sec);
+    uint32_t nsrc = meta->nsources < MW_BLOCK_MAX_SOURCES ? meta->nsources : MW_BLOCK_MAX_SOURCES;
+    mw_buf_u64(&sec, (uint64_t)meta->resolution_ms);
+    mw_buf_u64(&sec, nsrc);
+    for (uint32_t i = 0; i < nsrc; i++)
+        mw_buf_u64(&sec, meta->sources[i]);
+    crc = crc32((uLong)crc, (const Bytef *)sec.data, (uInt)sec.len);
+    wr(w, sec.data, sec.len);
     if (w->nseries == 0) w->meta.mint = w->meta.maxt = 0;
     uint64_t words[FOOTER_WORDS] = {sym_off,
                                     symtab_off,
@@ -756,7 +831,7 @@ int mw_block_writer_finish(mw_block_writer *w, mw_block_meta *meta, const char *
                                     meta->chunk_seq_min,
                                     meta->chunk_seq_max,
                                     MW_BLOCK_FORMAT,
-                                    0};
+                                    ext_off};
     mw_buf_clear(&sec);
     for (int i = 0; i < FOOTER_WORDS; i++)
         mw_buf_u64(&sec, words[i]);

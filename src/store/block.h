@@ -16,6 +16,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define MW_BLOCK_MAX_SOURCES 16
+
+/* What a chunk of a block holds (format 3 tags each chunk): raw samples,
+ * or one aggregate of a downsampled block (downsample.c). COUNT, SUM, MIN
+ * and MAX share their timestamps (each window's last sample); SUBSET holds
+ * raw samples: each window's first and last, and those around counter resets
+ * and NaNs. */
+enum {
+    MW_AGGR_RAW,
+    MW_AGGR_COUNT,
+    MW_AGGR_SUM,
+    MW_AGGR_MIN,
+    MW_AGGR_MAX,
+    MW_AGGR_SUBSET,
+    MW_AGGRS
+};
+
 typedef struct mw_block_meta {
     uint64_t seq;
     int64_t mint, maxt;
@@ -25,11 +42,18 @@ typedef struct mw_block_meta {
     uint64_t size;                         /* bytes on disk */
     uint32_t version;                      /* block format */
     uint64_t kinds[MW_TSC_KINDS];          /* chunks per value encoding (writer only) */
+    /* Format 3: the resolution of its samples (0: raw; else downsampled
+     * aggregates, downsample.c) and the blocks it was made from (a merge's
+     * inputs, or the raw block a downsampled one comes from). */
+    int64_t resolution_ms;
+    uint32_t nsources;
+    uint64_t sources[MW_BLOCK_MAX_SOURCES];
 } mw_block_meta;
 
 /* The block format this build writes; it reads 1 (Gorilla chunks, before
- * the version was recorded) to this. */
-#define MW_BLOCK_FORMAT 2
+ * the version was recorded) to this. 3 adds each chunk's aggregate tag, the
+ * resolution and the source blocks. */
+#define MW_BLOCK_FORMAT 3
 
 typedef struct mw_block mw_block;
 
@@ -52,6 +76,10 @@ extern const mw_index_ops mw_block_index_ops; /* ctx: mw_block * */
 int mw_block_labels(const mw_block *b, uint32_t id, mw_label *out, size_t cap, size_t *n);
 /* Samples of series id in [mint, maxt]; 0, -1 over the limit, -2 corrupt. */
 int mw_block_read(const mw_block *b, uint32_t id, int64_t mint, int64_t maxt, mw_samples *out);
+/* The same for the chunks tagged aggr (MW_AGGR_*; blocks before format 3
+ * hold raw chunks only). */
+int mw_block_read_aggr(const mw_block *b, uint32_t id, int aggr, int64_t mint, int64_t maxt,
+                       mw_samples *out);
 
 /* The block's format version. */
 uint32_t mw_block_version(const mw_block *b);
@@ -65,6 +93,15 @@ typedef struct mw_block_writer mw_block_writer;
 mw_block_writer *mw_block_writer_new(const char *path, int *err);
 int mw_block_writer_add(mw_block_writer *w, const mw_label *labels, size_t n, const int64_t *t,
                         const double *v, size_t nsamples);
+/* A series of several streams (a downsampled block's aggregates). */
+typedef struct mw_block_stream {
+    int aggr; /* MW_AGGR_* */
+    const int64_t *t;
+    const double *v;
+    size_t n;
+} mw_block_stream;
+int mw_block_writer_add_streams(mw_block_writer *w, const mw_label *labels, size_t n,
+                                const mw_block_stream *st, size_t nst);
 /* Finish, fsync and rename the file to its final path. */
 int mw_block_writer_finish(mw_block_writer *w, mw_block_meta *meta, const char *final_path);
 void mw_block_writer_abort(mw_block_writer *w);

@@ -8,9 +8,13 @@
  * labels, samples by time) into one. A block is written under a temporary
  * name and renamed when complete, so a crash leaves either the old files or
  * the new block (and the chunk files a block already holds are dropped at
- * the next open). */
+ * the next open, as are blocks a merged block lists as its sources). Raw
+ * blocks past the retention are downsampled first when --downsample is set
+ * (downsample.c); blocks of each resolution merge among themselves. */
 #include "../core/log.h"
+#include "../core/units.h"
 #include "../core/util.h"
+#include "downsample.h"
 #include "store_internal.h"
 
 #include <errno.h>
@@ -52,7 +56,7 @@ static int cmp_lab(const void *a, const void *b)
     return mw_labels_cmp(x->labels, x->n, y->labels, y->n);
 }
 
-static void add_block(mw_store *s, mw_block *b)
+void mw_store_add_block(mw_store *s, mw_block *b)
 {
     pthread_mutex_lock(&s->blocks_mu);
     s->blocks = mw_xrealloc(s->blocks, (s->nblocks + 1) * sizeof(mw_block *));
@@ -60,7 +64,7 @@ static void add_block(mw_store *s, mw_block *b)
     pthread_mutex_unlock(&s->blocks_mu);
 }
 
-static void block_paths(mw_store *s, uint64_t seq, char *tmp, char *final, size_t size)
+void mw_store_block_paths(mw_store *s, uint64_t seq, char *tmp, char *final, size_t size)
 {
     snprintf(tmp, size, "%s/blocks/%010llu.blk.tmp", s->dir, (unsigned long long)seq);
     snprintf(final, size, "%s/blocks/%010llu.blk", s->dir, (unsigned long long)seq);
@@ -140,7 +144,7 @@ static int compact_files(mw_store *s, uint32_t from, uint32_t to)
     if (nls) qsort(ls, nls, sizeof(lab_series), cmp_lab);
     uint64_t seq = s->next_block_seq++;
     char tmp[PATH_MAX + 64], final[PATH_MAX + 64];
-    block_paths(s, seq, tmp, final, sizeof(tmp));
+    mw_store_block_paths(s, seq, tmp, final, sizeof(tmp));
     mw_block_writer *w = mw_block_writer_new(tmp, &rc);
     mw_samples sm = {0};
     for (size_t i = 0; w && i < nls && rc == 0; i++) {
@@ -186,7 +190,7 @@ static int compact_files(mw_store *s, uint32_t from, uint32_t to)
         mw_log(MW_LOG_ERROR, "store", "block %s just written does not open: %s", final, err);
         return -EIO;
     }
-    add_block(s, b);
+    mw_store_add_block(s, b);
     /* The block holds the chunks now: the files go, and readers stop
      * following chains into them. */
     pthread_rwlock_wrlock(&s->lock);
@@ -205,18 +209,26 @@ static int compact_files(mw_store *s, uint32_t from, uint32_t to)
     return 0;
 }
 
-/* Merge blocks in[0, n) (oldest first) into one block of the given level. */
+static const int raw_aggrs[] = {MW_AGGR_RAW};
+static const int ds_aggrs[] = {MW_AGGR_COUNT, MW_AGGR_SUM, MW_AGGR_MIN, MW_AGGR_MAX,
+                               MW_AGGR_SUBSET};
+
+/* Merge blocks in[0, n) (oldest first, of one resolution) into one block of
+ * the given level. */
 static int merge_blocks(mw_store *s, mw_block **in, size_t n, uint32_t level)
 {
+    int64_t res = mw_block_get_meta(in[0])->resolution_ms;
+    const int *aggrs = res ? ds_aggrs : raw_aggrs;
+    size_t naggr = res ? 5 : 1;
     uint64_t seq = s->next_block_seq++;
     char tmp[PATH_MAX + 64], final[PATH_MAX + 64];
-    block_paths(s, seq, tmp, final, sizeof(tmp));
+    mw_store_block_paths(s, seq, tmp, final, sizeof(tmp));
     int rc = 0;
     mw_block_writer *w = mw_block_writer_new(tmp, &rc);
     if (!w) return rc;
     size_t *pos = mw_xcalloc(n, sizeof(size_t));
     mw_label cur[256], lab[256];
-    mw_samples sm = {0};
+    mw_samples sms[5] = {{0}};
     uint32_t cmin = UINT32_MAX, cmax = 0;
     for (size_t i = 0; i < n; i++) {
         const mw_block_meta *m = mw_block_get_meta(in[i]);
@@ -242,31 +254,45 @@ static int merge_blocks(mw_store *s, mw_block **in, size_t n, uint32_t level)
             }
         }
         if (!have) break;
-        sm.n = 0;
+        for (size_t a = 0; a < naggr; a++)
+            sms[a].n = 0;
         for (size_t i = 0; i < n; i++) {
             size_t nl;
             if (pos[i] >= mw_block_get_meta(in[i])->nseries) continue;
             if (mw_block_labels(in[i], (uint32_t)pos[i], lab, 256, &nl) < 0) continue;
             if (mw_labels_cmp(lab, nl, cur, ncur) != 0) continue;
-            mw_samples part = {0};
-            mw_block_read(in[i], (uint32_t)pos[i], INT64_MIN, INT64_MAX, &part);
-            for (size_t k = 0; k < part.n; k++)
-                if (sm.n == 0 || part.t[k] > sm.t[sm.n - 1])
-                    mw_samples_push(&sm, part.t[k], part.v[k]);
-            free(part.t);
-            free(part.v);
+            for (size_t a = 0; a < naggr; a++) {
+                mw_samples part = {0}, *sm = &sms[a];
+                mw_block_read_aggr(in[i], (uint32_t)pos[i], aggrs[a], INT64_MIN, INT64_MAX, &part);
+                for (size_t k = 0; k < part.n; k++)
+                    if (sm->n == 0 || part.t[k] > sm->t[sm->n - 1])
+                        mw_samples_push(sm, part.t[k], part.v[k]);
+                free(part.t);
+                free(part.v);
+            }
             pos[i]++;
         }
-        rc = mw_block_writer_add(w, cur, ncur, sm.t, sm.v, sm.n);
+        mw_block_stream st[5];
+        for (size_t a = 0; a < naggr; a++)
+            st[a] = (mw_block_stream){aggrs[a], sms[a].t, sms[a].v, sms[a].n};
+        rc = mw_block_writer_add_streams(w, cur, ncur, st, naggr);
         if (rc) break;
     }
-    free(sm.t);
-    free(sm.v);
+    for (size_t a = 0; a < naggr; a++) {
+        free(sms[a].t);
+        free(sms[a].v);
+    }
     free(pos);
     mw_block_meta meta = {.seq = seq,
                           .level = level,
                           .chunk_seq_min = cmin == UINT32_MAX ? 0 : cmin,
-                          .chunk_seq_max = cmax};
+                          .chunk_seq_max = cmax,
+                          .resolution_ms = res,
+                          .nsources = (uint32_t)n};
+    /* Its sources, so that a crash before they are deleted leaves nothing
+     * counted twice (mw_store_drop_covered_blocks). */
+    for (size_t i = 0; i < n && i < MW_BLOCK_MAX_SOURCES; i++)
+        meta.sources[i] = mw_block_get_meta(in[i])->seq;
     if (rc == 0)
         rc = mw_block_writer_finish(w, &meta, final);
     else
@@ -296,9 +322,36 @@ static int merge_blocks(mw_store *s, mw_block **in, size_t n, uint32_t level)
     return 0;
 }
 
+/* How long blocks of resolution res are kept (0: forever). */
+static int64_t keep_of(const mw_store *s, int64_t res)
+{
+    for (size_t i = 0; i < s->opt.ndownsample; i++)
+        if (s->opt.downsample[i].res_ms == res) return s->opt.downsample[i].keep_ms;
+    return res ? 0 : s->opt.retention_ms;
+}
+
+static void drop_block(mw_store *s, size_t i, const char *why)
+{
+    mw_block *b = s->blocks[i];
+    const mw_block_meta *m = mw_block_get_meta(b);
+    char r[32] = "raw";
+    if (m->resolution_ms) mw_format_duration(m->resolution_ms, r, sizeof(r));
+    mw_log(MW_LOG_INFO, "store",
+           "retention: deleting block %010llu (%s resolution, %s; %llu bytes)",
+           (unsigned long long)m->seq, r, why, (unsigned long long)m->size);
+    mw_block_doom(b);
+    mw_block_unref(b);
+    memmove(s->blocks + i, s->blocks + i + 1, (s->nblocks - i - 1) * sizeof(mw_block *));
+    s->nblocks--;
+}
+
+/* By age, per resolution (raw blocks past --retention are downsampled and
+ * deleted by mw_downsample_expired when there are resolutions); then by
+ * size: while the folder is over the limit, the block whose newest sample
+ * is oldest, of any resolution, never the newest raw block. */
 static void retention(mw_store *s)
 {
-    int64_t cutoff = s->opt.retention_ms ? mw_now_ms() - s->opt.retention_ms : INT64_MIN;
+    int64_t now = mw_now_ms();
     uint64_t limit = s->opt.retention_bytes;
     uint64_t total = 0;
     if (limit) {
@@ -307,28 +360,64 @@ static void retention(mw_store *s)
         total = st.bytes_on_disk;
     }
     pthread_mutex_lock(&s->blocks_mu);
-    size_t w = 0;
-    for (size_t i = 0; i < s->nblocks; i++) {
-        mw_block *b = s->blocks[i];
-        const mw_block_meta *m = mw_block_get_meta(b);
-        /* Oldest first: by age, or by size while over the limit (never
-         * the newest block: it holds what was compacted last). */
-        int old = m->maxt < cutoff;
-        int big = limit && total > limit && i + 1 < s->nblocks;
-        if (old || big) {
-            mw_log(MW_LOG_INFO, "store", "retention: deleting block %010llu (%s; %llu bytes)",
-                   (unsigned long long)m->seq,
-                   old ? "older than the retention time" : "over the size limit",
-                   (unsigned long long)m->size);
+    for (size_t i = 0; i < s->nblocks;) {
+        const mw_block_meta *m = mw_block_get_meta(s->blocks[i]);
+        int64_t keep = keep_of(s, m->resolution_ms);
+        int raw_downsampled = m->resolution_ms == 0 && s->opt.ndownsample;
+        if (keep && !raw_downsampled && m->maxt < now - keep) {
             total -= m->size < total ? m->size : total;
-            mw_block_doom(b);
-            mw_block_unref(b);
+            drop_block(s, i, "older than its retention time");
             continue;
         }
-        s->blocks[w++] = b;
+        i++;
     }
-    s->nblocks = w;
+    while (limit && total > limit && s->nblocks > 1) {
+        size_t newest = 0, oldest = (size_t)-1;
+        for (size_t i = 0; i < s->nblocks; i++) {
+            const mw_block_meta *m = mw_block_get_meta(s->blocks[i]);
+            if (m->resolution_ms == 0 &&
+                (mw_block_get_meta(s->blocks[newest])->resolution_ms != 0 ||
+                 m->seq > mw_block_get_meta(s->blocks[newest])->seq))
+                newest = i;
+        }
+        for (size_t i = 0; i < s->nblocks; i++) {
+            if (i == newest) continue;
+            if (oldest == (size_t)-1 ||
+                mw_block_get_meta(s->blocks[i])->maxt < mw_block_get_meta(s->blocks[oldest])->maxt)
+                oldest = i;
+        }
+        if (oldest == (size_t)-1) break;
+        uint64_t size = mw_block_get_meta(s->blocks[oldest])->size;
+        total -= size < total ? size : total;
+        drop_block(s, oldest, "over the size limit");
+    }
     pthread_mutex_unlock(&s->blocks_mu);
+}
+
+void mw_store_drop_covered_blocks(mw_store *s)
+{
+    for (size_t i = 0; i < s->nblocks;) {
+        const mw_block_meta *m = mw_block_get_meta(s->blocks[i]);
+        int covered = 0;
+        for (size_t k = 0; k < s->nblocks && !covered; k++) {
+            const mw_block_meta *b = mw_block_get_meta(s->blocks[k]);
+            if (k == i || b->level <= m->level || b->resolution_ms != m->resolution_ms) continue;
+            for (uint32_t j = 0; j < b->nsources; j++)
+                if (b->sources[j] == m->seq) covered = 1;
+        }
+        if (!covered) {
+            i++;
+            continue;
+        }
+        mw_log(MW_LOG_INFO, "store",
+               "block %010llu is a source of a merged block (a merge interrupted before "
+               "deleting it): deleted",
+               (unsigned long long)m->seq);
+        mw_block_doom(s->blocks[i]);
+        mw_block_unref(s->blocks[i]);
+        memmove(s->blocks + i, s->blocks + i + 1, (s->nblocks - i - 1) * sizeof(mw_block *));
+        s->nblocks--;
+    }
 }
 
 int mw_store_compact(mw_store *s, int force)
@@ -357,28 +446,35 @@ int mw_store_compact(mw_store *s, int force)
     }
     uint32_t from = s->head.min_seq, to = s->snap_chunk_seq ? s->snap_chunk_seq - 1 : 0;
     if (rc == 0 && from && to >= from) rc = compact_files(s, from, to);
+    /* Before any merge: a downsampled block's sources must still be its
+     * own when a crash made it redo one (mw_downsample_expired). */
+    if (rc == 0) rc = mw_downsample_expired(s);
     /* Merge blocks of one level once enough of them have piled up: level 1
-     * into 2, 2 into 3 (each level a consecutive run in the list). */
-    for (uint32_t level = 1; level <= 2 && rc == 0; level++) {
-        pthread_mutex_lock(&s->blocks_mu);
-        mw_block *in[MERGE_AT * 4];
-        size_t n = 0;
-        uint64_t bytes = 0;
-        for (size_t i = 0; i < s->nblocks && n < MERGE_AT * 4; i++) {
-            const mw_block_meta *m = mw_block_get_meta(s->blocks[i]);
-            if (m->level != level || bytes + m->size > MERGE_MAX_BYTES) {
-                if (n) break;
-                continue;
+     * into 2, 2 into 3 (each level of each resolution a consecutive run in
+     * the list); downsampled blocks, fewer and smaller, up to level 5. */
+    for (size_t r = 0; r <= s->opt.ndownsample && rc == 0; r++)
+        for (uint32_t level = 1; level <= (r ? 4u : 2u) && rc == 0; level++) {
+            int64_t res = r ? s->opt.downsample[r - 1].res_ms : 0;
+            pthread_mutex_lock(&s->blocks_mu);
+            mw_block *in[MERGE_AT * 4];
+            size_t n = 0;
+            uint64_t bytes = 0;
+            for (size_t i = 0; i < s->nblocks && n < MERGE_AT * 4; i++) {
+                const mw_block_meta *m = mw_block_get_meta(s->blocks[i]);
+                if (m->resolution_ms != res) continue;
+                if (m->level != level || bytes + m->size > MERGE_MAX_BYTES) {
+                    if (n) break;
+                    continue;
+                }
+                bytes += m->size;
+                in[n++] = s->blocks[i];
+                mw_block_ref(s->blocks[i]);
             }
-            bytes += m->size;
-            in[n++] = s->blocks[i];
-            mw_block_ref(s->blocks[i]);
+            pthread_mutex_unlock(&s->blocks_mu);
+            if (n >= MERGE_AT) rc = merge_blocks(s, in, n, level + 1);
+            for (size_t i = 0; i < n; i++)
+                mw_block_unref(in[i]);
         }
-        pthread_mutex_unlock(&s->blocks_mu);
-        if (n >= MERGE_AT) rc = merge_blocks(s, in, n, level + 1);
-        for (size_t i = 0; i < n; i++)
-            mw_block_unref(in[i]);
-    }
     retention(s);
     pthread_mutex_unlock(&s->maint_mu);
     return rc;

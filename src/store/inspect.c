@@ -5,6 +5,7 @@
  * through their own checks (read-only, no lock: it may run beside the
  * agent). */
 #include "inspect.h"
+#include "../core/units.h"
 #include "../core/util.h"
 #include "block.h"
 #include "tscodec.h"
@@ -94,6 +95,11 @@ static void print_mix(FILE *out, const codec_mix *m, const char *indent)
                     (unsigned long long)m->samples[k]);
 }
 
+typedef struct res_total {
+    int64_t res, tmin, tmax;
+    uint64_t nblocks, tseries, tsamples, tbytes;
+} res_total;
+
 int mw_store_inspect(const char *dir_arg, FILE *out, FILE *errout)
 {
     /* The data folder itself, or the --data-dir that holds it. */
@@ -130,8 +136,10 @@ int mw_store_inspect(const char *dir_arg, FILE *out, FILE *errout)
     codec_mix total = {0};
     total.t = mw_xmalloc(MW_TSC_MAX_SAMPLES * sizeof(int64_t));
     total.v = mw_xmalloc(MW_TSC_MAX_SAMPLES * sizeof(double));
-    uint64_t tseries = 0, tsamples = 0, tbytes = 0, nbad = 0;
-    int64_t tmin = INT64_MAX, tmax = INT64_MIN;
+    /* Totals per resolution: [0] raw, then each downsampled one seen. */
+    res_total tot[9] = {{0, INT64_MAX, INT64_MIN, 0, 0, 0, 0}};
+    size_t ntot = 1;
+    uint64_t nbad = 0;
     int rc = 0;
     for (size_t i = 0; i < nn; i++) {
         char path[PATH_MAX + 300], err[512];
@@ -149,29 +157,51 @@ int mw_store_inspect(const char *dir_arg, FILE *out, FILE *errout)
         char from[32], to[32];
         fmt_time(m->mint, from, sizeof(from));
         fmt_time(m->maxt, to, sizeof(to));
+        char res[32] = "raw";
+        if (m->resolution_ms) mw_format_duration(m->resolution_ms, res, sizeof(res));
+        size_t k = 0;
+        while (k < ntot && tot[k].res != m->resolution_ms)
+            k++;
+        if (k == ntot && ntot < 9)
+            tot[ntot++] = (res_total){m->resolution_ms, INT64_MAX, INT64_MIN, 0, 0, 0, 0};
+        if (k == 9) k = 8;
         fprintf(out, "%-16s %6u %5u %10s %-20s %-20s %9llu %9llu %12llu %12llu %8.3f\n", names[i],
-                mw_block_version(b), m->level, "raw", from, to, (unsigned long long)m->nseries,
+                mw_block_version(b), m->level, res, from, to, (unsigned long long)m->nseries,
                 (unsigned long long)m->nchunks, (unsigned long long)m->nsamples,
                 (unsigned long long)m->size,
                 m->nsamples ? (double)m->size / (double)m->nsamples : 0.0);
-        tseries += m->nseries;
-        tsamples += m->nsamples;
-        tbytes += m->size;
-        if (m->nsamples && m->mint < tmin) tmin = m->mint;
-        if (m->nsamples && m->maxt > tmax) tmax = m->maxt;
+        tot[k].nblocks++;
+        tot[k].tseries += m->nseries;
+        tot[k].tsamples += m->nsamples;
+        tot[k].tbytes += m->size;
+        if (m->nsamples && m->mint < tot[k].tmin) tot[k].tmin = m->mint;
+        if (m->nsamples && m->maxt > tot[k].tmax) tot[k].tmax = m->maxt;
         mw_block_unref(b);
     }
-    char from[32] = "-", to[32] = "-";
-    if (tmin <= tmax) {
-        fmt_time(tmin, from, sizeof(from));
-        fmt_time(tmax, to, sizeof(to));
+    fprintf(out, "\n");
+    for (size_t k = 0; k < ntot; k++) {
+        char from[32] = "-", to[32] = "-", res[32] = "raw";
+        if (tot[k].tmin <= tot[k].tmax) {
+            fmt_time(tot[k].tmin, from, sizeof(from));
+            fmt_time(tot[k].tmax, to, sizeof(to));
+        }
+        if (tot[k].res) mw_format_duration(tot[k].res, res, sizeof(res));
+        /* Downsampled blocks' "samples" are their stored values: per window
+         * count, sum, min and max, and the raw samples rate needs. */
+        if (k == 0)
+            fprintf(out, "%llu blocks (%llu not readable), ",
+                    (unsigned long long)(tot[0].nblocks + nbad), (unsigned long long)nbad);
+        else
+            fprintf(out, "%llu blocks, ", (unsigned long long)tot[k].nblocks);
+        fprintf(out,
+                "%s resolution, %s to %s: %llu series (summed over blocks), %llu %s, %llu bytes, "
+                "%.3f bytes per %s\n",
+                res, from, to, (unsigned long long)tot[k].tseries,
+                (unsigned long long)tot[k].tsamples, k ? "stored values" : "samples",
+                (unsigned long long)tot[k].tbytes,
+                tot[k].tsamples ? (double)tot[k].tbytes / (double)tot[k].tsamples : 0.0,
+                k ? "value" : "sample");
     }
-    fprintf(out,
-            "\n%zu blocks (%llu not readable), raw resolution, %s to %s: %llu series (summed "
-            "over blocks), %llu samples, %llu bytes, %.3f bytes per sample\n",
-            nn, (unsigned long long)nbad, from, to, (unsigned long long)tseries,
-            (unsigned long long)tsamples, (unsigned long long)tbytes,
-            tsamples ? (double)tbytes / (double)tsamples : 0.0);
     fprintf(out, "codec mix (chunks by value encoding):\n");
     print_mix(out, &total, "  ");
     if (total.chunks[MIX_BAD]) rc = 1;

@@ -4,6 +4,7 @@
 #include "../core/util.h"
 #include "crc.h"
 #include "histogram.h"
+#include "downsample.h"
 #include "store_internal.h"
 
 #include <dirent.h>
@@ -218,6 +219,7 @@ mw_store *mw_store_open(const mw_store_options *o, char *err, size_t errsize)
         goto fail;
     }
     if (load_blocks(s, err, errsize) < 0) goto fail;
+    mw_store_drop_covered_blocks(s);
     uint32_t first_live = drop_compacted_chunk_files(s);
     uint64_t lsn = 0, csize = 0;
     uint32_t cseq = 0;
@@ -381,7 +383,7 @@ static sel_series *sel_get(sel_priv *p, const mw_label *l, size_t n)
 
 typedef struct tv {
     int64_t t;
-    double v;
+    double v, w;
 } tv;
 
 static int cmp_tv(const void *a, const void *b)
@@ -394,13 +396,14 @@ static void sel_sort(sel_series *c, size_t *total)
 {
     tv *a = mw_xmalloc(c->d.n * sizeof(tv));
     for (size_t i = 0; i < c->d.n; i++)
-        a[i] = (tv){c->d.t[i], c->d.v[i]};
+        a[i] = (tv){c->d.t[i], c->d.v[i], c->d.w ? c->d.w[i] : 1};
     qsort(a, c->d.n, sizeof(tv), cmp_tv);
     size_t w = 0;
     for (size_t i = 0; i < c->d.n; i++) {
         if (w && a[i].t == c->d.t[w - 1]) continue;
         c->d.t[w] = a[i].t;
         c->d.v[w] = a[i].v;
+        if (c->d.w) c->d.w[w] = a[i].w;
         w++;
     }
     *total -= c->d.n - w;
@@ -417,8 +420,14 @@ static int cmp_sel(const void *a, const void *b)
 /* Append samples to a series' arrays. Blocks and the head hold disjoint
  * chunks, but a merged block can come after a newer one in the list: such a
  * series is sorted (and timestamps seen twice dropped) at the end. */
-static int sel_add(sel_series *c, const mw_samples *sm, size_t *total, size_t max)
+static int sel_add(sel_series *c, const mw_samples *sm, const double *wts, size_t *total,
+                   size_t max)
 {
+    if (wts && !c->d.w && sm->n) { /* the first weighted samples: raw ones weigh 1 */
+        c->d.w = mw_xmalloc((c->cap ? c->cap : 1) * sizeof(double));
+        for (size_t i = 0; i < c->d.n; i++)
+            c->d.w[i] = 1;
+    }
     for (size_t i = 0; i < sm->n; i++) {
         if (c->d.n && sm->t[i] <= c->d.t[c->d.n - 1]) c->unsorted = 1;
         if (max && *total >= max) return -1;
@@ -426,9 +435,11 @@ static int sel_add(sel_series *c, const mw_samples *sm, size_t *total, size_t ma
             c->cap = c->cap ? c->cap * 2 : 8;
             c->d.t = mw_xrealloc(c->d.t, c->cap * sizeof(int64_t));
             c->d.v = mw_xrealloc(c->d.v, c->cap * sizeof(double));
+            if (c->d.w) c->d.w = mw_xrealloc(c->d.w, c->cap * sizeof(double));
         }
         c->d.t[c->d.n] = sm->t[i];
         c->d.v[c->d.n] = sm->v[i];
+        if (c->d.w) c->d.w[c->d.n] = wts ? wts[i] : 1;
         c->d.n++;
         (*total)++;
     }
@@ -507,8 +518,58 @@ static int head_read_parallel(mw_head *h, const mw_ids *ids, int64_t mint, int64
     return hp[0].rc < 0 || hp[1].rc < 0 ? -1 : 0;
 }
 
+/* The downsampled resolution a hinted selection reads (0: none): among
+ * those with blocks in [mint, maxt], those whose blocks reach back to mint
+ * are candidates; the coarsest candidate not coarser than want, else the
+ * finest candidate, else the one reaching furthest back. */
+static int64_t pick_resolution(const mw_store *s, mw_block **blocks, size_t nb, int64_t mint,
+                               int64_t maxt, int64_t want)
+{
+    int64_t best = 0, finest = 0, furthest = 0, furthest_t = INT64_MAX;
+    for (size_t r = 0; r < s->opt.ndownsample; r++) {
+        int64_t res = s->opt.downsample[r].res_ms, cover = INT64_MAX;
+        int have = 0;
+        for (size_t b = 0; b < nb; b++) {
+            const mw_block_meta *m = mw_block_get_meta(blocks[b]);
+            if (m->resolution_ms != res) continue;
+            if (m->mint < cover) cover = m->mint;
+            if (m->maxt >= mint && m->mint <= maxt) have = 1;
+        }
+        if (!have) continue;
+        if (cover < furthest_t) {
+            furthest_t = cover;
+            furthest = res;
+        }
+        if (cover > mint + res) continue; /* not a candidate */
+        if (res <= want) best = res;      /* increasing: the last is the coarsest */
+        if (!finest) finest = res;
+    }
+    return best ? best : finest ? finest : furthest;
+}
+
+/* 1 when raw block b is a source of a block at resolution res (both are
+ * on disk for a moment while downsampling): its samples come from there. */
+static int raw_source_of(mw_block **blocks, size_t nb, const mw_block *b, int64_t res)
+{
+    uint64_t seq = mw_block_get_meta(b)->seq;
+    for (size_t i = 0; i < nb; i++) {
+        const mw_block_meta *m = mw_block_get_meta(blocks[i]);
+        if (m->resolution_ms != res) continue;
+        for (uint32_t k = 0; k < m->nsources; k++)
+            if (m->sources[k] == seq) return 1;
+    }
+    return 0;
+}
+
 int mw_store_select(mw_store *s, const mw_matcher *ms, size_t nm, int64_t mint, int64_t maxt,
                     size_t max_samples, mw_select_result *out, char *err, size_t errsize)
+{
+    return mw_store_select_ex(s, ms, nm, mint, maxt, max_samples, NULL, out, err, errsize);
+}
+
+int mw_store_select_ex(mw_store *s, const mw_matcher *ms, size_t nm, int64_t mint, int64_t maxt,
+                       size_t max_samples, const mw_select_hint *hint, mw_select_result *out,
+                       char *err, size_t errsize)
 {
     memset(out, 0, sizeof(*out));
     mw_crc32_for_queries(); /* queries check many chunks: the fast CRC from now on */
@@ -527,24 +588,37 @@ int mw_store_select(mw_store *s, const mw_matcher *ms, size_t nm, int64_t mint, 
         mw_block_ref(blocks[i]);
     }
     pthread_mutex_unlock(&s->blocks_mu);
+    int64_t res = hint && hint->want_ms > 0 && s->opt.ndownsample
+                      ? pick_resolution(s, blocks, nb, mint, maxt, hint->want_ms)
+                      : 0;
+    double *wts = NULL;
+    size_t wcap = 0;
     mw_label lab[256];
     for (size_t b = 0; b < nb && rc == 0; b++) {
         const mw_block_meta *m = mw_block_get_meta(blocks[b]);
         if (m->maxt < mint || m->mint > maxt) continue;
+        if (m->resolution_ms != 0 && m->resolution_ms != res) continue;
+        if (res && m->resolution_ms == 0 && raw_source_of(blocks, nb, blocks[b], res)) continue;
         mw_index_select(&mw_block_index_ops, blocks[b], ms, nm, &ids);
         for (size_t i = 0; i < ids.n && rc == 0; i++) {
             size_t nl;
             if (mw_block_labels(blocks[b], ids.v[i], lab, 256, &nl) < 0) continue;
             sm.n = 0;
-            int r = mw_block_read(blocks[b], ids.v[i], mint, maxt, &sm);
+            int r = m->resolution_ms
+                        ? mw_ds_read(blocks[b], ids.v[i], hint->what, mint, maxt, &sm, &wts, &wcap)
+                        : mw_block_read(blocks[b], ids.v[i], mint, maxt, &sm);
             if (r == -2) { /* the series' chunk list does not parse */
                 sm.damaged++;
                 continue;
             }
             if (sm.n == 0) continue;
-            if (sel_add(sel_get(p, lab, nl), &sm, &total, max_samples) < 0) rc = -1;
+            if (m->resolution_ms) out->resolution_ms = res;
+            if (sel_add(sel_get(p, lab, nl), &sm, m->resolution_ms ? wts : NULL, &total,
+                        max_samples) < 0)
+                rc = -1;
         }
     }
+    free(wts);
     if (rc == 0) {
         pthread_rwlock_rdlock(&s->lock);
         mw_head *h = &s->head;
@@ -576,7 +650,7 @@ int mw_store_select(mw_store *s, const mw_matcher *ms, size_t nm, int64_t mint, 
                 continue;
             }
             mw_samples one = {.t = part->t[j], .v = part->v[j], .n = part->cnt[j]};
-            if (sel_add(c, &one, &total, max_samples) < 0) rc = -1;
+            if (sel_add(c, &one, NULL, &total, max_samples) < 0) rc = -1;
         }
         pthread_rwlock_unlock(&s->lock);
         head_parts_free(hp);
@@ -594,6 +668,7 @@ int mw_store_select(mw_store *s, const mw_matcher *ms, size_t nm, int64_t mint, 
         for (size_t i = 0; i < p->n; i++) {
             free(p->all[i].d.t);
             free(p->all[i].d.v);
+            free(p->all[i].d.w);
         }
         p->n = 0;
         mw_select_result_free(out);
@@ -624,6 +699,7 @@ void mw_select_result_free(mw_select_result *r)
     for (size_t i = 0; i < r->nseries; i++) {
         free(r->series[i].t);
         free(r->series[i].v);
+        free(r->series[i].w);
     }
     free(r->series);
     if (p) {

@@ -36,9 +36,23 @@ typedef struct mw_store_limits {
     int64_t max_future_ms;
 } mw_store_limits;
 
+/* Downsampling (downsample.c, docs/store.md): blocks whose samples are
+ * older than retention_ms become per-window aggregates at each resolution
+ * res_ms, each kept until its samples are keep_ms old. */
+#define MW_STORE_MAX_RESOLUTIONS 4
+typedef struct mw_store_resolution {
+    int64_t res_ms, keep_ms;
+} mw_store_resolution;
+/* Parse "5m:30d,1h:1y" (resolutions increasing, each kept longer than the
+ * one before); "" is none. 0, or -1 with the reason in why. */
+int mw_store_parse_downsample(const char *text, mw_store_resolution *out, size_t *n, char *why,
+                              size_t whysize);
+
 typedef struct mw_store_options {
     const char *dir;
-    int64_t retention_ms;     /* 0 = keep forever */
+    int64_t retention_ms; /* 0 = keep forever (raw samples, when downsampling) */
+    mw_store_resolution downsample[MW_STORE_MAX_RESOLUTIONS];
+    size_t ndownsample;
     uint64_t retention_bytes; /* 0 = no size limit */
     mw_store_limits limits;
     int no_sync; /* tests and benchmarks only: never fsync */
@@ -91,6 +105,10 @@ typedef struct mw_series_data {
     int64_t *t;
     double *v;
     size_t n;
+    /* With downsampled data (mw_store_select_hinted): how many raw samples
+     * each sample stands for (1 for raw ones, 0 for a staleness marker);
+     * NULL: all raw. */
+    double *w;
 } mw_series_data;
 typedef struct mw_select_result {
     mw_series_data *series;
@@ -99,6 +117,8 @@ typedef struct mw_select_result {
     /* Chunks that failed their checksum: their samples are missing from
      * the result (queries answer with a warning). */
     size_t damaged_chunks;
+    /* The downsampled resolution some samples came from (0: raw only). */
+    int64_t resolution_ms;
     void *priv;
 } mw_select_result;
 int mw_store_select(mw_store *s, const mw_matcher *ms, size_t nm, int64_t mint, int64_t maxt,
@@ -108,6 +128,22 @@ int mw_store_select(mw_store *s, const mw_matcher *ms, size_t nm, int64_t mint, 
 int mw_store_select_scoped(mw_store *s, const mw_matcher *scope, const mw_matcher *ms, size_t nm,
                            int64_t mint, int64_t maxt, size_t max_samples, mw_select_result *out,
                            char *err, size_t errsize);
+/* A selection that may read downsampled data for the time before the raw
+ * samples (docs/store.md "Downsampling"): the resolution is picked for
+ * want_ms (the query's step or range window; 0: raw only), and what a
+ * downsampled window gives: MW_SEL_SAMPLES its first and last raw samples
+ * and those around resets (rate, increase, plain selectors), MW_SEL_SUM its
+ * sum (sum/count/avg_over_time), MW_SEL_MIN, MW_SEL_MAX; each weighted by
+ * the raw samples it stands for. */
+enum { MW_SEL_SAMPLES, MW_SEL_SUM, MW_SEL_MIN, MW_SEL_MAX };
+typedef struct mw_select_hint {
+    int64_t want_ms;
+    int what; /* MW_SEL_* */
+} mw_select_hint;
+int mw_store_select_hinted(mw_store *s, const mw_matcher *scope, const mw_matcher *ms, size_t nm,
+                           int64_t mint, int64_t maxt, size_t max_samples,
+                           const mw_select_hint *hint, mw_select_result *out, char *err,
+                           size_t errsize);
 void mw_select_result_free(mw_select_result *r);
 /* The series' label strings, detached from r so that they outlive it
  * (mw_select_result_free then leaves them): a query engine refers to them
@@ -171,6 +207,7 @@ typedef struct mw_store_settings {
     double max_label_name_length, max_label_value_length, max_labels;
     double max_samples_per_request;
     int64_t max_future_ms; /* --store-max-future */
+    char downsample[256];  /* --downsample: "RES:KEEP,..." */
 } mw_store_settings;
 extern const mw_option_group mw_store_module_options;
 

@@ -65,6 +65,19 @@ int mw_snapshot_write(mw_store *s);
 int mw_snapshot_load(mw_store *s, const char *name, uint64_t *lsn, uint32_t *chunk_seq,
                      uint64_t *chunk_size);
 
+/* compact.c: a new block joins the list (readers see it); the paths of
+ * block seq, temporary and final; at open, blocks that a merged block of
+ * their resolution lists as its sources (a crash between its rename and
+ * their deletion) are deleted. */
+void mw_store_add_block(mw_store *s, mw_block *b);
+void mw_store_block_paths(mw_store *s, uint64_t seq, char *tmp, char *final, size_t size);
+void mw_store_drop_covered_blocks(mw_store *s);
+
+/* store.c: a selection with hints (NULL: raw samples only). */
+int mw_store_select_ex(mw_store *s, const mw_matcher *ms, size_t nm, int64_t mint, int64_t maxt,
+                       size_t max_samples, const mw_select_hint *hint, mw_select_result *out,
+                       char *err, size_t errsize);
+
 /* store_append.c: apply one WAL record during replay. */
 int mw_store_replay_record(void *arg, uint8_t type, const uint8_t *p, size_t n);
 

@@ -72,6 +72,13 @@ MW_METRIC(TORN, MW_GAUGE, "mlwatch_store_wal_torn_bytes", "bytes",
           "Bytes of WAL not replayed at the last start: torn or corrupt tails cut off, damaged "
           "records skipped.");
 
+static int check_downsample(const char *v, char *why, size_t n)
+{
+    mw_store_resolution r[MW_STORE_MAX_RESOLUTIONS];
+    size_t nr;
+    return mw_store_parse_downsample(v, r, &nr, why, n);
+}
+
 #define OPT(n, t, f, d, h, v) MW_OPT(mw_store_settings, n, t, f, d, h, v)
 static const mw_option store_rows[] = {
     OPT("store", MW_OPT_BOOL, store, "true",
@@ -107,6 +114,11 @@ static const mw_option store_rows[] = {
         "Samples further ahead of the agent's clock are refused with 400 naming the series, so "
         "that no writer can block a series for good",
         NULL),
+    OPT("downsample", MW_OPT_STRING, downsample, "",
+        "Downsampling for long retention, RES:KEEP,...: samples older than --retention are kept "
+        "as per-window aggregates at each resolution RES until KEEP old (e.g. 5m:30d,1h:1y; "
+        "docs/store.md)",
+        check_downsample),
 };
 #undef OPT
 const mw_option_group mw_store_module_options = MW_OPTION_GROUP(
@@ -347,6 +359,10 @@ static void module_routes(void *state, mw_http_server *http)
     mw_store_options o = {
         .dir = m->dir, .retention_ms = cfg->retention_ms, .retention_bytes = cfg->retention_size};
     limits_of(cfg, &o.limits);
+    char why[256];
+    if (mw_store_parse_downsample(cfg->downsample, o.downsample, &o.ndownsample, why, sizeof(why)) <
+        0) /* checked when parsed: cannot happen */
+        o.ndownsample = 0;
     o.no_sync = getenv("MLWATCH_STORE_NO_FSYNC") != NULL; /* benchmarks of CPU cost only */
     /* Millions of small, long-lived chunk buffers share the heap with each
      * request's short-lived decoding arena (megabytes). Large blocks go to
