@@ -88,6 +88,10 @@ int mw_store_parse_downsample(const char *text, mw_store_resolution *out, size_t
 
 /* ---- aggregates ---- */
 
+/* A series that drops at most once per this many windows keeps its drops
+ * (counter resets) in the subset. */
+#define DROPS_PER_WINDOW 8
+
 /* Kahan-Neumaier, as the query engine's sum_over_time (funcs_range.c). */
 static void kahan_inc(double x, double *sum, double *comp)
 {
@@ -172,14 +176,23 @@ void mw_ds_compute(const int64_t *t, const double *v, size_t n, int64_t res, mw_
      * hold): both sides of a drop, a NaN and its neighbours. Between two
      * kept samples the values then never drop, so rate's reset correction
      * over the subset adds what it adds over all samples, in the same
-     * order. */
-    size_t prev = (size_t)-1;
+     * order. A series that drops more often than once in 8 windows is no
+     * counter (a gauge, whose rate means nothing): its drops are not kept,
+     * or the subset would hold most of its samples. */
+    size_t prev = (size_t)-1, drops = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (mw_is_stale_nan(v[i])) continue;
+        if (prev != (size_t)-1 && v[i] < v[prev]) drops++;
+        prev = i;
+    }
+    int counter = drops * DROPS_PER_WINDOW <= o->na;
+    prev = (size_t)-1;
     int after_nan = 0;
     for (size_t i = 0; i < n; i++) {
         if (mw_is_stale_nan(v[i])) continue;
         if (after_nan) keep[i] = 1;
         after_nan = 0;
-        if (prev != (size_t)-1 && v[i] < v[prev]) keep[prev] = keep[i] = 1;
+        if (counter && prev != (size_t)-1 && v[i] < v[prev]) keep[prev] = keep[i] = 1;
         if (isnan(v[i])) {
             keep[i] = 1;
             if (prev != (size_t)-1) keep[prev] = 1;

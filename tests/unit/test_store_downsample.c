@@ -1,0 +1,454 @@
+/* test_store_downsample.c - downsampling (src/store/downsample.c,
+ * docs/store.md "Downsampling"): PromQL over downsampled blocks answers as
+ * over the raw samples, bit for bit, for rate, increase, delta,
+ * sum/count/min/max/avg/last_over_time and plain selectors at steps and
+ * ranges that are multiples of the resolution (counter resets, negative
+ * values, a staleness marker and a gap included); the answer names the
+ * resolution; retention per resolution; kill -9 during downsampling loses
+ * and doubles nothing; --downsample's errors. */
+#include "core/series_memory.h"
+#include "core/util.h"
+#include "query/promql.h"
+#include "store/block.h"
+#include "store/store.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define N 1440 /* 6 h at 15 s */
+#define BULK 64
+
+static int64_t base_ms; /* 20 days ago, on the hour */
+
+static uint32_t lcg(uint32_t *s)
+{
+    *s = *s * 1103515245u + 12345u;
+    return *s >> 8;
+}
+
+static void append(mw_store *s, const char *name, const char *kind, const int64_t *t,
+                   const double *v, size_t n)
+{
+    mw_label l[2] = {{"__name__", name}, {"kind", kind}};
+    mw_store_sample *sm = mw_xmalloc(n * sizeof(*sm));
+    for (size_t i = 0; i < n; i++)
+        sm[i] = (mw_store_sample){t[i], v[i]};
+    mw_store_ts ts = {l, 2, sm, n};
+    char msg[256];
+    assert_int_equal(mw_store_append(s, &ts, 1, 0, msg, sizeof(msg)), 0);
+    free(sm);
+}
+
+/* The same data into any store: a counter with resets (one at a window's
+ * first sample, two in one 5-minute window), integer gauges with negative
+ * values, one going stale for 15 minutes, decimals, and BULK more series
+ * for the kill test's rewrite to take a while. Timestamps jitter. */
+static void fill(mw_store *s)
+{
+    static int64_t t[N];
+    static double v[N];
+    uint32_t r = 42;
+    for (size_t i = 0; i < N; i++)
+        t[i] = base_ms + (int64_t)i * 15000 + (int64_t)(lcg(&r) % 900) + 1;
+    double c = 1000;
+    for (size_t i = 0; i < N; i++) {
+        c += lcg(&r) % 10;
+        if (i == 300 || i == 600 || i == 605) c = lcg(&r) % 5; /* resets */
+        if (i == 480) c = 3; /* t[480] is the first sample of a window */
+        v[i] = c;
+    }
+    append(s, "ds_total", "counter", t, v, N);
+    for (size_t i = 0; i < N; i++)
+        v[i] = (double)(int)(lcg(&r) % 100) - 50;
+    append(s, "ds_gauge", "gauge", t, v, N);
+    /* Stale at sample 700, nothing for 15 minutes, then again. */
+    int64_t ts[N];
+    double vs[N];
+    size_t n = 0;
+    for (size_t i = 0; i < N; i++) {
+        if (i > 700 && i < 760) continue;
+        ts[n] = t[i];
+        vs[n++] = i == 700 ? mw_stale_nan() : (double)(lcg(&r) % 1000);
+    }
+    append(s, "ds_gauge", "stale", ts, vs, n);
+    for (size_t i = 0; i < N; i++)
+        v[i] = (double)(int)(lcg(&r) % 100000) / 1000;
+    append(s, "ds_dec", "decimal", t, v, N);
+    for (int k = 0; k < BULK; k++) {
+        char kind[16];
+        snprintf(kind, sizeof(kind), "b%d", k);
+        for (size_t i = 0; i < N; i++)
+            v[i] = (double)(lcg(&r) % 50);
+        append(s, "ds_bulk", kind, t, v, N);
+    }
+}
+
+static mw_store *open_store(const char *dir, const char *downsample)
+{
+    mw_store_options o = {.dir = dir, .background_ms = -1, .no_sync = 1};
+    mw_store_default_limits(&o.limits);
+    char why[256], err[512];
+    if (downsample) {
+        o.retention_ms = 10 * 86400000LL;
+        assert_int_equal(
+            mw_store_parse_downsample(downsample, o.downsample, &o.ndownsample, why, sizeof(why)),
+            0);
+    }
+    mw_store *s = mw_store_open(&o, err, sizeof(err));
+    if (!s) fail_msg("open %s: %s", dir, err);
+    return s;
+}
+
+/* Blocks in dir/blocks by resolution: raw, 1m, 5m. */
+static void count_blocks(const char *dir, int *raw, int *m1, int *m5)
+{
+    char bdir[600], path[1200], err[256];
+    snprintf(bdir, sizeof(bdir), "%s/blocks", dir);
+    *raw = *m1 = *m5 = 0;
+    DIR *d = opendir(bdir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 4, ".blk") != 0) continue;
+        snprintf(path, sizeof(path), "%s/%s", bdir, e->d_name);
+        mw_block *b = mw_block_open(path, err, sizeof(err));
+        assert_non_null(b);
+        int64_t res = mw_block_get_meta(b)->resolution_ms;
+        if (res == 0)
+            (*raw)++;
+        else if (res == 60000)
+            (*m1)++;
+        else if (res == 300000)
+            (*m5)++;
+        else
+            fail_msg("block %s at resolution %lld", path, (long long)res);
+        mw_block_unref(b);
+    }
+    closedir(d);
+}
+
+static void rmdir_all(const char *dir)
+{
+    char cmd[700];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static int eval(mw_store *s, const char *q, int64_t step, pq_result *res)
+{
+    char err[512];
+    pq_node *n = pq_parse(q, err, sizeof(err));
+    if (!n) fail_msg("%s: %s", q, err);
+    pq_limits lim;
+    pq_default_limits(&lim);
+    memset(res, 0, sizeof(*res));
+    int rc =
+        pq_eval(s, n, base_ms + 3600000, base_ms + 5 * 3600000, step, &lim, res, err, sizeof(err));
+    pq_node_free(n);
+    if (rc) fail_msg("%s: %s", q, err);
+    return rc;
+}
+
+/* The same series with the same points, value bits included. */
+static void assert_same(const char *q, const pq_result *a, const pq_result *b)
+{
+    if (a->nseries != b->nseries) fail_msg("%s: %zu series, raw %zu", q, a->nseries, b->nseries);
+    for (size_t i = 0; i < a->nseries; i++) {
+        const pq_series *x = &a->series[i], *y = &b->series[i];
+        assert_int_equal(x->nlabels, y->nlabels);
+        for (size_t k = 0; k < x->nlabels; k++) {
+            assert_string_equal(x->labels[k].name, y->labels[k].name);
+            assert_string_equal(x->labels[k].value, y->labels[k].value);
+        }
+        if (x->n != y->n) fail_msg("%s: series %zu has %zu points, raw %zu", q, i, x->n, y->n);
+        for (size_t k = 0; k < x->n; k++) {
+            uint64_t bx, by;
+            memcpy(&bx, &x->v[k], 8);
+            memcpy(&by, &y->v[k], 8);
+            if (x->t[k] != y->t[k] || bx != by)
+                fail_msg("%s: series %zu point %zu: %lld %.17g, raw %lld %.17g", q, i, k,
+                         (long long)x->t[k], x->v[k], (long long)y->t[k], y->v[k]);
+        }
+    }
+}
+
+static const char *const exprs[] = {
+    "rate(ds_total[%s])",
+    "increase(ds_total[%s])",
+    "delta({__name__=~\"ds_gauge|ds_dec\"}[%s])",
+    "sum_over_time(ds_gauge[%s])",
+    "sum_over_time(ds_total[%s])",
+    "count_over_time({__name__=~\"ds_.*\"}[%s])",
+    "min_over_time({__name__=~\"ds_gauge|ds_dec|ds_total\"}[%s])",
+    "max_over_time({__name__=~\"ds_gauge|ds_dec|ds_total\"}[%s])",
+    "avg_over_time(ds_gauge[%s])",
+    "last_over_time({__name__=~\"ds_.*\"}[%s])",
+    "present_over_time(ds_gauge[%s])",
+    "{__name__=~\"ds_.*\"}",
+};
+
+/* Range, step, and the resolution that should answer. */
+static const struct {
+    const char *range;
+    int64_t step;
+    const char *res;
+} grids[] = {
+    {"5m", 300000, "5m"}, {"10m", 300000, "5m"}, {"1h", 900000, "5m"},
+    {"2m", 60000, "1m"},  {"1m", 60000, "1m"},
+};
+
+static void compare_all(mw_store *ds, mw_store *raw, int only_5m)
+{
+    int compared = 0;
+    for (size_t g = 0; g < sizeof(grids) / sizeof(grids[0]); g++) {
+        if (only_5m && grids[g].step % 300000) continue;
+        for (size_t e = 0; e < sizeof(exprs) / sizeof(exprs[0]); e++) {
+            char q[256], info[256];
+            snprintf(q, sizeof(q), exprs[e], grids[g].range);
+            pq_result a, b;
+            eval(ds, q, grids[g].step, &a);
+            eval(raw, q, grids[g].step, &b);
+            assert_true(a.nseries > 0);
+            assert_same(q, &a, &b);
+            snprintf(info, sizeof(info),
+                     "PromQL info: samples older than the raw retention were read from the %s "
+                     "downsampled resolution",
+                     grids[g].res);
+            if (a.nannots != 1 || !a.annots[0].info || strcmp(a.annots[0].msg, info) != 0)
+                fail_msg("%s step %lld: annotations %zu, first '%s'", q, (long long)grids[g].step,
+                         a.nannots, a.nannots ? a.annots[0].msg : "");
+            assert_int_equal(b.nannots, 0);
+            pq_result_free(&a);
+            pq_result_free(&b);
+            compared++;
+        }
+    }
+    assert_int_equal(compared, (only_5m ? 3 : 5) * (int)(sizeof(exprs) / sizeof(exprs[0])));
+}
+
+typedef struct fixture {
+    char raw[64], ds[64];
+    mw_store *r;
+} fixture;
+
+static int setup(void **state)
+{
+    base_ms = (mw_now_ms() - 20 * 86400000LL) / 3600000 * 3600000;
+    fixture *f = calloc(1, sizeof(*f));
+    snprintf(f->raw, sizeof(f->raw), "/tmp/mw-ds-raw-XXXXXX");
+    assert_non_null(mkdtemp(f->raw));
+    f->r = open_store(f->raw, NULL);
+    fill(f->r);
+    assert_int_equal(mw_store_compact(f->r, 1), 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    mw_store_close(f->r);
+    rmdir_all(f->raw);
+    free(f);
+    return 0;
+}
+
+/* Downsampled at 1m and 5m (the raw block goes), answers equal the raw
+ * store's; after a restart too. */
+static void answers_equal_raw(void **state)
+{
+    fixture *f = *state;
+    char dir[] = "/tmp/mw-ds-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    mw_store *s = open_store(dir, "1m:1000d,5m:2000d");
+    fill(s);
+    assert_int_equal(mw_store_compact(s, 1), 0);
+    int raw, m1, m5;
+    count_blocks(dir, &raw, &m1, &m5);
+    assert_int_equal(raw, 0);
+    assert_int_equal(m1, 1);
+    assert_int_equal(m5, 1);
+    compare_all(s, f->r, 0);
+    /* A function it does not answer exactly says so. */
+    pq_result a;
+    eval(s, "irate(ds_total[5m])", 300000, &a);
+    assert_int_equal(a.nannots, 1);
+    assert_false(a.annots[0].info);
+    assert_string_equal(a.annots[0].msg,
+                        "PromQL warning: samples older than the raw retention were read from the "
+                        "5m downsampled resolution, which this function does not answer exactly");
+    pq_result_free(&a);
+    mw_store_close(s);
+    s = open_store(dir, "1m:1000d,5m:2000d");
+    compare_all(s, f->r, 0);
+    mw_store_close(s);
+    rmdir_all(dir);
+}
+
+/* Each resolution has its own retention: 1m kept 15 days goes (the data
+ * is 20 days old), 5m stays and answers the 1m steps too. */
+static void retention_per_resolution(void **state)
+{
+    fixture *f = *state;
+    char dir[] = "/tmp/mw-ds-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    mw_store *s = open_store(dir, "1m:1000d,5m:2000d");
+    fill(s);
+    assert_int_equal(mw_store_compact(s, 1), 0);
+    mw_store_close(s);
+    s = open_store(dir, "1m:15d,5m:2000d");
+    assert_int_equal(mw_store_compact(s, 0), 0);
+    int raw, m1, m5;
+    count_blocks(dir, &raw, &m1, &m5);
+    assert_int_equal(raw, 0);
+    assert_int_equal(m1, 0);
+    assert_int_equal(m5, 1);
+    compare_all(s, f->r, 1);
+    pq_result a;
+    eval(s, "count_over_time(ds_gauge[1m])", 60000, &a);
+    assert_int_equal(a.nannots, 1);
+    assert_string_equal(a.annots[0].msg,
+                        "PromQL info: samples older than the raw retention were read from the 5m "
+                        "downsampled resolution");
+    pq_result_free(&a);
+    mw_store_close(s);
+    /* A resolution whose samples are already too old is not made: with
+     * both kept less than the data's 20 days, the raw block just goes. */
+    char dir2[] = "/tmp/mw-ds-XXXXXX";
+    assert_non_null(mkdtemp(dir2));
+    s = open_store(dir2, "1m:18d,5m:19d");
+    fill(s);
+    assert_int_equal(mw_store_compact(s, 1), 0);
+    count_blocks(dir2, &raw, &m1, &m5);
+    assert_int_equal(raw + m1 + m5, 0);
+    mw_store_close(s);
+    rmdir_all(dir);
+    rmdir_all(dir2);
+}
+
+/* kill -9 at random moments while a raw block is downsampled: after each,
+ * the store opens, finishes, and answers as the raw store, with one block
+ * per resolution (nothing lost, nothing made twice). */
+static void kill9_during_downsampling(void **state)
+{
+    fixture *f = *state;
+    char tmpl[] = "/tmp/mw-ds-XXXXXX";
+    assert_non_null(mkdtemp(tmpl));
+    char seed[600];
+    snprintf(seed, sizeof(seed), "%s/seed", tmpl);
+    mw_store *s = open_store(seed, NULL);
+    fill(s);
+    assert_int_equal(mw_store_compact(s, 1), 0);
+    mw_store_close(s);
+    srand((unsigned)time(NULL) ^ (unsigned)getpid());
+    int before = 0, mid = 0, after = 0;
+    for (int round = 0; round < 12; round++) {
+        char dir[700], cmd[1600];
+        snprintf(dir, sizeof(dir), "%s/r%d", tmpl, round);
+        snprintf(cmd, sizeof(cmd), "cp -r '%s' '%s'", seed, dir);
+        assert_int_equal(system(cmd), 0);
+        int p[2];
+        assert_int_equal(pipe(p), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            close(p[0]);
+            mw_store *c = open_store(dir, "1m:1000d,5m:2000d");
+            if (write(p[1], "o", 1) != 1) _exit(4);
+            int64_t t0 = mw_mono_ns();
+            if (mw_store_compact(c, 0) != 0) _exit(5);
+            if (getenv("DS_TIMING"))
+                fprintf(stderr, "downsampling %.1f ms\n", (double)(mw_mono_ns() - t0) / 1e6);
+            if (write(p[1], "c", 1) != 1) _exit(4);
+            for (;;)
+                pause();
+        }
+        close(p[1]);
+        char ch;
+        assert_int_equal(read(p[0], &ch, 1), 1);
+        long us = getenv("DS_DELAY_US") ? atol(getenv("DS_DELAY_US")) : rand() % 250000;
+        struct timespec d = {us / 1000000, (us % 1000000) * 1000L};
+        nanosleep(&d, NULL);
+        kill(pid, SIGKILL);
+        int st;
+        waitpid(pid, &st, 0);
+        int done = read(p[0], &ch, 1) == 1;
+        close(p[0]);
+        int raw, m1, m5;
+        count_blocks(dir, &raw, &m1, &m5);
+        if (done)
+            after++;
+        else if (m1 || m5)
+            mid++;
+        else
+            before++;
+        s = open_store(dir, "1m:1000d,5m:2000d");
+        assert_int_equal(mw_store_compact(s, 0), 0);
+        count_blocks(dir, &raw, &m1, &m5);
+        assert_int_equal(raw, 0);
+        assert_int_equal(m1, 1);
+        assert_int_equal(m5, 1);
+        compare_all(s, f->r, 0);
+        mw_store_close(s);
+    }
+    fprintf(stderr, "kill -9: %d before downsampling, %d during it, %d after\n", before, mid,
+            after);
+    rmdir_all(tmpl);
+}
+
+static void expect_error(const char *text, const char *want)
+{
+    mw_store_resolution r[MW_STORE_MAX_RESOLUTIONS];
+    size_t n;
+    char why[256];
+    assert_int_equal(mw_store_parse_downsample(text, r, &n, why, sizeof(why)), -1);
+    assert_string_equal(why, want);
+}
+
+static void option_values(void **state)
+{
+    (void)state;
+    mw_store_resolution r[MW_STORE_MAX_RESOLUTIONS];
+    size_t n = 9;
+    char why[256];
+    assert_int_equal(mw_store_parse_downsample("", r, &n, why, sizeof(why)), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(mw_store_parse_downsample("5m:30d,1h:1y", r, &n, why, sizeof(why)), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(r[0].res_ms, 300000);
+    assert_int_equal(r[0].keep_ms, 30 * 86400000LL);
+    assert_int_equal(r[1].res_ms, 3600000);
+    assert_int_equal(r[1].keep_ms, 365 * 86400000LL);
+    expect_error("5m", "'5m' is not RES:KEEP (example: 5m:30d,1h:1y)");
+    expect_error("5m:30d,", "'' is not RES:KEEP (example: 5m:30d,1h:1y)");
+    expect_error("5x:30d", "invalid resolution '5x' (examples: 5m, 1h)");
+    expect_error("5m:forever", "invalid time to keep 'forever' (examples: 30d, 1y)");
+    expect_error("1500ms:30d", "resolution 1500ms is not a whole number of seconds");
+    expect_error("1h:30m", "resolution 1h is kept for 30m, not longer than itself");
+    expect_error("1h:30d,5m:1y", "resolutions must increase: 5m after a coarser or equal one");
+    expect_error("5m:30d,1h:7d", "resolution 1h must be kept longer than the finer one before it");
+    expect_error("1m:2d,2m:3d,3m:4d,4m:5d,5m:6d", "at most 4 resolutions");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(option_values),
+        cmocka_unit_test_setup_teardown(answers_equal_raw, setup, teardown),
+        cmocka_unit_test_setup_teardown(retention_per_resolution, setup, teardown),
+        cmocka_unit_test_setup_teardown(kill9_during_downsampling, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
