@@ -4,9 +4,12 @@
  * ../shared/bench/rwload.c (the same formulas: RWLOAD_VALUES=telemetry, or
  * its sine waves). One thread, timed by its CPU clock (a per-core figure
  * on a shared machine); MB/s counts 16 bytes (timestamp and value)
- * per sample. Writes /tmp/bench-block-codec.blk.
+ * per sample. Then the same series downsampled (src/store/downsample.c) at
+ * 5m and 1h: bytes per window and per raw sample, for docs/store.md's
+ * one-year projection. Writes /tmp/bench-block-codec.blk.
  *   build/bench_block_codec SERIES ROUNDS telemetry|sine */
 #include "store/block.h"
+#include "store/downsample.h"
 #include "store/gorilla.h"
 
 #include <math.h>
@@ -145,6 +148,42 @@ int main(int argc, char **argv)
     printf("format 1 %s: chunk data %.3f bytes/sample (without the index); encode %.1f MB/s, "
            "decode %.1f MB/s per core\n",
            argv[3], gbytes / total, mb / genc, mb / gdec);
+    /* Downsampled blocks of the same series. */
+    static const int64_t res[] = {300000, 3600000};
+    for (size_t k = 0; k < 2; k++) {
+        w = mw_block_writer_new("/tmp/bench-block-codec.blk.tmp", &err);
+        if (!w) return 1;
+        uint64_t windows = 0;
+        for (long i = 0; i < ns; i++) {
+            long q = i / 10;
+            snprintf(name, sizeof(name), "m%ld", i % 10);
+            snprintf(inst, sizeof(inst), "node-%04ld", q / 400);
+            snprintf(ns_, sizeof(ns_), "team-%02ld", (q / 8) % 37);
+            snprintf(pod, sizeof(pod), "train-%ld-worker-%ld", q / 8, q % 8);
+            snprintf(gpu, sizeof(gpu), "%ld", q % 8);
+            mw_label l[6] = {{"__name__", name}, {"gpu", gpu},       {"instance", inst},
+                             {"job", "rwload"},  {"namespace", ns_}, {"pod", pod}};
+            for (long r = 0; r < nr; r++)
+                v[r] = rwload_value(i, r, tele);
+            mw_ds_series d;
+            mw_ds_compute(t, v, (size_t)nr, res[k], &d);
+            windows += d.na;
+            mw_block_stream st[5] = {{MW_AGGR_COUNT, d.at, d.cnt, d.na},
+                                     {MW_AGGR_SUM, d.at, d.sum, d.na},
+                                     {MW_AGGR_MIN, d.at, d.min, d.na},
+                                     {MW_AGGR_MAX, d.at, d.max, d.na},
+                                     {MW_AGGR_SUBSET, d.st, d.sv, d.ns}};
+            mw_block_writer_add_streams(w, l, 6, st, 5);
+            mw_ds_series_free(&d);
+        }
+        mw_block_meta dm = {.seq = 2, .level = 1, .resolution_ms = res[k]};
+        if (mw_block_writer_finish(w, &dm, path) != 0) return 1;
+        printf("downsampled %s at %s: block %llu bytes = %.3f bytes per window (%llu windows, "
+               "%llu stored values), %.4f bytes per raw sample\n",
+               argv[3], k ? "1h" : "5m", (unsigned long long)dm.size,
+               (double)dm.size / (double)windows, (unsigned long long)windows,
+               (unsigned long long)dm.nsamples, (double)dm.size / total);
+    }
     free(buf);
     free(sm.t);
     free(sm.v);

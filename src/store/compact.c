@@ -28,6 +28,10 @@
 
 #define MERGE_AT 4                   /* level-1 blocks that trigger a merge */
 #define MERGE_MAX_BYTES (1ull << 30) /* never merge into a block larger than this */
+/* Downsampled blocks merge up to 16 GiB: a window costs 2.2 bytes in chunks
+ * of 2880 windows and 5.2 in chunks of 145 (docs/benchmarks.md), so at
+ * millions of series their chunks must span days. */
+#define DS_MERGE_MAX_BYTES (16ull << 30)
 
 typedef struct cref {
     uint32_t series;
@@ -462,7 +466,8 @@ int mw_store_compact(mw_store *s, int force)
             for (size_t i = 0; i < s->nblocks && n < MERGE_AT * 4; i++) {
                 const mw_block_meta *m = mw_block_get_meta(s->blocks[i]);
                 if (m->resolution_ms != res) continue;
-                if (m->level != level || bytes + m->size > MERGE_MAX_BYTES) {
+                if (m->level != level ||
+                    bytes + m->size > (res ? DS_MERGE_MAX_BYTES : MERGE_MAX_BYTES)) {
                     if (n) break;
                     continue;
                 }
