@@ -856,7 +856,7 @@ static void block_postings_unaligned(void **state)
         double v = i;
         assert_int_equal(mw_block_writer_add(w, l, 4, &t, &v, 1), 0);
     }
-    mw_block_meta meta;
+    mw_block_meta meta = {0};
     assert_int_equal(mw_block_writer_finish(w, &meta, path), 0);
     mw_block *aligned = mw_block_open(path, err, sizeof(err));
     assert_non_null(aligned);

@@ -476,6 +476,7 @@ static void old_format_blocks(void **state)
     mw_block_unref(blk);
     /* Inspected from the --data-dir above the data folder too. */
     text = inspect(dir, 0);
+    if (getenv("CODEC_PRINT")) fputs(text, stderr); /* docs/store.md's example */
     assert_non_null(strstr(text, "0000000005.blk        3     2        raw 2023-11-14T22:13:20Z "
                                  "2023-11-15T03:13:05Z        12        12        14400"));
     assert_non_null(strstr(text, "  dictionary                   4 chunks ( 33.3 %)           "
