@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,7 +147,8 @@ static void rmdir_all(const char *dir)
     assert_int_equal(system(cmd), 0);
 }
 
-static int eval(mw_store *s, const char *q, int64_t step, pq_result *res)
+static int eval_at(mw_store *s, const char *q, int64_t start, int64_t end, int64_t step,
+                   pq_result *res)
 {
     char err[512];
     pq_node *n = pq_parse(q, err, sizeof(err));
@@ -154,11 +156,15 @@ static int eval(mw_store *s, const char *q, int64_t step, pq_result *res)
     pq_limits lim;
     pq_default_limits(&lim);
     memset(res, 0, sizeof(*res));
-    int rc =
-        pq_eval(s, n, base_ms + 3600000, base_ms + 5 * 3600000, step, &lim, res, err, sizeof(err));
+    int rc = pq_eval(s, n, start, end, step, &lim, res, err, sizeof(err));
     pq_node_free(n);
     if (rc) fail_msg("%s: %s", q, err);
     return rc;
+}
+
+static int eval(mw_store *s, const char *q, int64_t step, pq_result *res)
+{
+    return eval_at(s, q, base_ms + 3600000, base_ms + 5 * 3600000, step, res);
 }
 
 /* The same series with the same points, value bits included. */
@@ -408,6 +414,73 @@ static void kill9_during_downsampling(void **state)
     rmdir_all(tmpl);
 }
 
+/* A block of format 2 (tests/fixtures/store-blocks-v2, written by the
+ * build before format 3) reads as it did, and downsamples: the answers over
+ * its 5m block equal those over it. */
+static void old_format_block_reads_and_downsamples(void **state)
+{
+    (void)state;
+    char tmpl[] = "/tmp/mw-ds-XXXXXX";
+    assert_non_null(mkdtemp(tmpl));
+    const char *fx = getenv("MLWATCH_FIXTURES");
+    if (!fx) fx = "tests/fixtures";
+    char raw[600], ds[600], cmd[8192];
+    snprintf(raw, sizeof(raw), "%s/raw", tmpl);
+    snprintf(ds, sizeof(ds), "%s/ds", tmpl);
+    snprintf(
+        cmd, sizeof(cmd),
+        "mkdir -p '%s/blocks' '%s/blocks' && cp '%s/store-blocks-v2/blocks/'*.blk '%s/blocks/' "
+        "&& cp '%s/store-blocks-v2/blocks/'*.blk '%s/blocks/'",
+        raw, ds, fx, raw, fx, ds);
+    assert_int_equal(system(cmd), 0);
+    mw_store *r = open_store(raw, NULL);
+    /* Its values, bit for bit: m0 of the first pod is floor(80 + 20 sin). */
+    mw_matcher m[2];
+    char err[256];
+    assert_int_equal(mw_matcher_init(&m[0], MW_MATCH_EQ, "__name__", "m0", err, sizeof(err)), 0);
+    assert_int_equal(
+        mw_matcher_init(&m[1], MW_MATCH_EQ, "pod", "train-0-worker-0", err, sizeof(err)), 0);
+    mw_select_result sel;
+    assert_int_equal(mw_store_select(r, m, 2, INT64_MIN, INT64_MAX, 0, &sel, err, sizeof(err)), 0);
+    assert_int_equal(sel.nseries, 1);
+    assert_int_equal(sel.series[0].n, 600);
+    for (size_t i = 0; i < 600; i++) {
+        assert_int_equal(sel.series[0].t[i], 1700000000000LL + (int64_t)i * 15000);
+        double want = floor(80 + 20 * sin((double)i * 0.05));
+        assert_memory_equal(&sel.series[0].v[i], &want, 8);
+    }
+    mw_select_result_free(&sel);
+    mw_matcher_free(&m[0]);
+    mw_matcher_free(&m[1]);
+    mw_store *d = open_store(ds, "5m:100000d");
+    assert_int_equal(mw_store_compact(d, 0), 0);
+    int nr, m1, m5;
+    count_blocks(ds, &nr, &m1, &m5);
+    assert_int_equal(nr, 0);
+    assert_int_equal(m5, 1);
+    static const char *const q[] = {
+        "rate(m5[10m])",          "increase(m7[5m])",      "sum_over_time(m0[5m])",
+        "min_over_time(m1[15m])", "max_over_time(m3[5m])", "count_over_time(m2[5m])",
+        "{__name__=~\"m.\"}",
+    };
+    for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+        pq_result a, b;
+        /* At multiples of 5m (the fixture starts between two). */
+        int64_t t0 = (1700000000000LL + 1800000) / 300000 * 300000, t1 = t0 + 6600000;
+        eval_at(d, q[i], t0, t1, 300000, &a);
+        eval_at(r, q[i], t0, t1, 300000, &b);
+        assert_true(a.nseries > 0);
+        assert_same(q[i], &a, &b);
+        /* The downsampled one's besides rate's non-counter info. */
+        assert_int_equal(a.nannots, b.nannots + 1);
+        pq_result_free(&a);
+        pq_result_free(&b);
+    }
+    mw_store_close(d);
+    mw_store_close(r);
+    rmdir_all(tmpl);
+}
+
 static void expect_error(const char *text, const char *want)
 {
     mw_store_resolution r[MW_STORE_MAX_RESOLUTIONS];
@@ -446,6 +519,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(option_values),
+        cmocka_unit_test(old_format_block_reads_and_downsamples),
         cmocka_unit_test_setup_teardown(answers_equal_raw, setup, teardown),
         cmocka_unit_test_setup_teardown(retention_per_resolution, setup, teardown),
         cmocka_unit_test_setup_teardown(kill9_during_downsampling, setup, teardown),
