@@ -1,8 +1,11 @@
 /* fuzz_store_block.c - the block reader (src/store/block.c) on arbitrary
  * files: a block that opens is walked completely (every series' labels and
  * samples, every label's values through the index, a selection by an
- * equality and a regex matcher); all of it must stay inside the bytes. */
+ * equality and a regex matcher, a downsampled block's aggregates as
+ * selections read them); all of it must stay inside the bytes. */
 #include "store/block.h"
+#include "store/downsample.h"
+#include "store/store.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -46,6 +49,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         sm.n = 0;
         mw_block_read(b, (uint32_t)id, INT64_MIN, INT64_MAX, &sm);
+        /* A downsampled block's aggregates, as selections read them. */
+        for (int what = MW_SEL_SAMPLES; m->resolution_ms && what <= MW_SEL_MAX; what++) {
+            double *w = NULL;
+            size_t wcap = 0;
+            sm.n = 0;
+            mw_ds_read(b, (uint32_t)id, what, INT64_MIN, INT64_MAX, &sm, &w, &wcap);
+            free(w);
+        }
     }
     mw_matcher ms[2];
     if (mw_matcher_init(&ms[0], MW_MATCH_EQ, "__name__", "up", err, sizeof(err)) == 0 &&

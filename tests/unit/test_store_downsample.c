@@ -458,6 +458,10 @@ static void old_format_block_reads_and_downsamples(void **state)
     count_blocks(ds, &nr, &m1, &m5);
     assert_int_equal(nr, 0);
     assert_int_equal(m5, 1);
+    if (getenv("DS_KEEP_BLOCK")) { /* fuzz/corpus/store_block's format-3 seed */
+        snprintf(cmd, sizeof(cmd), "cp '%s'/blocks/*.blk '%s'", ds, getenv("DS_KEEP_BLOCK"));
+        assert_int_equal(system(cmd), 0);
+    }
     static const char *const q[] = {
         "rate(m5[10m])",          "increase(m7[5m])",      "sum_over_time(m0[5m])",
         "min_over_time(m1[15m])", "max_over_time(m3[5m])", "count_over_time(m2[5m])",
