@@ -376,12 +376,14 @@ static void retention(mw_store *s)
         i++;
     }
     while (limit && total > limit && s->nblocks > 1) {
+        /* Spared: the newest raw block (what was compacted last), else the
+         * block with the newest samples. */
         size_t newest = 0, oldest = (size_t)-1;
-        for (size_t i = 0; i < s->nblocks; i++) {
+        for (size_t i = 1; i < s->nblocks; i++) {
             const mw_block_meta *m = mw_block_get_meta(s->blocks[i]);
-            if (m->resolution_ms == 0 &&
-                (mw_block_get_meta(s->blocks[newest])->resolution_ms != 0 ||
-                 m->seq > mw_block_get_meta(s->blocks[newest])->seq))
+            const mw_block_meta *n = mw_block_get_meta(s->blocks[newest]);
+            int raw = m->resolution_ms == 0, nraw = n->resolution_ms == 0;
+            if ((raw && !nraw) || (raw == nraw && (raw ? m->seq > n->seq : m->maxt > n->maxt)))
                 newest = i;
         }
         for (size_t i = 0; i < s->nblocks; i++) {

@@ -344,6 +344,45 @@ static void retention_per_resolution(void **state)
     rmdir_all(dir2);
 }
 
+/* Size retention deletes the blocks with the oldest samples first, of any
+ * resolution, and spares the newest raw block. */
+static void size_retention_across_resolutions(void **state)
+{
+    (void)state;
+    base_ms = (mw_now_ms() - 20 * 86400000LL) / 3600000 * 3600000;
+    char dir[] = "/tmp/mw-ds-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    mw_store *s = open_store(dir, "1m:1000d,5m:2000d");
+    fill(s);
+    assert_int_equal(mw_store_compact(s, 1), 0);
+    /* An hour of recent samples: a raw block. */
+    int64_t t[240];
+    double v[240];
+    for (int i = 0; i < 240; i++) {
+        t[i] = mw_now_ms() - 3600000 + i * 15000;
+        v[i] = i;
+    }
+    append(s, "recent", "gauge", t, v, 240);
+    assert_int_equal(mw_store_compact(s, 1), 0);
+    int raw, m1, m5;
+    count_blocks(dir, &raw, &m1, &m5);
+    assert_int_equal(raw * 100 + m1 * 10 + m5, 111);
+    mw_store_close(s);
+    mw_store_options o = {.dir = dir, .background_ms = -1, .no_sync = 1, .retention_bytes = 1};
+    mw_store_default_limits(&o.limits);
+    o.retention_ms = 10 * 86400000LL;
+    char why[256], err[256];
+    assert_int_equal(
+        mw_store_parse_downsample("1m:1000d,5m:2000d", o.downsample, &o.ndownsample, why, 256), 0);
+    s = mw_store_open(&o, err, sizeof(err));
+    assert_non_null(s);
+    assert_int_equal(mw_store_compact(s, 0), 0);
+    count_blocks(dir, &raw, &m1, &m5);
+    assert_int_equal(raw * 100 + m1 * 10 + m5, 100);
+    mw_store_close(s);
+    rmdir_all(dir);
+}
+
 /* kill -9 at random moments while a raw block is downsampled: after each,
  * the store opens, finishes, and answers as the raw store, with one block
  * per resolution (nothing lost, nothing made twice). */
@@ -527,6 +566,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(answers_equal_raw, setup, teardown),
         cmocka_unit_test_setup_teardown(retention_per_resolution, setup, teardown),
         cmocka_unit_test_setup_teardown(kill9_during_downsampling, setup, teardown),
+        cmocka_unit_test(size_retention_across_resolutions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
