@@ -10,6 +10,7 @@
 #include "core/util.h"
 #include "query/promql.h"
 #include "store/block.h"
+#include "store/inspect.h"
 #include "store/store.h"
 
 #include <setjmp.h>
@@ -497,6 +498,22 @@ static void old_format_block_reads_and_downsamples(void **state)
     count_blocks(ds, &nr, &m1, &m5);
     assert_int_equal(nr, 0);
     assert_int_equal(m5, 1);
+    /* `mlwatch store inspect` names the resolution. */
+    char *text = NULL;
+    size_t tlen = 0;
+    FILE *out = open_memstream(&text, &tlen);
+    assert_int_equal(mw_store_inspect(ds, out, stderr), 0);
+    fclose(out);
+    if (getenv("DS_PRINT")) fputs(text, stderr);
+    assert_non_null(strstr(text, "0000000002.blk        3     1         5m 2023-11-14T22:13:20Z "
+                                 "2023-11-15T00:43:05Z        20       100         3720\n") ||
+                    strstr(text, "0000000002.blk        3     1         5m 2023-11-14T22:13:20Z "
+                                 "2023-11-15T00:43:05Z        20       100         3720 "));
+    assert_non_null(strstr(text, "\n0 blocks (0 not readable), raw resolution, - to -: 0 series"));
+    assert_non_null(strstr(text, "\n1 blocks, 5m resolution, 2023-11-14T22:13:20Z to "
+                                 "2023-11-15T00:43:05Z: 20 series (summed over blocks), 3720 "
+                                 "stored values, "));
+    free(text);
     if (getenv("DS_KEEP_BLOCK")) { /* fuzz/corpus/store_block's format-3 seed */
         snprintf(cmd, sizeof(cmd), "cp '%s'/blocks/*.blk '%s'", ds, getenv("DS_KEEP_BLOCK"));
         assert_int_equal(system(cmd), 0);
