@@ -87,6 +87,15 @@ static void fill(mw_store *s)
     for (size_t i = 0; i < N; i++)
         v[i] = (double)(int)(lcg(&r) % 100000) / 1000;
     append(s, "ds_dec", "decimal", t, v, N);
+    /* A counter with a NaN in the middle of a window (and one at a
+     * window's first sample), as a broken exporter writes them. */
+    c = 50;
+    for (size_t i = 0; i < N; i++) {
+        c += lcg(&r) % 7;
+        v[i] = i == 207 || i == 400 ? NAN : c;
+        if (i == 900) c = 1;
+    }
+    append(s, "ds_nan_total", "nan", t, v, N);
     for (int k = 0; k < BULK; k++) {
         char kind[16];
         snprintf(kind, sizeof(kind), "b%d", k);
@@ -192,14 +201,14 @@ static void assert_same(const char *q, const pq_result *a, const pq_result *b)
 }
 
 static const char *const exprs[] = {
-    "rate(ds_total[%s])",
-    "increase(ds_total[%s])",
+    "rate({__name__=~\"ds_total|ds_nan_total\"}[%s])",
+    "increase({__name__=~\"ds_total|ds_nan_total\"}[%s])",
     "delta({__name__=~\"ds_gauge|ds_dec\"}[%s])",
     "sum_over_time(ds_gauge[%s])",
     "sum_over_time(ds_total[%s])",
     "count_over_time({__name__=~\"ds_.*\"}[%s])",
-    "min_over_time({__name__=~\"ds_gauge|ds_dec|ds_total\"}[%s])",
-    "max_over_time({__name__=~\"ds_gauge|ds_dec|ds_total\"}[%s])",
+    "min_over_time({__name__=~\"ds_gauge|ds_dec|ds_total|ds_nan_total\"}[%s])",
+    "max_over_time({__name__=~\"ds_gauge|ds_dec|ds_total|ds_nan_total\"}[%s])",
     "avg_over_time(ds_gauge[%s])",
     "last_over_time({__name__=~\"ds_.*\"}[%s])",
     "present_over_time(ds_gauge[%s])",
