@@ -16,7 +16,7 @@ typedef struct mw_store mw_store;
  * sum_over_time), min and max (as min/max_over_time); and the subset of raw
  * samples that rate, increase, delta, last_over_time and plain selectors
  * need: each window's first and last, both samples around a drop (a counter
- * reset), NaNs and their neighbours, and a window's last sample when it is a
+ * reset), NaNs, and a window's last sample when it is a
  * staleness marker. */
 typedef struct mw_ds_series {
     int64_t *at;

@@ -87,13 +87,13 @@ static void fill(mw_store *s)
     for (size_t i = 0; i < N; i++)
         v[i] = (double)(int)(lcg(&r) % 100000) / 1000;
     append(s, "ds_dec", "decimal", t, v, N);
-    /* A counter with a NaN in the middle of a window (and one at a
-     * window's first sample), as a broken exporter writes them. */
+    /* A counter with NaNs in the middle of a window (one before a reset)
+     * and at a window's first sample, as a broken exporter writes them. */
     c = 50;
     for (size_t i = 0; i < N; i++) {
         c += lcg(&r) % 7;
-        v[i] = i == 207 || i == 400 ? NAN : c;
-        if (i == 900) c = 1;
+        if (i == 882) c = 1; /* a reset right after a NaN: rate adds nothing */
+        v[i] = i == 207 || i == 400 || i == 881 ? NAN : c;
     }
     append(s, "ds_nan_total", "nan", t, v, N);
     for (int k = 0; k < BULK; k++) {
