@@ -225,7 +225,7 @@ static const struct {
     {"2m", 60000, "1m"},  {"1m", 60000, "1m"},
 };
 
-static void compare_all(mw_store *ds, mw_store *raw, int only_5m)
+static void compare_span(mw_store *ds, mw_store *raw, int only_5m, int64_t start, int64_t end)
 {
     int compared = 0;
     for (size_t g = 0; g < sizeof(grids) / sizeof(grids[0]); g++) {
@@ -234,8 +234,8 @@ static void compare_all(mw_store *ds, mw_store *raw, int only_5m)
             char q[256], info[256];
             snprintf(q, sizeof(q), exprs[e], grids[g].range);
             pq_result a, b;
-            eval(ds, q, grids[g].step, &a);
-            eval(raw, q, grids[g].step, &b);
+            eval_at(ds, q, start, end, grids[g].step, &a);
+            eval_at(raw, q, start, end, grids[g].step, &b);
             assert_true(a.nseries > 0);
             assert_same(q, &a, &b);
             snprintf(info, sizeof(info),
@@ -252,6 +252,11 @@ static void compare_all(mw_store *ds, mw_store *raw, int only_5m)
         }
     }
     assert_int_equal(compared, (only_5m ? 3 : 5) * (int)(sizeof(exprs) / sizeof(exprs[0])));
+}
+
+static void compare_all(mw_store *ds, mw_store *raw, int only_5m)
+{
+    compare_span(ds, raw, only_5m, base_ms + 3600000, base_ms + 5 * 3600000);
 }
 
 typedef struct fixture {
@@ -352,6 +357,36 @@ static void retention_per_resolution(void **state)
     mw_store_close(s);
     rmdir_all(dir);
     rmdir_all(dir2);
+}
+
+/* Four raw blocks, each downsampled as it expires, the last sample of each
+ * and the first of the next in one 5-minute window: the downsampled blocks
+ * merge (level 2, one per resolution) and still answer as the raw store,
+ * across the joins. */
+static void merged_downsampled_blocks(void **state)
+{
+    (void)state;
+    int64_t b0 = (mw_now_ms() - 20 * 86400000LL) / 3600000 * 3600000;
+    char rdir[] = "/tmp/mw-ds-raw-XXXXXX", dir[] = "/tmp/mw-ds-XXXXXX";
+    assert_non_null(mkdtemp(rdir));
+    assert_non_null(mkdtemp(dir));
+    mw_store *r = open_store(rdir, NULL), *s = open_store(dir, "1m:1000d,5m:2000d");
+    for (int k = 0; k < 4; k++) {
+        base_ms = b0 + 150000 + k * (6 * 3600000LL + 15000);
+        fill(r);
+        fill(s);
+        assert_int_equal(mw_store_compact(r, 1), 0);
+        assert_int_equal(mw_store_compact(s, 1), 0);
+    }
+    int raw, m1, m5;
+    count_blocks(dir, &raw, &m1, &m5);
+    assert_int_equal(raw * 100 + m1 * 10 + m5, 11);
+    base_ms = b0;
+    compare_span(s, r, 0, b0 + 3600000, b0 + 23 * 3600000);
+    mw_store_close(s);
+    mw_store_close(r);
+    rmdir_all(dir);
+    rmdir_all(rdir);
 }
 
 /* Size retention deletes the blocks with the oldest samples first, of any
@@ -593,6 +628,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(retention_per_resolution, setup, teardown),
         cmocka_unit_test_setup_teardown(kill9_during_downsampling, setup, teardown),
         cmocka_unit_test(size_retention_across_resolutions),
+        cmocka_unit_test(merged_downsampled_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
