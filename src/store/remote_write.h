@@ -28,6 +28,8 @@ typedef struct mw_rw_metadata {
 
 typedef struct mw_rw_request {
     mw_arena arena;
+    uint8_t *buf; /* the decompressed body (the strings point into it) and the arrays */
+    size_t buf_cap;
     mw_store_ts *ts;
     size_t n;
     size_t nsamples;
@@ -46,6 +48,9 @@ typedef struct mw_rw_request {
 enum { MW_RW_OVER_BUDGET = -2 };
 int mw_rw_decode(const uint8_t *body, size_t len, mw_rw_request *out, char *err, size_t errsize);
 void mw_rw_request_free(mw_rw_request *r);
+/* Frees the decoding buffer kept between requests when none came since the
+ * last call (the store's maintenance thread calls it every second). */
+void mw_rw_spare_trim(void);
 
 /* rw_histogram.c: one prometheus.Histogram message into h (its arrays in
  * the arena), validated; *ts its timestamp. 0, or -1 with why. A message

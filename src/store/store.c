@@ -5,6 +5,7 @@
 #include "crc.h"
 #include "histogram.h"
 #include "downsample.h"
+#include "remote_write.h"
 #include "store_internal.h"
 
 #include <dirent.h>
@@ -322,6 +323,7 @@ static void *maintenance(void *arg)
                 mw_store_snapshot(s);
             mw_store_compact(s, 0);
         }
+        mw_rw_spare_trim();
     }
     return NULL;
 }
