@@ -51,6 +51,8 @@ void mw_rw_request_free(mw_rw_request *r);
 /* Frees the decoding buffer kept between requests when none came since the
  * last call (the store's maintenance thread calls it every second). */
 void mw_rw_spare_trim(void);
+/* Bytes of the buffer kept (for tests; it counts as a use). */
+size_t mw_rw_spare_bytes(void);
 
 /* rw_histogram.c: one prometheus.Histogram message into h (its arrays in
  * the arena), validated; *ts its timestamp. 0, or -1 with why. A message

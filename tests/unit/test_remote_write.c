@@ -3,8 +3,10 @@
  * (src/proto/rw_encode.c) and decoding (src/store/remote_write.c) agree,
  * and strings left at their default are not freed as if allocated; the
  * decoder's own walk: unknown fields skipped, metadata, refusals with their
- * exact messages, and the memory budget counted before anything is
- * allocated. */
+ * exact messages (a malformed field before a NUL byte found earlier),
+ * strings of every length made C strings in place, the memory budget
+ * counted before anything is allocated, and the decoding buffer kept
+ * between requests freed when writes stop. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -144,6 +146,98 @@ static void refusals_say_why(void **state)
     mw_rw_request_free(&r);
 }
 
+/* Strings are made C strings in place and every error of the walk comes
+ * before a NUL byte found earlier: the first malformed field is what the
+ * counting walk reported before the strings were taken. Inside a label
+ * (which the quick count does not open) and in a series' own fields. */
+static void malformed_field_before_nul(void **state)
+{
+    (void)state;
+    mw_rw_request r;
+    char err[256];
+    static const uint8_t in_label[] = {
+        0x0a, 0x07, 0x0a, 0x05, 0x0a, 0x03, 'a', 0, 'b', /* label name "a\0b" */
+        0x0a, 0x04, 0x0a, 0x02, 0x08, 0x01,              /* Label.name as a varint */
+    };
+    assert_int_equal(decode_raw(in_label, sizeof(in_label), &r, err, sizeof(err)), -1);
+    assert_string_equal(err, "protobuf: Label.name/value (field 1) has wire type 0 instead of 2");
+    mw_rw_request_free(&r);
+    static const uint8_t in_series[] = {
+        0x0a, 0x07, 0x0a, 0x05, 0x0a, 0x03, 'a',
+        0,    'b',  0x0a, 0x02, 0x10, 0x01, /* samples: varint */
+    };
+    assert_int_equal(decode_raw(in_series, sizeof(in_series), &r, err, sizeof(err)), -1);
+    assert_string_equal(err, "protobuf: TimeSeries.samples (field 2) has wire type 0 instead of 2");
+    mw_rw_request_free(&r);
+    /* A NUL byte and nothing else wrong: the NUL byte. */
+    static const uint8_t value_nul[] = {0x0a, 0x09, 0x0a, 0x07, 0x0a, 0x01,
+                                        'a',  0x12, 0x02, 'x',  0};
+    assert_int_equal(decode_raw(value_nul, sizeof(value_nul), &r, err, sizeof(err)), -1);
+    assert_string_equal(err, "protobuf: a label value contains a NUL byte");
+    mw_rw_request_free(&r);
+}
+
+/* Labels of every length (one-, two- and three-byte lengths on the wire)
+ * in many series come back whole, each in place of its neighbours. */
+static void strings_of_every_length(void **state)
+{
+    (void)state;
+    enum { N = 400 };
+    mw_buf raw;
+    mw_buf_init(&raw, 0);
+    char *big = malloc(20001);
+    assert_non_null(big);
+    for (size_t i = 0; i < 20000; i++)
+        big[i] = (char)('a' + i % 26);
+    big[20000] = '\0';
+    static char vals[N][N + 1];
+    for (size_t i = 0; i < N; i++) {
+        memset(vals[i], (int)('A' + i % 26), i);
+        vals[i][i] = '\0';
+        const mw_rw_label l[] = {{"__name__", "m"}, {"v", vals[i]}, {"w", i % 50 ? "x" : big}};
+        assert_int_equal(mw_rw_append_series(&raw, l, 3, (double)i, 1000 + (int64_t)i), 0);
+    }
+    mw_rw_request r;
+    char err[256];
+    assert_int_equal(decode_raw(raw.data, raw.len, &r, err, sizeof(err)), 0);
+    assert_int_equal(r.n, N);
+    for (size_t i = 0; i < N; i++) {
+        assert_int_equal(r.ts[i].nlabels, 3);
+        assert_string_equal(r.ts[i].labels[0].name, "__name__");
+        assert_string_equal(r.ts[i].labels[0].value, "m");
+        assert_string_equal(r.ts[i].labels[1].name, "v");
+        assert_string_equal(r.ts[i].labels[1].value, vals[i]);
+        assert_string_equal(r.ts[i].labels[2].name, "w");
+        assert_string_equal(r.ts[i].labels[2].value, i % 50 ? "x" : big);
+        assert_true(r.ts[i].samples[0].v == (double)i);
+        assert_int_equal(r.ts[i].samples[0].t, 1000 + (int64_t)i);
+    }
+    mw_rw_request_free(&r);
+    free(big);
+    mw_buf_free(&raw);
+}
+
+/* The decoding buffer kept between requests is freed by the second trim
+ * without a request in between (the store's maintenance thread trims every
+ * second), so an idle agent holds nothing for it. */
+static void spare_buffer_freed_when_idle(void **state)
+{
+    (void)state;
+    mw_buf raw;
+    mw_buf_init(&raw, 0);
+    const mw_rw_label l[] = {{"__name__", "up"}};
+    assert_int_equal(mw_rw_append_series(&raw, l, 1, 1.0, 5), 0);
+    mw_rw_request r;
+    char err[256];
+    assert_int_equal(decode_raw(raw.data, raw.len, &r, err, sizeof(err)), 0);
+    mw_rw_request_free(&r);
+    mw_buf_free(&raw);
+    assert_true(mw_rw_spare_bytes() > 0);
+    mw_rw_spare_trim(); /* used since the last trim: kept */
+    mw_rw_spare_trim();
+    assert_int_equal(mw_rw_spare_bytes(), 0);
+}
+
 /* n empty TimeSeries: 2 bytes each on the wire, 96 bytes once decoded and
  * appended (remote_write.c, SERIES_COST). */
 static int decode_empty_series(size_t n, mw_rw_request *r, char *err, size_t errsize)
@@ -197,6 +291,9 @@ int main(void)
         cmocka_unit_test(unknown_fields_and_metadata),
         cmocka_unit_test(refusals_say_why),
         cmocka_unit_test(budget_counted_before_allocating),
+        cmocka_unit_test(malformed_field_before_nul),
+        cmocka_unit_test(strings_of_every_length),
+        cmocka_unit_test(spare_buffer_freed_when_idle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
