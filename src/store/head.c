@@ -67,8 +67,8 @@ uint64_t mw_labels_hash(const mw_label *labels, size_t n)
 {
     uint64_t h = 0x6d6c7761746368ull; /* "mlwatch" */
     for (size_t i = 0; i < n; i++) {
-        h = mw_hash64(labels[i].name, strlen(labels[i].name), h);
-        h = mw_hash64(labels[i].value, strlen(labels[i].value), h);
+        h = mw_hash64_inline(labels[i].name, strlen(labels[i].name), h);
+        h = mw_hash64_inline(labels[i].value, strlen(labels[i].value), h);
     }
     return h;
 }

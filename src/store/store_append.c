@@ -121,7 +121,7 @@ static int check_labels(mw_store *s, mw_store_ts *ts, size_t idx, char *msg, siz
             ts->labels[j] = x;
         }
         for (size_t i = 1; i < w; i++)
-            if (strcmp(ts->labels[i - 1].name, ts->labels[i].name) == 0) {
+            if (name_cmp(ts->labels[i - 1].name, ts->labels[i].name) == 0) {
                 fmt_labels(ts->labels, w, l, sizeof(l));
                 return refuse(s, MW_REFUSE_MALFORMED, 400, msg, msgsize,
                               "series %s has label %s twice", l, ts->labels[i].name);
@@ -325,6 +325,11 @@ static int append(mw_store *s, mw_store_ts *ts, size_t n, int flags, int own,
         uint64_t nsamp = 0, dups = 0;
         int64_t prev_t = 0;
         mw_buf_uvarint(&samples_rec, total);
+        /* Each sample's record written in place: an id (at most 5 bytes), a
+         * time delta (at most 10) and the value's 8 bytes, reserved at once
+         * (three appends a sample, and the buffer's doublings, were 5 % of
+         * the CPU of ingest). */
+        if (mw_buf_reserve(&samples_rec, total * 23) < 0) abort();
         for (size_t i = 0; i < n; i++) {
             req_series *r = &rs[canon[i]];
             if (r->id == UINT32_MAX) {
@@ -346,11 +351,14 @@ static int append(mw_store *s, mw_store_ts *ts, size_t n, int flags, int own,
                 const mw_store_sample *sm = &ts[i].samples[j];
                 /* Duplicates are logged too (replay skips them the same
                  * way), so the record count stays the request's. */
-                mw_buf_uvarint(&samples_rec, r->id);
-                mw_buf_varint(&samples_rec, (int64_t)((uint64_t)sm->t - (uint64_t)prev_t));
+                uint8_t *o = (uint8_t *)samples_rec.data + samples_rec.len;
+                o += mw_uvarint_put(o, r->id);
+                int64_t dt = (int64_t)((uint64_t)sm->t - (uint64_t)prev_t);
+                o += mw_uvarint_put(o, ((uint64_t)dt << 1) ^ (dt < 0 ? UINT64_MAX : 0));
                 uint64_t bits;
                 memcpy(&bits, &sm->v, sizeof(bits));
-                mw_buf_u64(&samples_rec, bits);
+                mw_put_le64(o, bits);
+                samples_rec.len = (size_t)(o + 8 - (uint8_t *)samples_rec.data);
                 prev_t = sm->t;
                 if (mw_head_check(se, sm->t, sm->v) == 0) {
                     mw_head_append(h, r->id, sm->t, sm->v);
@@ -360,6 +368,7 @@ static int append(mw_store *s, mw_store_ts *ts, size_t n, int flags, int own,
                 }
             }
         }
+        samples_rec.data[samples_rec.len] = '\0';
         if (series_rec.len)
             lsn = mw_wal_append(s->wal, MW_REC_SERIES, series_rec.data, series_rec.len);
         if (total) lsn = mw_wal_append(s->wal, MW_REC_SAMPLES, samples_rec.data, samples_rec.len);

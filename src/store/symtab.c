@@ -5,35 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static inline uint64_t rd64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-static inline uint64_t mix(uint64_t a, uint64_t b)
-{
-    __uint128_t r = (__uint128_t)a * b;
-    return (uint64_t)(r >> 64) ^ (uint64_t)r;
-}
-
 uint64_t mw_hash64(const void *data, size_t len, uint64_t seed)
 {
-    /* A multiply-mix hash in the style of wyhash: 8 bytes per step. */
-    const unsigned char *p = data;
-    const uint64_t k1 = 0xa0761d6478bd642full, k2 = 0xe7037ed1a0b428dbull;
-    uint64_t h = seed ^ k1 ^ (uint64_t)len;
-    while (len >= 8) {
-        h = mix(h ^ rd64(p), k2);
-        p += 8;
-        len -= 8;
-    }
-    uint64_t tail = 0;
-    for (size_t i = 0; i < len; i++)
-        tail |= (uint64_t)p[i] << (8 * i);
-    h = mix(h ^ tail ^ k2, k1 ^ (uint64_t)len);
-    return mix(h, k2);
+    return mw_hash64_inline(data, len, seed);
 }
 
 void mw_symtab_init(mw_symtab *t)
@@ -121,7 +95,7 @@ uint32_t mw_sym_intern(mw_symtab *t, const char *s, size_t len)
 
 static inline uint32_t pair_hash(uint32_t name, uint32_t value)
 {
-    return (uint32_t)(mix(((uint64_t)name << 32) | value, 0x9e3779b97f4a7c15ull) >> 7);
+    return (uint32_t)(mw_hash_mix(((uint64_t)name << 32) | value, 0x9e3779b97f4a7c15ull) >> 7);
 }
 
 static uint32_t pair_slot(const mw_symtab *t, uint32_t name, uint32_t value, int *found)
