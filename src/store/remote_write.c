@@ -405,15 +405,15 @@ static void spare_take(mw_rw_request *out, size_t raw_len)
         if (!b) return;
         b->cap = cap;
     }
+    out->spare = b;
     out->buf = b->data;
     out->buf_cap = b->cap;
 }
 
-static void spare_give(uint8_t *data, size_t cap)
+static void spare_give(spare_buf *b)
 {
-    if (!data) return;
-    spare_buf *b = (spare_buf *)(data - offsetof(spare_buf, data));
-    if (cap > MW_RW_SPARE_MAX) {
+    if (!b) return;
+    if (b->cap > MW_RW_SPARE_MAX) {
         free(b);
         return;
     }
@@ -588,7 +588,7 @@ static int walk_histogram(wire w, tally *t, fill *f, mw_store_ts *out, char *err
 
 void mw_rw_request_free(mw_rw_request *r)
 {
-    spare_give(r->buf, r->buf_cap);
+    spare_give(r->spare);
     mw_arena_free(&r->arena);
     memset(r, 0, sizeof(*r));
 }
@@ -597,7 +597,7 @@ size_t mw_rw_spare_bytes(void)
 {
     spare_buf *b = atomic_exchange(&spare, NULL);
     size_t n = b ? b->cap : 0;
-    if (b) spare_give(b->data, b->cap);
+    spare_give(b);
     return n;
 }
 

@@ -28,6 +28,7 @@ typedef struct mw_rw_metadata {
 
 typedef struct mw_rw_request {
     mw_arena arena;
+    void *spare;  /* the block of buf (remote_write.c) */
     uint8_t *buf; /* the decompressed body (the strings point into it) and the arrays */
     size_t buf_cap;
     mw_store_ts *ts;
