@@ -137,10 +137,12 @@ static int check_format(const char *v, char *why, size_t n)
     return -1;
 }
 
+/* clang-format off */
 static const mw_option metrics_rows[] = {
-    MW_OPT(mw_metrics_settings, "format", MW_OPT_STRING, format, "text",
-           "`mlwatch metrics` output: text (Prometheus 0.0.4) or openmetrics", check_format),
+    MW_OPT(mw_metrics_settings, "format", MW_OPT_STRING, format, "text", check_format,
+           "`mlwatch metrics` output: text (Prometheus 0.0.4) or openmetrics"),
 };
+/* clang-format on */
 const mw_option_group mw_metrics_options = MW_OPTION_GROUP("mlwatch metrics", "src/agent/agent.c",
                                                            mw_metrics_settings, metrics_rows, NULL);
 

@@ -8,9 +8,10 @@
 
 /* --- metric families ----------------------------------------------------- */
 
-MW_METRIC(
-    CPU, MW_COUNTER, "mlwatch_container_cpu_seconds_total", "seconds",
-    "CPU time consumed by the container's cgroup (v2 cpu.stat usage_usec, v1 cpuacct.usage).");
+/* clang-format off */
+MW_METRIC(CPU, MW_COUNTER, "mlwatch_container_cpu_seconds_total", "seconds",
+          "CPU time consumed by the container's cgroup (v2 cpu.stat usage_usec, v1 "
+          "cpuacct.usage).");
 MW_METRIC(THROTTLED, MW_COUNTER, "mlwatch_container_cpu_throttled_seconds_total", "seconds",
           "Time the container's cgroup was throttled by its CPU quota.");
 MW_METRIC(THROTTLED_PERIODS, MW_COUNTER, "mlwatch_container_cpu_throttled_periods_total", "",
@@ -37,6 +38,7 @@ MW_METRIC(PSI_STALLED, MW_COUNTER, "mlwatch_container_pressure_stalled_seconds_t
           "Time all non-idle tasks of the container's cgroup stalled on the resource (PSI full).");
 MW_METRIC(INFO, MW_INFO, "mlwatch_container_info", "",
           "A reported cgroup and what its path and the kubelet's logs tell about it; value 1.");
+/* clang-format on */
 
 static const char *const PSI_RESOURCES[3] = {"cpu", "memory", "io"};
 

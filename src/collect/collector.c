@@ -24,15 +24,17 @@ struct mw_collector_set {
     int64_t start_ms;
 };
 
+/* clang-format off */
 MW_METRIC(DURATION, MW_GAUGE, "mlwatch_collector_duration_seconds", "seconds",
           "Wall-clock time the collector took in the last collection cycle.");
-MW_METRIC(
-    ERRORS, MW_COUNTER, "mlwatch_collector_errors_total", "",
-    "Problems the collector met (unreadable or malformed files, vanished items) since start.");
+MW_METRIC(ERRORS, MW_COUNTER, "mlwatch_collector_errors_total", "",
+          "Problems the collector met (unreadable or malformed files, vanished items) since "
+          "start.");
 MW_METRIC(BUILD_INFO, MW_INFO, "mlwatch_build_info", "",
           "Version of the running mlwatch; the value is always 1.");
 MW_METRIC(START_TIME, MW_GAUGE, "mlwatch_start_time_seconds", "seconds",
           "When the agent started, seconds since the epoch.");
+/* clang-format on */
 
 void mw_collect_error(mw_collect_ctx *ctx, const char *path, int err, const char *what)
 {
@@ -73,13 +75,16 @@ static int check_collector(const char *v, char *why, size_t n)
     return -1;
 }
 
+/* clang-format off */
 static const mw_option set_rows[] = {
     MW_OPT_LIST_OF(mw_collector_set_settings, "collectors", collectors, ncollectors, "all",
-                   "Comma-separated collectors to run", check_collector),
+                   check_collector,
+                   "Comma-separated collectors to run"),
     MW_OPT_LIST_OF(mw_collector_set_settings, "disable-collectors", disable_collectors,
-                   ndisable_collectors, "none", "Comma-separated collectors to switch off",
-                   check_collector),
+                   ndisable_collectors, "none", check_collector,
+                   "Comma-separated collectors to switch off"),
 };
+/* clang-format on */
 const mw_option_group mw_collector_set_options = MW_OPTION_GROUP(
     "collectors", "src/collect/collector.c", mw_collector_set_settings, set_rows, NULL);
 

@@ -11,12 +11,12 @@
  * interrupt: ~100 KB on a host with hundreds of CPUs. */
 #define PROCSTAT_MAX (4u << 20)
 
+/* clang-format off */
 MW_METRIC(CPU_SECONDS, MW_COUNTER, "mlwatch_cpu_seconds_total", "seconds",
           "Time each CPU spent in each mode (from /proc/stat). User time includes guest time.");
-MW_METRIC(
-    CPU_GUEST_SECONDS, MW_COUNTER, "mlwatch_cpu_guest_seconds_total", "seconds",
-    "Time each CPU spent running virtual machine guests (already counted in mode user/nice of "
-    "mlwatch_cpu_seconds_total).");
+MW_METRIC(CPU_GUEST_SECONDS, MW_COUNTER, "mlwatch_cpu_guest_seconds_total", "seconds",
+          "Time each CPU spent running virtual machine guests (already counted in mode user/nice "
+          "of mlwatch_cpu_seconds_total).");
 MW_METRIC(CONTEXT_SWITCHES, MW_COUNTER, "mlwatch_context_switches_total", "",
           "Context switches since boot.");
 MW_METRIC(INTERRUPTS, MW_COUNTER, "mlwatch_interrupts_total", "",
@@ -29,6 +29,7 @@ MW_METRIC(PROCS_RUNNING, MW_GAUGE, "mlwatch_procs_running", "",
           "Threads currently runnable (from /proc/stat).");
 MW_METRIC(PROCS_BLOCKED, MW_GAUGE, "mlwatch_procs_blocked", "",
           "Threads currently blocked waiting for I/O.");
+/* clang-format on */
 
 static const char *const MODES[MW_CPU_GUEST] = {"user",   "nice", "system",  "idle",
                                                 "iowait", "irq",  "softirq", "steal"};

@@ -20,6 +20,7 @@
 #define CPU_DIR "sys/devices/system/cpu"
 #define MAX_CPUS 8192
 
+/* clang-format off */
 MW_METRIC(FREQ, MW_GAUGE, "mlwatch_cpu_frequency_hertz", "hertz",
           "Current CPU frequency as the kernel sees it (scaling_cur_freq, else cpuinfo_cur_freq).");
 MW_METRIC(FREQ_MIN, MW_GAUGE, "mlwatch_cpu_frequency_min_hertz", "hertz",
@@ -30,6 +31,7 @@ MW_METRIC(HW_MAX, MW_GAUGE, "mlwatch_cpu_hardware_frequency_max_hertz", "hertz",
           "Highest frequency the CPU supports, turbo included (cpuinfo_max_freq).");
 MW_METRIC(GOVERNOR, MW_INFO, "mlwatch_cpu_scaling_governor_info", "",
           "Frequency scaling governor of each CPU (scaling_governor); the value is always 1.");
+/* clang-format on */
 
 typedef struct cpufreq_state {
     int dirfd;      /* sys/devices/system/cpu */

@@ -7,6 +7,7 @@
 
 #define DISK_MAX 4096 /* devices reported per cycle */
 
+/* clang-format off */
 MW_METRIC(READS, MW_COUNTER, "mlwatch_disk_reads_completed_total", "",
           "Reads completed by the device.");
 MW_METRIC(WRITES, MW_COUNTER, "mlwatch_disk_writes_completed_total", "",
@@ -21,7 +22,8 @@ MW_METRIC(WRITE_TIME, MW_COUNTER, "mlwatch_disk_write_time_seconds_total", "seco
           "Time spent on writes, summed over all writes (overlapping requests add up).");
 MW_METRIC(IO_TIME, MW_COUNTER, "mlwatch_disk_io_time_seconds_total", "seconds",
           "Time during which the device had I/O in flight.");
-MW_METRIC(IO_NOW, MW_GAUGE, "mlwatch_disk_io_now", "", "I/O requests currently in flight.");
+MW_METRIC(IO_NOW, MW_GAUGE, "mlwatch_disk_io_now", "",
+          "I/O requests currently in flight.");
 
 MW_METRIC(READS_MERGED, MW_COUNTER, "mlwatch_disk_reads_merged_total", "",
           "Adjacent reads merged into one request.");
@@ -41,6 +43,7 @@ MW_METRIC(FLUSHES, MW_COUNTER, "mlwatch_disk_flush_requests_total", "",
           "Cache flush requests completed (Linux 5.5+).");
 MW_METRIC(FLUSH_TIME, MW_COUNTER, "mlwatch_disk_flush_requests_time_seconds_total", "seconds",
           "Time spent on cache flushes.");
+/* clang-format on */
 
 static int is_digit(char c)
 {

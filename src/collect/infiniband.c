@@ -22,6 +22,7 @@
 #define IB_CLASS "sys/class/infiniband"
 #define IB_MAX_PORTS 256
 
+/* clang-format off */
 MW_METRIC(RX_BYTES, MW_COUNTER, "mlwatch_infiniband_receive_bytes_total", "bytes",
           "Data octets received on the port (port_rcv_data x 4).");
 MW_METRIC(TX_BYTES, MW_COUNTER, "mlwatch_infiniband_transmit_bytes_total", "bytes",
@@ -38,6 +39,7 @@ MW_METRIC(RATE, MW_GAUGE, "mlwatch_infiniband_link_rate_bytes_per_second", "byte
           "Signalling rate of the link (ports/N/rate).");
 MW_METRIC(INFO, MW_INFO, "mlwatch_infiniband_port_info", "",
           "Link layer (InfiniBand, or Ethernet for RoCE) and state of the port; the value is 1.");
+/* clang-format on */
 
 /* Counter files; the first four are traffic, the rest error types. */
 enum { C_RX_DATA, C_TX_DATA, C_RX_PKTS, C_TX_PKTS, C_FIRST_ERROR };

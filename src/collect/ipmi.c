@@ -18,8 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
+/* clang-format off */
 MW_METRIC(POWER, MW_GAUGE, "mlwatch_ipmi_power_watts", "watts",
           "Node input power reported by the BMC (IPMI DCMI Get Power Reading, current power).");
+/* clang-format on */
 
 /* --- FreeIPMI through dlopen ------------------------------------------------ */
 
@@ -202,10 +204,13 @@ static void ipmi_destroy(void *state)
     free(st);
 }
 
+/* clang-format off */
 static const mw_option ipmi_rows[] = {
     MW_OPT(mw_ipmi_settings, "freeipmi-library", MW_OPT_PATH, freeipmi_library, "libfreeipmi.so.17",
-           "FreeIPMI library for node power (IPMI DCMI, in-band /dev/ipmi0); none: off", NULL),
+           NULL,
+           "FreeIPMI library for node power (IPMI DCMI, in-band /dev/ipmi0); none: off"),
 };
+/* clang-format on */
 const mw_option_group mw_ipmi_options =
     MW_OPTION_GROUP("ipmi collector", "src/collect/ipmi.c", mw_ipmi_settings, ipmi_rows, NULL);
 

@@ -7,6 +7,7 @@
 
 #define NETDEV_MAX 4096 /* interfaces reported per cycle */
 
+/* clang-format off */
 MW_METRIC(RX_BYTES, MW_COUNTER, "mlwatch_network_receive_bytes_total", "bytes",
           "Bytes received by the interface.");
 MW_METRIC(TX_BYTES, MW_COUNTER, "mlwatch_network_transmit_bytes_total", "bytes",
@@ -32,13 +33,15 @@ MW_METRIC(RX_COMPRESSED, MW_COUNTER, "mlwatch_network_receive_compressed_total",
           "Compressed packets received (CSLIP, PPP).");
 MW_METRIC(RX_MULTICAST, MW_COUNTER, "mlwatch_network_receive_multicast_total", "",
           "Multicast packets received.");
-MW_METRIC(TX_FIFO, MW_COUNTER, "mlwatch_network_transmit_fifo_total", "", "Transmit FIFO errors.");
+MW_METRIC(TX_FIFO, MW_COUNTER, "mlwatch_network_transmit_fifo_total", "",
+          "Transmit FIFO errors.");
 MW_METRIC(TX_COLLS, MW_COUNTER, "mlwatch_network_transmit_colls_total", "",
           "Collisions detected while transmitting.");
 MW_METRIC(TX_CARRIER, MW_COUNTER, "mlwatch_network_transmit_carrier_total", "",
           "Transmit carrier errors (link lost while sending).");
 MW_METRIC(TX_COMPRESSED, MW_COUNTER, "mlwatch_network_transmit_compressed_total", "",
           "Compressed packets transmitted (CSLIP, PPP).");
+/* clang-format on */
 
 static const char *line_end(const char *p)
 {

@@ -66,7 +66,7 @@ const char *mw_legacy_state_dir(const mw_config *c);
 
 /* A validator for rows that take a whole count (series, bytes, samples):
  * a whole number from 0 (no limit) to 1e15. */
-int mw_option_check_count(const char *v, char *why, size_t whysize);
+int mw_check_count(const char *v, char *why, size_t whysize);
 
 void mw_config_defaults(mw_config *c);
 

@@ -6,8 +6,8 @@
  *
  *   typedef struct { int64_t retention_ms; } mw_store_settings;
  *   static const mw_option rows[] = {
- *       MW_OPT(mw_store_settings, "retention", MW_OPT_DURATION, retention_ms, "15d",
- *              "How long the store keeps samples", NULL),
+ *       MW_OPT(mw_store_settings, "retention", MW_OPT_DURATION, retention_ms, "15d", NULL,
+ *              "How long the store keeps samples"),
  *   };
  *   const mw_option_group mw_store_options = MW_OPTION_GROUP(
  *       "store", "src/store/store_module.c", mw_store_settings, rows, NULL);
@@ -81,23 +81,23 @@ typedef struct mw_option_group {
     void (*defaults)(void *settings);
 } mw_option_group;
 
-#define MW_OPT(T, n, t, f, d, h, v)                                                                \
+#define MW_OPT(T, n, t, f, d, v, h)                                                                \
     {                                                                                              \
         .name = n, .type = t, .offset = offsetof(T, f), .size = sizeof(((T *)0)->f), .def = d,     \
         .help = h, .validate = v                                                                   \
     }
 /* A row whose documented default differs from the value it starts with. */
-#define MW_OPT_SHOWN(T, n, t, f, d, shown_, h, v)                                                  \
+#define MW_OPT_SHOWN(T, n, t, f, d, shown_, v, h)                                                  \
     {                                                                                              \
         .name = n, .type = t, .offset = offsetof(T, f), .size = sizeof(((T *)0)->f), .def = d,     \
         .shown = shown_, .help = h, .validate = v                                                  \
     }
-#define MW_OPT_LIST_OF(T, n, f, cnt, shown_, h, v)                                                 \
+#define MW_OPT_LIST_OF(T, n, f, cnt, shown_, v, h)                                                 \
     {                                                                                              \
         .name = n, .type = MW_OPT_LIST, .offset = offsetof(T, f), .size = sizeof(((T *)0)->f),     \
         .count_offset = offsetof(T, cnt), .def = "", .shown = shown_, .help = h, .validate = v     \
     }
-#define MW_OPT_SECTION_OF(n, shown_, h, fn)                                                        \
+#define MW_OPT_SECTION_OF(n, shown_, fn, h)                                                        \
     {                                                                                              \
         .name = n, .type = MW_OPT_SECTION, .shown = shown_, .help = h, .section = fn               \
     }

@@ -23,6 +23,7 @@ enum { F_TIMEOUT, F_HTTP, F_NETWORK, F_MALFORMED, F_OVERSIZED, F_N };
 static const char *const failure_names[F_N] = {"timeout", "http_status", "network", "malformed",
                                                "oversized"};
 
+/* clang-format off */
 MW_METRIC(INTENSITY, MW_GAUGE, "mlwatch_carbon_intensity_grams_per_kwh", "grams_per_kwh",
           "Carbon intensity of the grid used for CO2 (gCO2eq per kWh), source constant (a number), "
           "schedule (a CSV file) or api (a JSON API); absent while unknown.");
@@ -33,6 +34,7 @@ MW_METRIC(FETCHES, MW_COUNTER, "mlwatch_carbon_fetches_total", "",
           "Good answers from the carbon intensity API.");
 MW_METRIC(FAILURES, MW_COUNTER, "mlwatch_carbon_fetch_failures_total", "",
           "Carbon intensity API requests that failed, by reason; the last good value is kept.");
+/* clang-format on */
 
 typedef enum { SRC_STATIC, SRC_SCHEDULE, SRC_URL } src_kind;
 

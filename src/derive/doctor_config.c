@@ -146,23 +146,23 @@ static int check_pid(const char *v, char *why, size_t n)
     return -1;
 }
 
-#define OPT(n, t, f, d, h, v) MW_OPT(mw_doctor_settings, n, t, f, d, h, v)
+#define OPT(n, t, f, d, v, h) MW_OPT(mw_doctor_settings, n, t, f, d, v, h)
+/* clang-format off */
 static const mw_option doctor_rows[] = {
-    OPT("namespace", MW_OPT_STRING, ns, "",
-        "`mlwatch doctor`: only findings of this Kubernetes namespace (and the node's own)", NULL),
-    OPT("pod", MW_OPT_STRING, pod, "",
-        "`mlwatch doctor`: only findings of this pod (and the node's own)", NULL),
-    OPT("pid", MW_OPT_STRING, pid, "",
-        "`mlwatch doctor`: only findings of the container this process runs in", check_pid),
-    MW_OPT_SHOWN(mw_doctor_settings, "window", MW_OPT_DURATION, window_ms, "", "auto",
+    OPT("namespace", MW_OPT_STRING, ns, "", NULL,
+        "`mlwatch doctor`: only findings of this Kubernetes namespace (and the node's own)"),
+    OPT("pod", MW_OPT_STRING, pod, "", NULL,
+        "`mlwatch doctor`: only findings of this pod (and the node's own)"),
+    OPT("pid", MW_OPT_STRING, pid, "", check_pid,
+        "`mlwatch doctor`: only findings of the container this process runs in"),
+    MW_OPT_SHOWN(mw_doctor_settings, "window", MW_OPT_DURATION, window_ms, "", "auto", NULL,
                  "`mlwatch doctor`: how far back to look (auto: the agent's whole history, or 10s "
-                 "of sampling when no agent answers on --listen)",
-                 NULL),
-    MW_OPT_SECTION_OF("doctor", "see docs/doctor.md",
+                 "of sampling when no agent answers on --listen)"),
+    MW_OPT_SECTION_OF("doctor", "see docs/doctor.md", doctor_section,
                       "Thresholds of the doctor's findings and the agent's history: doctor: "
-                      "{history: 5m, throttled_ratio: 0.05, ...}",
-                      doctor_section),
+                      "{history: 5m, throttled_ratio: 0.05, ...}"),
 };
+/* clang-format on */
 #undef OPT
 const mw_option_group mw_doctor_options = MW_OPTION_GROUP(
     "doctor", "src/derive/doctor_config.c", mw_doctor_settings, doctor_rows, doctor_defaults);

@@ -330,12 +330,13 @@ static void add_claims(void *cls, mw_podres_table *t)
     pthread_mutex_unlock(&r->w.mu);
 }
 
+/* clang-format off */
 static const mw_option dra_rows[] = {
-    MW_OPT(mw_dra_settings, "kubernetes-dra", MW_OPT_BOOL, kubernetes_dra, "true",
+    MW_OPT(mw_dra_settings, "kubernetes-dra", MW_OPT_BOOL, kubernetes_dra, "true", NULL,
            "With --kubernetes, list this node's ResourceSlices and the ResourceClaims "
-           "(resource.k8s.io/v1) to attribute GPUs allocated through DRA",
-           NULL),
+           "(resource.k8s.io/v1) to attribute GPUs allocated through DRA"),
 };
+/* clang-format on */
 const mw_option_group mw_dra_options =
     MW_OPTION_GROUP("Kubernetes DRA", "src/kube/dra.c", mw_dra_settings, dra_rows, NULL);
 

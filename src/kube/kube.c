@@ -333,17 +333,18 @@ static int check_owner_from(const char *v, char *why, size_t n)
     return -1;
 }
 
-#define OPT(n, t, f, d, h, v) MW_OPT(mw_kube_settings, n, t, f, d, h, v)
+#define OPT(n, t, f, d, v, h) MW_OPT(mw_kube_settings, n, t, f, d, v, h)
+/* clang-format off */
 static const mw_option kube_rows[] = {
-    OPT("kubernetes", MW_OPT_BOOL, kubernetes, "false",
+    OPT("kubernetes", MW_OPT_BOOL, kubernetes, "false", NULL,
         "Watch this node's pods through the API server (in-cluster service account, or "
-        "--kubeconfig) for workload and owner labels",
-        NULL),
-    OPT("kubeconfig", MW_OPT_PATH, kubeconfig, "",
-        "kubeconfig file for --kubernetes (default: the in-cluster service account)", NULL),
-    OPT("owner-from", MW_OPT_STRING, owner_from, "namespace",
-        "Owner of a pod: namespace, label:KEY or annotation:KEY", check_owner_from),
+        "--kubeconfig) for workload and owner labels"),
+    OPT("kubeconfig", MW_OPT_PATH, kubeconfig, "", NULL,
+        "kubeconfig file for --kubernetes (default: the in-cluster service account)"),
+    OPT("owner-from", MW_OPT_STRING, owner_from, "namespace", check_owner_from,
+        "Owner of a pod: namespace, label:KEY or annotation:KEY"),
 };
+/* clang-format on */
 #undef OPT
 const mw_option_group mw_kube_options =
     MW_OPTION_GROUP("Kubernetes pod watch", "src/kube/kube.c", mw_kube_settings, kube_rows, NULL);

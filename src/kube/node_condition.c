@@ -123,15 +123,16 @@ static void *run(void *arg)
     return NULL;
 }
 
-#define OPT(n, t, f, d, h, v) MW_OPT(mw_node_condition_settings, n, t, f, d, h, v)
+#define OPT(n, t, f, d, v, h) MW_OPT(mw_node_condition_settings, n, t, f, d, v, h)
+/* clang-format off */
 static const mw_option rows[] = {
-    OPT("kubernetes-node-condition", MW_OPT_BOOL, enabled, "false",
+    OPT("kubernetes-node-condition", MW_OPT_BOOL, enabled, "false", NULL,
         "With --kubernetes, set the GPUHealthy condition on this node (PATCH nodes/NAME/status; "
-        "never cordons): needs deploy/kubernetes/components/node-condition",
-        NULL),
-    OPT("kubernetes-node-condition-heartbeat", MW_OPT_DURATION, heartbeat_ms, "5m",
-        "Send the GPUHealthy condition again after this long without a change", NULL),
+        "never cordons): needs deploy/kubernetes/components/node-condition"),
+    OPT("kubernetes-node-condition-heartbeat", MW_OPT_DURATION, heartbeat_ms, "5m", NULL,
+        "Send the GPUHealthy condition again after this long without a change"),
 };
+/* clang-format on */
 #undef OPT
 const mw_option_group mw_node_condition_options =
     MW_OPTION_GROUP("Kubernetes node condition", "src/kube/node_condition.c",

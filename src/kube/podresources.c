@@ -336,11 +336,14 @@ static void *run(void *arg)
     return NULL;
 }
 
+/* clang-format off */
 static const mw_option podres_rows[] = {
     MW_OPT(mw_podres_settings, "kubelet-pod-resources", MW_OPT_BOOL, kubelet_pod_resources, "true",
-           "Learn GPUs allocated to pods from the kubelet's pod-resources socket (off when absent)",
-           NULL),
+           NULL,
+           "Learn GPUs allocated to pods from the kubelet's pod-resources socket (off when "
+           "absent)"),
 };
+/* clang-format on */
 const mw_option_group mw_podres_options = MW_OPTION_GROUP(
     "kubelet pod resources", "src/kube/podresources.c", mw_podres_settings, podres_rows, NULL);
 

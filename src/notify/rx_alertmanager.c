@@ -7,12 +7,13 @@ typedef struct alertmanager_settings {
     char url[1024]; /* URL, file:PATH or env:NAME */
 } alertmanager_settings;
 
+/* clang-format off */
 static const mw_option alertmanager_rows[] = {
-    MW_OPT(alertmanager_settings, "notify-alertmanager-webhook", MW_OPT_STRING, url, "",
+    MW_OPT(alertmanager_settings, "notify-alertmanager-webhook", MW_OPT_STRING, url, "", NULL,
            "Webhook receiving Alertmanager's webhook payload (version 4): URL, file:PATH or "
-           "env:NAME",
-           NULL),
+           "env:NAME"),
 };
+/* clang-format on */
 static const mw_option_group alertmanager_options =
     MW_OPTION_GROUP("notifications: Alertmanager payload", "src/notify/rx_alertmanager.c",
                     alertmanager_settings, alertmanager_rows, NULL);

@@ -13,12 +13,13 @@ typedef struct webhook_settings {
     char url[1024]; /* URL, file:PATH or env:NAME */
 } webhook_settings;
 
+/* clang-format off */
 static const mw_option webhook_rows[] = {
-    MW_OPT(webhook_settings, "notify-webhook", MW_OPT_STRING, url, "",
+    MW_OPT(webhook_settings, "notify-webhook", MW_OPT_STRING, url, "", NULL,
            "Mattermost or Slack incoming webhook URL for idle GPU sessions: URL, file:PATH or "
-           "env:NAME",
-           NULL),
+           "env:NAME"),
 };
+/* clang-format on */
 static const mw_option_group webhook_options = MW_OPTION_GROUP(
     "notifications: webhook", "src/notify/rx_webhook.c", webhook_settings, webhook_rows, NULL);
 

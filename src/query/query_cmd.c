@@ -62,33 +62,31 @@ static void put_param_ms(mw_buf *b, const char *name, int64_t ms)
                   (long long)(ms < 0 ? -ms : ms) / 1000, (long long)(ms < 0 ? -ms : ms) % 1000);
 }
 
-#define OPT(n, t, f, d, h, v) MW_OPT(mw_query_cmd_settings, n, t, f, d, h, v)
+#define OPT(n, t, f, d, v, h) MW_OPT(mw_query_cmd_settings, n, t, f, d, v, h)
+/* clang-format off */
 static const mw_option query_cmd_rows[] = {
-    OPT("time", MW_OPT_STRING, time, "",
-        "`mlwatch query`: evaluation time, RFC 3339 or unix seconds (default: now)", check_time),
-    OPT("start", MW_OPT_STRING, start, "",
-        "`mlwatch query`: range query start, RFC 3339 or unix seconds", check_time),
-    OPT("end", MW_OPT_STRING, end, "", "`mlwatch query`: range query end, RFC 3339 or unix seconds",
-        check_time),
-    OPT("step", MW_OPT_STRING, step, "",
-        "`mlwatch query`: range query step, a duration (15s) or float seconds", check_step),
-    OPT("url", MW_OPT_STRING, url, "",
+    OPT("time", MW_OPT_STRING, time, "", check_time,
+        "`mlwatch query`: evaluation time, RFC 3339 or unix seconds (default: now)"),
+    OPT("start", MW_OPT_STRING, start, "", check_time,
+        "`mlwatch query`: range query start, RFC 3339 or unix seconds"),
+    OPT("end", MW_OPT_STRING, end, "", check_time,
+        "`mlwatch query`: range query end, RFC 3339 or unix seconds"),
+    OPT("step", MW_OPT_STRING, step, "", check_step,
+        "`mlwatch query`: range query step, a duration (15s) or float seconds"),
+    OPT("url", MW_OPT_STRING, url, "", NULL,
         "`mlwatch query`, `mlwatch doctor`: base URL of the agent to ask (query: or of any "
-        "Prometheus-compatible server; default: the agent on --listen)",
-        NULL),
-    OPT("token-file", MW_OPT_STRING, token_file, "",
-        "`mlwatch query`, `mlwatch doctor`: file holding the bearer token to send (an agent "
-        "with --read-token-file; the token is never printed)",
-        NULL),
-    OPT("ca-file", MW_OPT_STRING, ca_file, "",
-        "`mlwatch query`, `mlwatch doctor`: PEM CA certificates that sign the agent's "
-        "certificate (an agent with --tls-cert-file); the default URL is then https://",
-        NULL),
-    OPT("tls-server-name", MW_OPT_STRING, server_name, "",
-        "`mlwatch query`, `mlwatch doctor`: name the agent's certificate is checked against "
-        "when it is not the URL's host (the manifests' certificate names mlwatch)",
-        NULL),
+        "Prometheus-compatible server; default: the agent on --listen)"),
+    OPT("token-file", MW_OPT_STRING, token_file, "", NULL,
+        "`mlwatch query`, `mlwatch doctor`: file holding the bearer token to send (an agent with "
+        "--read-token-file; the token is never printed)"),
+    OPT("ca-file", MW_OPT_STRING, ca_file, "", NULL,
+        "`mlwatch query`, `mlwatch doctor`: PEM CA certificates that sign the agent's certificate "
+        "(an agent with --tls-cert-file); the default URL is then https://"),
+    OPT("tls-server-name", MW_OPT_STRING, server_name, "", NULL,
+        "`mlwatch query`, `mlwatch doctor`: name the agent's certificate is checked against when "
+        "it is not the URL's host (the manifests' certificate names mlwatch)"),
 };
+/* clang-format on */
 #undef OPT
 const mw_option_group mw_query_cmd_options = MW_OPTION_GROUP(
     "mlwatch query", "src/query/query_cmd.c", mw_query_cmd_settings, query_cmd_rows, NULL);

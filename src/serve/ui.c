@@ -123,12 +123,13 @@ typedef struct ui_module {
     mw_ui_proxy proxy;
 } ui_module;
 
+/* clang-format off */
 static const mw_option ui_rows[] = {
-    MW_OPT(mw_ui_settings, "query-url", MW_OPT_STRING, query_url, "",
+    MW_OPT(mw_ui_settings, "query-url", MW_OPT_STRING, query_url, "", mw_ui_check_query_url,
            "Web UI: send its PromQL queries to this Prometheus-compatible base URL (Prometheus, "
-           "Thanos, Mimir, VictoriaMetrics) instead of the embedded store",
-           mw_ui_check_query_url),
+           "Thanos, Mimir, VictoriaMetrics) instead of the embedded store"),
 };
+/* clang-format on */
 const mw_option_group mw_ui_options =
     MW_OPTION_GROUP("web UI", "src/serve/ui.c", mw_ui_settings, ui_rows, NULL);
 

@@ -662,6 +662,7 @@ static int external_labels_section(void *settings, const char *file, void *docp,
     return 0;
 }
 
+/* clang-format off */
 static const mw_option rw_rows[] = {
     /* A flag and a scalar key for one URL; a list in the file is parsed by
      * the section function. */
@@ -674,10 +675,10 @@ static const mw_option rw_rows[] = {
              "list of endpoints with auth, TLS, queue and write_relabel_configs "
              "(docs/remote-write.md)",
      .section = remote_write_section},
-    MW_OPT_SECTION_OF("external-labels", "none",
+    MW_OPT_SECTION_OF("external-labels", "none", external_labels_section,
                       "Labels added to every series shipped by remote write: external_labels: "
-                      "{node: n1}",
-                      external_labels_section),
+                      "{node: n1}"),
 };
+/* clang-format on */
 const mw_option_group mw_rw_options =
     MW_OPTION_GROUP("remote write", "src/ship/rw_config.c", mw_rw_settings, rw_rows, NULL);

@@ -439,16 +439,25 @@ static int probe_section(void *settings, const char *file, void *doc, void *node
     return 0;
 }
 
-#define OPT(n, t, f, d, h, v) MW_OPT(probe_settings, n, t, f, d, h, v)
+#define OPT(n, t, f, d, v, h) MW_OPT(probe_settings, n, t, f, d, v, h)
+/* clang-format off */
 static const mw_option probe_rows[] = {
-    OPT("probe-name", MW_OPT_STRING, name, "p1", "Probe name", NULL),
-    OPT("probe-every", MW_OPT_DURATION, every_ms, "1m30s", "Probe interval", NULL),
-    MW_OPT_LIST_OF(probe_settings, "probe-items", items, nitems, "none", "Probe items", NULL),
-    OPT("probe-on", MW_OPT_BOOL, on, "true", "Probe switch", NULL),
-    OPT("probe-ratio", MW_OPT_NUMBER, ratio, "0.25", "Probe ratio", NULL),
-    OPT("probe-bytes", MW_OPT_SIZE, bytes, "2KiB", "Probe bytes", NULL),
-    MW_OPT_SECTION_OF("probe", "none", "Probe section", probe_section),
+    OPT("probe-name", MW_OPT_STRING, name, "p1", NULL,
+        "Probe name"),
+    OPT("probe-every", MW_OPT_DURATION, every_ms, "1m30s", NULL,
+        "Probe interval"),
+    MW_OPT_LIST_OF(probe_settings, "probe-items", items, nitems, "none", NULL,
+                   "Probe items"),
+    OPT("probe-on", MW_OPT_BOOL, on, "true", NULL,
+        "Probe switch"),
+    OPT("probe-ratio", MW_OPT_NUMBER, ratio, "0.25", NULL,
+        "Probe ratio"),
+    OPT("probe-bytes", MW_OPT_SIZE, bytes, "2KiB", NULL,
+        "Probe bytes"),
+    MW_OPT_SECTION_OF("probe", "none", probe_section,
+                      "Probe section"),
 };
+/* clang-format on */
 #undef OPT
 static const mw_option_group probe_options =
     MW_OPTION_GROUP("test probe", "tests/unit/test_options.c", probe_settings, probe_rows, NULL);
@@ -515,7 +524,7 @@ static void registry_refusals(void **state)
 {
     (void)state;
     static const mw_option dup_rows[] = {
-        MW_OPT(probe_settings, "interval", MW_OPT_DURATION, every_ms, "1s", "Clash", NULL),
+        MW_OPT(probe_settings, "interval", MW_OPT_DURATION, every_ms, "1s", NULL, "Clash"),
     };
     static const mw_option_group dup =
         MW_OPTION_GROUP("test clash", "tests/unit/test_options.c", probe_settings, dup_rows, NULL);
