@@ -172,17 +172,31 @@ static const char *scale_below_one(double *v)
     return prefix;
 }
 
-static int f_humanize(tpl_env *env, const tv *a, size_t n, tv *out)
+/* Each humanizer writes its finite v into buf; humanized() does the rest:
+ * the argument as a float, NaN and infinities as Go prints them (with the
+ * humanizer's suffix: humanizePercentage's "%"), the string result. */
+typedef void (*humanizer)(double v, char *buf, size_t size);
+
+static int humanized(tpl_env *env, const tv *a, humanizer format, const char *nonfinite_suffix,
+                     tv *out)
 {
-    (void)n;
-    double v;
+    double v = 0;
     if (to_float(env, a, &v) < 0) return -1;
-    char buf[64];
-    if (v == 0 || isnan(v) || isinf(v)) {
-        if (isnan(v) || isinf(v))
-            mw_tpl_format_float(v, buf, sizeof(buf));
-        else
-            snprintf(buf, sizeof(buf), "%.4g", v);
+    char buf[96];
+    if (isnan(v) || isinf(v)) {
+        mw_tpl_format_float(v, buf, sizeof(buf));
+        strcat(buf, nonfinite_suffix);
+    } else {
+        format(v, buf, sizeof(buf));
+    }
+    *out = str_tv(env, buf);
+    return 0;
+}
+
+static void si_prefixed(double v, char *buf, size_t size)
+{
+    if (v == 0) {
+        snprintf(buf, size, "%.4g", v);
     } else if (fabs(v) >= 1) {
         static const char *big[] = {"k", "M", "G", "T", "P", "E", "Z", "Y"};
         const char *prefix = "";
@@ -190,119 +204,90 @@ static int f_humanize(tpl_env *env, const tv *a, size_t n, tv *out)
             prefix = big[i];
             v /= 1000;
         }
-        snprintf(buf, sizeof(buf), "%.4g%s", v, prefix);
+        snprintf(buf, size, "%.4g%s", v, prefix);
     } else {
         const char *prefix = scale_below_one(&v);
-        snprintf(buf, sizeof(buf), "%.4g%s", v, prefix);
+        snprintf(buf, size, "%.4g%s", v, prefix);
     }
-    *out = str_tv(env, buf);
-    return 0;
 }
 
-static int f_humanize1024(tpl_env *env, const tv *a, size_t n, tv *out)
+static void binary_prefixed(double v, char *buf, size_t size)
 {
-    (void)n;
-    double v;
-    if (to_float(env, a, &v) < 0) return -1;
-    char buf[64];
-    if (fabs(v) <= 1 || isnan(v) || isinf(v)) {
-        if (isnan(v) || isinf(v))
-            mw_tpl_format_float(v, buf, sizeof(buf));
-        else
-            snprintf(buf, sizeof(buf), "%.4g", v);
-    } else {
-        static const char *p[] = {"ki", "Mi", "Gi", "Ti", "Pi", "Ei", "Zi", "Yi"};
-        const char *prefix = "";
-        for (size_t i = 0; i < 8 && fabs(v) >= 1024; i++) {
-            prefix = p[i];
-            v /= 1024;
-        }
-        snprintf(buf, sizeof(buf), "%.4g%s", v, prefix);
+    if (fabs(v) <= 1) {
+        snprintf(buf, size, "%.4g", v);
+        return;
     }
-    *out = str_tv(env, buf);
-    return 0;
+    static const char *p[] = {"ki", "Mi", "Gi", "Ti", "Pi", "Ei", "Zi", "Yi"};
+    const char *prefix = "";
+    for (size_t i = 0; i < 8 && fabs(v) >= 1024; i++) {
+        prefix = p[i];
+        v /= 1024;
+    }
+    snprintf(buf, size, "%.4g%s", v, prefix);
 }
 
-static int f_humanize_duration(tpl_env *env, const tv *a, size_t n, tv *out)
+static void duration_of(double v, char *buf, size_t size)
 {
-    (void)n;
-    double v;
-    if (to_float(env, a, &v) < 0) return -1;
-    char buf[96];
-    if (isnan(v) || isinf(v)) {
-        mw_tpl_format_float(v, buf, sizeof(buf));
-    } else if (v == 0) {
-        snprintf(buf, sizeof(buf), "0s");
+    if (v == 0) {
+        snprintf(buf, size, "0s");
     } else if (fabs(v) >= 1) {
         const char *sign = v < 0 ? "-" : "";
         v = fabs(v);
         long long d = (long long)v;
         long long s = d % 60, m = (d / 60) % 60, h = (d / 3600) % 24, days = d / 86400;
         if (days)
-            snprintf(buf, sizeof(buf), "%s%lldd %lldh %lldm %llds", sign, days, h, m, s);
+            snprintf(buf, size, "%s%lldd %lldh %lldm %llds", sign, days, h, m, s);
         else if (h)
-            snprintf(buf, sizeof(buf), "%s%lldh %lldm %llds", sign, h, m, s);
+            snprintf(buf, size, "%s%lldh %lldm %llds", sign, h, m, s);
         else if (m)
-            snprintf(buf, sizeof(buf), "%s%lldm %llds", sign, m, s);
+            snprintf(buf, size, "%s%lldm %llds", sign, m, s);
         else
-            snprintf(buf, sizeof(buf), "%s%.4gs", sign, v);
+            snprintf(buf, size, "%s%.4gs", sign, v);
     } else {
         const char *prefix = scale_below_one(&v);
-        snprintf(buf, sizeof(buf), "%.4g%ss", v, prefix);
+        snprintf(buf, size, "%.4g%ss", v, prefix);
     }
-    *out = str_tv(env, buf);
-    return 0;
 }
 
-static int f_humanize_percentage(tpl_env *env, const tv *a, size_t n, tv *out)
+static void percentage_of(double v, char *buf, size_t size)
 {
-    (void)n;
-    double v;
-    if (to_float(env, a, &v) < 0) return -1;
-    char buf[64];
-    if (isnan(v) || isinf(v)) {
-        mw_tpl_format_float(v * 100, buf, sizeof(buf));
-        strcat(buf, "%");
-    } else {
-        snprintf(buf, sizeof(buf), "%.4g%%", v * 100);
-    }
-    *out = str_tv(env, buf);
-    return 0;
+    snprintf(buf, size, "%.4g%%", v * 100);
 }
 
 /* Go's time.Time.String() in UTC: "2006-01-02 15:04:05.999999999 +0000 UTC". */
-static int f_humanize_timestamp(tpl_env *env, const tv *a, size_t n, tv *out)
+static void timestamp_of(double v, char *buf, size_t size)
 {
-    (void)n;
-    double v;
-    if (to_float(env, a, &v) < 0) return -1;
-    char buf[96];
-    if (isnan(v) || isinf(v)) {
-        mw_tpl_format_float(v, buf, sizeof(buf));
-    } else {
-        double whole = floor(v);
-        long long ns = llround((v - whole) * 1e9);
-        if (ns >= 1000000000) {
-            whole += 1;
-            ns -= 1000000000;
-        }
-        time_t t = (time_t)whole;
-        struct tm tm;
-        gmtime_r(&t, &tm);
-        char frac[32] = "";
-        if (ns) {
-            snprintf(frac, sizeof(frac), ".%09lld", ns);
-            for (size_t k = strlen(frac); k > 1 && frac[k - 1] == '0'; k--)
-                frac[k - 1] = '\0';
-        }
-        snprintf(buf, sizeof(buf), "%04d-%02d-%02d %02d:%02d:%02d%s +0000 UTC", tm.tm_year + 1900,
-                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+    double whole = floor(v);
+    long long ns = llround((v - whole) * 1e9);
+    if (ns >= 1000000000) {
+        whole += 1;
+        ns -= 1000000000;
     }
-    *out = str_tv(env, buf);
-    return 0;
+    time_t t = (time_t)whole;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    char frac[32] = "";
+    if (ns) {
+        snprintf(frac, sizeof(frac), ".%09lld", ns);
+        for (size_t k = strlen(frac); k > 1 && frac[k - 1] == '0'; k--)
+            frac[k - 1] = '\0';
+    }
+    snprintf(buf, size, "%04d-%02d-%02d %02d:%02d:%02d%s +0000 UTC", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
 }
 
-/* ---- strings ---- */
+#define HUMANIZER(name, format, nonfinite_suffix)                                                  \
+    static int name(tpl_env *env, const tv *a, size_t n, tv *out)                                  \
+    {                                                                                              \
+        (void)n;                                                                                   \
+        return humanized(env, a, format, nonfinite_suffix, out);                                   \
+    }
+HUMANIZER(f_humanize, si_prefixed, "")
+HUMANIZER(f_humanize1024, binary_prefixed, "")
+HUMANIZER(f_humanize_duration, duration_of, "")
+HUMANIZER(f_humanize_percentage, percentage_of, "%")
+HUMANIZER(f_humanize_timestamp, timestamp_of, "")
+#undef HUMANIZER
 
 static int f_case(tpl_env *env, const tv *a, int (*conv)(int), tv *out)
 {

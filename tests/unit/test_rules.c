@@ -139,6 +139,10 @@ static void template_functions(void **state)
         "{{ humanize \"NaN\" }} {{ humanize \"+Inf\" }} {{ humanizeDuration 66.001 }} "
         "{{ humanizeDuration 0.0012 }} {{ humanizeDuration 7.001 }} {{ humanizePercentage 0.5 }}",
         0, "NaN +Inf 1m 6s 1.2ms 7.001s 50%");
+    /* NaN and infinities keep each humanizer's own suffix. */
+    EXPECT("{{ humanizePercentage \"NaN\" }} {{ humanizePercentage \"-Inf\" }} "
+           "{{ humanize1024 \"+Inf\" }} {{ humanizeDuration \"NaN\" }} {{ humanize1024 2048 }}",
+           0, "NaN% -Inf% +Inf NaN 2ki");
     EXPECT("{{ match \"^n[0-9]$\" $labels.node }} {{ match \"z\" \"abc\" }}", 0, "true false");
     EXPECT("{{ stripPort \"host:9100\" }} {{ stripPort \"[::1]:80\" }}", 0, "host ::1");
     EXPECT(
