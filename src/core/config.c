@@ -4,6 +4,7 @@
 #include "log.h"
 #include "units.h"
 #include "util.h"
+#include "yaml_text.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -529,28 +530,12 @@ static int load_mapping(mw_config *c, const char *name, yaml_document_t *doc, ya
     return 0;
 }
 
-static int syntax_error(yaml_parser_t *parser, const char *name, char *err, size_t errsize)
-{
-    snprintf(err, errsize, "%s:%zu:%zu: YAML syntax error: %s", name, parser->problem_mark.line + 1,
-             parser->problem_mark.column + 1, parser->problem ? parser->problem : "unknown");
-    return -1;
-}
-
 int mw_config_load_string(mw_config *c, const char *name, const char *text, size_t len, char *err,
                           size_t errsize)
 {
     yaml_parser_t parser;
     yaml_document_t doc;
-    if (!yaml_parser_initialize(&parser)) {
-        snprintf(err, errsize, "%s: cannot initialise the YAML parser", name);
-        return -1;
-    }
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    if (!yaml_parser_load(&parser, &doc)) {
-        syntax_error(&parser, name, err, errsize);
-        yaml_parser_delete(&parser);
-        return one_line(err);
-    }
+    if (mw_yaml_begin(&parser, &doc, name, text, len, err, errsize) < 0) return one_line(err);
     /* Settings land in a copy: a file with an error changes nothing. */
     mw_config *tmp = mw_xmalloc(sizeof(*tmp));
     *tmp = *c;
@@ -560,8 +545,8 @@ int mw_config_load_string(mw_config *c, const char *name, const char *text, size
     /* One document per file: a second one ("---") would otherwise be ignored
      * without a word, syntax errors and all. */
     if (rc == 0 && had_root) {
-        if (!yaml_parser_load(&parser, &doc)) {
-            rc = syntax_error(&parser, name, err, errsize);
+        if (mw_yaml_next(&parser, &doc, name, err, errsize) < 0) {
+            rc = -1;
         } else {
             if (!is_empty_document(&doc))
                 rc = yaml_fail(err, errsize, name, &yaml_document_get_root_node(&doc)->start_mark,

@@ -5,6 +5,7 @@
  * Prometheus (and `promtool check rules` accepts it). */
 #include "rulefile.h"
 #include "../core/util.h"
+#include "../core/yaml_text.h"
 
 #include <errno.h>
 #include <glob.h>
@@ -277,18 +278,7 @@ int mw_rule_set_parse(mw_rule_set *set, const char *name, const char *text, size
     }
     yaml_parser_t parser;
     yaml_document_t doc;
-    if (!yaml_parser_initialize(&parser)) {
-        snprintf(err, errsize, "%s: cannot initialise the YAML parser", name);
-        return -1;
-    }
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    if (!yaml_parser_load(&parser, &doc)) {
-        snprintf(err, errsize, "%s:%zu:%zu: YAML syntax error: %s", name,
-                 parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-                 parser.problem ? parser.problem : "unknown");
-        yaml_parser_delete(&parser);
-        return -1;
-    }
+    if (mw_yaml_begin(&parser, &doc, name, text, len, err, errsize) < 0) return -1;
     pctx c = {.file = name, .doc = &doc, .err = err, .errsize = errsize};
     for (size_t i = 0; i < set->ngroups; i++)
         c.nrules += set->groups[i].nrules;

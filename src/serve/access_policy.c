@@ -3,6 +3,7 @@
  * line and column: a policy that means less than it says must not load. */
 #include "access_policy.h"
 #include "../core/util.h"
+#include "../core/yaml_text.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -167,40 +168,25 @@ int mw_access_policy_parse(const char *name, const char *text, size_t len, mw_ac
 {
     yaml_parser_t parser;
     yaml_document_t doc;
-    if (!yaml_parser_initialize(&parser)) {
-        snprintf(err, errsize, "%s: cannot initialise the YAML parser", name);
-        return -1;
-    }
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (mw_yaml_begin(&parser, &doc, name, text, len, err, errsize) < 0) return -1;
     mw_access_policy tmp = {0};
-    int rc;
-    if (!yaml_parser_load(&parser, &doc)) {
-        snprintf(err, errsize, "%s:%zu:%zu: YAML syntax error: %s", name,
-                 parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-                 parser.problem ? parser.problem : "unknown");
-        rc = -1;
-    } else {
-        rc = parse_doc(name, &doc, &tmp, err, errsize);
-        yaml_document_delete(&doc);
-        /* One document: a second one ("---") would be ignored without a word. */
-        if (rc == 0) {
-            if (!yaml_parser_load(&parser, &doc)) {
-                snprintf(err, errsize, "%s:%zu:%zu: YAML syntax error: %s", name,
-                         parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-                         parser.problem ? parser.problem : "unknown");
-                rc = -1;
-            } else {
-                yaml_node_t *second = yaml_document_get_root_node(&doc);
-                if (second)
-                    rc = fail(err, errsize, name, second,
-                              "a second YAML document; the file must hold one mapping");
-                yaml_document_delete(&doc);
-            }
-            if (rc < 0)
-                mw_access_policy_free(&tmp);
-            else
-                *out = tmp;
+    int rc = parse_doc(name, &doc, &tmp, err, errsize);
+    yaml_document_delete(&doc);
+    /* One document: a second one ("---") would be ignored without a word. */
+    if (rc == 0) {
+        if (mw_yaml_next(&parser, &doc, name, err, errsize) < 0) {
+            rc = -1;
+        } else {
+            yaml_node_t *second = yaml_document_get_root_node(&doc);
+            if (second)
+                rc = fail(err, errsize, name, second,
+                          "a second YAML document; the file must hold one mapping");
+            yaml_document_delete(&doc);
         }
+        if (rc < 0)
+            mw_access_policy_free(&tmp);
+        else
+            *out = tmp;
     }
     yaml_parser_delete(&parser);
     return rc;

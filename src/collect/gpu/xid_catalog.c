@@ -7,6 +7,7 @@
 #include "xid.h"
 #include "../../core/units.h"
 #include "../../core/util.h"
+#include "../../core/yaml_text.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -303,25 +304,13 @@ int mw_xid_catalog_parse(mw_xid_catalog *cat, const char *name, const char *text
 {
     yaml_parser_t parser;
     yaml_document_t doc;
-    if (!yaml_parser_initialize(&parser)) {
-        snprintf(err, errsize, "%s: cannot initialise the YAML parser", name);
-        return -1;
-    }
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (mw_yaml_begin(&parser, &doc, name, text, len, err, errsize) < 0) return -1;
     /* Parsed into a copy: a file with an error changes nothing. */
     mw_xid_catalog *tmp = mw_xmalloc(sizeof(*tmp));
     memcpy(tmp, cat, sizeof(*tmp));
-    int rc;
-    if (!yaml_parser_load(&parser, &doc)) {
-        snprintf(err, errsize, "%s:%zu:%zu: YAML syntax error: %s", name,
-                 parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-                 parser.problem ? parser.problem : "unknown");
-        rc = -1;
-    } else {
-        cat_parse c = {&doc, name, err, errsize};
-        rc = parse_root(&c, yaml_document_get_root_node(&doc), tmp);
-        yaml_document_delete(&doc);
-    }
+    cat_parse c = {&doc, name, err, errsize};
+    int rc = parse_root(&c, yaml_document_get_root_node(&doc), tmp);
+    yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     if (rc == 0) memcpy(cat, tmp, sizeof(*cat));
     free(tmp);
