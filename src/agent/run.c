@@ -61,17 +61,6 @@ typedef struct tracker {
     double cpu, user, sys; /* seconds, highest seen */
 } tracker;
 
-static int read_small(const char *path, char *buf, size_t size)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    ssize_t n = read(fd, buf, size - 1);
-    close(fd);
-    if (n < 0) return -1;
-    buf[n] = '\0';
-    return 0;
-}
-
 static void sample_cgroup(tracker *t)
 {
     double cpu, user, sys;
@@ -100,7 +89,7 @@ static size_t scan_proc(pstat *out, size_t cap)
         if (de->d_name[0] < '1' || de->d_name[0] > '9') continue;
         char path[300], buf[1024];
         snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
-        if (read_small(path, buf, sizeof(buf)) < 0) continue;
+        if (mw_read_small_file(path, buf, sizeof(buf)) < 0) continue;
         char *close = strrchr(buf, ')'); /* the name may hold spaces and ')' */
         if (!close) continue;
         int ppid;
@@ -672,7 +661,7 @@ int mw_run_command(const mw_config *cfg, char **argv, size_t argc)
         char path[64], line[PATH_MAX];
         snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
         const char *name = strrchr(t.cg.dir, '/');
-        if (read_small(path, line, sizeof(line)) < 0 || !strstr(line, name)) {
+        if (mw_read_small_file(path, line, sizeof(line)) < 0 || !strstr(line, name)) {
             snprintf(t.cg.why, sizeof(t.cg.why), "the command could not enter %.900s", t.cg.dir);
             mw_run_cgroup_remove(&t.cg);
             t.cg.version = 0;

@@ -232,17 +232,6 @@ int mw_run_cgroup_enter(const mw_run_cgroup *cg)
     return w == 2 ? 0 : -1;
 }
 
-static int read_small(const char *path, char *buf, size_t size)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    ssize_t n = read(fd, buf, size - 1);
-    close(fd);
-    if (n < 0) return -1;
-    buf[n] = '\0';
-    return 0;
-}
-
 static double field(const char *text, const char *key)
 {
     size_t k = strlen(key);
@@ -256,7 +245,7 @@ int mw_run_cgroup_cpu(const mw_run_cgroup *cg, double *cpu, double *user, double
     char path[PATH_MAX + 32], buf[4096];
     if (cg->version == 2) {
         snprintf(path, sizeof(path), "%s/cpu.stat", cg->dir);
-        if (read_small(path, buf, sizeof(buf)) < 0) return -1;
+        if (mw_read_small_file(path, buf, sizeof(buf)) < 0) return -1;
         *cpu = field(buf, "usage_usec") / 1e6;
         *user = field(buf, "user_usec") / 1e6;
         *sys = field(buf, "system_usec") / 1e6;
@@ -264,10 +253,10 @@ int mw_run_cgroup_cpu(const mw_run_cgroup *cg, double *cpu, double *user, double
     }
     if (cg->version != 1) return -1;
     snprintf(path, sizeof(path), "%s/cpuacct.usage", cg->dir);
-    if (read_small(path, buf, sizeof(buf)) < 0) return -1;
+    if (mw_read_small_file(path, buf, sizeof(buf)) < 0) return -1;
     *cpu = strtod(buf, NULL) / 1e9; /* nanoseconds */
     snprintf(path, sizeof(path), "%s/cpuacct.stat", cg->dir);
-    if (read_small(path, buf, sizeof(buf)) < 0) return -1;
+    if (mw_read_small_file(path, buf, sizeof(buf)) < 0) return -1;
     double hz = (double)sysconf(_SC_CLK_TCK); /* USER_HZ ticks */
     *user = field(buf, "user") / hz;
     *sys = field(buf, "system") / hz;

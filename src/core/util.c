@@ -129,6 +129,17 @@ void mw_release_free_memory(void)
     malloc_trim(0);
 }
 
+int mw_read_small_file(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, size - 1);
+    close(fd);
+    if (n < 0) return -1;
+    buf[n] = '\0';
+    return 0;
+}
+
 int mw_read_secret_file(const char *path, char *out, size_t size, char *why, size_t whysize)
 {
     FILE *f = fopen(path, "re");

@@ -51,6 +51,10 @@ ptrdiff_t mw_utf8_len(const char *s);
  * strerror"); -2 when it holds more than size - 1 bytes (why: "PATH: longer
  * than N bytes"). The secret never goes into why. */
 int mw_read_secret_file(const char *path, char *out, size_t size, char *why, size_t whysize);
+/* The start of a small file (a /proc or cgroup file of one read) into buf:
+ * at most size - 1 bytes, NUL-terminated. 0, or -1 when it cannot be
+ * opened or read. */
+int mw_read_small_file(const char *path, char *buf, size_t size);
 
 /* fsync a folder, so that the names created, renamed or removed in it are on
  * disk (a rename is durable only once its folder is synced). 0 or -errno. */
