@@ -243,11 +243,6 @@ const char *mw_rules_errors(mw_rules *r)
     return r->errors.len ? r->errors.data : NULL;
 }
 
-static int line_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 char *mw_rules_firing(mw_rules *r, const char *alertname)
 {
     char **lines = NULL;
@@ -260,26 +255,13 @@ char *mw_rules_firing(mw_rules *r, const char *alertname)
             for (size_t k = 0; k < rs->nalerts; k++) {
                 alert_st *a = &rs->alerts[k];
                 if (a->state != ST_FIRING) continue;
-                mw_buf b;
-                mw_buf_init(&b, 0);
-                mw_rules_format_labels(&b, a->labels, a->nlabels);
-                mw_buf_putc(&b, '\t');
-                mw_rules_format_labels(&b, a->annotations, a->nannotations);
                 lines = mw_xrealloc(lines, (n + 1) * sizeof(*lines));
-                lines[n++] = mw_buf_steal(&b, NULL);
+                lines[n++] =
+                    mw_rules_alert_line(a->labels, a->nlabels, a->annotations, a->nannotations);
             }
         }
     pthread_mutex_unlock(&r->w.mu);
-    if (n) qsort(lines, n, sizeof(*lines), line_cmp);
-    mw_buf out;
-    mw_buf_init(&out, 0);
-    mw_buf_puts(&out, "");
-    for (size_t i = 0; i < n; i++) {
-        mw_buf_printf(&out, "%s\n", lines[i]);
-        free(lines[i]);
-    }
-    free(lines);
-    return mw_buf_steal(&out, NULL);
+    return mw_rules_sorted_text(lines, n);
 }
 
 void mw_rules_set_store(mw_rules *r, mw_store *store)

@@ -87,6 +87,36 @@ static void lset_set(lset *l, const char *name, const char *value)
     l->v[l->n++] = (mw_alert_pair){mw_xstrdup(name), mw_xstrdup(value)};
 }
 
+char *mw_rules_alert_line(const mw_alert_pair *labels, size_t nlabels,
+                          const mw_alert_pair *annotations, size_t nannotations)
+{
+    mw_buf b;
+    mw_buf_init(&b, 0);
+    mw_rules_format_labels(&b, labels, nlabels);
+    mw_buf_putc(&b, '\t');
+    mw_rules_format_labels(&b, annotations, nannotations);
+    return mw_buf_steal(&b, NULL);
+}
+
+static int line_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char *mw_rules_sorted_text(char **lines, size_t n)
+{
+    if (n) qsort(lines, n, sizeof(*lines), line_cmp);
+    mw_buf out;
+    mw_buf_init(&out, 0);
+    mw_buf_puts(&out, "");
+    for (size_t i = 0; i < n; i++) {
+        mw_buf_printf(&out, "%s\n", lines[i]);
+        free(lines[i]);
+    }
+    free(lines);
+    return mw_buf_steal(&out, NULL);
+}
+
 void mw_rules_format_labels(mw_buf *b, const mw_alert_pair *l, size_t n)
 {
     mw_buf_putc(b, '{');

@@ -87,6 +87,13 @@ void mw_rules_group_free(group_st *g);
 void mw_rules_group_take_state(group_st *g, group_st *old);
 /* Prometheus's %s of a label set: {a="b", c="d"}. */
 void mw_rules_format_labels(mw_buf *b, const mw_alert_pair *l, size_t n);
+/* One alert as mw_rules_firing and `mlwatch rules test` print it: its
+ * labels, a tab, its annotations (malloc'd). */
+char *mw_rules_alert_line(const mw_alert_pair *labels, size_t nlabels,
+                          const mw_alert_pair *annotations, size_t nannotations);
+/* The n lines (malloc'd, in a malloc'd array; both freed) sorted, each
+ * ending in '\n': one malloc'd text ("" for none). */
+char *mw_rules_sorted_text(char **lines, size_t n);
 
 /* The shipped rules (deploy/prometheus/mlwatch-rules.yml), embedded at
  * build time (scripts/embed_rules.cmake). */

@@ -208,11 +208,6 @@ static int load_series(tfile *f, mw_store *store, yaml_node_t *list, int64_t int
     return 0;
 }
 
-static int line_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* The expected alerts of one alert_rule_test, as mw_rules_firing prints. */
 static char *expected_alerts(tfile *f, yaml_node_t *exp, const char *alertname)
 {
@@ -243,25 +238,11 @@ static char *expected_alerts(tfile *f, yaml_node_t *exp, const char *alertname)
                     l[k][y - 1] = t;
                 }
         }
-        mw_buf b;
-        mw_buf_init(&b, 0);
-        mw_rules_format_labels(&b, l[0], nl[0]);
-        mw_buf_putc(&b, '\t');
-        mw_rules_format_labels(&b, l[1], nl[1]);
-        lines[i] = mw_buf_steal(&b, NULL);
+        lines[i] = mw_rules_alert_line(l[0], nl[0], l[1], nl[1]);
         free(l[0]);
         free(l[1]);
     }
-    qsort(lines, n, sizeof(*lines), line_cmp);
-    mw_buf out;
-    mw_buf_init(&out, 0);
-    mw_buf_puts(&out, "");
-    for (size_t i = 0; i < n; i++) {
-        mw_buf_printf(&out, "%s\n", lines[i]);
-        free(lines[i]);
-    }
-    free(lines);
-    return mw_buf_steal(&out, NULL);
+    return mw_rules_sorted_text(lines, n);
 }
 
 /* One promql_expr_test: the expression at eval_time against exp_samples. */
