@@ -153,6 +153,36 @@ int mw_energy_state_total(const json_t *v, double *out)
     return 0;
 }
 
+json_t *mw_energy_state_root(const char *text, size_t len, const mw_state_kind *kind,
+                             const char *identity, json_int_t *version, char *err, size_t errsize)
+{
+    json_error_t je;
+    json_t *root = json_loadb(text, len, 0, &je);
+    if (!root) {
+        snprintf(err, errsize, "not JSON (line %d: %s)", je.line, je.text);
+        return NULL;
+    }
+    const json_t *fmt = json_object_get(root, "format"), *ver = json_object_get(root, "version");
+    const json_t *id = json_object_get(root, "identity");
+    const char *id_text = json_is_string(id) && json_string_length(id) <= kind->identity_max &&
+                                  strlen(json_string_value(id)) == json_string_length(id)
+                              ? json_string_value(id)
+                              : NULL;
+    *version = json_is_integer(ver) ? json_integer_value(ver) : 0;
+    if (!json_is_string(fmt) || strlen(json_string_value(fmt)) != json_string_length(fmt) ||
+        strcmp(json_string_value(fmt), kind->format) != 0)
+        snprintf(err, errsize, "not an mlwatch %s state file", kind->what);
+    else if (*version < kind->oldest || *version > kind->newest)
+        snprintf(err, errsize, "unsupported version (this agent reads %s)", kind->versions);
+    else if (!id_text || strcmp(id_text, identity) != 0)
+        snprintf(err, errsize, "written on another machine ('%s', this is '%s')",
+                 id_text ? id_text : "?", identity);
+    else
+        return root;
+    json_decref(root);
+    return NULL;
+}
+
 static int str(const json_t *o, const char *key, const char **out, size_t max)
 {
     const json_t *v = json_object_get(o, key);
@@ -196,33 +226,15 @@ static int parse_joules(const json_t *jo, int version, int v1_cpu_method, double
 int mw_energy_state_parse(mw_energy *e, const char *text, size_t len, const char *identity,
                           char *err, size_t errsize)
 {
-    json_error_t je;
-    json_t *root = json_loadb(text, len, 0, &je);
-    if (!root) {
-        snprintf(err, errsize, "not JSON (line %d: %s)", je.line, je.text);
-        return -1;
-    }
+    static const mw_state_kind kind = {FORMAT, "energy", 1, VERSION, "versions 1 and 2", 256};
+    json_int_t version;
+    json_t *root = mw_energy_state_root(text, len, &kind, identity, &version, err, errsize);
+    if (!root) return -1;
     int rc = -1;
-    const char *fmt = NULL, *id = NULL;
-    const json_t *ver = json_object_get(root, "version");
     const json_t *cs = json_object_get(root, "containers"), *ns = json_object_get(root, "node");
     const json_t *ss = json_object_get(root, "shares"), *ks = json_object_get(root, "components");
     const json_t *fs = json_object_get(root, "floors");
     double node_co2 = 0;
-    if (str(root, "format", &fmt, 64) < 0 || strcmp(fmt, FORMAT) != 0) {
-        snprintf(err, errsize, "not an mlwatch energy state file");
-        goto out;
-    }
-    json_int_t version = json_is_integer(ver) ? json_integer_value(ver) : 0;
-    if (version != 1 && version != VERSION) {
-        snprintf(err, errsize, "unsupported version (this agent reads versions 1 and %d)", VERSION);
-        goto out;
-    }
-    if (str(root, "identity", &id, 256) < 0 || strcmp(id, identity) != 0) {
-        snprintf(err, errsize, "written on another machine ('%s', this is '%s')", id ? id : "?",
-                 identity);
-        goto out;
-    }
     if (!json_is_array(cs) || !json_is_array(ns) ||
         (version >= 2 &&
          (!json_is_array(ss) || !json_is_array(ks) || !json_is_array(fs) ||

@@ -44,4 +44,19 @@ int mw_energy_state_read(const char *dir, const char *file, mw_state_parse_fn pa
  * into *out, else -1 (both state files read totals this way). */
 int mw_energy_state_total(const json_t *v, double *out);
 
+/* What a state file must say of itself ("format", "version", "identity"). */
+typedef struct mw_state_kind {
+    const char *format;   /* e.g. "mlwatch-energy-state" */
+    const char *what;     /* "energy": "not an mlwatch energy state file" */
+    int oldest, newest;   /* versions read */
+    const char *versions; /* "versions 1 and 2": "this agent reads versions 1 and 2" */
+    size_t identity_max;  /* longest identity read, bytes */
+} mw_state_kind;
+/* The root of a state file of that kind written on this machine
+ * (identity), its version into *version; NULL with err ("not JSON (line N:
+ * ...)", "not an mlwatch WHAT state file", "unsupported version (...)",
+ * "written on another machine (...)"). The caller json_decref()s it. */
+json_t *mw_energy_state_root(const char *text, size_t len, const mw_state_kind *kind,
+                             const char *identity, json_int_t *version, char *err, size_t errsize);
+
 #endif

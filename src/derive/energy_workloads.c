@@ -360,28 +360,13 @@ static int str(const json_t *o, const char *key, const char **out, size_t max)
 int mw_workloads_parse(mw_workloads *w, const char *text, size_t len, const char *identity,
                        char *err, size_t errsize)
 {
-    json_error_t je;
-    json_t *root = json_loadb(text, len, 0, &je);
-    if (!root) {
-        snprintf(err, errsize, "not JSON (line %d: %s)", je.line, je.text);
-        return -1;
-    }
+    static const mw_state_kind state_kind = {FORMAT,  "workload",  VERSION,
+                                             VERSION, "version 1", 255};
+    json_int_t version;
+    json_t *root = mw_energy_state_root(text, len, &state_kind, identity, &version, err, errsize);
+    if (!root) return -1;
     int rc = -1;
-    const char *fmt = NULL, *id = NULL;
-    const json_t *ws = json_object_get(root, "workloads"), *ver = json_object_get(root, "version");
-    if (str(root, "format", &fmt, 64) < 0 || strcmp(fmt, FORMAT) != 0) {
-        snprintf(err, errsize, "not an mlwatch workload state file");
-        goto out;
-    }
-    if (!json_is_integer(ver) || json_integer_value(ver) != VERSION) {
-        snprintf(err, errsize, "unsupported version (this agent reads version %d)", VERSION);
-        goto out;
-    }
-    if (str(root, "identity", &id, 256) < 0 || strcmp(id, identity) != 0) {
-        snprintf(err, errsize, "written on another machine ('%s', this is '%s')", id ? id : "?",
-                 identity);
-        goto out;
-    }
+    const json_t *ws = json_object_get(root, "workloads");
     if (!json_is_array(ws) || json_array_size(ws) > MW_WORKLOAD_MAX) {
         snprintf(err, errsize, "workloads must be a list of at most %d", MW_WORKLOAD_MAX);
         goto out;
