@@ -193,7 +193,7 @@ expect_eq "$IDLE summary" '"Idle GPU 0 on t1 held by shared/notebook-a"' "$(hook
 # $value | humanizeDuration: the idle time when it fired (window, for and
 # the time down, give or take a collection cycle).
 desc=$(hook "$IDLE" firing .annotations.description)
-[[ $desc =~ ^\"Pod\ shared/notebook-a\ \(container\ main,\ \ \)\ holds\ GPU\ 0\ and\ has\ kept\ it\ idle\ for\ 1m\ ([0-9]+)s\.\"$ ]] ||
+[[ $desc =~ ^\"Pod\ shared/notebook-a\ \(container\ main\)\ holds\ GPU\ 0\ and\ has\ kept\ it\ idle\ for\ 1m\ ([0-9]+)s\.\"$ ]] ||
     fail "$IDLE description: $desc"
 if [ "${BASH_REMATCH[1]}" -lt 2 ] || [ "${BASH_REMATCH[1]}" -gt 20 ]; then
     fail "$IDLE idle for 1m ${BASH_REMATCH[1]}s"
