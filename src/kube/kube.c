@@ -515,7 +515,12 @@ int mw_kube_lookup(mw_kube *k, const char *uid, const char *ns, const char *name
 int mw_kube_is_kai_reservation(mw_kube *k, const char *ns, const char *name)
 {
     mw_kube_pod p;
-    return mw_kube_lookup(k, NULL, ns, name, &p) && p.kai_reservation;
+    if (mw_kube_lookup(k, NULL, ns, name, &p)) return p.kai_reservation;
+    /* Not listed or watched yet: the kubelet's pod-resources can name a pod
+     * before the watch does. A pod in KAI's reservation namespaces is taken
+     * for a reservation until its labels say otherwise, so it never becomes
+     * a session or an allocation for the interval in between. */
+    return !strcmp(ns, "kai-resource-reservation") || !strcmp(ns, "runai-reservation");
 }
 
 size_t mw_kube_kai_list(mw_kube *k, mw_kube_kai *out, size_t max)

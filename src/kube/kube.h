@@ -87,7 +87,8 @@ extern const mw_option_group mw_kube_options;
 int mw_kube_start(const mw_config *cfg, mw_kube **out, char *err, size_t errsize);
 /* Find a pod by UID, else by namespace and name. Returns 1 and fills out. */
 int mw_kube_lookup(mw_kube *k, const char *uid, const char *ns, const char *name, mw_kube_pod *out);
-/* 1 when the pod ns/name is a KAI reservation pod (any thread). */
+/* 1 when the pod ns/name is a KAI reservation pod (any thread); a pod not
+ * known yet counts as one when it is in a KAI reservation namespace. */
 int mw_kube_is_kai_reservation(mw_kube *k, const char *ns, const char *name);
 /* mw_kube_kai_resolve over this node's pods (any thread). */
 size_t mw_kube_kai_list(mw_kube *k, mw_kube_kai *out, size_t max);

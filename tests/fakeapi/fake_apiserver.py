@@ -33,6 +33,10 @@ open with nothing to say. In both modes it also serves, like the real one
                 415 Unsupported Media Type; logged with its body as
                 {"kind": "patch", "path", "content_type", "body"}
 
+With --list-delay S the first pod list is answered only after S seconds,
+as a slow or distant API server's would be: the kubelet's pod-resources
+then name pods the watcher does not know yet.
+
 With --cert and --key it serves HTTPS (TLS over the same socket), as the
 real API server does; a client that rejects the certificate shows up in
 --log as {"kind": "tls-error", "t": SECONDS} (the handshake failed, no
@@ -146,6 +150,8 @@ class Handler(BaseHTTPRequestHandler):
                 COUNTS["list"] += 1
                 n = COUNTS["list"]
             log({"kind": "list", "n": n, **({"user": user} if user else {})})
+            if n == 1 and ARGS.list_delay > 0:
+                time.sleep(ARGS.list_delay)
             return self.answer(200, fixture("podlist.json" if n == 1 or ARGS.static
                                             else "podlist-after-gone.json"))
         with LOCK:
@@ -219,6 +225,8 @@ def main():
     p.add_argument("--cert", help="PEM server certificate: serve HTTPS")
     p.add_argument("--key", help="PEM private key of --cert")
     p.add_argument("--client-ca", help="PEM CA: require client certificates it signed")
+    p.add_argument("--list-delay", type=float, default=0,
+                   help="answer the first pod list after this many seconds")
     p.add_argument("--static", action="store_true",
                    help="always podlist.json; watches held open without events")
     ARGS = p.parse_args()

@@ -23,7 +23,9 @@
 #          MiB = 0.1 (container lab): requested, no measured share, both
 #          idle although the GPU is at 60 %; notebook-f's reservation pod
 #          has not said its GPU: nothing; the reservation pod holding
-#          GPU 5 through the device plugin is neither a session nor a row
+#          GPU 5 through the device plugin is neither a session nor a row,
+#          not even while the pod list is late (--list-delay: pod-resources
+#          names the reservation pod before the watcher knows it)
 # and the GPUHealthy Node condition (--kubernetes-node-condition): the
 # exact PATCH (path, content type, body: the six healthy GPUs' verdict),
 # sent again only at the heartbeat (tests/integration/gpu_node_condition.sh
@@ -65,7 +67,7 @@ mkdir -p "$(dirname "$sock")"
     --dra "ml-team/train-2/main=ml-team/train-2-gpu-x7k2p:gpu.nvidia.com/gpu-node-1/gpu-2" \
     --allocatable "nvidia.com/gpu:$(u 1)::0,$(u 1)::1,$(u 1)::2,$(u 1)::3,$(u 0)" &
 PIDS+=($!)
-python3 "$MLWATCH_SRC/tests/fakeapi/fake_apiserver.py" --static \
+python3 "$MLWATCH_SRC/tests/fakeapi/fake_apiserver.py" --static --list-delay 1.5 \
     --fixtures "$MLWATCH_FIXTURES/kube-dra" --token "$TOKEN" --node gpu-node-1 \
     --log "$WORK/api.jsonl" --port-file "$WORK/api.port" &
 PIDS+=($!)
