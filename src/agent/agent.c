@@ -139,8 +139,7 @@ static int check_format(const char *v, char *why, size_t n)
 
 /* clang-format off */
 static const mw_option metrics_rows[] = {
-    MW_OPT(mw_metrics_settings, "format", MW_OPT_STRING, format, "text", check_format,
-           "`mlwatch metrics` output: text (Prometheus 0.0.4) or openmetrics"),
+    MW_OPT(mw_metrics_settings, "format", MW_OPT_STRING, format, "text", check_format, "`mlwatch metrics` output: text (Prometheus 0.0.4) or openmetrics"),
 };
 /* clang-format on */
 const mw_option_group mw_metrics_options = MW_OPTION_GROUP("mlwatch metrics", "src/agent/agent.c",

@@ -42,8 +42,7 @@
 #define MAX_PROCS 65536
 
 /* clang-format off */
-MW_METRIC(RUN_CPU, MW_COUNTER, "mlwatch_container_cpu_seconds_total", "seconds",
-          "CPU time of the command's tree.");
+MW_METRIC(RUN_CPU, MW_COUNTER, "mlwatch_container_cpu_seconds_total", "seconds", "CPU time of the command's tree.");
 /* clang-format on */
 
 static volatile sig_atomic_t child_pid;
@@ -253,18 +252,10 @@ static mw_run_cg_mode run_cg_mode(const char *v)
 
 /* clang-format off */
 static const mw_option run_rows[] = {
-    MW_OPT(mw_run_settings, "work", MW_OPT_NUMBER, work, "0", NULL,
-           "`mlwatch run`: units of work the command does, for joules per unit"),
-    MW_OPT(mw_run_settings, "unit", MW_OPT_STRING, unit, "unit", NULL,
-           "`mlwatch run`: name of a unit of --work"),
-    MW_OPT(mw_run_settings, "compare", MW_OPT_BOOL, compare, "false", NULL,
-           "`mlwatch run --compare FILE...`: one table of the --json reports FILE... (energy per "
-           "unit of work and per GPU-hour, by GPU model)"),
-    MW_OPT(mw_run_settings, "run-cgroup", MW_OPT_STRING, cgroup, "auto", check_run_cgroup,
-           "`mlwatch run`: the cgroup the command gets of its own, so that its daemons count: auto "
-           "(a systemd transient scope where systemd runs the machine, else a child cgroup in v2, "
-           "else in v1 cpuacct), systemd (a scope, else as auto), v2, v1, or none (follow the "
-           "process tree)"),
+    MW_OPT(mw_run_settings, "work", MW_OPT_NUMBER, work, "0", NULL, "`mlwatch run`: units of work the command does, for joules per unit"),
+    MW_OPT(mw_run_settings, "unit", MW_OPT_STRING, unit, "unit", NULL, "`mlwatch run`: name of a unit of --work"),
+    MW_OPT(mw_run_settings, "compare", MW_OPT_BOOL, compare, "false", NULL, "`mlwatch run --compare FILE...`: one table of the --json reports FILE... (energy per unit of work and per GPU-hour, by GPU model)"),
+    MW_OPT(mw_run_settings, "run-cgroup", MW_OPT_STRING, cgroup, "auto", check_run_cgroup, "`mlwatch run`: the cgroup the command gets of its own, so that its daemons count: auto (a systemd transient scope where systemd runs the machine, else a child cgroup in v2, else in v1 cpuacct), systemd (a scope, else as auto), v2, v1, or none (follow the process tree)"),
 };
 /* clang-format on */
 const mw_option_group mw_run_options =

@@ -34,9 +34,7 @@
 #define MAX_BLOCKS 32
 
 /* clang-format off */
-MW_METRIC(RAS_ERRORS, MW_COUNTER, "mlwatch_gpu_ras_errors_total", "",
-          "AMD GPU RAS errors per hardware block since the driver loaded (amdgpu sysfs "
-          "ras/BLOCK_err_count): uncorrected, corrected, deferred.");
+MW_METRIC(RAS_ERRORS, MW_COUNTER, "mlwatch_gpu_ras_errors_total", "", "AMD GPU RAS errors per hardware block since the driver loaded (amdgpu sysfs ras/BLOCK_err_count): uncorrected, corrected, deferred.");
 /* clang-format on */
 
 int mw_amdgpu_ras_parse(const char *text, mw_amdgpu_ras_count *out)

@@ -9,35 +9,20 @@
 /* --- metric families ----------------------------------------------------- */
 
 /* clang-format off */
-MW_METRIC(CPU, MW_COUNTER, "mlwatch_container_cpu_seconds_total", "seconds",
-          "CPU time consumed by the container's cgroup (v2 cpu.stat usage_usec, v1 "
-          "cpuacct.usage).");
-MW_METRIC(THROTTLED, MW_COUNTER, "mlwatch_container_cpu_throttled_seconds_total", "seconds",
-          "Time the container's cgroup was throttled by its CPU quota.");
-MW_METRIC(THROTTLED_PERIODS, MW_COUNTER, "mlwatch_container_cpu_throttled_periods_total", "",
-          "CPU quota enforcement periods in which the container's cgroup was throttled.");
-MW_METRIC(PERIODS, MW_COUNTER, "mlwatch_container_cpu_periods_total", "",
-          "CPU quota enforcement periods that elapsed while the container's cgroup was runnable.");
-MW_METRIC(QUOTA, MW_GAUGE, "mlwatch_container_cpu_quota_seconds", "seconds",
-          "CPU time the container's cgroup may use per period (cpu.max); absent when unlimited.");
-MW_METRIC(PERIOD, MW_GAUGE, "mlwatch_container_cpu_period_seconds", "seconds",
-          "Length of the CPU quota enforcement period.");
-MW_METRIC(MEM_USAGE, MW_GAUGE, "mlwatch_container_memory_usage_bytes", "bytes",
-          "Memory charged to the container's cgroup, page cache included (memory.current).");
-MW_METRIC(MEM_WS, MW_GAUGE, "mlwatch_container_memory_working_set_bytes", "bytes",
-          "Memory usage minus inactive file cache, the figure the kubelet evicts on.");
-MW_METRIC(MEM_RSS, MW_GAUGE, "mlwatch_container_memory_rss_bytes", "bytes",
-          "Anonymous memory of the container's cgroup (v2 anon, v1 total_rss).");
-MW_METRIC(MEM_LIMIT, MW_GAUGE, "mlwatch_container_memory_limit_bytes", "bytes",
-          "Memory limit of the container's cgroup (memory.max); absent when unlimited.");
-MW_METRIC(PROCESSES, MW_GAUGE, "mlwatch_container_processes", "",
-          "Processes in the container's cgroup (cgroup.procs).");
-MW_METRIC(PSI_WAITING, MW_COUNTER, "mlwatch_container_pressure_waiting_seconds_total", "seconds",
-          "Time some tasks of the container's cgroup waited for the resource (PSI some).");
-MW_METRIC(PSI_STALLED, MW_COUNTER, "mlwatch_container_pressure_stalled_seconds_total", "seconds",
-          "Time all non-idle tasks of the container's cgroup stalled on the resource (PSI full).");
-MW_METRIC(INFO, MW_INFO, "mlwatch_container_info", "",
-          "A reported cgroup and what its path and the kubelet's logs tell about it; value 1.");
+MW_METRIC(CPU, MW_COUNTER, "mlwatch_container_cpu_seconds_total", "seconds", "CPU time consumed by the container's cgroup (v2 cpu.stat usage_usec, v1 cpuacct.usage).");
+MW_METRIC(THROTTLED, MW_COUNTER, "mlwatch_container_cpu_throttled_seconds_total", "seconds", "Time the container's cgroup was throttled by its CPU quota.");
+MW_METRIC(THROTTLED_PERIODS, MW_COUNTER, "mlwatch_container_cpu_throttled_periods_total", "", "CPU quota enforcement periods in which the container's cgroup was throttled.");
+MW_METRIC(PERIODS, MW_COUNTER, "mlwatch_container_cpu_periods_total", "", "CPU quota enforcement periods that elapsed while the container's cgroup was runnable.");
+MW_METRIC(QUOTA, MW_GAUGE, "mlwatch_container_cpu_quota_seconds", "seconds", "CPU time the container's cgroup may use per period (cpu.max); absent when unlimited.");
+MW_METRIC(PERIOD, MW_GAUGE, "mlwatch_container_cpu_period_seconds", "seconds", "Length of the CPU quota enforcement period.");
+MW_METRIC(MEM_USAGE, MW_GAUGE, "mlwatch_container_memory_usage_bytes", "bytes", "Memory charged to the container's cgroup, page cache included (memory.current).");
+MW_METRIC(MEM_WS, MW_GAUGE, "mlwatch_container_memory_working_set_bytes", "bytes", "Memory usage minus inactive file cache, the figure the kubelet evicts on.");
+MW_METRIC(MEM_RSS, MW_GAUGE, "mlwatch_container_memory_rss_bytes", "bytes", "Anonymous memory of the container's cgroup (v2 anon, v1 total_rss).");
+MW_METRIC(MEM_LIMIT, MW_GAUGE, "mlwatch_container_memory_limit_bytes", "bytes", "Memory limit of the container's cgroup (memory.max); absent when unlimited.");
+MW_METRIC(PROCESSES, MW_GAUGE, "mlwatch_container_processes", "", "Processes in the container's cgroup (cgroup.procs).");
+MW_METRIC(PSI_WAITING, MW_COUNTER, "mlwatch_container_pressure_waiting_seconds_total", "seconds", "Time some tasks of the container's cgroup waited for the resource (PSI some).");
+MW_METRIC(PSI_STALLED, MW_COUNTER, "mlwatch_container_pressure_stalled_seconds_total", "seconds", "Time all non-idle tasks of the container's cgroup stalled on the resource (PSI full).");
+MW_METRIC(INFO, MW_INFO, "mlwatch_container_info", "", "A reported cgroup and what its path and the kubelet's logs tell about it; value 1.");
 /* clang-format on */
 
 static const char *const PSI_RESOURCES[3] = {"cpu", "memory", "io"};

@@ -25,15 +25,10 @@ struct mw_collector_set {
 };
 
 /* clang-format off */
-MW_METRIC(DURATION, MW_GAUGE, "mlwatch_collector_duration_seconds", "seconds",
-          "Wall-clock time the collector took in the last collection cycle.");
-MW_METRIC(ERRORS, MW_COUNTER, "mlwatch_collector_errors_total", "",
-          "Problems the collector met (unreadable or malformed files, vanished items) since "
-          "start.");
-MW_METRIC(BUILD_INFO, MW_INFO, "mlwatch_build_info", "",
-          "Version of the running mlwatch; the value is always 1.");
-MW_METRIC(START_TIME, MW_GAUGE, "mlwatch_start_time_seconds", "seconds",
-          "When the agent started, seconds since the epoch.");
+MW_METRIC(DURATION, MW_GAUGE, "mlwatch_collector_duration_seconds", "seconds", "Wall-clock time the collector took in the last collection cycle.");
+MW_METRIC(ERRORS, MW_COUNTER, "mlwatch_collector_errors_total", "", "Problems the collector met (unreadable or malformed files, vanished items) since start.");
+MW_METRIC(BUILD_INFO, MW_INFO, "mlwatch_build_info", "", "Version of the running mlwatch; the value is always 1.");
+MW_METRIC(START_TIME, MW_GAUGE, "mlwatch_start_time_seconds", "seconds", "When the agent started, seconds since the epoch.");
 /* clang-format on */
 
 void mw_collect_error(mw_collect_ctx *ctx, const char *path, int err, const char *what)
@@ -77,12 +72,8 @@ static int check_collector(const char *v, char *why, size_t n)
 
 /* clang-format off */
 static const mw_option set_rows[] = {
-    MW_OPT_LIST_OF(mw_collector_set_settings, "collectors", collectors, ncollectors, "all",
-                   check_collector,
-                   "Comma-separated collectors to run"),
-    MW_OPT_LIST_OF(mw_collector_set_settings, "disable-collectors", disable_collectors,
-                   ndisable_collectors, "none", check_collector,
-                   "Comma-separated collectors to switch off"),
+    MW_OPT_LIST_OF(mw_collector_set_settings, "collectors", collectors, ncollectors, "all", check_collector, "Comma-separated collectors to run"),
+    MW_OPT_LIST_OF(mw_collector_set_settings, "disable-collectors", disable_collectors, ndisable_collectors, "none", check_collector, "Comma-separated collectors to switch off"),
 };
 /* clang-format on */
 const mw_option_group mw_collector_set_options = MW_OPTION_GROUP(

@@ -17,10 +17,8 @@
 #define CT_DIR "proc/sys/net/netfilter"
 
 /* clang-format off */
-MW_METRIC(ENTRIES, MW_GAUGE, "mlwatch_conntrack_entries", "",
-          "Connections in the conntrack table (nf_conntrack_count).");
-MW_METRIC(LIMIT, MW_GAUGE, "mlwatch_conntrack_entries_limit", "",
-          "Size limit of the conntrack table (nf_conntrack_max).");
+MW_METRIC(ENTRIES, MW_GAUGE, "mlwatch_conntrack_entries", "", "Connections in the conntrack table (nf_conntrack_count).");
+MW_METRIC(LIMIT, MW_GAUGE, "mlwatch_conntrack_entries_limit", "", "Size limit of the conntrack table (nf_conntrack_max).");
 /* clang-format on */
 
 typedef struct ct_state {

@@ -12,23 +12,14 @@
 #define PROCSTAT_MAX (4u << 20)
 
 /* clang-format off */
-MW_METRIC(CPU_SECONDS, MW_COUNTER, "mlwatch_cpu_seconds_total", "seconds",
-          "Time each CPU spent in each mode (from /proc/stat). User time includes guest time.");
-MW_METRIC(CPU_GUEST_SECONDS, MW_COUNTER, "mlwatch_cpu_guest_seconds_total", "seconds",
-          "Time each CPU spent running virtual machine guests (already counted in mode user/nice "
-          "of mlwatch_cpu_seconds_total).");
-MW_METRIC(CONTEXT_SWITCHES, MW_COUNTER, "mlwatch_context_switches_total", "",
-          "Context switches since boot.");
-MW_METRIC(INTERRUPTS, MW_COUNTER, "mlwatch_interrupts_total", "",
-          "Interrupts serviced since boot.");
-MW_METRIC(FORKS, MW_COUNTER, "mlwatch_forks_total", "",
-          "Processes and threads created since boot.");
-MW_METRIC(BOOT_TIME, MW_GAUGE, "mlwatch_boot_time_seconds", "seconds",
-          "When the host booted, seconds since the epoch.");
-MW_METRIC(PROCS_RUNNING, MW_GAUGE, "mlwatch_procs_running", "",
-          "Threads currently runnable (from /proc/stat).");
-MW_METRIC(PROCS_BLOCKED, MW_GAUGE, "mlwatch_procs_blocked", "",
-          "Threads currently blocked waiting for I/O.");
+MW_METRIC(CPU_SECONDS, MW_COUNTER, "mlwatch_cpu_seconds_total", "seconds", "Time each CPU spent in each mode (from /proc/stat). User time includes guest time.");
+MW_METRIC(CPU_GUEST_SECONDS, MW_COUNTER, "mlwatch_cpu_guest_seconds_total", "seconds", "Time each CPU spent running virtual machine guests (already counted in mode user/nice of mlwatch_cpu_seconds_total).");
+MW_METRIC(CONTEXT_SWITCHES, MW_COUNTER, "mlwatch_context_switches_total", "", "Context switches since boot.");
+MW_METRIC(INTERRUPTS, MW_COUNTER, "mlwatch_interrupts_total", "", "Interrupts serviced since boot.");
+MW_METRIC(FORKS, MW_COUNTER, "mlwatch_forks_total", "", "Processes and threads created since boot.");
+MW_METRIC(BOOT_TIME, MW_GAUGE, "mlwatch_boot_time_seconds", "seconds", "When the host booted, seconds since the epoch.");
+MW_METRIC(PROCS_RUNNING, MW_GAUGE, "mlwatch_procs_running", "", "Threads currently runnable (from /proc/stat).");
+MW_METRIC(PROCS_BLOCKED, MW_GAUGE, "mlwatch_procs_blocked", "", "Threads currently blocked waiting for I/O.");
 /* clang-format on */
 
 static const char *const MODES[MW_CPU_GUEST] = {"user",   "nice", "system",  "idle",

@@ -21,16 +21,11 @@
 #define MAX_CPUS 8192
 
 /* clang-format off */
-MW_METRIC(FREQ, MW_GAUGE, "mlwatch_cpu_frequency_hertz", "hertz",
-          "Current CPU frequency as the kernel sees it (scaling_cur_freq, else cpuinfo_cur_freq).");
-MW_METRIC(FREQ_MIN, MW_GAUGE, "mlwatch_cpu_frequency_min_hertz", "hertz",
-          "Lowest frequency the governor may pick (scaling_min_freq).");
-MW_METRIC(FREQ_MAX, MW_GAUGE, "mlwatch_cpu_frequency_max_hertz", "hertz",
-          "Highest frequency the governor may pick (scaling_max_freq).");
-MW_METRIC(HW_MAX, MW_GAUGE, "mlwatch_cpu_hardware_frequency_max_hertz", "hertz",
-          "Highest frequency the CPU supports, turbo included (cpuinfo_max_freq).");
-MW_METRIC(GOVERNOR, MW_INFO, "mlwatch_cpu_scaling_governor_info", "",
-          "Frequency scaling governor of each CPU (scaling_governor); the value is always 1.");
+MW_METRIC(FREQ, MW_GAUGE, "mlwatch_cpu_frequency_hertz", "hertz", "Current CPU frequency as the kernel sees it (scaling_cur_freq, else cpuinfo_cur_freq).");
+MW_METRIC(FREQ_MIN, MW_GAUGE, "mlwatch_cpu_frequency_min_hertz", "hertz", "Lowest frequency the governor may pick (scaling_min_freq).");
+MW_METRIC(FREQ_MAX, MW_GAUGE, "mlwatch_cpu_frequency_max_hertz", "hertz", "Highest frequency the governor may pick (scaling_max_freq).");
+MW_METRIC(HW_MAX, MW_GAUGE, "mlwatch_cpu_hardware_frequency_max_hertz", "hertz", "Highest frequency the CPU supports, turbo included (cpuinfo_max_freq).");
+MW_METRIC(GOVERNOR, MW_INFO, "mlwatch_cpu_scaling_governor_info", "", "Frequency scaling governor of each CPU (scaling_governor); the value is always 1.");
 /* clang-format on */
 
 typedef struct cpufreq_state {

@@ -24,16 +24,10 @@
 #define CPUINFO_REREAD_NS (60LL * 1000000000LL)
 
 /* clang-format off */
-MW_METRIC(INFO, MW_INFO, "mlwatch_cpu_info", "",
-          "CPU identity from /proc/cpuinfo (package = physical id, core = core id; arm64: vendor = "
-          "implementer, family = architecture, model = part, stepping = revision); the value is "
-          "1.");
-MW_METRIC(PACKAGES, MW_GAUGE, "mlwatch_cpu_physical_packages", "",
-          "CPU packages (sockets) with an online CPU.");
-MW_METRIC(CORES, MW_GAUGE, "mlwatch_cpu_cores", "",
-          "Physical cores with an online CPU.");
-MW_METRIC(THREADS, MW_GAUGE, "mlwatch_cpu_threads", "",
-          "Online logical CPUs (hardware threads).");
+MW_METRIC(INFO, MW_INFO, "mlwatch_cpu_info", "", "CPU identity from /proc/cpuinfo (package = physical id, core = core id; arm64: vendor = implementer, family = architecture, model = part, stepping = revision); the value is 1.");
+MW_METRIC(PACKAGES, MW_GAUGE, "mlwatch_cpu_physical_packages", "", "CPU packages (sockets) with an online CPU.");
+MW_METRIC(CORES, MW_GAUGE, "mlwatch_cpu_cores", "", "Physical cores with an online CPU.");
+MW_METRIC(THREADS, MW_GAUGE, "mlwatch_cpu_threads", "", "Online logical CPUs (hardware threads).");
 /* clang-format on */
 
 /* --- parser ---------------------------------------------------------- */

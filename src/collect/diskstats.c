@@ -8,41 +8,24 @@
 #define DISK_MAX 4096 /* devices reported per cycle */
 
 /* clang-format off */
-MW_METRIC(READS, MW_COUNTER, "mlwatch_disk_reads_completed_total", "",
-          "Reads completed by the device.");
-MW_METRIC(WRITES, MW_COUNTER, "mlwatch_disk_writes_completed_total", "",
-          "Writes completed by the device.");
-MW_METRIC(READ_BYTES, MW_COUNTER, "mlwatch_disk_read_bytes_total", "bytes",
-          "Bytes read from the device (512-byte sectors).");
-MW_METRIC(WRITTEN_BYTES, MW_COUNTER, "mlwatch_disk_written_bytes_total", "bytes",
-          "Bytes written to the device (512-byte sectors).");
-MW_METRIC(READ_TIME, MW_COUNTER, "mlwatch_disk_read_time_seconds_total", "seconds",
-          "Time spent on reads, summed over all reads (overlapping requests add up).");
-MW_METRIC(WRITE_TIME, MW_COUNTER, "mlwatch_disk_write_time_seconds_total", "seconds",
-          "Time spent on writes, summed over all writes (overlapping requests add up).");
-MW_METRIC(IO_TIME, MW_COUNTER, "mlwatch_disk_io_time_seconds_total", "seconds",
-          "Time during which the device had I/O in flight.");
-MW_METRIC(IO_NOW, MW_GAUGE, "mlwatch_disk_io_now", "",
-          "I/O requests currently in flight.");
+MW_METRIC(READS, MW_COUNTER, "mlwatch_disk_reads_completed_total", "", "Reads completed by the device.");
+MW_METRIC(WRITES, MW_COUNTER, "mlwatch_disk_writes_completed_total", "", "Writes completed by the device.");
+MW_METRIC(READ_BYTES, MW_COUNTER, "mlwatch_disk_read_bytes_total", "bytes", "Bytes read from the device (512-byte sectors).");
+MW_METRIC(WRITTEN_BYTES, MW_COUNTER, "mlwatch_disk_written_bytes_total", "bytes", "Bytes written to the device (512-byte sectors).");
+MW_METRIC(READ_TIME, MW_COUNTER, "mlwatch_disk_read_time_seconds_total", "seconds", "Time spent on reads, summed over all reads (overlapping requests add up).");
+MW_METRIC(WRITE_TIME, MW_COUNTER, "mlwatch_disk_write_time_seconds_total", "seconds", "Time spent on writes, summed over all writes (overlapping requests add up).");
+MW_METRIC(IO_TIME, MW_COUNTER, "mlwatch_disk_io_time_seconds_total", "seconds", "Time during which the device had I/O in flight.");
+MW_METRIC(IO_NOW, MW_GAUGE, "mlwatch_disk_io_now", "", "I/O requests currently in flight.");
 
-MW_METRIC(READS_MERGED, MW_COUNTER, "mlwatch_disk_reads_merged_total", "",
-          "Adjacent reads merged into one request.");
-MW_METRIC(WRITES_MERGED, MW_COUNTER, "mlwatch_disk_writes_merged_total", "",
-          "Adjacent writes merged into one request.");
-MW_METRIC(IO_WEIGHTED, MW_COUNTER, "mlwatch_disk_io_time_weighted_seconds_total", "seconds",
-          "I/O time weighted by the requests in flight (its rate is the average queue length).");
-MW_METRIC(DISCARDS, MW_COUNTER, "mlwatch_disk_discards_completed_total", "",
-          "Discards (TRIM) completed by the device (Linux 4.18+).");
-MW_METRIC(DISCARDS_MERGED, MW_COUNTER, "mlwatch_disk_discards_merged_total", "",
-          "Adjacent discards merged into one request.");
-MW_METRIC(DISCARDED_BYTES, MW_COUNTER, "mlwatch_disk_discarded_bytes_total", "bytes",
-          "Bytes discarded (512-byte sectors).");
-MW_METRIC(DISCARD_TIME, MW_COUNTER, "mlwatch_disk_discard_time_seconds_total", "seconds",
-          "Time spent on discards, summed over all discards.");
-MW_METRIC(FLUSHES, MW_COUNTER, "mlwatch_disk_flush_requests_total", "",
-          "Cache flush requests completed (Linux 5.5+).");
-MW_METRIC(FLUSH_TIME, MW_COUNTER, "mlwatch_disk_flush_requests_time_seconds_total", "seconds",
-          "Time spent on cache flushes.");
+MW_METRIC(READS_MERGED, MW_COUNTER, "mlwatch_disk_reads_merged_total", "", "Adjacent reads merged into one request.");
+MW_METRIC(WRITES_MERGED, MW_COUNTER, "mlwatch_disk_writes_merged_total", "", "Adjacent writes merged into one request.");
+MW_METRIC(IO_WEIGHTED, MW_COUNTER, "mlwatch_disk_io_time_weighted_seconds_total", "seconds", "I/O time weighted by the requests in flight (its rate is the average queue length).");
+MW_METRIC(DISCARDS, MW_COUNTER, "mlwatch_disk_discards_completed_total", "", "Discards (TRIM) completed by the device (Linux 4.18+).");
+MW_METRIC(DISCARDS_MERGED, MW_COUNTER, "mlwatch_disk_discards_merged_total", "", "Adjacent discards merged into one request.");
+MW_METRIC(DISCARDED_BYTES, MW_COUNTER, "mlwatch_disk_discarded_bytes_total", "bytes", "Bytes discarded (512-byte sectors).");
+MW_METRIC(DISCARD_TIME, MW_COUNTER, "mlwatch_disk_discard_time_seconds_total", "seconds", "Time spent on discards, summed over all discards.");
+MW_METRIC(FLUSHES, MW_COUNTER, "mlwatch_disk_flush_requests_total", "", "Cache flush requests completed (Linux 5.5+).");
+MW_METRIC(FLUSH_TIME, MW_COUNTER, "mlwatch_disk_flush_requests_time_seconds_total", "seconds", "Time spent on cache flushes.");
 /* clang-format on */
 
 static int is_digit(char c)

@@ -11,10 +11,8 @@
 #include <unistd.h>
 
 /* clang-format off */
-MW_METRIC(ALLOCATED, MW_GAUGE, "mlwatch_filefd_allocated", "",
-          "File handles allocated system-wide.");
-MW_METRIC(MAXIMUM, MW_GAUGE, "mlwatch_filefd_maximum", "",
-          "Limit on file handles system-wide (fs.file-max).");
+MW_METRIC(ALLOCATED, MW_GAUGE, "mlwatch_filefd_allocated", "", "File handles allocated system-wide.");
+MW_METRIC(MAXIMUM, MW_GAUGE, "mlwatch_filefd_maximum", "", "Limit on file handles system-wide (fs.file-max).");
 /* clang-format on */
 
 int mw_parse_file_nr(const char *text, uint64_t *allocated, uint64_t *maximum)

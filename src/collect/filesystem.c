@@ -29,18 +29,12 @@
 #define FS_SLOTS 2048 /* hash slots, a power of two > FS_MAX */
 
 /* clang-format off */
-MW_METRIC(SIZE, MW_GAUGE, "mlwatch_filesystem_size_bytes", "bytes",
-          "Size of the filesystem.");
-MW_METRIC(FREE, MW_GAUGE, "mlwatch_filesystem_free_bytes", "bytes",
-          "Free space, including the blocks reserved for root.");
-MW_METRIC(AVAIL, MW_GAUGE, "mlwatch_filesystem_available_bytes", "bytes",
-          "Space available to unprivileged users.");
-MW_METRIC(FILES, MW_GAUGE, "mlwatch_filesystem_files", "",
-          "Inodes of the filesystem.");
-MW_METRIC(FILES_FREE, MW_GAUGE, "mlwatch_filesystem_files_free", "",
-          "Free inodes.");
-MW_METRIC(READONLY, MW_GAUGE, "mlwatch_filesystem_readonly", "",
-          "1 when the filesystem is mounted read-only.");
+MW_METRIC(SIZE, MW_GAUGE, "mlwatch_filesystem_size_bytes", "bytes", "Size of the filesystem.");
+MW_METRIC(FREE, MW_GAUGE, "mlwatch_filesystem_free_bytes", "bytes", "Free space, including the blocks reserved for root.");
+MW_METRIC(AVAIL, MW_GAUGE, "mlwatch_filesystem_available_bytes", "bytes", "Space available to unprivileged users.");
+MW_METRIC(FILES, MW_GAUGE, "mlwatch_filesystem_files", "", "Inodes of the filesystem.");
+MW_METRIC(FILES_FREE, MW_GAUGE, "mlwatch_filesystem_files_free", "", "Free inodes.");
+MW_METRIC(READONLY, MW_GAUGE, "mlwatch_filesystem_readonly", "", "1 when the filesystem is mounted read-only.");
 /* clang-format on */
 
 typedef struct fs_entry {

@@ -31,18 +31,12 @@
 #define HWMON_MAX_SENSORS 128
 
 /* clang-format off */
-MW_METRIC(TEMP, MW_GAUGE, "mlwatch_hwmon_temperature_celsius", "celsius",
-          "Temperature reported by a hardware monitoring sensor.");
-MW_METRIC(TEMP_MAX, MW_GAUGE, "mlwatch_hwmon_temperature_max_celsius", "celsius",
-          "High limit of the temperature sensor (tempN_max).");
-MW_METRIC(TEMP_CRIT, MW_GAUGE, "mlwatch_hwmon_temperature_critical_celsius", "celsius",
-          "Critical limit of the temperature sensor (tempN_crit).");
-MW_METRIC(POWER, MW_GAUGE, "mlwatch_hwmon_power_watts", "watts",
-          "Power reported by a hardware monitoring sensor.");
-MW_METRIC(ENERGY, MW_COUNTER, "mlwatch_hwmon_energy_joules_total", "joules",
-          "Energy counted by a hardware monitoring sensor.");
-MW_METRIC(VOLTAGE, MW_GAUGE, "mlwatch_hwmon_voltage_volts", "volts",
-          "Voltage reported by a hardware monitoring sensor.");
+MW_METRIC(TEMP, MW_GAUGE, "mlwatch_hwmon_temperature_celsius", "celsius", "Temperature reported by a hardware monitoring sensor.");
+MW_METRIC(TEMP_MAX, MW_GAUGE, "mlwatch_hwmon_temperature_max_celsius", "celsius", "High limit of the temperature sensor (tempN_max).");
+MW_METRIC(TEMP_CRIT, MW_GAUGE, "mlwatch_hwmon_temperature_critical_celsius", "celsius", "Critical limit of the temperature sensor (tempN_crit).");
+MW_METRIC(POWER, MW_GAUGE, "mlwatch_hwmon_power_watts", "watts", "Power reported by a hardware monitoring sensor.");
+MW_METRIC(ENERGY, MW_COUNTER, "mlwatch_hwmon_energy_joules_total", "joules", "Energy counted by a hardware monitoring sensor.");
+MW_METRIC(VOLTAGE, MW_GAUGE, "mlwatch_hwmon_voltage_volts", "volts", "Voltage reported by a hardware monitoring sensor.");
 /* clang-format on */
 
 static const char *const KIND_PREFIX[] = {"temp", "power", "energy", "in"};

@@ -23,22 +23,14 @@
 #define IB_MAX_PORTS 256
 
 /* clang-format off */
-MW_METRIC(RX_BYTES, MW_COUNTER, "mlwatch_infiniband_receive_bytes_total", "bytes",
-          "Data octets received on the port (port_rcv_data x 4).");
-MW_METRIC(TX_BYTES, MW_COUNTER, "mlwatch_infiniband_transmit_bytes_total", "bytes",
-          "Data octets transmitted on the port (port_xmit_data x 4).");
-MW_METRIC(RX_PACKETS, MW_COUNTER, "mlwatch_infiniband_receive_packets_total", "",
-          "Packets received on the port.");
-MW_METRIC(TX_PACKETS, MW_COUNTER, "mlwatch_infiniband_transmit_packets_total", "",
-          "Packets transmitted on the port.");
-MW_METRIC(ERRORS, MW_COUNTER, "mlwatch_infiniband_errors_total", "",
-          "Port error counters by type (the name of the counter file in ports/N/counters).");
-MW_METRIC(PORT_UP, MW_GAUGE, "mlwatch_infiniband_port_up", "",
-          "1 when the port state is ACTIVE, else 0.");
-MW_METRIC(RATE, MW_GAUGE, "mlwatch_infiniband_link_rate_bytes_per_second", "bytes_per_second",
-          "Signalling rate of the link (ports/N/rate).");
-MW_METRIC(INFO, MW_INFO, "mlwatch_infiniband_port_info", "",
-          "Link layer (InfiniBand, or Ethernet for RoCE) and state of the port; the value is 1.");
+MW_METRIC(RX_BYTES, MW_COUNTER, "mlwatch_infiniband_receive_bytes_total", "bytes", "Data octets received on the port (port_rcv_data x 4).");
+MW_METRIC(TX_BYTES, MW_COUNTER, "mlwatch_infiniband_transmit_bytes_total", "bytes", "Data octets transmitted on the port (port_xmit_data x 4).");
+MW_METRIC(RX_PACKETS, MW_COUNTER, "mlwatch_infiniband_receive_packets_total", "", "Packets received on the port.");
+MW_METRIC(TX_PACKETS, MW_COUNTER, "mlwatch_infiniband_transmit_packets_total", "", "Packets transmitted on the port.");
+MW_METRIC(ERRORS, MW_COUNTER, "mlwatch_infiniband_errors_total", "", "Port error counters by type (the name of the counter file in ports/N/counters).");
+MW_METRIC(PORT_UP, MW_GAUGE, "mlwatch_infiniband_port_up", "", "1 when the port state is ACTIVE, else 0.");
+MW_METRIC(RATE, MW_GAUGE, "mlwatch_infiniband_link_rate_bytes_per_second", "bytes_per_second", "Signalling rate of the link (ports/N/rate).");
+MW_METRIC(INFO, MW_INFO, "mlwatch_infiniband_port_info", "", "Link layer (InfiniBand, or Ethernet for RoCE) and state of the port; the value is 1.");
 /* clang-format on */
 
 /* Counter files; the first four are traffic, the rest error types. */

@@ -19,8 +19,7 @@
 #include <unistd.h>
 
 /* clang-format off */
-MW_METRIC(POWER, MW_GAUGE, "mlwatch_ipmi_power_watts", "watts",
-          "Node input power reported by the BMC (IPMI DCMI Get Power Reading, current power).");
+MW_METRIC(POWER, MW_GAUGE, "mlwatch_ipmi_power_watts", "watts", "Node input power reported by the BMC (IPMI DCMI Get Power Reading, current power).");
 /* clang-format on */
 
 /* --- FreeIPMI through dlopen ------------------------------------------------ */
@@ -206,9 +205,7 @@ static void ipmi_destroy(void *state)
 
 /* clang-format off */
 static const mw_option ipmi_rows[] = {
-    MW_OPT(mw_ipmi_settings, "freeipmi-library", MW_OPT_PATH, freeipmi_library, "libfreeipmi.so.17",
-           NULL,
-           "FreeIPMI library for node power (IPMI DCMI, in-band /dev/ipmi0); none: off"),
+    MW_OPT(mw_ipmi_settings, "freeipmi-library", MW_OPT_PATH, freeipmi_library, "libfreeipmi.so.17", NULL, "FreeIPMI library for node power (IPMI DCMI, in-band /dev/ipmi0); none: off"),
 };
 /* clang-format on */
 const mw_option_group mw_ipmi_options =

@@ -4,16 +4,11 @@
 #include "../core/parse.h"
 
 /* clang-format off */
-MW_METRIC(LOAD1, MW_GAUGE, "mlwatch_load1", "",
-          "1-minute load average.");
-MW_METRIC(LOAD5, MW_GAUGE, "mlwatch_load5", "",
-          "5-minute load average.");
-MW_METRIC(LOAD15, MW_GAUGE, "mlwatch_load15", "",
-          "15-minute load average.");
-MW_METRIC(RUNNABLE, MW_GAUGE, "mlwatch_tasks_runnable", "",
-          "Tasks currently runnable (from /proc/loadavg).");
-MW_METRIC(TASKS, MW_GAUGE, "mlwatch_tasks", "",
-          "Tasks (threads) that exist on the host.");
+MW_METRIC(LOAD1, MW_GAUGE, "mlwatch_load1", "", "1-minute load average.");
+MW_METRIC(LOAD5, MW_GAUGE, "mlwatch_load5", "", "5-minute load average.");
+MW_METRIC(LOAD15, MW_GAUGE, "mlwatch_load15", "", "15-minute load average.");
+MW_METRIC(RUNNABLE, MW_GAUGE, "mlwatch_tasks_runnable", "", "Tasks currently runnable (from /proc/loadavg).");
+MW_METRIC(TASKS, MW_GAUGE, "mlwatch_tasks", "", "Tasks (threads) that exist on the host.");
 /* clang-format on */
 
 int mw_parse_loadavg(const char *text, mw_loadavg *out)

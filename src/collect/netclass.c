@@ -28,22 +28,14 @@
 #define NETCLASS_NAME_MAX 32
 
 /* clang-format off */
-MW_METRIC(INFO, MW_INFO, "mlwatch_network_info", "",
-          "Interface state, duplex and MAC address from /sys/class/net; the value is 1.");
-MW_METRIC(MTU, MW_GAUGE, "mlwatch_network_mtu_bytes", "bytes",
-          "MTU of the interface.");
-MW_METRIC(SPEED, MW_GAUGE, "mlwatch_network_speed_bytes", "bytes",
-          "Negotiated link speed in bytes per second (absent while down or unknown).");
-MW_METRIC(UP, MW_GAUGE, "mlwatch_network_up", "",
-          "1 when the operstate is up, else 0.");
-MW_METRIC(CARRIER, MW_GAUGE, "mlwatch_network_carrier", "",
-          "1 when the interface has a carrier (link), else 0.");
-MW_METRIC(CARRIER_CHANGES, MW_COUNTER, "mlwatch_network_carrier_changes_total", "",
-          "Times the carrier went up or down.");
-MW_METRIC(TXQLEN, MW_GAUGE, "mlwatch_network_transmit_queue_length", "",
-          "Length of the transmit queue (tx_queue_len).");
-MW_METRIC(FLAGS, MW_GAUGE, "mlwatch_network_flags", "",
-          "Interface flags (IFF_UP, IFF_BROADCAST, ... as a number).");
+MW_METRIC(INFO, MW_INFO, "mlwatch_network_info", "", "Interface state, duplex and MAC address from /sys/class/net; the value is 1.");
+MW_METRIC(MTU, MW_GAUGE, "mlwatch_network_mtu_bytes", "bytes", "MTU of the interface.");
+MW_METRIC(SPEED, MW_GAUGE, "mlwatch_network_speed_bytes", "bytes", "Negotiated link speed in bytes per second (absent while down or unknown).");
+MW_METRIC(UP, MW_GAUGE, "mlwatch_network_up", "", "1 when the operstate is up, else 0.");
+MW_METRIC(CARRIER, MW_GAUGE, "mlwatch_network_carrier", "", "1 when the interface has a carrier (link), else 0.");
+MW_METRIC(CARRIER_CHANGES, MW_COUNTER, "mlwatch_network_carrier_changes_total", "", "Times the carrier went up or down.");
+MW_METRIC(TXQLEN, MW_GAUGE, "mlwatch_network_transmit_queue_length", "", "Length of the transmit queue (tx_queue_len).");
+MW_METRIC(FLAGS, MW_GAUGE, "mlwatch_network_flags", "", "Interface flags (IFF_UP, IFF_BROADCAST, ... as a number).");
 /* clang-format on */
 
 /* --- parsers -------------------------------------------------------- */

@@ -8,39 +8,23 @@
 #define NETDEV_MAX 4096 /* interfaces reported per cycle */
 
 /* clang-format off */
-MW_METRIC(RX_BYTES, MW_COUNTER, "mlwatch_network_receive_bytes_total", "bytes",
-          "Bytes received by the interface.");
-MW_METRIC(TX_BYTES, MW_COUNTER, "mlwatch_network_transmit_bytes_total", "bytes",
-          "Bytes transmitted by the interface.");
-MW_METRIC(RX_PACKETS, MW_COUNTER, "mlwatch_network_receive_packets_total", "",
-          "Packets received by the interface.");
-MW_METRIC(TX_PACKETS, MW_COUNTER, "mlwatch_network_transmit_packets_total", "",
-          "Packets transmitted by the interface.");
-MW_METRIC(RX_ERRS, MW_COUNTER, "mlwatch_network_receive_errors_total", "",
-          "Receive errors detected by the interface.");
-MW_METRIC(TX_ERRS, MW_COUNTER, "mlwatch_network_transmit_errors_total", "",
-          "Transmit errors detected by the interface.");
-MW_METRIC(RX_DROP, MW_COUNTER, "mlwatch_network_receive_drops_total", "",
-          "Received packets dropped by the interface or the kernel.");
-MW_METRIC(TX_DROP, MW_COUNTER, "mlwatch_network_transmit_drops_total", "",
-          "Packets dropped before transmission.");
+MW_METRIC(RX_BYTES, MW_COUNTER, "mlwatch_network_receive_bytes_total", "bytes", "Bytes received by the interface.");
+MW_METRIC(TX_BYTES, MW_COUNTER, "mlwatch_network_transmit_bytes_total", "bytes", "Bytes transmitted by the interface.");
+MW_METRIC(RX_PACKETS, MW_COUNTER, "mlwatch_network_receive_packets_total", "", "Packets received by the interface.");
+MW_METRIC(TX_PACKETS, MW_COUNTER, "mlwatch_network_transmit_packets_total", "", "Packets transmitted by the interface.");
+MW_METRIC(RX_ERRS, MW_COUNTER, "mlwatch_network_receive_errors_total", "", "Receive errors detected by the interface.");
+MW_METRIC(TX_ERRS, MW_COUNTER, "mlwatch_network_transmit_errors_total", "", "Transmit errors detected by the interface.");
+MW_METRIC(RX_DROP, MW_COUNTER, "mlwatch_network_receive_drops_total", "", "Received packets dropped by the interface or the kernel.");
+MW_METRIC(TX_DROP, MW_COUNTER, "mlwatch_network_transmit_drops_total", "", "Packets dropped before transmission.");
 
-MW_METRIC(RX_FIFO, MW_COUNTER, "mlwatch_network_receive_fifo_total", "",
-          "Receive FIFO (ring buffer) overruns.");
-MW_METRIC(RX_FRAME, MW_COUNTER, "mlwatch_network_receive_frame_total", "",
-          "Received frames with framing or CRC errors.");
-MW_METRIC(RX_COMPRESSED, MW_COUNTER, "mlwatch_network_receive_compressed_total", "",
-          "Compressed packets received (CSLIP, PPP).");
-MW_METRIC(RX_MULTICAST, MW_COUNTER, "mlwatch_network_receive_multicast_total", "",
-          "Multicast packets received.");
-MW_METRIC(TX_FIFO, MW_COUNTER, "mlwatch_network_transmit_fifo_total", "",
-          "Transmit FIFO errors.");
-MW_METRIC(TX_COLLS, MW_COUNTER, "mlwatch_network_transmit_colls_total", "",
-          "Collisions detected while transmitting.");
-MW_METRIC(TX_CARRIER, MW_COUNTER, "mlwatch_network_transmit_carrier_total", "",
-          "Transmit carrier errors (link lost while sending).");
-MW_METRIC(TX_COMPRESSED, MW_COUNTER, "mlwatch_network_transmit_compressed_total", "",
-          "Compressed packets transmitted (CSLIP, PPP).");
+MW_METRIC(RX_FIFO, MW_COUNTER, "mlwatch_network_receive_fifo_total", "", "Receive FIFO (ring buffer) overruns.");
+MW_METRIC(RX_FRAME, MW_COUNTER, "mlwatch_network_receive_frame_total", "", "Received frames with framing or CRC errors.");
+MW_METRIC(RX_COMPRESSED, MW_COUNTER, "mlwatch_network_receive_compressed_total", "", "Compressed packets received (CSLIP, PPP).");
+MW_METRIC(RX_MULTICAST, MW_COUNTER, "mlwatch_network_receive_multicast_total", "", "Multicast packets received.");
+MW_METRIC(TX_FIFO, MW_COUNTER, "mlwatch_network_transmit_fifo_total", "", "Transmit FIFO errors.");
+MW_METRIC(TX_COLLS, MW_COUNTER, "mlwatch_network_transmit_colls_total", "", "Collisions detected while transmitting.");
+MW_METRIC(TX_CARRIER, MW_COUNTER, "mlwatch_network_transmit_carrier_total", "", "Transmit carrier errors (link lost while sending).");
+MW_METRIC(TX_COMPRESSED, MW_COUNTER, "mlwatch_network_transmit_compressed_total", "", "Compressed packets transmitted (CSLIP, PPP).");
 /* clang-format on */
 
 static const char *line_end(const char *p)

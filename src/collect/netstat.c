@@ -141,8 +141,7 @@ static const netstat_counter COUNTERS[] = {
 #define NCOUNTERS (sizeof(COUNTERS) / sizeof(COUNTERS[0]))
 
 /* clang-format off */
-MW_METRIC(CURR_ESTAB, MW_GAUGE, "mlwatch_netstat_tcp_current_established", "",
-          "TCP connections in ESTABLISHED or CLOSE-WAIT state now (Tcp CurrEstab).");
+MW_METRIC(CURR_ESTAB, MW_GAUGE, "mlwatch_netstat_tcp_current_established", "", "TCP connections in ESTABLISHED or CLOSE-WAIT state now (Tcp CurrEstab).");
 /* clang-format on */
 
 /* --- parser ---------------------------------------------------------- */

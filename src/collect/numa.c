@@ -22,22 +22,14 @@
 #define NODE_FILE_MAX (64u << 10)
 
 /* clang-format off */
-MW_METRIC(MEM_TOTAL, MW_GAUGE, "mlwatch_numa_node_memory_total_bytes", "bytes",
-          "Usable memory of the NUMA node (MemTotal).");
-MW_METRIC(MEM_FREE, MW_GAUGE, "mlwatch_numa_node_memory_free_bytes", "bytes",
-          "Unused memory of the NUMA node (MemFree).");
-MW_METRIC(MEM_USED, MW_GAUGE, "mlwatch_numa_node_memory_used_bytes", "bytes",
-          "Memory of the NUMA node in use (MemUsed).");
-MW_METRIC(CPUS, MW_GAUGE, "mlwatch_numa_node_cpus", "",
-          "CPUs of the NUMA node (cpulist).");
-MW_METRIC(INFO, MW_INFO, "mlwatch_numa_node_info", "",
-          "The CPU list of each NUMA node; the value is always 1.");
-MW_METRIC(HITS, MW_COUNTER, "mlwatch_numa_node_hits_total", "",
-          "Pages allocated on this node as intended (numa_hit).");
-MW_METRIC(MISSES, MW_COUNTER, "mlwatch_numa_node_misses_total", "",
-          "Pages allocated on this node though intended for another (numa_miss).");
-MW_METRIC(FOREIGN, MW_COUNTER, "mlwatch_numa_node_foreign_total", "",
-          "Pages intended for this node but allocated on another (numa_foreign).");
+MW_METRIC(MEM_TOTAL, MW_GAUGE, "mlwatch_numa_node_memory_total_bytes", "bytes", "Usable memory of the NUMA node (MemTotal).");
+MW_METRIC(MEM_FREE, MW_GAUGE, "mlwatch_numa_node_memory_free_bytes", "bytes", "Unused memory of the NUMA node (MemFree).");
+MW_METRIC(MEM_USED, MW_GAUGE, "mlwatch_numa_node_memory_used_bytes", "bytes", "Memory of the NUMA node in use (MemUsed).");
+MW_METRIC(CPUS, MW_GAUGE, "mlwatch_numa_node_cpus", "", "CPUs of the NUMA node (cpulist).");
+MW_METRIC(INFO, MW_INFO, "mlwatch_numa_node_info", "", "The CPU list of each NUMA node; the value is always 1.");
+MW_METRIC(HITS, MW_COUNTER, "mlwatch_numa_node_hits_total", "", "Pages allocated on this node as intended (numa_hit).");
+MW_METRIC(MISSES, MW_COUNTER, "mlwatch_numa_node_misses_total", "", "Pages allocated on this node though intended for another (numa_miss).");
+MW_METRIC(FOREIGN, MW_COUNTER, "mlwatch_numa_node_foreign_total", "", "Pages intended for this node but allocated on another (numa_foreign).");
 /* clang-format on */
 
 /* ---- parsers ---- */

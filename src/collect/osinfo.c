@@ -20,10 +20,8 @@
 #include <sys/utsname.h>
 
 /* clang-format off */
-MW_METRIC(OS_INFO, MW_INFO, "mlwatch_os_info", "",
-          "Operating system from os-release(5); the value is 1.");
-MW_METRIC(UNAME_INFO, MW_INFO, "mlwatch_uname_info", "",
-          "The running kernel as uname(2) reports it to the agent; the value is 1.");
+MW_METRIC(OS_INFO, MW_INFO, "mlwatch_os_info", "", "Operating system from os-release(5); the value is 1.");
+MW_METRIC(UNAME_INFO, MW_INFO, "mlwatch_uname_info", "", "The running kernel as uname(2) reports it to the agent; the value is 1.");
 /* clang-format on */
 
 /* --- parser ---------------------------------------------------------- */

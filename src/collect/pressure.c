@@ -18,10 +18,8 @@
 #define PSI_MAX 4096
 
 /* clang-format off */
-MW_METRIC(WAITING, MW_COUNTER, "mlwatch_pressure_waiting_seconds_total", "seconds",
-          "Time at least one task was stalled on the resource (PSI \"some\" total).");
-MW_METRIC(STALLED, MW_COUNTER, "mlwatch_pressure_stalled_seconds_total", "seconds",
-          "Time all non-idle tasks were stalled on the resource at once (PSI \"full\" total).");
+MW_METRIC(WAITING, MW_COUNTER, "mlwatch_pressure_waiting_seconds_total", "seconds", "Time at least one task was stalled on the resource (PSI \"some\" total).");
+MW_METRIC(STALLED, MW_COUNTER, "mlwatch_pressure_stalled_seconds_total", "seconds", "Time all non-idle tasks were stalled on the resource at once (PSI \"full\" total).");
 /* clang-format on */
 
 static const char *const RESOURCES[] = {"cpu", "memory", "io"};

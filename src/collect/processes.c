@@ -26,13 +26,9 @@
 #include <unistd.h>
 
 /* clang-format off */
-MW_METRIC(TOP_CPU, MW_GAUGE, "mlwatch_top_processes_cpu_usage_ratio", "ratio",
-          "CPU seconds per second over the last interval of the busiest processes, by command and "
-          "user (1: one CPU; the top --process-top groups).");
-MW_METRIC(TOP_RSS, MW_GAUGE, "mlwatch_top_processes_resident_bytes", "bytes",
-          "Resident memory of the busiest processes, by command and user.");
-MW_METRIC(TOP_N, MW_GAUGE, "mlwatch_top_processes", "",
-          "Processes of each of the busiest command and user groups.");
+MW_METRIC(TOP_CPU, MW_GAUGE, "mlwatch_top_processes_cpu_usage_ratio", "ratio", "CPU seconds per second over the last interval of the busiest processes, by command and user (1: one CPU; the top --process-top groups).");
+MW_METRIC(TOP_RSS, MW_GAUGE, "mlwatch_top_processes_resident_bytes", "bytes", "Resident memory of the busiest processes, by command and user.");
+MW_METRIC(TOP_N, MW_GAUGE, "mlwatch_top_processes", "", "Processes of each of the busiest command and user groups.");
 /* clang-format on */
 
 #define MAX_PROCS 65536 /* tracked per cycle; past it, processes are not seen */
@@ -55,8 +51,7 @@ static int check_top(const char *v, char *why, size_t n)
 
 /* clang-format off */
 static const mw_option processes_rows[] = {
-    MW_OPT(mw_processes_settings, "process-top", MW_OPT_NUMBER, top, "10", check_top,
-           "Busiest processes to report, by command and user (0: none; at most 100)"),
+    MW_OPT(mw_processes_settings, "process-top", MW_OPT_NUMBER, top, "10", check_top, "Busiest processes to report, by command and user (0: none; at most 100)"),
 };
 /* clang-format on */
 const mw_option_group mw_processes_options = MW_OPTION_GROUP(

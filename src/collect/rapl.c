@@ -33,10 +33,8 @@
 #define RAPL_MAX_ZONES 64
 
 /* clang-format off */
-MW_METRIC(ENERGY, MW_COUNTER, "mlwatch_rapl_energy_joules_total", "joules",
-          "Energy used by the RAPL zone since the counter started (wraps accounted for).");
-MW_METRIC(MAX_RANGE, MW_GAUGE, "mlwatch_rapl_max_energy_range_joules", "joules",
-          "Value at which the zone's hardware energy counter wraps.");
+MW_METRIC(ENERGY, MW_COUNTER, "mlwatch_rapl_energy_joules_total", "joules", "Energy used by the RAPL zone since the counter started (wraps accounted for).");
+MW_METRIC(MAX_RANGE, MW_GAUGE, "mlwatch_rapl_max_energy_range_joules", "joules", "Value at which the zone's hardware energy counter wraps.");
 /* clang-format on */
 
 typedef struct rapl_zone {

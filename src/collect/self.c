@@ -20,18 +20,12 @@
 #include <unistd.h>
 
 /* clang-format off */
-MW_METRIC(CPU, MW_COUNTER, "mlwatch_process_cpu_seconds_total", "seconds",
-          "CPU time (user and system) used by the agent.");
-MW_METRIC(RSS, MW_GAUGE, "mlwatch_process_resident_memory_bytes", "bytes",
-          "Resident memory of the agent.");
-MW_METRIC(VSZ, MW_GAUGE, "mlwatch_process_virtual_memory_bytes", "bytes",
-          "Virtual memory of the agent.");
-MW_METRIC(FDS, MW_GAUGE, "mlwatch_process_open_fds", "",
-          "File descriptors the agent has open.");
-MW_METRIC(MAX_FDS, MW_GAUGE, "mlwatch_process_max_fds", "",
-          "The agent's limit on open file descriptors (RLIMIT_NOFILE).");
-MW_METRIC(THREADS, MW_GAUGE, "mlwatch_process_threads", "",
-          "Threads of the agent.");
+MW_METRIC(CPU, MW_COUNTER, "mlwatch_process_cpu_seconds_total", "seconds", "CPU time (user and system) used by the agent.");
+MW_METRIC(RSS, MW_GAUGE, "mlwatch_process_resident_memory_bytes", "bytes", "Resident memory of the agent.");
+MW_METRIC(VSZ, MW_GAUGE, "mlwatch_process_virtual_memory_bytes", "bytes", "Virtual memory of the agent.");
+MW_METRIC(FDS, MW_GAUGE, "mlwatch_process_open_fds", "", "File descriptors the agent has open.");
+MW_METRIC(MAX_FDS, MW_GAUGE, "mlwatch_process_max_fds", "", "The agent's limit on open file descriptors (RLIMIT_NOFILE).");
+MW_METRIC(THREADS, MW_GAUGE, "mlwatch_process_threads", "", "Threads of the agent.");
 /* clang-format on */
 
 /* Listing /proc/self/fd costs about 0.5 us per descriptor, and the cgroup

@@ -17,16 +17,11 @@
 #define SOFTNET_MAX_COLS 32
 
 /* clang-format off */
-MW_METRIC(PROCESSED, MW_COUNTER, "mlwatch_softnet_processed_total", "",
-          "Packets taken from the CPU's backlog queue.");
-MW_METRIC(DROPPED, MW_COUNTER, "mlwatch_softnet_dropped_total", "",
-          "Packets dropped because the CPU's backlog queue was full (netdev_max_backlog).");
-MW_METRIC(SQUEEZED, MW_COUNTER, "mlwatch_softnet_times_squeezed_total", "",
-          "Times the receive softirq stopped with work left (budget or time used up).");
-MW_METRIC(RPS, MW_COUNTER, "mlwatch_softnet_received_rps_total", "",
-          "Times the CPU was woken to process packets steered by RPS.");
-MW_METRIC(FLOW_LIMIT, MW_COUNTER, "mlwatch_softnet_flow_limit_total", "",
-          "Packets dropped by the RPS flow limit.");
+MW_METRIC(PROCESSED, MW_COUNTER, "mlwatch_softnet_processed_total", "", "Packets taken from the CPU's backlog queue.");
+MW_METRIC(DROPPED, MW_COUNTER, "mlwatch_softnet_dropped_total", "", "Packets dropped because the CPU's backlog queue was full (netdev_max_backlog).");
+MW_METRIC(SQUEEZED, MW_COUNTER, "mlwatch_softnet_times_squeezed_total", "", "Times the receive softirq stopped with work left (budget or time used up).");
+MW_METRIC(RPS, MW_COUNTER, "mlwatch_softnet_received_rps_total", "", "Times the CPU was woken to process packets steered by RPS.");
+MW_METRIC(FLOW_LIMIT, MW_COUNTER, "mlwatch_softnet_flow_limit_total", "", "Packets dropped by the RPS flow limit.");
 /* clang-format on */
 
 /* --- parser ---------------------------------------------------------- */

@@ -45,29 +45,15 @@ int mw_check_count(const char *v, char *why, size_t n)
 #define OPT(n, t, f, d, v, h) MW_OPT(mw_config, n, t, f, d, v, h)
 /* clang-format off */
 static const mw_option global_rows[] = {
-    OPT("root", MW_OPT_PATH, root, "/", NULL,
-        "Host prefix under which /proc, /sys, /var/log/pods and /var/lib/kubelet are read"),
-    OPT("listen", MW_OPT_STRING, listen, "127.0.0.1:10230", check_listen,
-        "ADDR:PORT for /metrics and the API (empty ADDR = all interfaces; writes and admin there "
-        "need token files, docs/security.md)"),
-    OPT("interval", MW_OPT_DURATION, interval_ms, "1s", NULL,
-        "Collection interval"),
-    OPT("config", MW_OPT_PATH, config_path, "", NULL,
-        "YAML configuration file"),
-    OPT("log-level", MW_OPT_STRING, log_level, "info", check_log_level,
-        "debug, info, warn or error"),
-    OPT("data-dir", MW_OPT_PATH, data_dir, "/var/lib/mlwatch", NULL,
-        "Folder for everything the agent keeps across restarts (the store; remote-write queues "
-        "under remote-write/ENDPOINT/; energy, workload and notification state under state/)"),
-    OPT("state-dir", MW_OPT_PATH, state_dir, "", NULL,
-        "Deprecated: all state lives under --data-dir (DATA_DIR/state/). An older agent's state "
-        "files here (energy-state.json, idle-notifications.json) are migrated there once; without "
-        "it, those in DATA_DIR itself"),
-    OPT("node-name", MW_OPT_STRING, node_name, "", NULL,
-        "This node's name: the node label of every series, the pods --kubernetes watches (default: "
-        "$NODE_NAME, else the host name)"),
-    OPT("json", MW_OPT_BOOL, json, "false", NULL,
-        "`mlwatch doctor`, `mlwatch run`, `mlwatch query`: print JSON"),
+    OPT("root", MW_OPT_PATH, root, "/", NULL, "Host prefix under which /proc, /sys, /var/log/pods and /var/lib/kubelet are read"),
+    OPT("listen", MW_OPT_STRING, listen, "127.0.0.1:10230", check_listen, "ADDR:PORT for /metrics and the API (empty ADDR = all interfaces; writes and admin there need token files, docs/security.md)"),
+    OPT("interval", MW_OPT_DURATION, interval_ms, "1s", NULL, "Collection interval"),
+    OPT("config", MW_OPT_PATH, config_path, "", NULL, "YAML configuration file"),
+    OPT("log-level", MW_OPT_STRING, log_level, "info", check_log_level, "debug, info, warn or error"),
+    OPT("data-dir", MW_OPT_PATH, data_dir, "/var/lib/mlwatch", NULL, "Folder for everything the agent keeps across restarts (the store; remote-write queues under remote-write/ENDPOINT/; energy, workload and notification state under state/)"),
+    OPT("state-dir", MW_OPT_PATH, state_dir, "", NULL, "Deprecated: all state lives under --data-dir (DATA_DIR/state/). An older agent's state files here (energy-state.json, idle-notifications.json) are migrated there once; without it, those in DATA_DIR itself"),
+    OPT("node-name", MW_OPT_STRING, node_name, "", NULL, "This node's name: the node label of every series, the pods --kubernetes watches (default: $NODE_NAME, else the host name)"),
+    OPT("json", MW_OPT_BOOL, json, "false", NULL, "`mlwatch doctor`, `mlwatch run`, `mlwatch query`: print JSON"),
 };
 /* clang-format on */
 #undef OPT

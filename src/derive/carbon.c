@@ -24,16 +24,10 @@ static const char *const failure_names[F_N] = {"timeout", "http_status", "networ
                                                "oversized"};
 
 /* clang-format off */
-MW_METRIC(INTENSITY, MW_GAUGE, "mlwatch_carbon_intensity_grams_per_kwh", "grams_per_kwh",
-          "Carbon intensity of the grid used for CO2 (gCO2eq per kWh), source constant (a number), "
-          "schedule (a CSV file) or api (a JSON API); absent while unknown.");
-MW_METRIC(AGE, MW_GAUGE, "mlwatch_carbon_intensity_age_seconds", "seconds",
-          "Age of the carbon intensity in use: since the last good API answer or the schedule row "
-          "began.");
-MW_METRIC(FETCHES, MW_COUNTER, "mlwatch_carbon_fetches_total", "",
-          "Good answers from the carbon intensity API.");
-MW_METRIC(FAILURES, MW_COUNTER, "mlwatch_carbon_fetch_failures_total", "",
-          "Carbon intensity API requests that failed, by reason; the last good value is kept.");
+MW_METRIC(INTENSITY, MW_GAUGE, "mlwatch_carbon_intensity_grams_per_kwh", "grams_per_kwh", "Carbon intensity of the grid used for CO2 (gCO2eq per kWh), source constant (a number), schedule (a CSV file) or api (a JSON API); absent while unknown.");
+MW_METRIC(AGE, MW_GAUGE, "mlwatch_carbon_intensity_age_seconds", "seconds", "Age of the carbon intensity in use: since the last good API answer or the schedule row began.");
+MW_METRIC(FETCHES, MW_COUNTER, "mlwatch_carbon_fetches_total", "", "Good answers from the carbon intensity API.");
+MW_METRIC(FAILURES, MW_COUNTER, "mlwatch_carbon_fetch_failures_total", "", "Carbon intensity API requests that failed, by reason; the last good value is kept.");
 /* clang-format on */
 
 typedef enum { SRC_STATIC, SRC_SCHEDULE, SRC_URL } src_kind;

@@ -17,9 +17,7 @@
 #include <string.h>
 
 /* clang-format off */
-MW_METRIC(FINDING, MW_GAUGE, "mlwatch_finding", "",
-          "A finding of the doctor (docs/doctor.md): 1 while the rule of its kind holds over the "
-          "doctor's history.");
+MW_METRIC(FINDING, MW_GAUGE, "mlwatch_finding", "", "A finding of the doctor (docs/doctor.md): 1 while the rule of its kind holds over the doctor's history.");
 /* clang-format on */
 
 typedef struct doctor_state {

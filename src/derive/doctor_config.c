@@ -149,18 +149,11 @@ static int check_pid(const char *v, char *why, size_t n)
 #define OPT(n, t, f, d, v, h) MW_OPT(mw_doctor_settings, n, t, f, d, v, h)
 /* clang-format off */
 static const mw_option doctor_rows[] = {
-    OPT("namespace", MW_OPT_STRING, ns, "", NULL,
-        "`mlwatch doctor`: only findings of this Kubernetes namespace (and the node's own)"),
-    OPT("pod", MW_OPT_STRING, pod, "", NULL,
-        "`mlwatch doctor`: only findings of this pod (and the node's own)"),
-    OPT("pid", MW_OPT_STRING, pid, "", check_pid,
-        "`mlwatch doctor`: only findings of the container this process runs in"),
-    MW_OPT_SHOWN(mw_doctor_settings, "window", MW_OPT_DURATION, window_ms, "", "auto", NULL,
-                 "`mlwatch doctor`: how far back to look (auto: the agent's whole history, or 10s "
-                 "of sampling when no agent answers on --listen)"),
-    MW_OPT_SECTION_OF("doctor", "see docs/doctor.md", doctor_section,
-                      "Thresholds of the doctor's findings and the agent's history: doctor: "
-                      "{history: 5m, throttled_ratio: 0.05, ...}"),
+    OPT("namespace", MW_OPT_STRING, ns, "", NULL, "`mlwatch doctor`: only findings of this Kubernetes namespace (and the node's own)"),
+    OPT("pod", MW_OPT_STRING, pod, "", NULL, "`mlwatch doctor`: only findings of this pod (and the node's own)"),
+    OPT("pid", MW_OPT_STRING, pid, "", check_pid, "`mlwatch doctor`: only findings of the container this process runs in"),
+    MW_OPT_SHOWN(mw_doctor_settings, "window", MW_OPT_DURATION, window_ms, "", "auto", NULL, "`mlwatch doctor`: how far back to look (auto: the agent's whole history, or 10s of sampling when no agent answers on --listen)"),
+    MW_OPT_SECTION_OF("doctor", "see docs/doctor.md", doctor_section, "Thresholds of the doctor's findings and the agent's history: doctor: {history: 5m, throttled_ratio: 0.05, ...}"),
 };
 /* clang-format on */
 #undef OPT

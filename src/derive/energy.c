@@ -10,39 +10,17 @@
 #include <string.h>
 
 /* clang-format off */
-MW_METRIC(NODE_ENERGY, MW_COUNTER, "mlwatch_node_energy_joules_total", "joules",
-          "Energy of one power source of the node since the agent first saw it (kept across "
-          "restarts); method is measured or estimated. Zones overlap (package includes core): do "
-          "not sum them.");
-MW_METRIC(CONTAINER_ENERGY, MW_COUNTER, "mlwatch_container_energy_joules_total", "joules",
-          "Energy attributed to the container by component (cpu, dram, gpu, other), kind (dynamic, "
-          "idle) and method (measured, estimated); with mlwatch_energy_share_joules_total it adds "
-          "up to mlwatch_energy_component_joules_total, the node's energy.");
-MW_METRIC(SHARE_ENERGY, MW_COUNTER, "mlwatch_energy_share_joules_total", "joules",
-          "Energy that is no workload's: share unreserved (idle energy no one reserves) and system "
-          "(processes outside any container, the kernel), by component, kind and method.");
-MW_METRIC(COMPONENT_ENERGY, MW_COUNTER, "mlwatch_energy_component_joules_total", "joules",
-          "The node's energy that was attributed, by component, kind and method: the sum of the "
-          "containers' and the shares' energy (kept across restarts).");
-MW_METRIC(SHARE_CO2, MW_COUNTER, "mlwatch_energy_share_co2_grams_total", "grams",
-          "CO2-equivalent of a share's energy.");
-MW_METRIC(NODE_CO2, MW_COUNTER, "mlwatch_node_co2_grams_total", "grams",
-          "CO2-equivalent of the node's attributed energy: the containers' and the shares' "
-          "together.");
-MW_METRIC(IDLE_FLOOR, MW_GAUGE, "mlwatch_energy_idle_floor_watts", "watts",
-          "Idle power of a component (GPUs: per gpu) in use: source learnt (lowest idle power "
-          "seen, kept across restarts, rising slowly toward higher idle readings), prior (nothing "
-          "idle seen yet) or configured (--energy-idle-watts).");
-MW_METRIC(CONTAINER_CO2, MW_COUNTER, "mlwatch_container_co2_grams_total", "grams",
-          "CO2-equivalent of the container's energy: each interval's energy times that interval's "
-          "carbon intensity.");
-MW_METRIC(VIOLATIONS, MW_COUNTER, "mlwatch_energy_conservation_violations_total", "",
-          "Intervals whose attributed parts did not add up to the node energy within 0.1%.");
-MW_METRIC(BELOW_PARTS, MW_COUNTER, "mlwatch_energy_node_below_parts_total", "",
-          "Intervals where the node power meter read less than RAPL and GPUs together; the parts "
-          "were kept and component other was 0.");
-MW_METRIC(INTERVALS, MW_COUNTER, "mlwatch_energy_intervals_total", "",
-          "Intervals whose energy was attributed.");
+MW_METRIC(NODE_ENERGY, MW_COUNTER, "mlwatch_node_energy_joules_total", "joules", "Energy of one power source of the node since the agent first saw it (kept across restarts); method is measured or estimated. Zones overlap (package includes core): do not sum them.");
+MW_METRIC(CONTAINER_ENERGY, MW_COUNTER, "mlwatch_container_energy_joules_total", "joules", "Energy attributed to the container by component (cpu, dram, gpu, other), kind (dynamic, idle) and method (measured, estimated); with mlwatch_energy_share_joules_total it adds up to mlwatch_energy_component_joules_total, the node's energy.");
+MW_METRIC(SHARE_ENERGY, MW_COUNTER, "mlwatch_energy_share_joules_total", "joules", "Energy that is no workload's: share unreserved (idle energy no one reserves) and system (processes outside any container, the kernel), by component, kind and method.");
+MW_METRIC(COMPONENT_ENERGY, MW_COUNTER, "mlwatch_energy_component_joules_total", "joules", "The node's energy that was attributed, by component, kind and method: the sum of the containers' and the shares' energy (kept across restarts).");
+MW_METRIC(SHARE_CO2, MW_COUNTER, "mlwatch_energy_share_co2_grams_total", "grams", "CO2-equivalent of a share's energy.");
+MW_METRIC(NODE_CO2, MW_COUNTER, "mlwatch_node_co2_grams_total", "grams", "CO2-equivalent of the node's attributed energy: the containers' and the shares' together.");
+MW_METRIC(IDLE_FLOOR, MW_GAUGE, "mlwatch_energy_idle_floor_watts", "watts", "Idle power of a component (GPUs: per gpu) in use: source learnt (lowest idle power seen, kept across restarts, rising slowly toward higher idle readings), prior (nothing idle seen yet) or configured (--energy-idle-watts).");
+MW_METRIC(CONTAINER_CO2, MW_COUNTER, "mlwatch_container_co2_grams_total", "grams", "CO2-equivalent of the container's energy: each interval's energy times that interval's carbon intensity.");
+MW_METRIC(VIOLATIONS, MW_COUNTER, "mlwatch_energy_conservation_violations_total", "", "Intervals whose attributed parts did not add up to the node energy within 0.1%.");
+MW_METRIC(BELOW_PARTS, MW_COUNTER, "mlwatch_energy_node_below_parts_total", "", "Intervals where the node power meter read less than RAPL and GPUs together; the parts were kept and component other was 0.");
+MW_METRIC(INTERVALS, MW_COUNTER, "mlwatch_energy_intervals_total", "", "Intervals whose energy was attributed.");
 /* clang-format on */
 
 static int keep_seen(const node *n, const void *arg)

@@ -163,25 +163,12 @@ static void energy_defaults(void *settings)
 #define OPT(n, t, f, d, v, h) MW_OPT(mw_energy_settings, n, t, f, d, v, h)
 /* clang-format off */
 static const mw_option energy_rows[] = {
-    OPT("carbon-intensity", MW_OPT_STRING, carbon.intensity, "", NULL,
-        "Grid carbon intensity for CO2: a number (gCO2eq/kWh), a schedule CSV file (TIME,GRAMS) or "
-        "an http(s) URL of a JSON API (see the carbon: section, docs/energy.md)"),
-    MW_OPT_SECTION_OF("carbon", "none", carbon_section,
-                      "Carbon intensity API: carbon: {url: URL, json_path: "
-                      "data[0].intensity.actual, auth_header: auth-token, auth_file: PATH, "
-                      "refresh: 5m, timeout: 10s, max_body: 1MiB}"),
-    OPT("energy-idle-policy", MW_OPT_STRING, idle_policy, "requests", check_idle_policy,
-        "Idle (static) host energy: requests (Kubernetes CPU requests over the node's CPUs, the "
-        "rest to share unreserved; by CPU time where no container has a request), cpu (by CPU "
-        "time) or none (all to share unreserved)"),
-    MW_OPT_LIST_OF(mw_energy_settings, "energy-idle-watts", idle_watts, nidle_watts, "learnt",
-                   check_idle_watts,
-                   "Idle power of a component set by hand, COMPONENT=WATTS (cpu, dram, gpu: per "
-                   "GPU, other), repeatable; unset components learn theirs (docs/energy.md)"),
-    OPT("energy-idle-watts-per-cpu", MW_OPT_NUMBER, idle_watts_per_cpu, "0.74", NULL,
-        "Estimation model without RAPL: watts per CPU at 0% utilization"),
-    OPT("energy-max-watts-per-cpu", MW_OPT_NUMBER, max_watts_per_cpu, "3.5", NULL,
-        "Estimation model without RAPL: watts per CPU at 100% utilization"),
+    OPT("carbon-intensity", MW_OPT_STRING, carbon.intensity, "", NULL, "Grid carbon intensity for CO2: a number (gCO2eq/kWh), a schedule CSV file (TIME,GRAMS) or an http(s) URL of a JSON API (see the carbon: section, docs/energy.md)"),
+    MW_OPT_SECTION_OF("carbon", "none", carbon_section, "Carbon intensity API: carbon: {url: URL, json_path: data[0].intensity.actual, auth_header: auth-token, auth_file: PATH, refresh: 5m, timeout: 10s, max_body: 1MiB}"),
+    OPT("energy-idle-policy", MW_OPT_STRING, idle_policy, "requests", check_idle_policy, "Idle (static) host energy: requests (Kubernetes CPU requests over the node's CPUs, the rest to share unreserved; by CPU time where no container has a request), cpu (by CPU time) or none (all to share unreserved)"),
+    MW_OPT_LIST_OF(mw_energy_settings, "energy-idle-watts", idle_watts, nidle_watts, "learnt", check_idle_watts, "Idle power of a component set by hand, COMPONENT=WATTS (cpu, dram, gpu: per GPU, other), repeatable; unset components learn theirs (docs/energy.md)"),
+    OPT("energy-idle-watts-per-cpu", MW_OPT_NUMBER, idle_watts_per_cpu, "0.74", NULL, "Estimation model without RAPL: watts per CPU at 0% utilization"),
+    OPT("energy-max-watts-per-cpu", MW_OPT_NUMBER, max_watts_per_cpu, "3.5", NULL, "Estimation model without RAPL: watts per CPU at 100% utilization"),
 };
 /* clang-format on */
 #undef OPT

@@ -35,9 +35,7 @@
 #include <string.h>
 
 /* clang-format off */
-MW_METRIC(FRACTION_REQUESTED, MW_GAUGE, "mlwatch_container_gpu_fraction_requested", "",
-          "The fraction of the GPU allocated to the container (1 for a whole GPU; a time-slicing "
-          "replica's or KAI's gpu-fraction / gpu-memory share for a shared one), by source.");
+MW_METRIC(FRACTION_REQUESTED, MW_GAUGE, "mlwatch_container_gpu_fraction_requested", "", "The fraction of the GPU allocated to the container (1 for a whole GPU; a time-slicing replica's or KAI's gpu-fraction / gpu-memory share for a shared one), by source.");
 /* clang-format on */
 
 #define MAX_ROWS 1024

@@ -155,18 +155,11 @@ typedef struct idle_state {
 } idle_state;
 
 /* clang-format off */
-MW_METRIC(IDLE_SECONDS, MW_GAUGE, "mlwatch_gpu_idle_seconds", "seconds",
-          "How long a GPU (or MIG instance) held by this container has been idle in the open "
-          "episode; 0 while it is not idle.");
-MW_METRIC(IDLE_SESSIONS, MW_GAUGE, "mlwatch_idle_gpu_sessions", "",
-          "Open idle GPU sessions (held GPUs below the idle threshold for the idle window).");
-MW_METRIC(IDLE_GPU_SECONDS, MW_COUNTER, "mlwatch_idle_gpu_seconds_total", "seconds",
-          "GPU-seconds held idle in idle sessions: the capacity that could be reclaimed.");
-MW_METRIC(IDLE_ENERGY, MW_COUNTER, "mlwatch_idle_gpu_energy_joules_total", "joules",
-          "GPU energy spent by idle sessions (the container's GPU energy where the energy module "
-          "reports it, else the GPU's power times its share of the GPU's memory).");
-MW_METRIC(IDLE_CO2, MW_COUNTER, "mlwatch_idle_gpu_co2_grams_total", "grams",
-          "CO2 emitted for the energy of idle sessions, at the grid's carbon intensity.");
+MW_METRIC(IDLE_SECONDS, MW_GAUGE, "mlwatch_gpu_idle_seconds", "seconds", "How long a GPU (or MIG instance) held by this container has been idle in the open episode; 0 while it is not idle.");
+MW_METRIC(IDLE_SESSIONS, MW_GAUGE, "mlwatch_idle_gpu_sessions", "", "Open idle GPU sessions (held GPUs below the idle threshold for the idle window).");
+MW_METRIC(IDLE_GPU_SECONDS, MW_COUNTER, "mlwatch_idle_gpu_seconds_total", "seconds", "GPU-seconds held idle in idle sessions: the capacity that could be reclaimed.");
+MW_METRIC(IDLE_ENERGY, MW_COUNTER, "mlwatch_idle_gpu_energy_joules_total", "joules", "GPU energy spent by idle sessions (the container's GPU energy where the energy module reports it, else the GPU's power times its share of the GPU's memory).");
+MW_METRIC(IDLE_CO2, MW_COUNTER, "mlwatch_idle_gpu_co2_grams_total", "grams", "CO2 emitted for the energy of idle sessions, at the grid's carbon intensity.");
 /* clang-format on */
 
 static const char *label(const mw_sample *s, const char *name)

@@ -126,15 +126,10 @@ static int check_percent(const char *v, char *why, size_t n)
 #define OPT(n, t, f, d, v, h) MW_OPT(mw_idle_settings, n, t, f, d, v, h)
 /* clang-format off */
 static const mw_option idle_rows[] = {
-    OPT("idle-threshold", MW_OPT_NUMBER, threshold, "5", check_percent,
-        "GPU utilization (percent) below which a held GPU counts as idle"),
-    OPT("idle-window", MW_OPT_DURATION, window_ms, "30m", NULL,
-        "How long a held GPU must stay below --idle-threshold before it is an idle session"),
-    OPT("idle-busy-period", MW_OPT_DURATION, busy_period_ms, "1m", NULL,
-        "How long an idle session must stay above the threshold to end (hysteresis)"),
-    MW_OPT_SECTION_OF("idle", "none", idle_section,
-                      "Per-namespace idle overrides: idle: {namespaces: {NS: {threshold: 2, "
-                      "window: 2h, busy_period: 5m}}}"),
+    OPT("idle-threshold", MW_OPT_NUMBER, threshold, "5", check_percent, "GPU utilization (percent) below which a held GPU counts as idle"),
+    OPT("idle-window", MW_OPT_DURATION, window_ms, "30m", NULL, "How long a held GPU must stay below --idle-threshold before it is an idle session"),
+    OPT("idle-busy-period", MW_OPT_DURATION, busy_period_ms, "1m", NULL, "How long an idle session must stay above the threshold to end (hysteresis)"),
+    MW_OPT_SECTION_OF("idle", "none", idle_section, "Per-namespace idle overrides: idle: {namespaces: {NS: {threshold: 2, window: 2h, busy_period: 5m}}}"),
 };
 /* clang-format on */
 #undef OPT

@@ -332,9 +332,7 @@ static void add_claims(void *cls, mw_podres_table *t)
 
 /* clang-format off */
 static const mw_option dra_rows[] = {
-    MW_OPT(mw_dra_settings, "kubernetes-dra", MW_OPT_BOOL, kubernetes_dra, "true", NULL,
-           "With --kubernetes, list this node's ResourceSlices and the ResourceClaims "
-           "(resource.k8s.io/v1) to attribute GPUs allocated through DRA"),
+    MW_OPT(mw_dra_settings, "kubernetes-dra", MW_OPT_BOOL, kubernetes_dra, "true", NULL, "With --kubernetes, list this node's ResourceSlices and the ResourceClaims (resource.k8s.io/v1) to attribute GPUs allocated through DRA"),
 };
 /* clang-format on */
 const mw_option_group mw_dra_options =

@@ -336,13 +336,9 @@ static int check_owner_from(const char *v, char *why, size_t n)
 #define OPT(n, t, f, d, v, h) MW_OPT(mw_kube_settings, n, t, f, d, v, h)
 /* clang-format off */
 static const mw_option kube_rows[] = {
-    OPT("kubernetes", MW_OPT_BOOL, kubernetes, "false", NULL,
-        "Watch this node's pods through the API server (in-cluster service account, or "
-        "--kubeconfig) for workload and owner labels"),
-    OPT("kubeconfig", MW_OPT_PATH, kubeconfig, "", NULL,
-        "kubeconfig file for --kubernetes (default: the in-cluster service account)"),
-    OPT("owner-from", MW_OPT_STRING, owner_from, "namespace", check_owner_from,
-        "Owner of a pod: namespace, label:KEY or annotation:KEY"),
+    OPT("kubernetes", MW_OPT_BOOL, kubernetes, "false", NULL, "Watch this node's pods through the API server (in-cluster service account, or --kubeconfig) for workload and owner labels"),
+    OPT("kubeconfig", MW_OPT_PATH, kubeconfig, "", NULL, "kubeconfig file for --kubernetes (default: the in-cluster service account)"),
+    OPT("owner-from", MW_OPT_STRING, owner_from, "namespace", check_owner_from, "Owner of a pod: namespace, label:KEY or annotation:KEY"),
 };
 /* clang-format on */
 #undef OPT

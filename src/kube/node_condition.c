@@ -126,11 +126,8 @@ static void *run(void *arg)
 #define OPT(n, t, f, d, v, h) MW_OPT(mw_node_condition_settings, n, t, f, d, v, h)
 /* clang-format off */
 static const mw_option rows[] = {
-    OPT("kubernetes-node-condition", MW_OPT_BOOL, enabled, "false", NULL,
-        "With --kubernetes, set the GPUHealthy condition on this node (PATCH nodes/NAME/status; "
-        "never cordons): needs deploy/kubernetes/components/node-condition"),
-    OPT("kubernetes-node-condition-heartbeat", MW_OPT_DURATION, heartbeat_ms, "5m", NULL,
-        "Send the GPUHealthy condition again after this long without a change"),
+    OPT("kubernetes-node-condition", MW_OPT_BOOL, enabled, "false", NULL, "With --kubernetes, set the GPUHealthy condition on this node (PATCH nodes/NAME/status; never cordons): needs deploy/kubernetes/components/node-condition"),
+    OPT("kubernetes-node-condition-heartbeat", MW_OPT_DURATION, heartbeat_ms, "5m", NULL, "Send the GPUHealthy condition again after this long without a change"),
 };
 /* clang-format on */
 #undef OPT

@@ -338,10 +338,7 @@ static void *run(void *arg)
 
 /* clang-format off */
 static const mw_option podres_rows[] = {
-    MW_OPT(mw_podres_settings, "kubelet-pod-resources", MW_OPT_BOOL, kubelet_pod_resources, "true",
-           NULL,
-           "Learn GPUs allocated to pods from the kubelet's pod-resources socket (off when "
-           "absent)"),
+    MW_OPT(mw_podres_settings, "kubelet-pod-resources", MW_OPT_BOOL, kubelet_pod_resources, "true", NULL, "Learn GPUs allocated to pods from the kubelet's pod-resources socket (off when absent)"),
 };
 /* clang-format on */
 const mw_option_group mw_podres_options = MW_OPTION_GROUP(

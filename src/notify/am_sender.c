@@ -85,32 +85,15 @@ static int urls_section(void *settings, const char *file, void *docp, void *node
 #define OPT(n, t, f, d, v, h) MW_OPT(mw_am_settings, n, t, f, d, v, h)
 /* clang-format off */
 static const mw_option am_rows[] = {
-    {.name = "alertmanager-url",
-     .type = MW_OPT_STRING,
-     .offset = offsetof(mw_am_settings, urls),
-     .size = sizeof(((mw_am_settings *)0)->urls),
-     .def = "",
-     .help = "Alertmanagers to send rule alerts to (API v2), comma-separated base URLs such as "
-             "http://alertmanager:9093; in the config file also a list (docs/alerting.md)",
-     .validate = check_urls,
-     .section = urls_section},
-    OPT("alertmanager-timeout", MW_OPT_DURATION, timeout_ms, "10s", NULL,
-        "Longest one POST of alerts to an Alertmanager may take before it is retried"),
-    OPT("alertmanager-queue-capacity", MW_OPT_NUMBER, queue_capacity, "10000", check_capacity,
-        "Alerts queued per Alertmanager while it is slow or down; beyond it the oldest are dropped "
-        "(mlwatch_alertmanager_dropped_total)"),
-    OPT("alertmanager-ca-file", MW_OPT_PATH, ca_file, "", NULL,
-        "CA bundle to verify the Alertmanagers' certificates with, instead of the system's"),
-    OPT("alertmanager-cert-file", MW_OPT_PATH, cert_file, "", NULL,
-        "Client certificate for the Alertmanagers (TLS client authentication)"),
-    OPT("alertmanager-key-file", MW_OPT_PATH, key_file, "", NULL,
-        "Key of --alertmanager-cert-file"),
-    OPT("alertmanager-bearer-token-file", MW_OPT_PATH, bearer_token_file, "", NULL,
-        "File holding a bearer token for the Alertmanagers (read for each request)"),
-    OPT("alertmanager-basic-auth-username", MW_OPT_STRING, basic_username, "", NULL,
-        "User name for HTTP basic authentication to the Alertmanagers"),
-    OPT("alertmanager-basic-auth-password-file", MW_OPT_PATH, basic_password_file, "", NULL,
-        "File holding the basic-authentication password (read for each request)"),
+    {.name = "alertmanager-url", .type = MW_OPT_STRING, .offset = offsetof(mw_am_settings, urls), .size = sizeof(((mw_am_settings *)0)->urls), .def = "", .help = "Alertmanagers to send rule alerts to (API v2), comma-separated base URLs such as http://alertmanager:9093; in the config file also a list (docs/alerting.md)", .validate = check_urls, .section = urls_section},
+    OPT("alertmanager-timeout", MW_OPT_DURATION, timeout_ms, "10s", NULL, "Longest one POST of alerts to an Alertmanager may take before it is retried"),
+    OPT("alertmanager-queue-capacity", MW_OPT_NUMBER, queue_capacity, "10000", check_capacity, "Alerts queued per Alertmanager while it is slow or down; beyond it the oldest are dropped (mlwatch_alertmanager_dropped_total)"),
+    OPT("alertmanager-ca-file", MW_OPT_PATH, ca_file, "", NULL, "CA bundle to verify the Alertmanagers' certificates with, instead of the system's"),
+    OPT("alertmanager-cert-file", MW_OPT_PATH, cert_file, "", NULL, "Client certificate for the Alertmanagers (TLS client authentication)"),
+    OPT("alertmanager-key-file", MW_OPT_PATH, key_file, "", NULL, "Key of --alertmanager-cert-file"),
+    OPT("alertmanager-bearer-token-file", MW_OPT_PATH, bearer_token_file, "", NULL, "File holding a bearer token for the Alertmanagers (read for each request)"),
+    OPT("alertmanager-basic-auth-username", MW_OPT_STRING, basic_username, "", NULL, "User name for HTTP basic authentication to the Alertmanagers"),
+    OPT("alertmanager-basic-auth-password-file", MW_OPT_PATH, basic_password_file, "", NULL, "File holding the basic-authentication password (read for each request)"),
 };
 /* clang-format on */
 #undef OPT
@@ -425,18 +408,12 @@ void mw_am_sender_send(void *sender, const mw_alert *alerts, size_t n, int64_t n
 }
 
 /* clang-format off */
-MW_METRIC(AM_SENT, MW_COUNTER, "mlwatch_alertmanager_notifications_total", "",
-          "Rule alerts an Alertmanager accepted (HTTP 2xx), by Alertmanager.");
-MW_METRIC(AM_ERRORS, MW_COUNTER, "mlwatch_alertmanager_errors_total", "",
-          "Rule alerts in POSTs that failed (retried or rejected), by Alertmanager.");
-MW_METRIC(AM_DROPPED, MW_COUNTER, "mlwatch_alertmanager_dropped_total", "",
-          "Rule alerts never delivered: pushed out of a full queue or rejected with a 4xx.");
-MW_METRIC(AM_QUEUE, MW_GAUGE, "mlwatch_alertmanager_queue_length", "",
-          "Rule alerts waiting for an Alertmanager, the batch in flight included.");
-MW_METRIC(AM_CAPACITY, MW_GAUGE, "mlwatch_alertmanager_queue_capacity", "",
-          "Most rule alerts queued per Alertmanager (--alertmanager-queue-capacity).");
-MW_METRIC(AM_DISCOVERED, MW_GAUGE, "mlwatch_alertmanager_discovered", "",
-          "Alertmanagers rule alerts are sent to (--alertmanager-url).");
+MW_METRIC(AM_SENT, MW_COUNTER, "mlwatch_alertmanager_notifications_total", "", "Rule alerts an Alertmanager accepted (HTTP 2xx), by Alertmanager.");
+MW_METRIC(AM_ERRORS, MW_COUNTER, "mlwatch_alertmanager_errors_total", "", "Rule alerts in POSTs that failed (retried or rejected), by Alertmanager.");
+MW_METRIC(AM_DROPPED, MW_COUNTER, "mlwatch_alertmanager_dropped_total", "", "Rule alerts never delivered: pushed out of a full queue or rejected with a 4xx.");
+MW_METRIC(AM_QUEUE, MW_GAUGE, "mlwatch_alertmanager_queue_length", "", "Rule alerts waiting for an Alertmanager, the batch in flight included.");
+MW_METRIC(AM_CAPACITY, MW_GAUGE, "mlwatch_alertmanager_queue_capacity", "", "Most rule alerts queued per Alertmanager (--alertmanager-queue-capacity).");
+MW_METRIC(AM_DISCOVERED, MW_GAUGE, "mlwatch_alertmanager_discovered", "", "Alertmanagers rule alerts are sent to (--alertmanager-url).");
 /* clang-format on */
 
 void mw_am_sender_emit(mw_am_sender *s, mw_snapshot *snap)

@@ -48,15 +48,9 @@ struct mw_notifier {
 #define OPT(n, t, f, d, v, h) MW_OPT(mw_notify_settings, n, t, f, d, v, h)
 /* clang-format off */
 static const mw_option notify_rows[] = {
-    OPT("notify-repeat-interval", MW_OPT_DURATION, repeat_interval_ms, "4h", NULL,
-        "Repeat a notification for a session still idle, or a group of rule alerts still firing, "
-        "after this long"),
-    OPT("notify-group-wait", MW_OPT_DURATION, group_wait_ms, "30s", NULL,
-        "Rule alerts to the built-in receivers: how long the first message of a group (alertname, "
-        "node) waits for more of its alerts (Alertmanager's group_wait)"),
-    OPT("notify-group-interval", MW_OPT_DURATION, group_interval_ms, "5m", NULL,
-        "Rule alerts to the built-in receivers: the least time between two messages of a group, "
-        "for new or resolved alerts (Alertmanager's group_interval)"),
+    OPT("notify-repeat-interval", MW_OPT_DURATION, repeat_interval_ms, "4h", NULL, "Repeat a notification for a session still idle, or a group of rule alerts still firing, after this long"),
+    OPT("notify-group-wait", MW_OPT_DURATION, group_wait_ms, "30s", NULL, "Rule alerts to the built-in receivers: how long the first message of a group (alertname, node) waits for more of its alerts (Alertmanager's group_wait)"),
+    OPT("notify-group-interval", MW_OPT_DURATION, group_interval_ms, "5m", NULL, "Rule alerts to the built-in receivers: the least time between two messages of a group, for new or resolved alerts (Alertmanager's group_interval)"),
 };
 /* clang-format on */
 #undef OPT
@@ -316,9 +310,7 @@ void mw_notifier_kick(mw_notifier *n)
 }
 
 /* clang-format off */
-MW_METRIC(NOTIFICATIONS, MW_COUNTER, "mlwatch_notifications_total", "",
-          "Notification attempts (idle GPU sessions, rule-alert groups) by receiver kind and "
-          "result (delivered or failed).");
+MW_METRIC(NOTIFICATIONS, MW_COUNTER, "mlwatch_notifications_total", "", "Notification attempts (idle GPU sessions, rule-alert groups) by receiver kind and result (delivered or failed).");
 /* clang-format on */
 
 void mw_notifier_emit(mw_notifier *n, mw_snapshot *snap)

@@ -9,9 +9,7 @@ typedef struct alertmanager_settings {
 
 /* clang-format off */
 static const mw_option alertmanager_rows[] = {
-    MW_OPT(alertmanager_settings, "notify-alertmanager-webhook", MW_OPT_STRING, url, "", NULL,
-           "Webhook receiving Alertmanager's webhook payload (version 4): URL, file:PATH or "
-           "env:NAME"),
+    MW_OPT(alertmanager_settings, "notify-alertmanager-webhook", MW_OPT_STRING, url, "", NULL, "Webhook receiving Alertmanager's webhook payload (version 4): URL, file:PATH or env:NAME"),
 };
 /* clang-format on */
 static const mw_option_group alertmanager_options =

@@ -22,19 +22,12 @@ typedef struct email_settings {
 #define OPT(n, t, f, d, v, h) MW_OPT(email_settings, n, t, f, d, v, h)
 /* clang-format off */
 static const mw_option email_rows[] = {
-    OPT("notify-smtp-server", MW_OPT_STRING, server, "", NULL,
-        "SMTP server for idle GPU e-mail, smtp://HOST:PORT (STARTTLS required) or "
-        "smtps://HOST:PORT"),
-    OPT("notify-smtp-from", MW_OPT_STRING, from, "", NULL,
-        "Sender address of e-mail"),
-    OPT("notify-smtp-to", MW_OPT_STRING, to, "", NULL,
-        "Comma-separated recipients of e-mail"),
-    OPT("notify-smtp-username", MW_OPT_STRING, username, "", NULL,
-        "SMTP user name"),
-    OPT("notify-smtp-password", MW_OPT_STRING, password, "", NULL,
-        "SMTP password: file:PATH or env:NAME (a literal works but shows in the process list)"),
-    OPT("notify-smtp-ca-file", MW_OPT_PATH, ca_file, "", NULL,
-        "CA bundle to verify the SMTP server with (default: the system's)"),
+    OPT("notify-smtp-server", MW_OPT_STRING, server, "", NULL, "SMTP server for idle GPU e-mail, smtp://HOST:PORT (STARTTLS required) or smtps://HOST:PORT"),
+    OPT("notify-smtp-from", MW_OPT_STRING, from, "", NULL, "Sender address of e-mail"),
+    OPT("notify-smtp-to", MW_OPT_STRING, to, "", NULL, "Comma-separated recipients of e-mail"),
+    OPT("notify-smtp-username", MW_OPT_STRING, username, "", NULL, "SMTP user name"),
+    OPT("notify-smtp-password", MW_OPT_STRING, password, "", NULL, "SMTP password: file:PATH or env:NAME (a literal works but shows in the process list)"),
+    OPT("notify-smtp-ca-file", MW_OPT_PATH, ca_file, "", NULL, "CA bundle to verify the SMTP server with (default: the system's)"),
 };
 /* clang-format on */
 #undef OPT

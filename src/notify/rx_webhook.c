@@ -15,9 +15,7 @@ typedef struct webhook_settings {
 
 /* clang-format off */
 static const mw_option webhook_rows[] = {
-    MW_OPT(webhook_settings, "notify-webhook", MW_OPT_STRING, url, "", NULL,
-           "Mattermost or Slack incoming webhook URL for idle GPU sessions: URL, file:PATH or "
-           "env:NAME"),
+    MW_OPT(webhook_settings, "notify-webhook", MW_OPT_STRING, url, "", NULL, "Mattermost or Slack incoming webhook URL for idle GPU sessions: URL, file:PATH or env:NAME"),
 };
 /* clang-format on */
 static const mw_option_group webhook_options = MW_OPTION_GROUP(

@@ -943,30 +943,14 @@ static void metadata_handler(void *cls, const mw_http_request *req, mw_http_resp
 #define OPT(n, t, f, d, v, h) MW_OPT(mw_query_settings, n, t, f, d, v, h)
 /* clang-format off */
 static const mw_option query_rows[] = {
-    OPT("query-timeout", MW_OPT_DURATION, timeout_ms, "2m", NULL,
-        "Longest one PromQL query may take, evaluated from the store or forwarded to --query-url "
-        "(a query thread is busy meanwhile); beyond it errorType timeout (503, or 504 from "
-        "--query-url)"),
-    OPT("query-max-samples", MW_OPT_NUMBER, max_samples, "20000000", mw_check_count,
-        "Most samples one PromQL query may hold in memory at once (loaded and computed); beyond it "
-        "422 (0: no limit)"),
-    OPT("query-max-series", MW_OPT_NUMBER, max_series, "500000", mw_check_count,
-        "Most series one selector may load, and one answer (query, query_range, series) may hold; "
-        "beyond it 422 (0: no limit)"),
-    OPT("query-max-points", MW_OPT_NUMBER, max_points, "5000000", mw_check_count,
-        "Most points (samples) one query's answer may hold; beyond it 422 (0: no limit)"),
-    OPT("query-max-bytes", MW_OPT_SIZE, max_bytes, "64MiB", NULL,
-        "Largest answer one query may send; beyond it 422 (0: no limit)"),
-    OPT("query-lookback-delta", MW_OPT_DURATION, lookback_ms, "5m", NULL,
-        "How far back an instant selector looks for a series' latest sample, as Prometheus's "
-        "--query.lookback-delta"),
-    OPT("query-closed-windows", MW_OPT_BOOL, closed_windows, "false", NULL,
-        "Take a sample exactly at the start of a range, subquery or lookback window, as Prometheus "
-        "2 did (Prometheus 3 and the default leave the start out: (t - range, t])"),
-    OPT("query-delayed-name-removal", MW_OPT_BOOL, delayed_name_removal, "false", NULL,
-        "Drop the metric name (and __type__, __unit__) of a function's or operator's result only "
-        "at the end of the query, so that label_replace and by (__name__) still see it, as "
-        "Prometheus 3's promql-delayed-name-removal feature (off there too by default)"),
+    OPT("query-timeout", MW_OPT_DURATION, timeout_ms, "2m", NULL, "Longest one PromQL query may take, evaluated from the store or forwarded to --query-url (a query thread is busy meanwhile); beyond it errorType timeout (503, or 504 from --query-url)"),
+    OPT("query-max-samples", MW_OPT_NUMBER, max_samples, "20000000", mw_check_count, "Most samples one PromQL query may hold in memory at once (loaded and computed); beyond it 422 (0: no limit)"),
+    OPT("query-max-series", MW_OPT_NUMBER, max_series, "500000", mw_check_count, "Most series one selector may load, and one answer (query, query_range, series) may hold; beyond it 422 (0: no limit)"),
+    OPT("query-max-points", MW_OPT_NUMBER, max_points, "5000000", mw_check_count, "Most points (samples) one query's answer may hold; beyond it 422 (0: no limit)"),
+    OPT("query-max-bytes", MW_OPT_SIZE, max_bytes, "64MiB", NULL, "Largest answer one query may send; beyond it 422 (0: no limit)"),
+    OPT("query-lookback-delta", MW_OPT_DURATION, lookback_ms, "5m", NULL, "How far back an instant selector looks for a series' latest sample, as Prometheus's --query.lookback-delta"),
+    OPT("query-closed-windows", MW_OPT_BOOL, closed_windows, "false", NULL, "Take a sample exactly at the start of a range, subquery or lookback window, as Prometheus 2 did (Prometheus 3 and the default leave the start out: (t - range, t])"),
+    OPT("query-delayed-name-removal", MW_OPT_BOOL, delayed_name_removal, "false", NULL, "Drop the metric name (and __type__, __unit__) of a function's or operator's result only at the end of the query, so that label_replace and by (__name__) still see it, as Prometheus 3's promql-delayed-name-removal feature (off there too by default)"),
 };
 /* clang-format on */
 #undef OPT

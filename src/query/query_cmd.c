@@ -65,26 +65,14 @@ static void put_param_ms(mw_buf *b, const char *name, int64_t ms)
 #define OPT(n, t, f, d, v, h) MW_OPT(mw_query_cmd_settings, n, t, f, d, v, h)
 /* clang-format off */
 static const mw_option query_cmd_rows[] = {
-    OPT("time", MW_OPT_STRING, time, "", check_time,
-        "`mlwatch query`: evaluation time, RFC 3339 or unix seconds (default: now)"),
-    OPT("start", MW_OPT_STRING, start, "", check_time,
-        "`mlwatch query`: range query start, RFC 3339 or unix seconds"),
-    OPT("end", MW_OPT_STRING, end, "", check_time,
-        "`mlwatch query`: range query end, RFC 3339 or unix seconds"),
-    OPT("step", MW_OPT_STRING, step, "", check_step,
-        "`mlwatch query`: range query step, a duration (15s) or float seconds"),
-    OPT("url", MW_OPT_STRING, url, "", NULL,
-        "`mlwatch query`, `mlwatch doctor`: base URL of the agent to ask (query: or of any "
-        "Prometheus-compatible server; default: the agent on --listen)"),
-    OPT("token-file", MW_OPT_STRING, token_file, "", NULL,
-        "`mlwatch query`, `mlwatch doctor`: file holding the bearer token to send (an agent with "
-        "--read-token-file; the token is never printed)"),
-    OPT("ca-file", MW_OPT_STRING, ca_file, "", NULL,
-        "`mlwatch query`, `mlwatch doctor`: PEM CA certificates that sign the agent's certificate "
-        "(an agent with --tls-cert-file); the default URL is then https://"),
-    OPT("tls-server-name", MW_OPT_STRING, server_name, "", NULL,
-        "`mlwatch query`, `mlwatch doctor`: name the agent's certificate is checked against when "
-        "it is not the URL's host (the manifests' certificate names mlwatch)"),
+    OPT("time", MW_OPT_STRING, time, "", check_time, "`mlwatch query`: evaluation time, RFC 3339 or unix seconds (default: now)"),
+    OPT("start", MW_OPT_STRING, start, "", check_time, "`mlwatch query`: range query start, RFC 3339 or unix seconds"),
+    OPT("end", MW_OPT_STRING, end, "", check_time, "`mlwatch query`: range query end, RFC 3339 or unix seconds"),
+    OPT("step", MW_OPT_STRING, step, "", check_step, "`mlwatch query`: range query step, a duration (15s) or float seconds"),
+    OPT("url", MW_OPT_STRING, url, "", NULL, "`mlwatch query`, `mlwatch doctor`: base URL of the agent to ask (query: or of any Prometheus-compatible server; default: the agent on --listen)"),
+    OPT("token-file", MW_OPT_STRING, token_file, "", NULL, "`mlwatch query`, `mlwatch doctor`: file holding the bearer token to send (an agent with --read-token-file; the token is never printed)"),
+    OPT("ca-file", MW_OPT_STRING, ca_file, "", NULL, "`mlwatch query`, `mlwatch doctor`: PEM CA certificates that sign the agent's certificate (an agent with --tls-cert-file); the default URL is then https://"),
+    OPT("tls-server-name", MW_OPT_STRING, server_name, "", NULL, "`mlwatch query`, `mlwatch doctor`: name the agent's certificate is checked against when it is not the URL's host (the manifests' certificate names mlwatch)"),
 };
 /* clang-format on */
 #undef OPT

@@ -35,41 +35,22 @@ typedef struct rules_opts {
 
 /* clang-format off */
 static const mw_option rules_rows[] = {
-    {.name = "rule-file",
-     .type = MW_OPT_PATH,
-     .offset = offsetof(rules_opts, s.rule_files),
-     .size = sizeof(((rules_opts *)0)->s.rule_files),
-     .def = "",
-     .repeat = 1,
-     .help = "Prometheus rule file to evaluate (repeatable; shell globs); in the config file "
-             "rule_file: [a.yml, 'rules.d/*.yml'] (docs/rules.md)"},
-    MW_OPT(rules_opts, "shipped-rules", MW_OPT_STRING, s.shipped, "auto", check_shipped,
-           "Evaluate the rules shipped with mlwatch (deploy/prometheus/mlwatch-rules.yml, built "
-           "in): on, off, or auto (a hub, and an agent without --remote-write)"),
-    MW_OPT(rules_opts, "rules-evaluation-interval", MW_OPT_DURATION, s.evaluation_interval_ms, "1m",
-           NULL,
-           "Evaluation interval of rule groups that set none"),
-    MW_OPT(rules_opts, "rules-resend-delay", MW_OPT_DURATION, s.resend_delay_ms, "1m", NULL,
-           "How often a firing alert is sent again to the alert receivers"),
-    MW_OPT(rules_opts, "rules-outage-tolerance", MW_OPT_DURATION, s.outage_tolerance_ms, "1h", NULL,
-           "Longest outage after which the `for` state of alerts is still restored"),
-    MW_OPT(rules_opts, "rules-for-grace-period", MW_OPT_STRING, grace, "0s", check_grace,
-           "Least time an alert waits after a restart before it fires again (Prometheus: 10m; 0s: "
-           "the `for` left when the agent stopped)"),
-    MW_OPT(rules_opts, "rules-external-url", MW_OPT_STRING, s.external_url, "", NULL,
-           "URL of this mlwatch as alerts link to it ($externalURL, generatorURL)"),
+    {.name = "rule-file", .type = MW_OPT_PATH, .offset = offsetof(rules_opts, s.rule_files), .size = sizeof(((rules_opts *)0)->s.rule_files), .def = "", .repeat = 1, .help = "Prometheus rule file to evaluate (repeatable; shell globs); in the config file rule_file: [a.yml, 'rules.d/*.yml'] (docs/rules.md)"},
+    MW_OPT(rules_opts, "shipped-rules", MW_OPT_STRING, s.shipped, "auto", check_shipped, "Evaluate the rules shipped with mlwatch (deploy/prometheus/mlwatch-rules.yml, built in): on, off, or auto (a hub, and an agent without --remote-write)"),
+    MW_OPT(rules_opts, "rules-evaluation-interval", MW_OPT_DURATION, s.evaluation_interval_ms, "1m", NULL, "Evaluation interval of rule groups that set none"),
+    MW_OPT(rules_opts, "rules-resend-delay", MW_OPT_DURATION, s.resend_delay_ms, "1m", NULL, "How often a firing alert is sent again to the alert receivers"),
+    MW_OPT(rules_opts, "rules-outage-tolerance", MW_OPT_DURATION, s.outage_tolerance_ms, "1h", NULL, "Longest outage after which the `for` state of alerts is still restored"),
+    MW_OPT(rules_opts, "rules-for-grace-period", MW_OPT_STRING, grace, "0s", check_grace, "Least time an alert waits after a restart before it fires again (Prometheus: 10m; 0s: the `for` left when the agent stopped)"),
+    MW_OPT(rules_opts, "rules-external-url", MW_OPT_STRING, s.external_url, "", NULL, "URL of this mlwatch as alerts link to it ($externalURL, generatorURL)"),
 };
 /* clang-format on */
 const mw_option_group mw_rules_options =
     MW_OPTION_GROUP("rules and alerts", "src/rules/rules_engine.c", rules_opts, rules_rows, NULL);
 
 /* clang-format off */
-MW_METRIC(FAILURES, MW_COUNTER, "mlwatch_rule_evaluation_failures_total", "",
-          "Rule evaluations that failed, by group (the rule's lastError in /api/v1/rules).");
-MW_METRIC(DURATION, MW_GAUGE, "mlwatch_rule_group_last_duration_seconds", "seconds",
-          "How long the last evaluation of the group took.");
-MW_METRIC(RULES, MW_GAUGE, "mlwatch_rule_group_rules", "",
-          "Rules in the group.");
+MW_METRIC(FAILURES, MW_COUNTER, "mlwatch_rule_evaluation_failures_total", "", "Rule evaluations that failed, by group (the rule's lastError in /api/v1/rules).");
+MW_METRIC(DURATION, MW_GAUGE, "mlwatch_rule_group_last_duration_seconds", "seconds", "How long the last evaluation of the group took.");
+MW_METRIC(RULES, MW_GAUGE, "mlwatch_rule_group_rules", "", "Rules in the group.");
 /* clang-format on */
 
 /* Load the configured files (and the shipped rules) into set. */

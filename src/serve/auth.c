@@ -82,34 +82,17 @@ struct mw_auth {
 #define OPT(n, t, f, d, v, h) MW_OPT(mw_auth_settings, n, t, f, d, v, h)
 /* clang-format off */
 static const mw_option auth_rows[] = {
-    OPT("metrics-token-file", MW_OPT_PATH, token_file[MW_ROLE_METRICS], "", NULL,
-        "File of bearer tokens (one a line) that may scrape GET /metrics; unset: /metrics is open"),
-    OPT("read-token-file", MW_OPT_PATH, token_file[MW_ROLE_READ], "", NULL,
-        "File of bearer tokens that may use the query APIs, the UI and findings; unset: open"),
-    OPT("write-token-file", MW_OPT_PATH, token_file[MW_ROLE_WRITE], "", NULL,
-        "File of bearer tokens that may POST /api/v1/write; unset: open on a loopback --listen, "
-        "refused (403) on any other address"),
-    OPT("admin-token-file", MW_OPT_PATH, token_file[MW_ROLE_ADMIN], "", NULL,
-        "File of bearer tokens that may compact, snapshot, delete and reload; unset: open on a "
-        "loopback --listen, refused (403) on any other address"),
-    OPT("tls-cert-file", MW_OPT_PATH, tls_cert_file, "", NULL,
-        "PEM certificate (chain) to serve HTTPS with; re-read when it changes"),
-    OPT("tls-key-file", MW_OPT_PATH, tls_key_file, "", NULL,
-        "PEM private key of --tls-cert-file; re-read when it changes"),
-    OPT("tls-client-ca-file", MW_OPT_PATH, tls_client_ca_file, "", NULL,
-        "PEM CA certificates: every request but /-/healthy and /-/ready then needs a client "
-        "certificate they signed (mutual TLS; re-read when it changes)"),
-    OPT("access-policy", MW_OPT_PATH, access_policy, "", NULL,
-        "YAML file binding read tokens, proxy users and groups to the namespaces they may see "
-        "(docs/security.md); re-read when it changes. Set: every read needs an identity"),
-    OPT("trusted-proxy", MW_OPT_STRING, trusted_proxy, "", NULL,
-        "Comma-separated addresses or CIDRs of authenticating proxies (oauth2-proxy) whose "
-        "--proxy-user-header and --proxy-groups-header are believed; from any other address those "
-        "headers are ignored"),
-    OPT("proxy-user-header", MW_OPT_STRING, proxy_user_header, "X-Forwarded-User", NULL,
-        "Header naming the user that a trusted proxy authenticated"),
-    OPT("proxy-groups-header", MW_OPT_STRING, proxy_groups_header, "X-Forwarded-Groups", NULL,
-        "Header with the comma-separated groups of that user"),
+    OPT("metrics-token-file", MW_OPT_PATH, token_file[MW_ROLE_METRICS], "", NULL, "File of bearer tokens (one a line) that may scrape GET /metrics; unset: /metrics is open"),
+    OPT("read-token-file", MW_OPT_PATH, token_file[MW_ROLE_READ], "", NULL, "File of bearer tokens that may use the query APIs, the UI and findings; unset: open"),
+    OPT("write-token-file", MW_OPT_PATH, token_file[MW_ROLE_WRITE], "", NULL, "File of bearer tokens that may POST /api/v1/write; unset: open on a loopback --listen, refused (403) on any other address"),
+    OPT("admin-token-file", MW_OPT_PATH, token_file[MW_ROLE_ADMIN], "", NULL, "File of bearer tokens that may compact, snapshot, delete and reload; unset: open on a loopback --listen, refused (403) on any other address"),
+    OPT("tls-cert-file", MW_OPT_PATH, tls_cert_file, "", NULL, "PEM certificate (chain) to serve HTTPS with; re-read when it changes"),
+    OPT("tls-key-file", MW_OPT_PATH, tls_key_file, "", NULL, "PEM private key of --tls-cert-file; re-read when it changes"),
+    OPT("tls-client-ca-file", MW_OPT_PATH, tls_client_ca_file, "", NULL, "PEM CA certificates: every request but /-/healthy and /-/ready then needs a client certificate they signed (mutual TLS; re-read when it changes)"),
+    OPT("access-policy", MW_OPT_PATH, access_policy, "", NULL, "YAML file binding read tokens, proxy users and groups to the namespaces they may see (docs/security.md); re-read when it changes. Set: every read needs an identity"),
+    OPT("trusted-proxy", MW_OPT_STRING, trusted_proxy, "", NULL, "Comma-separated addresses or CIDRs of authenticating proxies (oauth2-proxy) whose --proxy-user-header and --proxy-groups-header are believed; from any other address those headers are ignored"),
+    OPT("proxy-user-header", MW_OPT_STRING, proxy_user_header, "X-Forwarded-User", NULL, "Header naming the user that a trusted proxy authenticated"),
+    OPT("proxy-groups-header", MW_OPT_STRING, proxy_groups_header, "X-Forwarded-Groups", NULL, "Header with the comma-separated groups of that user"),
 };
 /* clang-format on */
 #undef OPT

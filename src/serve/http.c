@@ -149,29 +149,14 @@ static int check_lane_threads(const char *v, char *why, size_t n)
 #define OPT(n, t, f, d, v, h) MW_OPT(mw_http_settings, n, t, f, d, v, h)
 /* clang-format off */
 static const mw_option http_rows[] = {
-    OPT("http-max-connections", MW_OPT_NUMBER, max_connections, "512", mw_check_count,
-        "Most connections the HTTP server holds; a new one beyond it closes the oldest that has "
-        "not sent a request yet, so idle clients never lock out a scrape (docs/http.md)"),
-    OPT("http-max-connections-per-ip", MW_OPT_NUMBER, max_connections_per_ip, "64", mw_check_count,
-        "Most connections from one client address; beyond it a new one is closed at once (0: no "
-        "limit)"),
-    OPT("http-idle-timeout", MW_OPT_DURATION, idle_timeout_ms, "30s", NULL,
-        "Longest a connection may stay without sending a request line, counted from its start or "
-        "its previous answer (bytes that never finish the line do not extend it)"),
-    OPT("http-header-timeout", MW_OPT_DURATION, header_timeout_ms, "10s", NULL,
-        "Longest a request's headers may take to arrive, from its request line; beyond it the "
-        "connection is closed"),
-    OPT("http-body-timeout", MW_OPT_DURATION, body_timeout_ms, "1m", NULL,
-        "Longest a request's body may take to arrive, from the end of its headers; beyond it the "
-        "connection is closed"),
-    OPT("http-write-timeout", MW_OPT_DURATION, write_timeout_ms, "5m", NULL,
-        "Longest an answer may take to be sent, from the end of its evaluation: a client that "
-        "stops reading (or reads a byte at a time) is closed past it"),
-    OPT("query-max-concurrency", MW_OPT_NUMBER, lane_threads, "2", check_lane_threads,
-        "Queries (and UI proxy and store export requests) evaluated at once, on threads of their "
-        "own that never serve /metrics, health, readiness or remote write (1 to 64)"),
-    OPT("query-max-queued", MW_OPT_NUMBER, lane_queue, "16", mw_check_count,
-        "Queries that may wait for a free query thread; one more is answered 503 with Retry-After"),
+    OPT("http-max-connections", MW_OPT_NUMBER, max_connections, "512", mw_check_count, "Most connections the HTTP server holds; a new one beyond it closes the oldest that has not sent a request yet, so idle clients never lock out a scrape (docs/http.md)"),
+    OPT("http-max-connections-per-ip", MW_OPT_NUMBER, max_connections_per_ip, "64", mw_check_count, "Most connections from one client address; beyond it a new one is closed at once (0: no limit)"),
+    OPT("http-idle-timeout", MW_OPT_DURATION, idle_timeout_ms, "30s", NULL, "Longest a connection may stay without sending a request line, counted from its start or its previous answer (bytes that never finish the line do not extend it)"),
+    OPT("http-header-timeout", MW_OPT_DURATION, header_timeout_ms, "10s", NULL, "Longest a request's headers may take to arrive, from its request line; beyond it the connection is closed"),
+    OPT("http-body-timeout", MW_OPT_DURATION, body_timeout_ms, "1m", NULL, "Longest a request's body may take to arrive, from the end of its headers; beyond it the connection is closed"),
+    OPT("http-write-timeout", MW_OPT_DURATION, write_timeout_ms, "5m", NULL, "Longest an answer may take to be sent, from the end of its evaluation: a client that stops reading (or reads a byte at a time) is closed past it"),
+    OPT("query-max-concurrency", MW_OPT_NUMBER, lane_threads, "2", check_lane_threads, "Queries (and UI proxy and store export requests) evaluated at once, on threads of their own that never serve /metrics, health, readiness or remote write (1 to 64)"),
+    OPT("query-max-queued", MW_OPT_NUMBER, lane_queue, "16", mw_check_count, "Queries that may wait for a free query thread; one more is answered 503 with Retry-After"),
 };
 /* clang-format on */
 #undef OPT
@@ -449,21 +434,11 @@ void mw_http_stats(mw_http_server *s, mw_http_stats_t *out)
 }
 
 /* clang-format off */
-MW_METRIC(REFUSED, MW_COUNTER, "mlwatch_http_requests_refused_total", "",
-          "Requests the HTTP server refused, by reason: unauthenticated (401), forbidden (403), "
-          "unsupported_media_type (415), too_large (413), query_queue_full (503), per_ip_limit (a "
-          "connection closed on accept past --http-max-connections-per-ip), deadline (closed past "
-          "--http-header-timeout, --http-body-timeout or --http-write-timeout), connection_limit "
-          "(closed to make room past --http-max-connections).");
-MW_METRIC(CONNECTIONS, MW_GAUGE, "mlwatch_http_connections", "",
-          "Connections the HTTP server holds open.");
-MW_METRIC(CLOSED, MW_COUNTER, "mlwatch_http_connections_closed_total", "",
-          "Connections the HTTP server closed itself, by reason: idle_timeout (no request line "
-          "within --http-idle-timeout), header_timeout, body_timeout, write_timeout, evicted.");
-MW_METRIC(LANE_RUNNING, MW_GAUGE, "mlwatch_http_query_lane_running", "",
-          "Queries being evaluated on the query lane's threads now.");
-MW_METRIC(LANE_QUEUED, MW_GAUGE, "mlwatch_http_query_lane_queued", "",
-          "Queries waiting for a free query lane thread now.");
+MW_METRIC(REFUSED, MW_COUNTER, "mlwatch_http_requests_refused_total", "", "Requests the HTTP server refused, by reason: unauthenticated (401), forbidden (403), unsupported_media_type (415), too_large (413), query_queue_full (503), per_ip_limit (a connection closed on accept past --http-max-connections-per-ip), deadline (closed past --http-header-timeout, --http-body-timeout or --http-write-timeout), connection_limit (closed to make room past --http-max-connections).");
+MW_METRIC(CONNECTIONS, MW_GAUGE, "mlwatch_http_connections", "", "Connections the HTTP server holds open.");
+MW_METRIC(CLOSED, MW_COUNTER, "mlwatch_http_connections_closed_total", "", "Connections the HTTP server closed itself, by reason: idle_timeout (no request line within --http-idle-timeout), header_timeout, body_timeout, write_timeout, evicted.");
+MW_METRIC(LANE_RUNNING, MW_GAUGE, "mlwatch_http_query_lane_running", "", "Queries being evaluated on the query lane's threads now.");
+MW_METRIC(LANE_QUEUED, MW_GAUGE, "mlwatch_http_query_lane_queued", "", "Queries waiting for a free query lane thread now.");
 /* clang-format on */
 
 void mw_http_emit_metrics(mw_http_server *s, mw_snapshot *snap)

@@ -125,9 +125,7 @@ typedef struct ui_module {
 
 /* clang-format off */
 static const mw_option ui_rows[] = {
-    MW_OPT(mw_ui_settings, "query-url", MW_OPT_STRING, query_url, "", mw_ui_check_query_url,
-           "Web UI: send its PromQL queries to this Prometheus-compatible base URL (Prometheus, "
-           "Thanos, Mimir, VictoriaMetrics) instead of the embedded store"),
+    MW_OPT(mw_ui_settings, "query-url", MW_OPT_STRING, query_url, "", mw_ui_check_query_url, "Web UI: send its PromQL queries to this Prometheus-compatible base URL (Prometheus, Thanos, Mimir, VictoriaMetrics) instead of the embedded store"),
 };
 /* clang-format on */
 const mw_option_group mw_ui_options =

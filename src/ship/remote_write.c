@@ -39,29 +39,16 @@
 #define BATCH_MAX_BYTES (32u << 20)
 
 /* clang-format off */
-MW_METRIC(SENT, MW_COUNTER, "mlwatch_remote_write_samples_sent_total", "",
-          "Samples the remote-write receiver accepted (2xx).");
-MW_METRIC(FAILED, MW_COUNTER, "mlwatch_remote_write_samples_failed_total", "",
-          "Samples in batches the receiver refused with a 4xx other than 429 (not retried).");
-MW_METRIC(RETRIED, MW_COUNTER, "mlwatch_remote_write_samples_retried_total", "",
-          "Samples in requests that failed with 5xx, 429 or a transport error and were sent "
-          "again.");
-MW_METRIC(DROPPED, MW_COUNTER, "mlwatch_remote_write_samples_dropped_total", "",
-          "Samples never sent: relabel (write_relabel_configs), queue_full (oldest data dropped "
-          "for room), backlog (the disk writer fell behind), invalid (too many labels).");
-MW_METRIC(PENDING, MW_GAUGE, "mlwatch_remote_write_samples_pending", "",
-          "Samples queued on disk and not yet acknowledged.");
-MW_METRIC(QBYTES, MW_GAUGE, "mlwatch_remote_write_queue_bytes", "bytes",
-          "Size of the endpoint's on-disk queue.");
-MW_METRIC(CORRUPT, MW_COUNTER, "mlwatch_remote_write_queue_corrupt_bytes_total", "bytes",
-          "Bytes of damaged queue data cut off at start or skipped (torn writes, disk errors).");
-MW_METRIC(HIGHEST, MW_GAUGE, "mlwatch_remote_write_highest_sent_timestamp_seconds", "seconds",
-          "Newest sample timestamp the receiver accepted (0 before the first).");
-MW_METRIC(STALE, MW_COUNTER, "mlwatch_remote_write_staleness_markers_total", "",
-          "Staleness markers queued for series that ended (sent last round, absent from this one), "
-          "as Prometheus forwards them; counted in the samples sent once accepted.");
-MW_METRIC(SHARDS, MW_GAUGE, "mlwatch_remote_write_shards", "",
-          "Sender shards (queues) of the endpoint.");
+MW_METRIC(SENT, MW_COUNTER, "mlwatch_remote_write_samples_sent_total", "", "Samples the remote-write receiver accepted (2xx).");
+MW_METRIC(FAILED, MW_COUNTER, "mlwatch_remote_write_samples_failed_total", "", "Samples in batches the receiver refused with a 4xx other than 429 (not retried).");
+MW_METRIC(RETRIED, MW_COUNTER, "mlwatch_remote_write_samples_retried_total", "", "Samples in requests that failed with 5xx, 429 or a transport error and were sent again.");
+MW_METRIC(DROPPED, MW_COUNTER, "mlwatch_remote_write_samples_dropped_total", "", "Samples never sent: relabel (write_relabel_configs), queue_full (oldest data dropped for room), backlog (the disk writer fell behind), invalid (too many labels).");
+MW_METRIC(PENDING, MW_GAUGE, "mlwatch_remote_write_samples_pending", "", "Samples queued on disk and not yet acknowledged.");
+MW_METRIC(QBYTES, MW_GAUGE, "mlwatch_remote_write_queue_bytes", "bytes", "Size of the endpoint's on-disk queue.");
+MW_METRIC(CORRUPT, MW_COUNTER, "mlwatch_remote_write_queue_corrupt_bytes_total", "bytes", "Bytes of damaged queue data cut off at start or skipped (torn writes, disk errors).");
+MW_METRIC(HIGHEST, MW_GAUGE, "mlwatch_remote_write_highest_sent_timestamp_seconds", "seconds", "Newest sample timestamp the receiver accepted (0 before the first).");
+MW_METRIC(STALE, MW_COUNTER, "mlwatch_remote_write_staleness_markers_total", "", "Staleness markers queued for series that ended (sent last round, absent from this one), as Prometheus forwards them; counted in the samples sent once accepted.");
+MW_METRIC(SHARDS, MW_GAUGE, "mlwatch_remote_write_shards", "", "Sender shards (queues) of the endpoint.");
 /* clang-format on */
 
 typedef struct rec_ref {

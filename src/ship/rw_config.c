@@ -666,18 +666,8 @@ static int external_labels_section(void *settings, const char *file, void *docp,
 static const mw_option rw_rows[] = {
     /* A flag and a scalar key for one URL; a list in the file is parsed by
      * the section function. */
-    {.name = "remote-write",
-     .type = MW_OPT_STRING,
-     .offset = offsetof(mw_rw_settings, url),
-     .size = sizeof(((mw_rw_settings *)0)->url),
-     .def = "",
-     .help = "Prometheus remote-write URL to ship every sample to; in the config file also a "
-             "list of endpoints with auth, TLS, queue and write_relabel_configs "
-             "(docs/remote-write.md)",
-     .section = remote_write_section},
-    MW_OPT_SECTION_OF("external-labels", "none", external_labels_section,
-                      "Labels added to every series shipped by remote write: external_labels: "
-                      "{node: n1}"),
+    {.name = "remote-write", .type = MW_OPT_STRING, .offset = offsetof(mw_rw_settings, url), .size = sizeof(((mw_rw_settings *)0)->url), .def = "", .help = "Prometheus remote-write URL to ship every sample to; in the config file also a list of endpoints with auth, TLS, queue and write_relabel_configs (docs/remote-write.md)", .section = remote_write_section},
+    MW_OPT_SECTION_OF("external-labels", "none", external_labels_section, "Labels added to every series shipped by remote write: external_labels: {node: n1}"),
 };
 /* clang-format on */
 const mw_option_group mw_rw_options =

@@ -43,34 +43,19 @@ typedef struct store_module {
 } store_module;
 
 /* clang-format off */
-MW_METRIC(ACTIVE, MW_GAUGE, "mlwatch_store_active_series", "",
-          "Series in the store's in-memory head.");
-MW_METRIC(CREATED, MW_COUNTER, "mlwatch_store_series_created_total", "",
-          "Series created in the store since start.");
-MW_METRIC(APPENDED, MW_COUNTER, "mlwatch_store_samples_appended_total", "",
-          "Samples appended to the store since start (the WAL replay included).");
-MW_METRIC(DUPLICATE, MW_COUNTER, "mlwatch_store_samples_duplicate_total", "",
-          "Samples skipped as exact duplicates of stored ones.");
-MW_METRIC(FSYNCS, MW_COUNTER, "mlwatch_store_wal_fsyncs_total", "",
-          "WAL fsyncs (each makes a group of writes durable).");
-MW_METRIC(WAL_ERRORS, MW_COUNTER, "mlwatch_store_wal_write_errors_total", "",
-          "WAL writes or fsyncs that failed (disk full, I/O).");
-MW_METRIC(DISK, MW_GAUGE, "mlwatch_store_disk_usage_bytes", "bytes",
-          "Bytes the store uses on disk (WAL, chunks, blocks, snapshot).");
-MW_METRIC(MEMORY, MW_GAUGE, "mlwatch_store_head_memory_bytes", "bytes",
-          "Bytes the store's head holds in memory (estimate).");
-MW_METRIC(BLOCKS, MW_GAUGE, "mlwatch_store_blocks", "",
-          "Block files in the store.");
-MW_METRIC(REFUSED, MW_COUNTER, "mlwatch_store_refused_requests_total", "",
-          "Writes the store refused, by reason.");
-MW_METRIC(DISK_FULL, MW_GAUGE, "mlwatch_store_disk_full", "",
-          "1 while the WAL cannot be written (ingest gets 503).");
-MW_METRIC(UP, MW_GAUGE, "mlwatch_store_up", "",
-          "1 while the store accepts writes; 0 while it is disabled (its folder cannot be opened) "
-          "or its WAL cannot be written.");
-MW_METRIC(TORN, MW_GAUGE, "mlwatch_store_wal_torn_bytes", "bytes",
-          "Bytes of WAL not replayed at the last start: torn or corrupt tails cut off, damaged "
-          "records skipped.");
+MW_METRIC(ACTIVE, MW_GAUGE, "mlwatch_store_active_series", "", "Series in the store's in-memory head.");
+MW_METRIC(CREATED, MW_COUNTER, "mlwatch_store_series_created_total", "", "Series created in the store since start.");
+MW_METRIC(APPENDED, MW_COUNTER, "mlwatch_store_samples_appended_total", "", "Samples appended to the store since start (the WAL replay included).");
+MW_METRIC(DUPLICATE, MW_COUNTER, "mlwatch_store_samples_duplicate_total", "", "Samples skipped as exact duplicates of stored ones.");
+MW_METRIC(FSYNCS, MW_COUNTER, "mlwatch_store_wal_fsyncs_total", "", "WAL fsyncs (each makes a group of writes durable).");
+MW_METRIC(WAL_ERRORS, MW_COUNTER, "mlwatch_store_wal_write_errors_total", "", "WAL writes or fsyncs that failed (disk full, I/O).");
+MW_METRIC(DISK, MW_GAUGE, "mlwatch_store_disk_usage_bytes", "bytes", "Bytes the store uses on disk (WAL, chunks, blocks, snapshot).");
+MW_METRIC(MEMORY, MW_GAUGE, "mlwatch_store_head_memory_bytes", "bytes", "Bytes the store's head holds in memory (estimate).");
+MW_METRIC(BLOCKS, MW_GAUGE, "mlwatch_store_blocks", "", "Block files in the store.");
+MW_METRIC(REFUSED, MW_COUNTER, "mlwatch_store_refused_requests_total", "", "Writes the store refused, by reason.");
+MW_METRIC(DISK_FULL, MW_GAUGE, "mlwatch_store_disk_full", "", "1 while the WAL cannot be written (ingest gets 503).");
+MW_METRIC(UP, MW_GAUGE, "mlwatch_store_up", "", "1 while the store accepts writes; 0 while it is disabled (its folder cannot be opened) or its WAL cannot be written.");
+MW_METRIC(TORN, MW_GAUGE, "mlwatch_store_wal_torn_bytes", "bytes", "Bytes of WAL not replayed at the last start: torn or corrupt tails cut off, damaged records skipped.");
 /* clang-format on */
 
 static int check_downsample(const char *v, char *why, size_t n)
@@ -83,38 +68,20 @@ static int check_downsample(const char *v, char *why, size_t n)
 #define OPT(n, t, f, d, v, h) MW_OPT(mw_store_settings, n, t, f, d, v, h)
 /* clang-format off */
 static const mw_option store_rows[] = {
-    OPT("store", MW_OPT_BOOL, store, "true", NULL,
-        "Keep samples in the embedded store in DATA-DIR/data (the agent's own every interval, and "
-        "remote writes to /api/v1/write); false: neither"),
-    OPT("retention", MW_OPT_DURATION, retention_ms, "15d", NULL,
-        "How long the store keeps samples"),
-    OPT("retention-size", MW_OPT_SIZE, retention_size, "0", NULL,
-        "Most bytes the store may use on disk, oldest blocks deleted first (0: no limit)"),
-    OPT("store-max-series", MW_OPT_NUMBER, max_series, "10000000", mw_check_count,
-        "Most active series in the store; writes that would add more get 429 (0: no limit)"),
-    OPT("store-max-series-per-tenant", MW_OPT_NUMBER, max_series_per_tenant, "0", mw_check_count,
-        "Most active series per value of --store-tenant-label; beyond it 429 (0: no limit)"),
-    OPT("store-tenant-label", MW_OPT_STRING, tenant_label, "", NULL,
-        "Label whose values are tenants for --store-max-series-per-tenant (e.g. namespace)"),
-    OPT("store-max-label-name-length", MW_OPT_NUMBER, max_label_name_length, "256", mw_check_count,
-        "Longest label name the store accepts, bytes; beyond it 400 (0: no limit)"),
-    OPT("store-max-label-value-length", MW_OPT_NUMBER, max_label_value_length, "4096",
-        mw_check_count,
-        "Longest label value the store accepts, bytes; beyond it 400 (0: no limit)"),
-    OPT("store-max-labels", MW_OPT_NUMBER, max_labels, "64", mw_check_count,
-        "Most labels per series (at most 255); beyond it 400"),
-    OPT("store-max-samples-per-request", MW_OPT_NUMBER, max_samples_per_request, "1000000",
-        mw_check_count,
-        "Most samples in one remote-write request; beyond it 400 (0: no limit)"),
+    OPT("store", MW_OPT_BOOL, store, "true", NULL, "Keep samples in the embedded store in DATA-DIR/data (the agent's own every interval, and remote writes to /api/v1/write); false: neither"),
+    OPT("retention", MW_OPT_DURATION, retention_ms, "15d", NULL, "How long the store keeps samples"),
+    OPT("retention-size", MW_OPT_SIZE, retention_size, "0", NULL, "Most bytes the store may use on disk, oldest blocks deleted first (0: no limit)"),
+    OPT("store-max-series", MW_OPT_NUMBER, max_series, "10000000", mw_check_count, "Most active series in the store; writes that would add more get 429 (0: no limit)"),
+    OPT("store-max-series-per-tenant", MW_OPT_NUMBER, max_series_per_tenant, "0", mw_check_count, "Most active series per value of --store-tenant-label; beyond it 429 (0: no limit)"),
+    OPT("store-tenant-label", MW_OPT_STRING, tenant_label, "", NULL, "Label whose values are tenants for --store-max-series-per-tenant (e.g. namespace)"),
+    OPT("store-max-label-name-length", MW_OPT_NUMBER, max_label_name_length, "256", mw_check_count, "Longest label name the store accepts, bytes; beyond it 400 (0: no limit)"),
+    OPT("store-max-label-value-length", MW_OPT_NUMBER, max_label_value_length, "4096", mw_check_count, "Longest label value the store accepts, bytes; beyond it 400 (0: no limit)"),
+    OPT("store-max-labels", MW_OPT_NUMBER, max_labels, "64", mw_check_count, "Most labels per series (at most 255); beyond it 400"),
+    OPT("store-max-samples-per-request", MW_OPT_NUMBER, max_samples_per_request, "1000000", mw_check_count, "Most samples in one remote-write request; beyond it 400 (0: no limit)"),
     /* Prometheus' own TSDB refuses samples more than 10 minutes ahead of
      * its clock; 5 leaves room for a writer whose clock runs a little fast. */
-    OPT("store-max-future", MW_OPT_DURATION, max_future_ms, "5m", NULL,
-        "Samples further ahead of the agent's clock are refused with 400 naming the series, so "
-        "that no writer can block a series for good"),
-    OPT("downsample", MW_OPT_STRING, downsample, "", check_downsample,
-        "Downsampling for long retention, RES:KEEP,...: samples older than --retention are kept as "
-        "per-window aggregates at each resolution RES until KEEP old (e.g. 5m:30d,1h:1y; "
-        "docs/store.md)"),
+    OPT("store-max-future", MW_OPT_DURATION, max_future_ms, "5m", NULL, "Samples further ahead of the agent's clock are refused with 400 naming the series, so that no writer can block a series for good"),
+    OPT("downsample", MW_OPT_STRING, downsample, "", check_downsample, "Downsampling for long retention, RES:KEEP,...: samples older than --retention are kept as per-window aggregates at each resolution RES until KEEP old (e.g. 5m:30d,1h:1y; docs/store.md)"),
 };
 /* clang-format on */
 #undef OPT

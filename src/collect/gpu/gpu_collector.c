@@ -623,18 +623,11 @@ static int valid_catalog(const char *value, char *why, size_t whysize)
 #define OPT(n, t, f, d, v, h) MW_OPT(mw_gpu_settings, n, t, f, d, v, h)
 /* clang-format off */
 static const mw_option gpu_rows[] = {
-    OPT("nvml-library", MW_OPT_PATH, nvml_library, "libnvidia-ml.so.1", NULL,
-        "NVIDIA NVML library to load for GPU metrics (none: no NVIDIA GPUs)"),
-    OPT("rocm-library", MW_OPT_PATH, rocm_library, "auto", NULL,
-        "AMD ROCm SMI library for GPU metrics; auto tries librocm_smi64.so.7, .6, .5, .1 when the "
-        "amdgpu driver is loaded (none: no AMD GPUs)"),
-    OPT("gpu-process-interval", MW_OPT_DURATION, gpu_process_interval_ms, "5s", NULL,
-        "Interval of slow GPU calls: process lists, MIG, ECC, NVLink, PCIe"),
-    OPT("gpu-kernel-log", MW_OPT_PATH, kernel_log, "/dev/kmsg", NULL,
-        "Kernel log read for XID and SXID lines, under --root (none: XIDs from NVML only)"),
-    OPT("gpu-xid-catalog", MW_OPT_PATH, xid_catalog, "", valid_catalog,
-        "YAML file merged over the built-in XID catalog (data/xid-catalog.yaml): meanings, "
-        "classes, actions, escalation, health thresholds"),
+    OPT("nvml-library", MW_OPT_PATH, nvml_library, "libnvidia-ml.so.1", NULL, "NVIDIA NVML library to load for GPU metrics (none: no NVIDIA GPUs)"),
+    OPT("rocm-library", MW_OPT_PATH, rocm_library, "auto", NULL, "AMD ROCm SMI library for GPU metrics; auto tries librocm_smi64.so.7, .6, .5, .1 when the amdgpu driver is loaded (none: no AMD GPUs)"),
+    OPT("gpu-process-interval", MW_OPT_DURATION, gpu_process_interval_ms, "5s", NULL, "Interval of slow GPU calls: process lists, MIG, ECC, NVLink, PCIe"),
+    OPT("gpu-kernel-log", MW_OPT_PATH, kernel_log, "/dev/kmsg", NULL, "Kernel log read for XID and SXID lines, under --root (none: XIDs from NVML only)"),
+    OPT("gpu-xid-catalog", MW_OPT_PATH, xid_catalog, "", valid_catalog, "YAML file merged over the built-in XID catalog (data/xid-catalog.yaml): meanings, classes, actions, escalation, health thresholds"),
 };
 /* clang-format on */
 #undef OPT

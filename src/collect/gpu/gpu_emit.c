@@ -462,21 +462,12 @@ void mw_gpu_emit(mw_gpu_emitter *e, mw_collect_ctx *ctx, const mw_gpu_dev *devs,
 }
 
 /* clang-format off */
-MW_METRIC(HEALTH, MW_GAUGE, "mlwatch_gpu_health", "",
-          "The GPU's health, one sample per state (healthy, degraded, unhealthy, unknown), 1 for "
-          "the current one; reason and action say why and what to do (docs/gpu.md, Health).");
-MW_METRIC(NODE_HEALTH, MW_GAUGE, "mlwatch_gpu_node_health", "",
-          "The node's GPU health, one sample per state, 1 for the current one: its worst GPU's, or "
-          "its own (NVSwitch SXIDs, XIDs of PCI devices the collector does not read).");
-MW_METRIC(RECENT_HW, MW_GAUGE, "mlwatch_gpu_recent_hardware_events", "",
-          "XID records of a non-application class (hardware, memory, bus, NVLink, driver, thermal) "
-          "on the GPU within the catalog's recent_hardware_window.");
-MW_METRIC(XID_RECORDS, MW_COUNTER, "mlwatch_gpu_error_records_total", "",
-          "XID and SXID records seen (kernel log, else NVML), before deduplication into events.");
-MW_METRIC(XID_EVENTS, MW_COUNTER, "mlwatch_gpu_error_events_total", "",
-          "Deduplicated GPU error events (one per GPU, code and window) created.");
-MW_METRIC(KMSG_LOST, MW_COUNTER, "mlwatch_gpu_kernel_log_lost_records_total", "",
-          "Kernel log records the ring overwrote before the agent read them (sequence gaps).");
+MW_METRIC(HEALTH, MW_GAUGE, "mlwatch_gpu_health", "", "The GPU's health, one sample per state (healthy, degraded, unhealthy, unknown), 1 for the current one; reason and action say why and what to do (docs/gpu.md, Health).");
+MW_METRIC(NODE_HEALTH, MW_GAUGE, "mlwatch_gpu_node_health", "", "The node's GPU health, one sample per state, 1 for the current one: its worst GPU's, or its own (NVSwitch SXIDs, XIDs of PCI devices the collector does not read).");
+MW_METRIC(RECENT_HW, MW_GAUGE, "mlwatch_gpu_recent_hardware_events", "", "XID records of a non-application class (hardware, memory, bus, NVLink, driver, thermal) on the GPU within the catalog's recent_hardware_window.");
+MW_METRIC(XID_RECORDS, MW_COUNTER, "mlwatch_gpu_error_records_total", "", "XID and SXID records seen (kernel log, else NVML), before deduplication into events.");
+MW_METRIC(XID_EVENTS, MW_COUNTER, "mlwatch_gpu_error_events_total", "", "Deduplicated GPU error events (one per GPU, code and window) created.");
+MW_METRIC(KMSG_LOST, MW_COUNTER, "mlwatch_gpu_kernel_log_lost_records_total", "", "Kernel log records the ring overwrote before the agent read them (sequence gaps).");
 /* clang-format on */
 
 static void health_samples(mw_collect_ctx *ctx, const mw_metric_desc *m, const mw_gpu_dev *d,
