@@ -200,3 +200,20 @@ ptrdiff_t mw_utf8_len(const char *text)
     }
     return s - str;
 }
+
+int mw_utf8_put(unsigned long cp, char out[4])
+{
+    if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    /* Lead byte: the length's marker bits and the top bits; then 6 bits a
+     * continuation byte. */
+    int n = cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    static const unsigned char lead[5] = {0, 0, 0xc0, 0xe0, 0xf0};
+    for (int i = n - 1; i > 0; i--, cp >>= 6)
+        out[i] = (char)(0x80 | (cp & 0x3f));
+    out[0] = (char)(lead[n] | cp);
+    return n;
+}

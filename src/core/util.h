@@ -46,6 +46,10 @@ size_t mw_strlcpy(char *dst, const char *src, size_t size);
  * or code points past U+10FFFF), else -1. */
 ptrdiff_t mw_utf8_len(const char *s);
 
+/* Writes code point cp as UTF-8 into out (room for 4 bytes) and returns
+ * its length, 1 to 4; 0 for a surrogate or a value past U+10FFFF. */
+int mw_utf8_put(unsigned long cp, char out[4]);
+
 /* A secret (password, token) from a file into out, trailing whitespace and
  * newlines cut off. Returns 0; -1 when the file cannot be read (why: "PATH:
  * strerror"); -2 when it holds more than size - 1 bytes (why: "PATH: longer

@@ -783,22 +783,10 @@ static void unescape_name(char *name)
         }
         char *end;
         unsigned long cp = strtoul(p + 1, &end, 16);
-        if (end == p + 1 || *end != '_' || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return;
-        if (cp < 0x80) {
-            out[o++] = (char)cp;
-        } else if (cp < 0x800) {
-            out[o++] = (char)(0xc0 | (cp >> 6));
-            out[o++] = (char)(0x80 | (cp & 0x3f));
-        } else if (cp < 0x10000) {
-            out[o++] = (char)(0xe0 | (cp >> 12));
-            out[o++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-            out[o++] = (char)(0x80 | (cp & 0x3f));
-        } else {
-            out[o++] = (char)(0xf0 | (cp >> 18));
-            out[o++] = (char)(0x80 | ((cp >> 12) & 0x3f));
-            out[o++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-            out[o++] = (char)(0x80 | (cp & 0x3f));
-        }
+        if (end == p + 1 || *end != '_') return;
+        int len = mw_utf8_put(cp, out + o);
+        if (!len) return; /* a surrogate or past U+10FFFF */
+        o += (size_t)len;
         p = end;
     }
     if (o == 0 || o > strlen(name)) return;

@@ -67,28 +67,9 @@ static int go_escape(const char *s, int avail, mw_buf *b)
         if (v > 255) return -1;
         mw_buf_putc(b, (char)v);
     } else {
-        if (v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return -1;
         char u[4];
-        int n;
-        if (v < 0x80) {
-            u[0] = (char)v;
-            n = 1;
-        } else if (v < 0x800) {
-            u[0] = (char)(0xC0 | (v >> 6));
-            u[1] = (char)(0x80 | (v & 0x3F));
-            n = 2;
-        } else if (v < 0x10000) {
-            u[0] = (char)(0xE0 | (v >> 12));
-            u[1] = (char)(0x80 | ((v >> 6) & 0x3F));
-            u[2] = (char)(0x80 | (v & 0x3F));
-            n = 3;
-        } else {
-            u[0] = (char)(0xF0 | (v >> 18));
-            u[1] = (char)(0x80 | ((v >> 12) & 0x3F));
-            u[2] = (char)(0x80 | ((v >> 6) & 0x3F));
-            u[3] = (char)(0x80 | (v & 0x3F));
-            n = 4;
-        }
+        int n = mw_utf8_put(v, u);
+        if (!n) return -1; /* a surrogate or past U+10FFFF */
         for (int i = 0; i < n; i++)
             mw_buf_putc(b, u[i]);
     }
