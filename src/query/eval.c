@@ -535,15 +535,6 @@ static void sig_desc(const pq_node *n, const sv *s, char *buf, size_t size)
     if (o < size) snprintf(buf + o, size - o, "}");
 }
 
-static void full_desc(const sv *s, char *buf, size_t size)
-{
-    size_t o = (size_t)snprintf(buf, size, "{");
-    for (size_t i = 0; i < s->nlabels && o < size; i++)
-        o += (size_t)snprintf(buf + o, size - o, "%s%s=\"%s\"", i ? ", " : "", s->labels[i].name,
-                              s->labels[i].value);
-    if (o < size) snprintf(buf + o, size - o, "}");
-}
-
 /* The series a fill modifier stands in for a missing side: the match
  * group's labels (on's, or all but ignoring's and the name), as
  * Prometheus's Labels.MatchLabels. */
@@ -664,15 +655,18 @@ static val vec_vec(qctx *c, const pq_node *n, val *l, val *r)
                 sv *cand = &one->s[members[g][m]];
                 if (!cand->ok[k]) continue;
                 if (os) {
-                    char a[512], b2[512];
+                    mw_buf pair;
+                    mw_buf_init(&pair, 1024);
                     sig_desc(n, cand, desc, sizeof(desc));
-                    full_desc(os, a, sizeof(a));
-                    full_desc(cand, b2, sizeof(b2));
+                    lbl_desc(&pair, os->labels, os->nlabels, 0);
+                    mw_buf_append(&pair, ", ", 2);
+                    lbl_desc(&pair, cand->labels, cand->nlabels, 0);
                     qerr(c, PQ_ERR_EXECUTION,
                          "found duplicate series for the match group %s on the %s hand-side of "
-                         "the operation: [%s, %s];many-to-many matching not allowed: matching "
+                         "the operation: [%s];many-to-many matching not allowed: matching "
                          "labels must be unique on one side",
-                         desc, swap ? "left" : "right", a, b2);
+                         desc, swap ? "left" : "right", pair.data ? pair.data : "");
+                    mw_buf_free(&pair);
                     break;
                 }
                 os = cand;

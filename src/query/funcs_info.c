@@ -91,20 +91,6 @@ static void sig_of(mw_buf *b, const char *name, const pq_label *l, size_t n)
     mw_buf_append(b, "", 1); /* data is never NULL */
 }
 
-static void desc(mw_buf *b, const pq_label *l, size_t n)
-{
-    const char *name = lbl_get(l, n, "__name__");
-    mw_buf_clear(b);
-    mw_buf_printf(b, "%s{", name);
-    int first = 1;
-    for (size_t i = 0; i < n; i++) {
-        if (!strcmp(l[i].name, "__name__")) continue;
-        mw_buf_printf(b, "%s%s=\"%s\"", first ? "" : ", ", l[i].name, l[i].value);
-        first = 0;
-    }
-    mw_buf_printf(b, "}");
-}
-
 /* What the call works with. */
 typedef struct info_job {
     qctx *c;
@@ -304,8 +290,10 @@ static val combine(info_job *j, val *base, const uint8_t *ignored, mw_buf *key)
             const mw_series_data *x = &j->r.series[best[id]], *y = &j->r.series[si];
             pq_label *lx = lbl_from_store(x->labels, x->nlabels);
             pq_label *ly = lbl_from_store(y->labels, y->nlabels);
-            desc(&a, lx, x->nlabels);
-            desc(key, ly, y->nlabels);
+            mw_buf_clear(&a);
+            lbl_desc(&a, lx, x->nlabels, 1);
+            mw_buf_clear(key);
+            lbl_desc(key, ly, y->nlabels, 1);
             qerr(c, PQ_ERR_EXECUTION,
                  "found duplicate series for info metric: existing %s @ %lld, new %s @ %lld",
                  a.data, (long long)e, key->data, (long long)o);

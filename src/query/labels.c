@@ -176,6 +176,19 @@ const char *lbl_get(const pq_label *l, size_t n, const char *name)
     return "";
 }
 
+void lbl_desc(mw_buf *b, const pq_label *l, size_t n, int name_outside)
+{
+    if (name_outside) mw_buf_printf(b, "%s", lbl_get(l, n, "__name__"));
+    mw_buf_putc(b, '{');
+    int first = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (name_outside && !strcmp(l[i].name, "__name__")) continue;
+        mw_buf_printf(b, "%s%s=\"%s\"", first ? "" : ", ", l[i].name, l[i].value);
+        first = 0;
+    }
+    mw_buf_putc(b, '}');
+}
+
 void lbl_drop_metric_name(pq_label **l, size_t *n)
 {
     lbl_del(l, n, "__name__");

@@ -102,6 +102,9 @@ pq_label *lbl_copy(const pq_label *l, size_t n);
 pq_label *lbl_from_store(const mw_label *l, size_t n);
 void lbl_free(pq_label *l, size_t n);
 const char *lbl_get(const pq_label *l, size_t n, const char *name);
+/* Appends {a="b", c="d"} for messages, as Prometheus prints a label set;
+ * name_outside: name{a="b"} (the metric name before the braces). */
+void lbl_desc(mw_buf *b, const pq_label *l, size_t n, int name_outside);
 /* Set (value "" deletes); keeps the order. */
 void lbl_set(pq_label **l, size_t *n, const char *name, const char *value);
 void lbl_del(pq_label **l, size_t *n, const char *name);
