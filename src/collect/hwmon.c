@@ -243,14 +243,9 @@ static int discover(hw_state *st, const mw_hostfs *host)
 {
     free_chips(st);
     st->rescan = 0;
-    int classfd = mw_hostfs_opendirfd(host, HWMON_CLASS);
-    if (classfd < 0) return classfd;
-    DIR *d = fdopendir(classfd);
-    if (!d) {
-        int e = -errno;
-        close(classfd);
-        return e;
-    }
+    DIR *d = mw_hostfs_opendir(host, HWMON_CLASS);
+    if (!d) return -errno;
+    int classfd = dirfd(d);
     size_t cap = 0;
     const struct dirent *de;
     while ((de = readdir(d)) && st->n < HWMON_MAX_CHIPS) {

@@ -178,27 +178,18 @@ static int discover(ib_state *st, const mw_hostfs *host)
 {
     close_ports(st);
     st->rescan = 0;
-    int classfd = mw_hostfs_opendirfd(host, IB_CLASS);
-    if (classfd < 0) return classfd;
-    DIR *d = fdopendir(classfd);
-    if (!d) {
-        int e = -errno;
-        close(classfd);
-        return e;
-    }
+    DIR *d = mw_hostfs_opendir(host, IB_CLASS);
+    if (!d) return -errno;
+    int classfd = dirfd(d);
     size_t cap = 0;
     const struct dirent *de;
     while ((de = readdir(d)) && st->n < IB_MAX_PORTS) {
         if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof(st->ports[0].device)) continue;
         char rel[300];
         snprintf(rel, sizeof(rel), "%s/ports", de->d_name);
-        int portsfd = openat(classfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (portsfd < 0) continue;
-        DIR *pd = fdopendir(portsfd);
-        if (!pd) {
-            close(portsfd);
-            continue;
-        }
+        DIR *pd = mw_fdopendir(openat(classfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        if (!pd) continue;
+        int portsfd = dirfd(pd);
         const struct dirent *pe;
         while ((pe = readdir(pd)) && st->n < IB_MAX_PORTS)
             if (all_digits(pe->d_name) && strlen(pe->d_name) < sizeof(st->ports[0].port))

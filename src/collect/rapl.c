@@ -127,10 +127,9 @@ static void make_labels(rapl_state *st, char (*names)[64])
 
 static int rapl_init(const mw_env *env, void **state)
 {
-    int classfd = mw_hostfs_opendirfd(env->host, RAPL_CLASS);
-    DIR *d = classfd >= 0 ? fdopendir(classfd) : NULL;
+    DIR *d = mw_hostfs_opendir(env->host, RAPL_CLASS);
+    int classfd = d ? dirfd(d) : -1;
     if (!d) {
-        if (classfd >= 0) close(classfd);
         mw_log(MW_LOG_INFO, "rapl", "no RAPL energy counters: %s is missing", RAPL_CLASS);
         mw_source_note("rapl", MW_SOURCE_ABSENT,
                        "no RAPL energy counters (%s is missing): the CPU's energy is estimated "

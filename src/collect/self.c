@@ -113,12 +113,8 @@ static long count_fds(int selffd)
         close(fd);
         return (long)sb.st_size - 1;
     }
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        int e = errno;
-        close(fd);
-        return -e;
-    }
+    DIR *d = mw_fdopendir(fd);
+    if (!d) return -errno;
     long n = 0;
     const struct dirent *e;
     while ((e = readdir(d)))

@@ -169,18 +169,31 @@ int mw_hostfs_opendirfd(const mw_hostfs *h, const char *path)
     return open_rooted(h, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
+DIR *mw_fdopendir(int fd)
+{
+    if (fd < 0) return NULL;
+    DIR *dir = fdopendir(fd);
+    if (!dir) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return dir;
+}
+
+DIR *mw_hostfs_opendir(const mw_hostfs *h, const char *path)
+{
+    int fd = mw_hostfs_opendirfd(h, path);
+    if (fd < 0) {
+        errno = -fd;
+        return NULL;
+    }
+    return mw_fdopendir(fd);
+}
+
 DIR *mw_fdopendir_dup(int fd)
 {
     /* A fresh open of "." rather than dup(): a dup shares the file offset, so
      * a second listing of the same directory would start at its end. */
-    int d = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (d < 0) return NULL;
-    DIR *dir = fdopendir(d);
-    if (!dir) {
-        int e = errno;
-        close(d);
-        errno = e;
-        return NULL;
-    }
-    return dir;
+    return mw_fdopendir(openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 }

@@ -42,6 +42,12 @@ int mw_read_lineat(int dirfd, const char *name, char *out, size_t size);
 
 /* Open a directory under the root: returns an fd (O_DIRECTORY) or -errno. */
 int mw_hostfs_opendirfd(const mw_hostfs *h, const char *path);
+/* A directory under the root as a DIR stream (dirfd() gives its fd for
+ * openat); NULL with errno set. */
+DIR *mw_hostfs_opendir(const mw_hostfs *h, const char *path);
+/* fdopendir(fd) that closes fd when it fails: NULL with errno set, and
+ * nothing left open either way but the stream. */
+DIR *mw_fdopendir(int fd);
 /* A DIR stream over the directory fd refers to, with its own offset (each call
  * lists from the start); the caller keeps fd. NULL with errno set. */
 DIR *mw_fdopendir_dup(int fd);

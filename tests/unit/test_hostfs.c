@@ -304,6 +304,29 @@ static void small_files(void **state)
     assert_int_equal(mw_hostfs_opendirfd(&h, "sys/none"), -ENOENT);
     assert_null(mw_fdopendir_dup(-1));
     assert_int_equal(errno, EBADF);
+
+    /* A folder under the root as a stream; its fd serves openat. */
+    d = mw_hostfs_opendir(&h, "sys/a");
+    assert_non_null(d);
+    n = 0;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.') n++;
+    assert_int_equal(n, 11);
+    assert_int_equal(mw_read_u64at(dirfd(d), "u_plain", &v), 0);
+    assert_true(v == 123456789);
+    closedir(d);
+    errno = 0;
+    assert_null(mw_hostfs_opendir(&h, "sys/none"));
+    assert_int_equal(errno, ENOENT);
+    assert_null(mw_hostfs_opendir(&h, "sys/a/line"));
+    assert_int_equal(errno, ENOTDIR);
+    /* fdopendir of a file fails, and the fd it was given is closed. */
+    int ffd = openat(h.rootfd, "sys/a/line", O_RDONLY | O_CLOEXEC);
+    assert_true(ffd >= 0);
+    assert_null(mw_fdopendir(ffd));
+    assert_int_equal(errno, ENOTDIR);
+    assert_int_equal(fcntl(ffd, F_GETFD), -1);
+    assert_int_equal(errno, EBADF);
     mw_hostfs_close(&h);
 }
 
