@@ -96,19 +96,14 @@ int mw_parse_procstat(const char *text, mw_procstat *out, mw_procstat_cpu_fn fn,
     memset(out, 0, sizeof(*out));
     int seen_cpu = 0, have_prev = 0;
     uint32_t prev = 0;
-    const char *p = text;
-    while (*p) {
-        const char *nl = strchr(p, '\n');
-        if (!nl) { /* a last line without its newline: the read was cut */
-            out->malformed++;
-            break;
-        }
-        if (strncmp(p, "cpu", 3) == 0 && (p[3] == ' ' || p[3] == '\t')) {
+    const char *p = text, *line, *nl;
+    while (mw_next_whole_line(&p, &line, &nl, &out->malformed)) {
+        if (strncmp(line, "cpu", 3) == 0 && (line[3] == ' ' || line[3] == '\t')) {
             seen_cpu = 1; /* the aggregate line: not reported */
-        } else if (strncmp(p, "cpu", 3) == 0 && p[3] >= '0' && p[3] <= '9') {
+        } else if (strncmp(line, "cpu", 3) == 0 && line[3] >= '0' && line[3] <= '9') {
             seen_cpu = 1;
             mw_cpu_times t;
-            if (parse_cpu_line(p + 3, &t) < 0 || (have_prev && t.cpu <= prev)) {
+            if (parse_cpu_line(line + 3, &t) < 0 || (have_prev && t.cpu <= prev)) {
                 out->malformed++;
             } else {
                 prev = t.cpu;
@@ -116,10 +111,9 @@ int mw_parse_procstat(const char *text, mw_procstat *out, mw_procstat_cpu_fn fn,
                 out->ncpus++;
                 if (fn) fn(arg, &t);
             }
-        } else if (parse_key_line(p, out) < 0) {
+        } else if (parse_key_line(line, out) < 0) {
             out->malformed++;
         }
-        p = nl + 1;
     }
     return seen_cpu ? 0 : -1;
 }

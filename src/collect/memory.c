@@ -152,18 +152,13 @@ int mw_parse_meminfo(const char *text, mw_meminfo *out)
 {
     memset(out, 0, sizeof(*out));
     size_t hint = 0;
-    const char *p = text;
-    while (*p) {
-        const char *nl = strchr(p, '\n');
-        if (!nl) { /* a last line without its newline: the read was cut */
-            out->malformed++;
-            break;
-        }
-        const char *colon = memchr(p, ':', (size_t)(nl - p));
-        if (!colon || colon == p) {
+    const char *p = text, *line, *nl;
+    while (mw_next_whole_line(&p, &line, &nl, &out->malformed)) {
+        const char *colon = memchr(line, ':', (size_t)(nl - line));
+        if (!colon || colon == line) {
             out->malformed++;
         } else {
-            int i = lookup(p, (size_t)(colon - p), &hint);
+            int i = lookup(line, (size_t)(colon - line), &hint);
             if (i >= 0) {
                 uint64_t bit = 1ULL << i, v;
                 if ((out->present & bit) || parse_value(colon + 1, FIELDS[i].kb, &v) < 0) {
@@ -174,7 +169,6 @@ int mw_parse_meminfo(const char *text, mw_meminfo *out)
                 }
             }
         }
-        p = nl + 1;
     }
     return (out->present & 1) ? 0 : -1; /* FIELDS[0] is MemTotal */
 }

@@ -63,18 +63,13 @@ int mw_vmstat_field(const char *name)
 int mw_parse_vmstat(const char *text, mw_vmstat *out)
 {
     memset(out, 0, sizeof(*out));
-    const char *p = text;
-    while (*p) {
-        const char *nl = strchr(p, '\n');
-        if (!nl) { /* a last line without its newline: the read was cut */
-            out->malformed++;
-            break;
-        }
-        const char *sp = memchr(p, ' ', (size_t)(nl - p));
-        if (!sp || sp == p) {
+    const char *p = text, *line, *nl;
+    while (mw_next_whole_line(&p, &line, &nl, &out->malformed)) {
+        const char *sp = memchr(line, ' ', (size_t)(nl - line));
+        if (!sp || sp == line) {
             out->malformed++;
         } else {
-            int i = lookup(p, (size_t)(sp - p));
+            int i = lookup(line, (size_t)(sp - line));
             if (i >= 0) {
                 const char *v = sp + 1;
                 uint64_t x;
@@ -87,7 +82,6 @@ int mw_parse_vmstat(const char *text, mw_vmstat *out)
                 }
             }
         }
-        p = nl + 1;
     }
     return out->present ? 0 : -1;
 }

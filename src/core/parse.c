@@ -66,6 +66,20 @@ int mw_next_line(const char **p, const char **start, const char **end)
     return 1;
 }
 
+int mw_next_whole_line(const char **p, const char **line, const char **nl, unsigned *cut)
+{
+    if (!**p) return 0;
+    const char *e = strchr(*p, '\n');
+    if (!e) {
+        (*cut)++;
+        return 0;
+    }
+    *line = *p;
+    *nl = e;
+    *p = e + 1;
+    return 1;
+}
+
 size_t mw_next_token(const char **q, const char *e, const char **start)
 {
     while (*q < e && (**q == ' ' || **q == '\t'))

@@ -24,6 +24,11 @@ void mw_skip_line(const char **p);
 /* The next line of the text at *p as [*start, *end): without its '\n' and
  * its leading spaces and tabs; *p moves past it. 0 at the end of the text. */
 int mw_next_line(const char **p, const char **start, const char **end);
+/* The next whole line of a /proc file at *p: *line its start, *nl its
+ * '\n'; *p moves past it. 0 at the end of the text, and 0 with *cut
+ * counted up for a last line without its newline (the read was cut
+ * short: the line may be partial, so it is not parsed). */
+int mw_next_whole_line(const char **p, const char **line, const char **nl, unsigned *cut);
 /* The next token in [*q, e) separated by spaces and tabs: *start and its
  * length (0 at the end); *q moves past it. */
 size_t mw_next_token(const char **q, const char *e, const char **start);
