@@ -40,13 +40,7 @@ typedef struct mw_processes_settings {
 
 static int check_top(const char *v, char *why, size_t n)
 {
-    char *end;
-    double d = strtod(v, &end);
-    if (*end || d < 0 || d > 100 || d != (double)(int)d) {
-        snprintf(why, n, "must be a whole number from 0 to 100");
-        return -1;
-    }
-    return 0;
+    return mw_check_range(v, 0, 100, 1, "a whole number from 0 to 100", why, n);
 }
 
 /* clang-format off */

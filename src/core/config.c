@@ -7,6 +7,7 @@
 #include "yaml_text.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,13 +33,19 @@ static int check_log_level(const char *v, char *why, size_t n)
     return -1;
 }
 
-int mw_check_count(const char *v, char *why, size_t n)
+int mw_check_range(const char *v, double lo, double hi, int whole, const char *what, char *why,
+                   size_t n)
 {
     char *end;
     double d = strtod(v, &end);
-    if (*v && !*end && d >= 0 && d <= 1e15 && d == (double)(long long)d) return 0;
-    snprintf(why, n, "must be a whole number from 0 to 1e15, got '%s'", v);
+    if (end != v && !*end && d >= lo && d <= hi && (!whole || d == floor(d))) return 0;
+    snprintf(why, n, "must be %s, got '%s'", what, v);
     return -1;
+}
+
+int mw_check_count(const char *v, char *why, size_t n)
+{
+    return mw_check_range(v, 0, 1e15, 1, "a whole number from 0 to 1e15", why, n);
 }
 
 /* The global settings: the fields of mw_config itself. */

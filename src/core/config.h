@@ -64,6 +64,11 @@ int mw_state_dir_make(const mw_config *c);
  * DATA_DIR itself (the old default of both was /var/lib/mlwatch). */
 const char *mw_legacy_state_dir(const mw_config *c);
 
+/* The body of a validator for a number from lo to hi (whole: an integer
+ * only): 0, or -1 with why = "must be WHAT, got 'V'", where what names
+ * the range ("a whole number from 1 to 64"). */
+int mw_check_range(const char *v, double lo, double hi, int whole, const char *what, char *why,
+                   size_t whysize);
 /* A validator for rows that take a whole count (series, bytes, samples):
  * a whole number from 0 (no limit) to 1e15. */
 int mw_check_count(const char *v, char *why, size_t whysize);

@@ -116,11 +116,7 @@ static int idle_section(void *settings, const char *file, void *docp, void *node
 
 static int check_percent(const char *v, char *why, size_t n)
 {
-    char *end;
-    double d = strtod(v, &end);
-    if (*v && !*end && d >= 0 && d <= 100) return 0;
-    snprintf(why, n, "must be a percentage from 0 to 100, got '%s'", v);
-    return -1;
+    return mw_check_range(v, 0, 100, 0, "a percentage from 0 to 100", why, n);
 }
 
 #define OPT(n, t, f, d, v, h) MW_OPT(mw_idle_settings, n, t, f, d, v, h)

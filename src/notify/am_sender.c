@@ -43,13 +43,7 @@ static int check_urls(const char *v, char *why, size_t n)
 
 static int check_capacity(const char *v, char *why, size_t n)
 {
-    char *end;
-    double d = strtod(v, &end);
-    if (*end || end == v || d < 1 || d > 1e7 || d != floor(d)) {
-        snprintf(why, n, "must be a whole number from 1 to 10000000");
-        return -1;
-    }
-    return 0;
+    return mw_check_range(v, 1, 1e7, 1, "a whole number from 1 to 10000000", why, n);
 }
 
 /* In the config file, alertmanager_url may also be a list of URLs. */

@@ -137,13 +137,9 @@ static void count_refusal(mw_http_server *s, mw_http_refusal why)
 
 static int check_lane_threads(const char *v, char *why, size_t n)
 {
-    char *end;
-    double d = strtod(v, &end);
-    if (*end || end == v || d < 1 || d > MAX_LANE_THREADS || d != (double)(long)d) {
-        snprintf(why, n, "must be a whole number from 1 to %d", MAX_LANE_THREADS);
-        return -1;
-    }
-    return 0;
+    char what[48];
+    snprintf(what, sizeof(what), "a whole number from 1 to %d", MAX_LANE_THREADS);
+    return mw_check_range(v, 1, MAX_LANE_THREADS, 1, what, why, n);
 }
 
 #define OPT(n, t, f, d, v, h) MW_OPT(mw_http_settings, n, t, f, d, v, h)

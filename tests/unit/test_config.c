@@ -732,10 +732,39 @@ static void help_tables(void **state)
     free(md);
 }
 
+/* The range validator behind --query-max-samples, --process-top,
+ * --idle-threshold, --alertmanager-queue-capacity and the like. */
+static void range_validator(void **state)
+{
+    (void)state;
+    char why[128];
+    assert_int_equal(mw_check_range("1", 1, 64, 1, "a whole number from 1 to 64", why, sizeof(why)),
+                     0);
+    assert_int_equal(mw_check_range("64", 1, 64, 1, "x", why, sizeof(why)), 0);
+    assert_int_equal(mw_check_range("6.5", 0, 100, 0, "x", why, sizeof(why)), 0);
+    assert_int_equal(mw_check_range("1e3", 0, 1e15, 1, "x", why, sizeof(why)), 0);
+    static const char *bad[] = {"0", "65", "6.5", "", "7x", "nan", "inf", "-1"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        why[0] = 0;
+        assert_int_equal(
+            mw_check_range(bad[i], 1, 64, 1, "a whole number from 1 to 64", why, sizeof(why)), -1);
+        char want[128];
+        snprintf(want, sizeof(want), "must be a whole number from 1 to 64, got '%s'", bad[i]);
+        assert_string_equal(why, want);
+    }
+    assert_int_equal(
+        mw_check_range("100.5", 0, 100, 0, "a percentage from 0 to 100", why, sizeof(why)), -1);
+    assert_string_equal(why, "must be a percentage from 0 to 100, got '100.5'");
+    assert_int_equal(mw_check_count("1000000000000001", why, sizeof(why)), -1);
+    assert_string_equal(why, "must be a whole number from 0 to 1e15, got '1000000000000001'");
+    assert_int_equal(mw_check_count("0", why, sizeof(why)), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(libyaml_loaded_by_first_read),
+        cmocka_unit_test(range_validator),
         cmocka_unit_test(defaults),
         cmocka_unit_test(defaults_write_only_nonzero_pages),
         cmocka_unit_test(assign_sparse),
