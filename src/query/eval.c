@@ -370,10 +370,24 @@ static int is_cmp(pq_binop op)
     return op >= PQ_OP_EQ && op <= PQ_OP_LE;
 }
 
-/* arith, or nhist.c's when a side is a histogram (*keep -1: dropped). */
+static int is_trim(pq_binop op)
+{
+    return op == PQ_OP_TRIM_UPPER || op == PQ_OP_TRIM_LOWER;
+}
+
+/* Whether the result keeps the metric name: comparisons (without bool)
+ * and the trims, which change a histogram's range, not what it counts. */
+static int keeps_name(const pq_node *n)
+{
+    pq_binop op = (pq_binop)n->op;
+    return (is_cmp(op) && !n->return_bool) || is_trim(op);
+}
+
+/* arith, or nhist.c's when a side is a histogram (*keep -1: dropped);
+ * the trims are nhist.c's whatever the sides (floats: dropped, an info). */
 static double arith_h(qctx *c, const pq_node *n, pq_binop op, double a, double b, int *keep)
 {
-    if (mw_hist_is_ref(a) || mw_hist_is_ref(b))
+    if (mw_hist_is_ref(a) || mw_hist_is_ref(b) || is_trim(op))
         return q_hist_arith(c, q_arg_pos(n), op, a, b, keep);
     return arith(op, a, b, keep);
 }
@@ -392,7 +406,7 @@ static val vec_scalar(qctx *c, const pq_node *n, val *vec, val *sc, int swap)
     pq_binop op = (pq_binop)n->op;
     vbuild b;
     vb_init(&b, c);
-    int drop = !is_cmp(op) || n->return_bool;
+    int drop = !keeps_name(n);
     for (size_t i = 0; i < vec->n && !c->code; i++) {
         sv *s = &vec->s[i];
         size_t si = (size_t)-1; /* labels do not depend on the step */
@@ -637,7 +651,7 @@ static val vec_vec(qctx *c, const pq_node *n, val *l, val *r)
     size_t **used = mw_xcalloc(ngroups ? ngroups : 1, sizeof(size_t *));
     /* With fill_left: which groups a "many" series met at a step. */
     uint8_t **met = fill_many ? mw_xcalloc(ngroups ? ngroups : 1, sizeof(uint8_t *)) : NULL;
-    vv_out o = {.c = c, .n = n, .drop = !is_cmp(op) || n->return_bool};
+    vv_out o = {.c = c, .n = n, .drop = !keeps_name(n)};
     vb_init(&o.b, c);
     char desc[512];
     for (size_t i = 0; i < many->n && !c->code; i++) {
@@ -737,7 +751,12 @@ static val eval_binary(qctx *c, const pq_node *n)
     val r = eval_unless_failed(c, n->args[1]);
     val out = {0};
     if (c->code) goto done;
-    if (l.type == PQ_T_SCALAR && r.type == PQ_T_SCALAR) {
+    if (l.type == PQ_T_SCALAR && r.type == PQ_T_SCALAR && is_trim((pq_binop)n->op)) {
+        /* Prometheus fails such a query at run time (its scalarBinop
+         * knows no trim); there is no histogram in a scalar to trim. */
+        qerr(c, PQ_ERR_EXECUTION, "operator \"%s\" not allowed for Scalar operations",
+             n->op == PQ_OP_TRIM_UPPER ? "</" : ">/");
+    } else if (l.type == PQ_T_SCALAR && r.type == PQ_T_SCALAR) {
         out = scalar_new(c);
         for (size_t k = 0; k < c->nsteps; k++) {
             int keep;

@@ -197,10 +197,12 @@ static void put_selector(mw_buf *b, const pq_node *n)
 static const char *binop_name(int op)
 {
     static const char *const names[] = {
-        [PQ_OP_ADD] = "+", [PQ_OP_SUB] = "-",   [PQ_OP_MUL] = "*",       [PQ_OP_DIV] = "/",
-        [PQ_OP_MOD] = "%", [PQ_OP_POW] = "^",   [PQ_OP_ATAN2] = "atan2", [PQ_OP_EQ] = "==",
-        [PQ_OP_NE] = "!=", [PQ_OP_GT] = ">",    [PQ_OP_LT] = "<",        [PQ_OP_GE] = ">=",
-        [PQ_OP_LE] = "<=", [PQ_OP_AND] = "and", [PQ_OP_OR] = "or",       [PQ_OP_UNLESS] = "unless"};
+        [PQ_OP_ADD] = "+",       [PQ_OP_SUB] = "-",         [PQ_OP_MUL] = "*",
+        [PQ_OP_DIV] = "/",       [PQ_OP_MOD] = "%",         [PQ_OP_POW] = "^",
+        [PQ_OP_ATAN2] = "atan2", [PQ_OP_EQ] = "==",         [PQ_OP_NE] = "!=",
+        [PQ_OP_GT] = ">",        [PQ_OP_LT] = "<",          [PQ_OP_GE] = ">=",
+        [PQ_OP_LE] = "<=",       [PQ_OP_TRIM_UPPER] = "</", [PQ_OP_TRIM_LOWER] = ">/",
+        [PQ_OP_AND] = "and",     [PQ_OP_OR] = "or",         [PQ_OP_UNLESS] = "unless"};
     return op > 0 && (size_t)op < sizeof(names) / sizeof(names[0]) && names[op] ? names[op] : "?";
 }
 

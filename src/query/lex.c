@@ -318,11 +318,13 @@ void pq_next(parser *ps)
     static const struct {
         const char *s;
         tok_kind k;
-    } ops[] = {{"==", T_EQL},   {"!=", T_NEQ},   {"=~", T_RE},    {"!~", T_NRE},   {"<=", T_LE},
-               {">=", T_GE},    {"(", T_LPAREN}, {")", T_RPAREN}, {"{", T_LBRACE}, {"}", T_RBRACE},
-               {"[", T_LBRACK}, {"]", T_RBRACK}, {",", T_COMMA},  {"=", T_ASSIGN}, {"<", T_LT},
-               {">", T_GT},     {"+", T_ADD},    {"-", T_SUB},    {"*", T_MUL},    {"/", T_DIV},
-               {"%", T_MOD},    {"^", T_POW},    {":", T_COLON},  {"@", T_AT}};
+    } ops[] = {{"==", T_EQL},   {"!=", T_NEQ},   {"=~", T_RE},         {"!~", T_NRE},
+               {"<=", T_LE},    {">=", T_GE},    {"</", T_TRIM_UPPER}, {">/", T_TRIM_LOWER},
+               {"(", T_LPAREN}, {")", T_RPAREN}, {"{", T_LBRACE},      {"}", T_RBRACE},
+               {"[", T_LBRACK}, {"]", T_RBRACK}, {",", T_COMMA},       {"=", T_ASSIGN},
+               {"<", T_LT},     {">", T_GT},     {"+", T_ADD},         {"-", T_SUB},
+               {"*", T_MUL},    {"/", T_DIV},    {"%", T_MOD},         {"^", T_POW},
+               {":", T_COLON},  {"@", T_AT}};
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
         size_t l = strlen(ops[i].s);
         if ((size_t)(n - ps->p) >= l && memcmp(q + ps->p, ops[i].s, l) == 0) {

@@ -27,6 +27,8 @@ typedef enum {
     T_GT,
     T_LE,
     T_GE,
+    T_TRIM_UPPER, /* </ */
+    T_TRIM_LOWER, /* >/ */
     T_ADD,
     T_SUB,
     T_MUL,

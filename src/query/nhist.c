@@ -291,9 +291,9 @@ int q_hist_detect_reset(const mw_histogram *cur, const mw_histogram *prev)
 
 static const char *op_text(pq_binop op)
 {
-    static const char *const t[] = {"?",     "+",  "-",  "*", "/", "%",  "^",
-                                    "atan2", "==", "!=", ">", "<", ">=", "<="};
-    return (int)op >= 0 && op <= PQ_OP_LE ? t[op] : "?";
+    static const char *const t[] = {"?",  "+",  "-", "*", "/",  "%",  "^", "atan2",
+                                    "==", "!=", ">", "<", ">=", "<=", "</", ">/"};
+    return (int)op >= 0 && op <= PQ_OP_TRIM_LOWER ? t[op] : "?";
 }
 
 double q_hist_arith(qctx *c, int pos, pq_binop op, double a, double b, int *keep)
@@ -319,6 +319,10 @@ double q_hist_arith(qctx *c, int pos, pq_binop op, double a, double b, int *keep
                         "and custom buckets schemas");
             return NAN;
         }
+    } else if (ha && (op == PQ_OP_TRIM_UPPER || op == PQ_OP_TRIM_LOWER)) {
+        q_hist_trim(ha, b, op == PQ_OP_TRIM_UPPER, &r);
+        *keep = 1;
+        return q_hist_put(c, &r);
     } else if ((ha && (op == PQ_OP_MUL || op == PQ_OP_DIV)) || (hb && op == PQ_OP_MUL)) {
         const mw_histogram *h = ha ? ha : hb;
         double f = ha ? b : a;

@@ -119,6 +119,14 @@ static int binop_of(const tok *t, pq_binop *op, int *prec)
         *op = PQ_OP_LE;
         *prec = 3;
         return 1;
+    case T_TRIM_UPPER: /* as Prometheus: the comparisons' precedence */
+        *op = PQ_OP_TRIM_UPPER;
+        *prec = 3;
+        return 1;
+    case T_TRIM_LOWER:
+        *op = PQ_OP_TRIM_LOWER;
+        *prec = 3;
+        return 1;
     case T_ID:
         if (pq_is_kw(t, "and")) {
             *op = PQ_OP_AND;

@@ -43,6 +43,8 @@ typedef enum {
     PQ_OP_LT,
     PQ_OP_GE,
     PQ_OP_LE,
+    PQ_OP_TRIM_UPPER, /* </ keeps a histogram's observations below */
+    PQ_OP_TRIM_LOWER, /* >/ keeps those above */
     PQ_OP_AND,
     PQ_OP_OR,
     PQ_OP_UNLESS,

@@ -365,6 +365,8 @@ int q_hist_add(const mw_histogram *a, const mw_histogram *b, double sign, mw_his
 void q_hist_scale(mw_histogram *h, double f);
 int q_hist_equal(const mw_histogram *a, const mw_histogram *b);
 int q_hist_detect_reset(const mw_histogram *cur, const mw_histogram *prev);
+/* h </ x (below 1) or h >/ x into out (nhist_trim.c). */
+void q_hist_trim(const mw_histogram *h, double x, int below, mw_histogram *out);
 /* a op b with a histogram on either side: the value, *keep 1 (0: a
  * comparison that is false, -1: dropped, with Prometheus's annotation). */
 double q_hist_arith(qctx *c, int pos, pq_binop op, double a, double b, int *keep);
