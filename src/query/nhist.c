@@ -291,7 +291,7 @@ int q_hist_detect_reset(const mw_histogram *cur, const mw_histogram *prev)
 
 static const char *op_text(pq_binop op)
 {
-    static const char *const t[] = {"?",  "+",  "-", "*", "/",  "%",  "^", "atan2",
+    static const char *const t[] = {"?",  "+",  "-", "*", "/",  "%",  "^",  "atan2",
                                     "==", "!=", ">", "<", ">=", "<=", "</", ">/"};
     return (int)op >= 0 && op <= PQ_OP_TRIM_LOWER ? t[op] : "?";
 }
