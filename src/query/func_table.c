@@ -56,6 +56,7 @@ static const pq_func funcs[] = {
     {"histogram_count", {V}, 1, 0, V, .call = pq_call_histogram_count},
     {"histogram_fraction", {S, S, V}, 3, 0, V, .call = pq_call_histogram_fraction},
     {"histogram_quantile", {S, V}, 2, 0, V, .call = pq_call_histogram_quantile},
+    {"histogram_quantiles", {V, STR, S}, 3, 9, V, .call = pq_call_histogram_quantiles},
     {"histogram_stddev", {V}, 1, 0, V, .call = pq_call_histogram_stddev},
     {"histogram_stdvar", {V}, 1, 0, V, .call = pq_call_histogram_stdvar},
     {"histogram_sum", {V}, 1, 0, V, .call = pq_call_histogram_sum},

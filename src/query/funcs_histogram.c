@@ -1,5 +1,8 @@
-/* funcs_histogram.c - PromQL's histogram_quantile over classic histograms
- * (cumulative buckets with an le label), as Prometheus 2.x computes it. */
+/* funcs_histogram.c - PromQL's histogram_quantile and Prometheus 3's
+ * histogram_quantiles (several quantiles, one output series each, told
+ * apart by a label) over classic histograms (cumulative buckets with an le
+ * label), as Prometheus computes them; the native histograms' part is in
+ * funcs_native_histogram.c. */
 #include "qinternal.h"
 
 #include "../core/util.h"
@@ -7,7 +10,9 @@
 #include <float.h>
 #include <math.h>
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct bucket {
     double upper, count;
@@ -116,25 +121,74 @@ static void bad_le(qctx *c, const sv *s, const char *le, size_t nsteps, int pos)
                 le);
 }
 
-/* histogram_quantile(q, buckets): per label set without le (the metric name
- * included, as Prometheus groups), the quantile interpolated in the bucket
- * it falls in. The answer drops the name: two histograms whose labels differ
- * only in their names collide, an error as in Prometheus. */
-val pq_call_histogram_quantile(qctx *c, const pq_node *n)
+/* A quantile as a label value: Prometheus's FormatOpenMetricsFloat (Go's
+ * shortest %g, ".0" added to an integer). */
+static void om_float(double q, char *buf, size_t size)
 {
-    val q = eval_node(c, n->args[0]);
-    val in = eval_unless_failed(c, n->args[1]);
+    if (isnan(q)) {
+        snprintf(buf, size, "NaN");
+        return;
+    }
+    if (isinf(q)) {
+        snprintf(buf, size, q > 0 ? "+Inf" : "-Inf");
+        return;
+    }
+    pq_format_go_g(q, buf, size);
+    if (!strpbrk(buf, "e.")) strncat(buf, ".0", size - strlen(buf) - 1);
+}
+
+size_t q_quantile_series(qctx *c, vbuild *vb, const sv *s, const char *label, double q)
+{
+    pq_label *l = lbl_copy(s->labels, s->nlabels);
+    size_t nl = s->nlabels;
+    int dn = q_drop_name(c, &l, &nl);
+    if (label) {
+        char v[48];
+        om_float(q, v, sizeof(v));
+        lbl_set(&l, &nl, label, v);
+    }
+    return vb_series_dn(vb, l, nl, dn);
+}
+
+/* The most quantiles histogram_quantiles takes (Prometheus's limit). */
+#define MAX_QUANTILES 10
+
+/* histogram_quantile(q, v) and histogram_quantiles(v, label, q...): per
+ * label set without le (the metric name included, as Prometheus groups)
+ * and per quantile, the quantile interpolated in the bucket it falls in;
+ * native histograms are their own series. The answer drops the name (two
+ * histograms whose labels differ only in their names collide, an error as
+ * in Prometheus) and, for histogram_quantiles, sets label to the quantile.
+ * A native histogram and classic buckets under the same labels at a step
+ * give nothing there, with Prometheus's warning. */
+static val quantiles(qctx *c, const pq_node *vec, pq_node *const *qargs, size_t nq,
+                     const char *label)
+{
+    val q[MAX_QUANTILES] = {{0}};
+    for (size_t j = 0; j < nq; j++)
+        q[j] = eval_unless_failed(c, qargs[j]);
+    val in = eval_unless_failed(c, vec);
     val out = {0};
+    size_t ns = c->nsteps;
     vbuild vb, groups;
     vb_init(&vb, c);
     vb_init(&groups, c);
     size_t *grp = mw_xcalloc(in.n ? in.n : 1, sizeof(size_t));
+    size_t *hgrp = mw_xcalloc(in.n ? in.n : 1, sizeof(size_t));
     double *le = mw_xcalloc(in.n ? in.n : 1, sizeof(double));
-    int qpos = q_arg_pos(n->args[0]), bpos = q_arg_pos(n->args[1]);
+    uint8_t *hist = mw_xcalloc(in.n * ns + 1, 1);
+    int bpos = q_arg_pos(vec);
     /* Prometheus warns of q out of [0, 1] at every step, input or none. */
-    for (size_t k = 0; k < c->nsteps && q.scalar; k++)
-        q_annot_quantile(c, q.scalar[k], qpos);
-    q_hist_quantile(c, &q, &in, &vb, bpos); /* native histograms: funcs_native_histogram.c */
+    for (size_t j = 0; j < nq && !c->code; j++)
+        for (size_t k = 0; k < ns && q[j].scalar; k++)
+            q_annot_quantile(c, q[j].scalar[k], q_arg_pos(qargs[j]));
+    /* Native histograms aside (not classic buckets, whatever their le). */
+    for (size_t i = 0; i < in.n && !c->code; i++)
+        for (size_t k = 0; k < ns; k++)
+            if (in.s[i].ok[k] && q_hist_get(c, in.s[i].v[k])) {
+                hist[i * ns + k] = 1;
+                in.s[i].ok[k] = 0;
+            }
     for (size_t i = 0; i < in.n && !c->code; i++) {
         const char *ls = lbl_get(in.s[i].labels, in.s[i].nlabels, "le");
         char *end;
@@ -142,7 +196,7 @@ val pq_call_histogram_quantile(qctx *c, const pq_node *n)
         /* Go's ParseFloat takes no leading space, which strtod skips */
         if (!*ls || *end || isspace((unsigned char)*ls)) {
             grp[i] = (size_t)-1; /* no or bad le: ignored, with a warning */
-            bad_le(c, &in.s[i], ls, c->nsteps, bpos);
+            bad_le(c, &in.s[i], ls, ns, bpos);
             continue;
         }
         pq_label *l = lbl_copy(in.s[i].labels, in.s[i].nlabels);
@@ -150,31 +204,78 @@ val pq_call_histogram_quantile(qctx *c, const pq_node *n)
         lbl_del(&l, &nl, "le");
         grp[i] = vb_series(&groups, l, nl);
     }
+    /* The group a histogram's labels would be classic buckets of. */
+    size_t nclassic = groups.n;
+    for (size_t i = 0; i < in.n && !c->code; i++)
+        hgrp[i] = vb_series(&groups, lbl_copy(in.s[i].labels, in.s[i].nlabels), in.s[i].nlabels);
+    uint8_t *mixed = mw_xcalloc(groups.n * ns + 1, 1);
+    for (size_t i = 0; i < in.n && !c->code; i++) {
+        size_t g = hgrp[i];
+        for (size_t k = 0; g < nclassic && k < ns; k++) {
+            if (!hist[i * ns + k]) continue;
+            int classic = 0;
+            for (size_t m = 0; m < in.n && !classic; m++)
+                classic = grp[m] == g && in.s[m].ok[k];
+            if (!classic) continue;
+            hist[i * ns + k] = 0;
+            mixed[g * ns + k] = 1;
+            const char *name = lbl_get(in.s[i].labels, in.s[i].nlabels, "__name__");
+            q_annot(c, 0, bpos,
+                    "PromQL warning: vector contains a mix of classic and native histograms%s%s%s",
+                    *name ? " for metric name \"" : "", name, *name ? "\"" : "");
+        }
+    }
     bucket *b = mw_xcalloc(in.n ? in.n : 1, sizeof(bucket));
-    for (size_t g = 0; g < groups.n && !c->code; g++) {
-        pq_label *l = lbl_copy(groups.s[g].labels, groups.s[g].nlabels);
-        size_t nl = groups.s[g].nlabels;
-        int dn = q_drop_name(c, &l, &nl);
-        size_t si = vb_series_dn(&vb, l, nl, dn);
-        for (size_t k = 0; si != (size_t)-1 && k < c->nsteps; k++) {
-            size_t m = 0;
-            for (size_t i = 0; i < in.n; i++)
-                if (grp[i] == g && in.s[i].ok[k]) b[m++] = (bucket){le[i], in.s[i].v[k]};
-            if (!m) continue;
-            mono_fix fix;
-            double v = bucket_quantile(q.scalar[k], b, m, &fix);
-            if (fix.forced)
-                q_annot_mono(c, lbl_get(groups.s[g].labels, groups.s[g].nlabels, "__name__"), bpos,
-                             qts(c, k), fix.min_bucket, fix.max_bucket, fix.max_diff);
-            if (vb_set(&vb, si, k, v) < 0) break;
+    for (size_t j = 0; j < nq && !c->code; j++) {
+        const double *qv = q[j].scalar;
+        q_hist_quantile(c, qv, label, &in, hist, &vb, bpos); /* funcs_native_histogram.c */
+        for (size_t g = 0; g < nclassic && !c->code; g++) {
+            size_t si = (size_t)-1;
+            double last_q = 0;
+            for (size_t k = 0; k < ns; k++) {
+                size_t m = 0;
+                for (size_t i = 0; !mixed[g * ns + k] && i < in.n; i++)
+                    if (grp[i] == g && in.s[i].ok[k]) b[m++] = (bucket){le[i], in.s[i].v[k]};
+                if (!m) continue;
+                mono_fix fix;
+                double v = bucket_quantile(qv[k], b, m, &fix);
+                if (fix.forced)
+                    q_annot_mono(c, lbl_get(groups.s[g].labels, groups.s[g].nlabels, "__name__"),
+                                 bpos, qts(c, k), fix.min_bucket, fix.max_bucket, fix.max_diff);
+                /* The series depends on the step only through the
+                 * quantile's label value. */
+                if (si == (size_t)-1 ||
+                    (label && !(qv[k] == last_q || (isnan(qv[k]) && isnan(last_q))))) {
+                    si = q_quantile_series(c, &vb, &groups.s[g], label, qv[k]);
+                    if (si == (size_t)-1) break;
+                    last_q = qv[k];
+                }
+                if (vb_set(&vb, si, k, v) < 0) break;
+            }
         }
     }
     free(b);
+    free(mixed);
     vb_free(&groups);
     free(grp);
+    free(hgrp);
     free(le);
-    val_free(c, &q);
+    free(hist);
+    for (size_t j = 0; j < nq; j++)
+        val_free(c, &q[j]);
     val_free(c, &in);
     out = vb_finish(&vb);
     return out;
+}
+
+val pq_call_histogram_quantile(qctx *c, const pq_node *n)
+{
+    return quantiles(c, n->args[1], &n->args[0], 1, NULL);
+}
+
+val pq_call_histogram_quantiles(qctx *c, const pq_node *n)
+{
+    size_t nq = n->nargs - 2;
+    if (nq > MAX_QUANTILES) nq = MAX_QUANTILES; /* the parser's limit */
+    return quantiles(c, n->args[0], &n->args[2], nq, string_arg(n->args[1]));
 }

@@ -50,8 +50,11 @@ static qbucket *buckets_of(const mw_histogram *h, size_t *n)
     return b;
 }
 
-static double h_quantile(double q, const mw_histogram *h)
+/* The q-quantile of h; *nan_info 1 when NaN observations make it NaN, 2
+ * when they skew it higher (Prometheus's infos), else 0. */
+static double h_quantile(double q, const mw_histogram *h, int *nan_info)
 {
+    *nan_info = 0;
     if (q < 0) return -INFINITY;
     if (q > 1) return INFINITY;
     if (h->count == 0 || isnan(q)) return NAN;
@@ -60,12 +63,18 @@ static double h_quantile(double q, const mw_histogram *h)
     int fwd = isnan(h->sum) || q < 0.5;
     double rank = fwd ? q * h->count : (1 - q) * h->count, count = 0;
     qbucket b = {0, 0, 0};
-    for (size_t j = 0; j < nb; j++) {
+    size_t j = 0;
+    for (; j < nb; j++) {
         b = bs[fwd ? j : nb - 1 - j];
         if (b.count == 0) continue;
         count += b.count;
         if (count >= rank) break;
     }
+    /* NaN observations count in h->count but in no bucket: what the
+     * buckets after this one hold tells whether some are missing. */
+    double rest = 0;
+    for (size_t r = j + 1; r < nb; r++)
+        rest += bs[fwd ? r : nb - 1 - r].count;
     free(bs);
     int custom = h->schema == MW_HIST_SCHEMA_CUSTOM;
     if (!custom && b.lower < 0 && b.upper > 0) {
@@ -82,7 +91,12 @@ static double h_quantile(double q, const mw_histogram *h)
         }
     }
     if (count > h->count) count = h->count;
-    if (count < rank) return isnan(h->sum) ? NAN : b.upper;
+    if (count < rank) {
+        if (!isnan(h->sum)) return b.upper;
+        *nan_info = 1;
+        return NAN;
+    }
+    if (isnan(h->sum) && count + rest < h->count) *nan_info = 2;
     rank = fwd ? rank - (count - b.count) : count - rank;
     double fraction = rank / b.count;
     if (custom || (b.lower <= 0 && b.upper >= 0)) return b.lower + (b.upper - b.lower) * fraction;
@@ -368,24 +382,34 @@ val pq_call_histogram_fraction(qctx *c, const pq_node *n)
     return hist_map(c, n, HF_FRACTION);
 }
 
-void q_hist_quantile(qctx *c, const val *q, val *in, vbuild *vb, int pos)
+void q_hist_quantile(qctx *c, const double *q, const char *label, const val *in,
+                     const uint8_t *hist, vbuild *vb, int pos)
 {
-    (void)pos;
     for (size_t i = 0; i < in->n && !c->code; i++) {
         size_t si = (size_t)-1;
+        double last_q = 0;
         for (size_t k = 0; k < c->nsteps; k++) {
-            if (!in->s[i].ok[k]) continue;
+            if (!hist[i * c->nsteps + k]) continue;
             const mw_histogram *h = q_hist_get(c, in->s[i].v[k]);
-            if (!h) continue;
-            in->s[i].ok[k] = 0; /* not a classic bucket */
-            if (si == (size_t)-1) {
-                pq_label *l = lbl_copy(in->s[i].labels, in->s[i].nlabels);
-                size_t nl = in->s[i].nlabels;
-                lbl_del(&l, &nl, "__name__");
-                si = vb_series(vb, l, nl);
-                if (si == (size_t)-1) return;
+            int nan_info;
+            double v = h_quantile(q[k], h, &nan_info);
+            if (nan_info) {
+                const char *name = lbl_get(in->s[i].labels, in->s[i].nlabels, "__name__");
+                q_annot(c, 1, pos,
+                        "PromQL info: input to histogram_quantile has NaN observations, result "
+                        "is %s%s%s%s",
+                        nan_info == 1 ? "NaN" : "skewed higher", *name ? " for metric name \"" : "",
+                        name, *name ? "\"" : "");
             }
-            if (vb_set(vb, si, k, h_quantile(q->scalar ? q->scalar[k] : NAN, h)) < 0) return;
+            /* The series depends on the step only through the quantile's
+             * label value. */
+            if (si == (size_t)-1 ||
+                (label && !(q[k] == last_q || (isnan(q[k]) && isnan(last_q))))) {
+                si = q_quantile_series(c, vb, &in->s[i], label, q[k]);
+                if (si == (size_t)-1) return;
+                last_q = q[k];
+            }
+            if (vb_set(vb, si, k, v) < 0) return;
         }
     }
 }

@@ -360,7 +360,8 @@ static pq_node *parse_call(parser *ps, char *name, int pos)
         goto fail;
     }
     for (size_t i = 0; i < n->nargs; i++) {
-        pq_type want = f->variadic < 0 && i >= (size_t)f->nargs ? f->args[f->nargs] : f->args[i];
+        /* Optional arguments have args[nargs]'s type, however many. */
+        pq_type want = i >= (size_t)f->nargs ? f->args[f->nargs] : f->args[i];
         if (n->args[i]->type != want) {
             pq_errf(ps, n->args[i]->pos, "expected type %s in call to function \"%s\", got %s",
                     type_name(want), f->name, type_name(n->args[i]->type));

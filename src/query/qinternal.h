@@ -290,7 +290,8 @@ enum {
 
 struct pq_func {
     const char *name;
-    pq_type args[5]; /* the arguments' types; a variadic call repeats args[nargs] */
+    pq_type args[5]; /* the required arguments' types, then the optional
+                      * ones' (one type, however many: args[nargs]) */
     int nargs;       /* required arguments */
     int variadic;    /* optional arguments after them: how many (-1 = any) */
     pq_type ret;
@@ -378,15 +379,21 @@ void q_hist_agg_post(qctx *c, q_hagg *a, vbuild *b);
 /* A range function over windows holding histograms (funcs_native_histogram.c). */
 val q_hist_range_call(qctx *c, const pq_node *n, rangearg *ra, const val *param, size_t pi);
 int q_hist_in_range(const rangearg *ra);
-/* histogram_quantile's native part: results into vb, histograms masked. */
-void q_hist_quantile(qctx *c, const val *q, val *in, vbuild *vb, int pos);
+/* histogram_quantile(s)' native part, one quantile (q per step): the
+ * histograms hist marks (series i, step k at i * nsteps + k) into vb. */
+void q_hist_quantile(qctx *c, const double *q, const char *label, const val *in,
+                     const uint8_t *hist, vbuild *vb, int pos);
+/* The output series of a histogram_quantile(s) result for series s: its
+ * labels without the name, and with label (unless NULL) set to q as
+ * Prometheus writes it (FormatOpenMetricsFloat). */
+size_t q_quantile_series(qctx *c, vbuild *vb, const sv *s, const char *label, double q);
 
 /* funcs_native_histogram.c */
 pq_call_fn pq_call_histogram_count, pq_call_histogram_sum, pq_call_histogram_avg,
     pq_call_histogram_stddev, pq_call_histogram_stdvar, pq_call_histogram_fraction;
 
 /* funcs_histogram.c */
-pq_call_fn pq_call_histogram_quantile;
+pq_call_fn pq_call_histogram_quantile, pq_call_histogram_quantiles;
 
 /* funcs_misc.c */
 pq_call_fn pq_call_start, pq_call_end, pq_call_range_of_query, pq_call_step, pq_call_min_of,

@@ -715,7 +715,8 @@ static void test_function_table(void **state)
     for (const pq_func *f; (f = pq_func_at(rows)); rows++) {
         assert_true(f->name && *f->name && f->call);
         if (pq_func_lookup(f->name) != f) fail_msg("%s: another row has its name", f->name);
-        int optional = f->variadic < 0 ? 1 : f->variadic;
+        /* Optional arguments past args[nargs] repeat its type. */
+        int optional = f->variadic != 0;
         if (f->nargs + optional > (int)(sizeof(f->args) / sizeof(f->args[0])))
             fail_msg("%s: more arguments than args[] has types for", f->name);
         int matrices = 0;
