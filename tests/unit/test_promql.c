@@ -551,6 +551,15 @@ static void test_format(void **state)
     assert_string_equal(b, "+Inf");
     pq_format_value(NAN, b, sizeof(b));
     assert_string_equal(b, "NaN");
+    /* The trim operators print as Prometheus's String(): "</", ">/"
+     * (`<` then `/` would not parse back). */
+    char err[256];
+    pq_node *n = pq_parse("h</2>/on(k)t", err, sizeof(err));
+    if (!n) fail_msg("%s", err);
+    char *text = pq_format(n);
+    assert_string_equal(text, "h </ 2 >/ on (k) t");
+    free(text);
+    pq_node_free(n);
 }
 
 /* The sample budget answers 422 and the deadline 503, as Prometheus. */
