@@ -204,10 +204,18 @@ static val quantiles(qctx *c, const pq_node *vec, pq_node *const *qargs, size_t 
         lbl_del(&l, &nl, "le");
         grp[i] = vb_series(&groups, l, nl);
     }
-    /* The group a histogram's labels would be classic buckets of. */
+    /* The group a histogram's labels would be classic buckets of (for
+     * series that hold one; the others none). */
     size_t nclassic = groups.n;
-    for (size_t i = 0; i < in.n && !c->code; i++)
-        hgrp[i] = vb_series(&groups, lbl_copy(in.s[i].labels, in.s[i].nlabels), in.s[i].nlabels);
+    for (size_t i = 0; i < in.n && !c->code; i++) {
+        hgrp[i] = (size_t)-1;
+        int any = 0;
+        for (size_t k = 0; k < ns && !any; k++)
+            any = hist[i * ns + k];
+        if (any)
+            hgrp[i] =
+                vb_series(&groups, lbl_copy(in.s[i].labels, in.s[i].nlabels), in.s[i].nlabels);
+    }
     uint8_t *mixed = mw_xcalloc(groups.n * ns + 1, 1);
     for (size_t i = 0; i < in.n && !c->code; i++) {
         size_t g = hgrp[i];
