@@ -26,136 +26,54 @@
     {                                                                                              \
         name, help, unit, type                                                                     \
     }
-static const mw_metric_desc INFO =
-    G("mlwatch_gpu_info",
-      "GPU identity: driver version and the CPUs close to the GPU; the value is always 1.", "",
-      MW_INFO);
-static const mw_metric_desc LOST =
-    G("mlwatch_gpu_lost",
-      "1 while the GPU does not answer (fallen off the bus, GPU_IS_LOST); it is probed every poll.",
-      "", MW_GAUGE);
-static const mw_metric_desc UTIL = G(
-    "mlwatch_gpu_utilization_ratio",
-    "Fraction of the last sample period during which a kernel ran on the GPU.", "ratio", MW_GAUGE);
-static const mw_metric_desc MEM_UTIL =
-    G("mlwatch_gpu_memory_utilization_ratio",
-      "Fraction of the last sample period during which device memory was read or written.", "ratio",
-      MW_GAUGE);
-static const mw_metric_desc MEM_USED =
-    G("mlwatch_gpu_memory_used_bytes", "Device memory in use, including the driver's reserve.",
-      "bytes", MW_GAUGE);
-static const mw_metric_desc MEM_TOTAL =
-    G("mlwatch_gpu_memory_total_bytes", "Device memory installed.", "bytes", MW_GAUGE);
-static const mw_metric_desc POWER =
-    G("mlwatch_gpu_power_watts", "Power drawn by the GPU board.", "watts", MW_GAUGE);
-static const mw_metric_desc POWER_LIMIT =
-    G("mlwatch_gpu_power_limit_watts", "Power limit the driver enforces.", "watts", MW_GAUGE);
-static const mw_metric_desc ENERGY =
-    G("mlwatch_gpu_energy_joules_total",
-      "Energy used by the GPU since the agent started counting, kept monotonic across driver "
-      "reloads.",
-      "joules", MW_COUNTER);
-static const mw_metric_desc TEMP =
-    G("mlwatch_gpu_temperature_celsius", "GPU core temperature.", "celsius", MW_GAUGE);
-static const mw_metric_desc SM_CLOCK =
-    G("mlwatch_gpu_sm_clock_hertz", "Current SM clock.", "hertz", MW_GAUGE);
-static const mw_metric_desc SM_CLOCK_MAX =
-    G("mlwatch_gpu_sm_clock_max_hertz", "Maximum SM clock.", "hertz", MW_GAUGE);
-static const mw_metric_desc MEM_CLOCK =
-    G("mlwatch_gpu_memory_clock_hertz", "Current memory clock.", "hertz", MW_GAUGE);
-static const mw_metric_desc MEM_CLOCK_MAX =
-    G("mlwatch_gpu_memory_clock_max_hertz", "Maximum memory clock.", "hertz", MW_GAUGE);
-static const mw_metric_desc CLOCK_EVENT =
-    G("mlwatch_gpu_clock_event_active",
-      "1 while the reason holds the clocks down (throttling: power cap, thermal, idle, ...).", "",
-      MW_GAUGE);
-static const mw_metric_desc PSTATE =
-    G("mlwatch_gpu_performance_state", "Performance state, 0 (fastest) to 15 (slowest).", "",
-      MW_GAUGE);
-static const mw_metric_desc ECC =
-    G("mlwatch_gpu_ecc_errors_total", "Memory ECC errors since the driver loaded (volatile count).",
-      "", MW_COUNTER);
-static const mw_metric_desc REMAPPED =
-    G("mlwatch_gpu_remapped_rows",
-      "Rows remapped for correctable and uncorrectable errors; pending and failure are 0 or 1.", "",
-      MW_GAUGE);
-static const mw_metric_desc RETIRED =
-    G("mlwatch_gpu_retired_pages", "Memory pages retired, by cause.", "", MW_GAUGE);
-static const mw_metric_desc PCIE_GEN =
-    G("mlwatch_gpu_pcie_link_generation", "Current PCIe link generation.", "", MW_GAUGE);
-static const mw_metric_desc PCIE_GEN_MAX =
-    G("mlwatch_gpu_pcie_link_max_generation", "Highest PCIe link generation of the GPU and system.",
-      "", MW_GAUGE);
-static const mw_metric_desc PCIE_WIDTH =
-    G("mlwatch_gpu_pcie_link_width", "Current PCIe link width (lanes).", "", MW_GAUGE);
-static const mw_metric_desc PCIE_WIDTH_MAX =
-    G("mlwatch_gpu_pcie_link_max_width", "Widest PCIe link possible (lanes).", "", MW_GAUGE);
-static const mw_metric_desc PCIE_REPLAY =
-    G("mlwatch_gpu_pcie_replay_errors_total", "PCIe replays (retransmissions) since reset.", "",
-      MW_COUNTER);
-static const mw_metric_desc NVLINK =
-    G("mlwatch_gpu_nvlink_errors_total", "NVLink errors per active link, by type.", "", MW_COUNTER);
-static const mw_metric_desc XID =
-    G("mlwatch_gpu_xid_errors_total", "XID errors reported by the driver since the agent started.",
-      "", MW_COUNTER);
-static const mw_metric_desc NUMA =
-    G("mlwatch_gpu_numa_node", "NUMA node the GPU is attached to.", "", MW_GAUGE);
-static const mw_metric_desc PROCESSES =
-    G("mlwatch_gpu_processes", "Compute processes running on the GPU.", "", MW_GAUGE);
-static const mw_metric_desc MIG_MODE =
-    G("mlwatch_gpu_mig_enabled", "1 when the GPU is in MIG mode.", "", MW_GAUGE);
-static const mw_metric_desc MIG_USED =
-    G("mlwatch_mig_memory_used_bytes", "Memory in use in the MIG instance.", "bytes", MW_GAUGE);
-static const mw_metric_desc MIG_TOTAL =
-    G("mlwatch_mig_memory_total_bytes", "Memory of the MIG instance.", "bytes", MW_GAUGE);
-static const mw_metric_desc MIG_UTIL =
-    G("mlwatch_mig_utilization_ratio",
-      "Activity of the MIG instance: the share of time its GPU instance's graphics/compute engine "
-      "was busy over the last slow interval (NVML GPM, Hopper and newer).",
-      "ratio", MW_GAUGE);
+/* clang-format off */
+MW_METRIC(INFO, MW_INFO, "mlwatch_gpu_info", "", "GPU identity: driver version and the CPUs close to the GPU; the value is always 1.");
+MW_METRIC(LOST, MW_GAUGE, "mlwatch_gpu_lost", "", "1 while the GPU does not answer (fallen off the bus, GPU_IS_LOST); it is probed every poll.");
+MW_METRIC(UTIL, MW_GAUGE, "mlwatch_gpu_utilization_ratio", "ratio", "Fraction of the last sample period during which a kernel ran on the GPU.");
+MW_METRIC(MEM_UTIL, MW_GAUGE, "mlwatch_gpu_memory_utilization_ratio", "ratio", "Fraction of the last sample period during which device memory was read or written.");
+MW_METRIC(MEM_USED, MW_GAUGE, "mlwatch_gpu_memory_used_bytes", "bytes", "Device memory in use, including the driver's reserve.");
+MW_METRIC(MEM_TOTAL, MW_GAUGE, "mlwatch_gpu_memory_total_bytes", "bytes", "Device memory installed.");
+MW_METRIC(POWER, MW_GAUGE, "mlwatch_gpu_power_watts", "watts", "Power drawn by the GPU board.");
+MW_METRIC(POWER_LIMIT, MW_GAUGE, "mlwatch_gpu_power_limit_watts", "watts", "Power limit the driver enforces.");
+MW_METRIC(ENERGY, MW_COUNTER, "mlwatch_gpu_energy_joules_total", "joules", "Energy used by the GPU since the agent started counting, kept monotonic across driver reloads.");
+MW_METRIC(TEMP, MW_GAUGE, "mlwatch_gpu_temperature_celsius", "celsius", "GPU core temperature.");
+MW_METRIC(SM_CLOCK, MW_GAUGE, "mlwatch_gpu_sm_clock_hertz", "hertz", "Current SM clock.");
+MW_METRIC(SM_CLOCK_MAX, MW_GAUGE, "mlwatch_gpu_sm_clock_max_hertz", "hertz", "Maximum SM clock.");
+MW_METRIC(MEM_CLOCK, MW_GAUGE, "mlwatch_gpu_memory_clock_hertz", "hertz", "Current memory clock.");
+MW_METRIC(MEM_CLOCK_MAX, MW_GAUGE, "mlwatch_gpu_memory_clock_max_hertz", "hertz", "Maximum memory clock.");
+MW_METRIC(CLOCK_EVENT, MW_GAUGE, "mlwatch_gpu_clock_event_active", "", "1 while the reason holds the clocks down (throttling: power cap, thermal, idle, ...).");
+MW_METRIC(PSTATE, MW_GAUGE, "mlwatch_gpu_performance_state", "", "Performance state, 0 (fastest) to 15 (slowest).");
+MW_METRIC(ECC, MW_COUNTER, "mlwatch_gpu_ecc_errors_total", "", "Memory ECC errors since the driver loaded (volatile count).");
+MW_METRIC(REMAPPED, MW_GAUGE, "mlwatch_gpu_remapped_rows", "", "Rows remapped for correctable and uncorrectable errors; pending and failure are 0 or 1.");
+MW_METRIC(RETIRED, MW_GAUGE, "mlwatch_gpu_retired_pages", "", "Memory pages retired, by cause.");
+MW_METRIC(PCIE_GEN, MW_GAUGE, "mlwatch_gpu_pcie_link_generation", "", "Current PCIe link generation.");
+MW_METRIC(PCIE_GEN_MAX, MW_GAUGE, "mlwatch_gpu_pcie_link_max_generation", "", "Highest PCIe link generation of the GPU and system.");
+MW_METRIC(PCIE_WIDTH, MW_GAUGE, "mlwatch_gpu_pcie_link_width", "", "Current PCIe link width (lanes).");
+MW_METRIC(PCIE_WIDTH_MAX, MW_GAUGE, "mlwatch_gpu_pcie_link_max_width", "", "Widest PCIe link possible (lanes).");
+MW_METRIC(PCIE_REPLAY, MW_COUNTER, "mlwatch_gpu_pcie_replay_errors_total", "", "PCIe replays (retransmissions) since reset.");
+MW_METRIC(NVLINK, MW_COUNTER, "mlwatch_gpu_nvlink_errors_total", "", "NVLink errors per active link, by type.");
+MW_METRIC(XID, MW_COUNTER, "mlwatch_gpu_xid_errors_total", "", "XID errors reported by the driver since the agent started.");
+MW_METRIC(NUMA, MW_GAUGE, "mlwatch_gpu_numa_node", "", "NUMA node the GPU is attached to.");
+MW_METRIC(PROCESSES, MW_GAUGE, "mlwatch_gpu_processes", "", "Compute processes running on the GPU.");
+MW_METRIC(MIG_MODE, MW_GAUGE, "mlwatch_gpu_mig_enabled", "", "1 when the GPU is in MIG mode.");
+MW_METRIC(MIG_USED, MW_GAUGE, "mlwatch_mig_memory_used_bytes", "bytes", "Memory in use in the MIG instance.");
+MW_METRIC(MIG_TOTAL, MW_GAUGE, "mlwatch_mig_memory_total_bytes", "bytes", "Memory of the MIG instance.");
+MW_METRIC(MIG_UTIL, MW_GAUGE, "mlwatch_mig_utilization_ratio", "ratio", "Activity of the MIG instance: the share of time its GPU instance's graphics/compute engine was busy over the last slow interval (NVML GPM, Hopper and newer).");
 /* GPM (nvml_gpm.c), in MW_GPM_* order: the whole GPU's, and the MIG
  * instance's (its graphics activity is MIG_UTIL). */
 static const mw_metric_desc GPU_GPM[MW_GPM_COUNT] = {
-    G("mlwatch_gpu_graphics_activity_ratio",
-      "Share of time the GPU's graphics/compute engine was busy over the last slow interval (NVML "
-      "GPM, Hopper and newer; also in MIG mode, where mlwatch_gpu_utilization_ratio is absent).",
-      "ratio", MW_GAUGE),
-    G("mlwatch_gpu_sm_occupancy_ratio",
-      "Resident warps versus the SMs' maximum over the last slow interval (NVML GPM).", "ratio",
-      MW_GAUGE),
-    G("mlwatch_gpu_dram_bandwidth_utilization_ratio",
-      "DRAM bandwidth used versus the maximum over the last slow interval (NVML GPM).", "ratio",
-      MW_GAUGE),
+    G("mlwatch_gpu_graphics_activity_ratio", "Share of time the GPU's graphics/compute engine was busy over the last slow interval (NVML GPM, Hopper and newer; also in MIG mode, where mlwatch_gpu_utilization_ratio is absent).", "ratio", MW_GAUGE),
+    G("mlwatch_gpu_sm_occupancy_ratio", "Resident warps versus the SMs' maximum over the last slow interval (NVML GPM).", "ratio", MW_GAUGE),
+    G("mlwatch_gpu_dram_bandwidth_utilization_ratio", "DRAM bandwidth used versus the maximum over the last slow interval (NVML GPM).", "ratio", MW_GAUGE),
 };
-static const mw_metric_desc MIG_OCC =
-    G("mlwatch_mig_sm_occupancy_ratio",
-      "Resident warps versus the maximum of the MIG instance's SMs over the last slow interval "
-      "(NVML GPM, per GPU instance).",
-      "ratio", MW_GAUGE);
-static const mw_metric_desc MIG_DRAM =
-    G("mlwatch_mig_dram_bandwidth_utilization_ratio",
-      "DRAM bandwidth used by the MIG instance's GPU instance versus its maximum over the last "
-      "slow interval (NVML GPM).",
-      "ratio", MW_GAUGE);
+MW_METRIC(MIG_OCC, MW_GAUGE, "mlwatch_mig_sm_occupancy_ratio", "ratio", "Resident warps versus the maximum of the MIG instance's SMs over the last slow interval (NVML GPM, per GPU instance).");
+MW_METRIC(MIG_DRAM, MW_GAUGE, "mlwatch_mig_dram_bandwidth_utilization_ratio", "ratio", "DRAM bandwidth used by the MIG instance's GPU instance versus its maximum over the last slow interval (NVML GPM).");
 static const mw_metric_desc *const MIG_GPM[MW_GPM_COUNT] = {&MIG_UTIL, &MIG_OCC, &MIG_DRAM};
-static const mw_metric_desc C_MEM =
-    G("mlwatch_container_gpu_memory_used_bytes",
-      "GPU memory used by the container's processes; the sample with empty namespace, pod and "
-      "container holds the rest, so a GPU's samples sum to mlwatch_gpu_memory_used_bytes.",
-      "bytes", MW_GAUGE);
-static const mw_metric_desc C_UTIL =
-    G("mlwatch_container_gpu_utilization_ratio",
-      "The container's share of the GPU's utilization; a GPU's samples sum to "
-      "mlwatch_gpu_utilization_ratio.",
-      "ratio", MW_GAUGE);
-static const mw_metric_desc C_MIG_MEM =
-    G("mlwatch_container_mig_memory_used_bytes",
-      "Memory used by the container's processes in a MIG instance; a MIG instance's samples sum "
-      "to mlwatch_mig_memory_used_bytes.",
-      "bytes", MW_GAUGE);
-static const mw_metric_desc DURATION =
-    G("mlwatch_collector_duration_seconds",
-      "Wall-clock time the collector took in the last collection cycle.", "seconds", MW_GAUGE);
+MW_METRIC(C_MEM, MW_GAUGE, "mlwatch_container_gpu_memory_used_bytes", "bytes", "GPU memory used by the container's processes; the sample with empty namespace, pod and container holds the rest, so a GPU's samples sum to mlwatch_gpu_memory_used_bytes.");
+MW_METRIC(C_UTIL, MW_GAUGE, "mlwatch_container_gpu_utilization_ratio", "ratio", "The container's share of the GPU's utilization; a GPU's samples sum to mlwatch_gpu_utilization_ratio.");
+MW_METRIC(C_MIG_MEM, MW_GAUGE, "mlwatch_container_mig_memory_used_bytes", "bytes", "Memory used by the container's processes in a MIG instance; a MIG instance's samples sum to mlwatch_mig_memory_used_bytes.");
+MW_METRIC(DURATION, MW_GAUGE, "mlwatch_collector_duration_seconds", "seconds", "Wall-clock time the collector took in the last collection cycle.");
+/* clang-format on */
 #undef G
 
 static const char *const reason_names[] = {
