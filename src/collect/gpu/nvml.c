@@ -66,6 +66,7 @@ static const struct sym {
     {                                                                                              \
         offsetof(nvml_fns, f), n, fb, 0, field                                                     \
     }
+    /* clang-format off */
     S(init, "nvmlInit_v2", NULL, 1),
     S(shutdown, "nvmlShutdown", NULL, 1),
     S(error_string, "nvmlErrorString", NULL, 0),
@@ -89,8 +90,7 @@ static const struct sym {
     S(ci_id, "nvmlDeviceGetComputeInstanceId", NULL, 0),
     S(max_mig, "nvmlDeviceGetMaxMigDeviceCount", NULL, 0),
     F(energy, "nvmlDeviceGetTotalEnergyConsumption", NULL, MW_GF_ENERGY),
-    F(clock_events, "nvmlDeviceGetCurrentClocksEventReasons",
-      "nvmlDeviceGetCurrentClocksThrottleReasons", MW_GF_CLOCK_EVENTS),
+    F(clock_events, "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons", MW_GF_CLOCK_EVENTS),
     F(temp, "nvmlDeviceGetTemperature", NULL, MW_GF_TEMP),
     S(clock, "nvmlDeviceGetClockInfo", NULL, 0),
     S(max_clock, "nvmlDeviceGetMaxClockInfo", NULL, 0),
@@ -101,8 +101,7 @@ static const struct sym {
     F(link_state, "nvmlDeviceGetNvLinkState", NULL, MW_GF_NVLINK),
     F(link_errors, "nvmlDeviceGetNvLinkErrorCounter", NULL, MW_GF_NVLINK),
     S(affinity, "nvmlDeviceGetCpuAffinity", NULL, 0),
-    F(procs, "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2",
-      MW_GF_PROCS),
+    F(procs, "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2", MW_GF_PROCS),
     F(proc_util, "nvmlDeviceGetProcessUtilization", NULL, MW_GF_PROC_UTIL),
     F(mig_mode, "nvmlDeviceGetMigMode", NULL, MW_GF_MIG),
     S(mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex", NULL, 0),
@@ -111,6 +110,7 @@ static const struct sym {
     S(event_set_free, "nvmlEventSetFree", NULL, 0),
     S(register_events, "nvmlDeviceRegisterEvents", NULL, 0),
     S(event_wait, "nvmlEventSetWait_v2", NULL, 0),
+    /* clang-format on */
 #undef S
 #undef F
 };
