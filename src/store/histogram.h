@@ -112,6 +112,9 @@ int mw_store_put_histogram(mw_store *s, const mw_histogram *h, double *ref, char
                            size_t errsize);
 int mw_store_get_histogram(mw_store *s, double ref, mw_histogram *h);
 int mw_store_sync_histograms(mw_store *s);
+/* 1 when ref is one of the store's references and its record holds
+ * exactly h (a resent sample), else 0. */
+int mw_store_same_histogram(mw_store *s, double ref, const mw_histogram *h);
 /* The store's handle on its file: closed with the store. */
 typedef struct mw_hstore mw_hstore;
 void mw_hstore_close(mw_hstore *h);

@@ -8,6 +8,7 @@
  * the request's arena. */
 #include "histogram.h"
 #include "remote_write.h"
+#include "store_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -302,13 +303,30 @@ int mw_rw_store_histograms(mw_store *s, mw_rw_request *r, int wait, char *err, s
     if (!r->nhists) return 0;
     for (size_t i = 0; i < r->n; i++) {
         mw_store_sample *sm = (mw_store_sample *)r->ts[i].samples;
+        int looked = 0, have_last = 0;
+        int64_t last_t = 0;
+        uint64_t last_bits = 0;
         for (size_t k = 0; k < r->ts[i].nsamples; k++) {
             uint64_t b = mw_hist_bits(sm[k].v);
             if ((b & MW_HIST_TAG_MASK) != MW_HIST_QREF_TAG) continue;
             size_t hi = (size_t)(b & MW_HIST_PAYLOAD_MASK);
-            if (hi >= r->nhists ||
-                mw_store_put_histogram(s, &r->hists[hi], &sm[k].v, err, errsize) < 0)
-                return -1;
+            if (hi >= r->nhists) return -1;
+            if (!looked) {
+                looked = 1;
+                have_last = mw_store_last_sample(s, r->ts[i].labels, r->ts[i].nlabels, &last_t,
+                                                 &last_bits) == 0;
+            }
+            /* A resent sample (a retried batch): the series' newest sample
+             * at its time holds this very histogram. It takes that
+             * reference, so the append skips it as the duplicate it is,
+             * and the file does not grow. */
+            double last_v = mw_hist_from_bits(last_bits);
+            if (have_last && sm[k].t == last_t &&
+                mw_store_same_histogram(s, last_v, &r->hists[hi])) {
+                sm[k].v = last_v;
+                continue;
+            }
+            if (mw_store_put_histogram(s, &r->hists[hi], &sm[k].v, err, errsize) < 0) return -1;
         }
     }
     if (wait && mw_store_sync_histograms(s) < 0) {

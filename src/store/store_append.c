@@ -400,6 +400,37 @@ static int append(mw_store *s, mw_store_ts *ts, size_t n, int flags, int own,
     return 0;
 }
 
+int mw_store_last_sample(mw_store *s, const mw_label *labels, size_t n, int64_t *t, uint64_t *bits)
+{
+    mw_label l[255];
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!labels[i].value || !labels[i].value[0] || !labels[i].name) continue;
+        if (w == 255) return -1; /* append refuses it anyway */
+        size_t j = w++;
+        while (j > 0 && name_cmp(l[j - 1].name, labels[i].name) > 0) {
+            l[j] = l[j - 1];
+            j--;
+        }
+        l[j] = labels[i];
+    }
+    if (!w) return -1;
+    uint64_t hash = mw_labels_hash(l, w);
+    int rc = -1;
+    pthread_rwlock_rdlock(&s->lock);
+    uint32_t id;
+    if (mw_head_lookup(&s->head, l, w, hash, &id) == 0) {
+        const mw_series *se = mw_head_series(&s->head, id);
+        if (se->flags & MW_SERIES_HAS_LAST) {
+            *t = se->enc.t;
+            *bits = se->enc.vbits;
+            rc = 0;
+        }
+    }
+    pthread_rwlock_unlock(&s->lock);
+    return rc;
+}
+
 int mw_store_append(mw_store *s, mw_store_ts *ts, size_t n, int flags, char *msg, size_t msgsize)
 {
     return append(s, ts, n, flags, 0, NULL, msg, msgsize);

@@ -78,6 +78,12 @@ int mw_store_select_ex(mw_store *s, const mw_matcher *ms, size_t nm, int64_t min
                        size_t max_samples, const mw_select_hint *hint, mw_select_result *out,
                        char *err, size_t errsize);
 
+/* store_append.c: the newest sample of the series with these labels (as
+ * a writer sends them: empty values dropped and sorted here, as appends
+ * do), for the histograms' duplicate check (rw_histogram.c): 0 with its
+ * time and value bits, -1 when there is no such series or sample. */
+int mw_store_last_sample(mw_store *s, const mw_label *labels, size_t n, int64_t *t, uint64_t *bits);
+
 /* store_append.c: apply one WAL record during replay. */
 int mw_store_replay_record(void *arg, uint8_t type, const uint8_t *p, size_t n);
 

@@ -2,8 +2,9 @@
  * TimeSeries.histograms message encoded by protobuf-c (from
  * src/proto/remote.proto) and decoded by the receiver's own walk
  * (rw_histogram.c) with exact values; the refusals (spans against
- * buckets, schema); the compact encoding's round trip and size; and the
- * store keeping them across a restart (histogram.c). */
+ * buckets, schema); the compact encoding's round trip and size; the
+ * store keeping them across a restart (histogram.c); and a resent one
+ * skipped as a duplicate without growing the histograms file. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* One series "h" holding one histogram: schema 3, zero bucket 1 (width
  * 0.001), negative buckets -2, -1 with counts 1, 2 (deltas 1, 1), positive
@@ -221,6 +223,74 @@ static void store_keeps_them_across_a_restart(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+static long hist_file_size(const char *dir)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "%s/histograms", dir);
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* Store the request raw[0..n) as /api/v1/write does; the store's answer. */
+static int write_request(mw_store *s, const uint8_t *raw, size_t n, char *err, size_t errsize)
+{
+    mw_rw_request r;
+    assert_int_equal(decode(raw, n, &r, err, errsize), 0);
+    int rc = mw_rw_store_histograms(s, &r, 1, err, errsize) < 0
+                 ? 503
+                 : mw_store_append(s, r.ts, r.n, MW_STORE_WAIT, err, errsize);
+    mw_rw_request_free(&r);
+    return rc;
+}
+
+/* A resent histogram sample (a retried batch: same series, time and
+ * histogram) is an exact duplicate: accepted, counted as one, and the
+ * histograms file does not grow; the one sample still reads back whole.
+ * A different histogram at that time is refused as for floats. */
+static void resent_histogram_is_a_duplicate(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mw-rwh-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    mw_store_options o = {.dir = dir, .no_sync = 1, .background_ms = -1};
+    mw_store_default_limits(&o.limits);
+    char err[256];
+    mw_store *s = mw_store_open(&o, err, sizeof(err));
+    assert_non_null(s);
+    uint8_t raw[512];
+    size_t n = encode(raw, 3, 3);
+    assert_int_equal(write_request(s, raw, n, err, sizeof(err)), 0);
+    assert_int_equal(hist_file_size(dir), 8 + 35); /* one record: header and the 35 bytes */
+    assert_int_equal(write_request(s, raw, n, err, sizeof(err)), 0);
+    assert_int_equal(write_request(s, raw, n, err, sizeof(err)), 0);
+    assert_int_equal(hist_file_size(dir), 8 + 35);
+    mw_store_stats st;
+    mw_store_get_stats(s, &st);
+    assert_int_equal(st.samples_appended, 1);
+    assert_int_equal(st.samples_duplicate, 2);
+    size_t n2 = encode(raw, 2, 3); /* schema 2: another histogram, same time */
+    assert_int_equal(write_request(s, raw, n2, err, sizeof(err)), 400);
+    assert_string_equal(err, "duplicate sample for timestamp 1700000000123 with a different value "
+                             "for series {__name__=\"h\"}; nothing of this request was stored");
+    mw_matcher m;
+    assert_int_equal(mw_matcher_init(&m, MW_MATCH_EQ, "__name__", "h", err, sizeof(err)), 0);
+    mw_select_result sel;
+    assert_int_equal(mw_store_select(s, &m, 1, 0, INT64_MAX / 2, 0, &sel, err, sizeof(err)), 0);
+    assert_int_equal(sel.nseries, 1);
+    assert_int_equal(sel.series[0].n, 1);
+    assert_int_equal(mw_hist_bits(sel.series[0].v[0]), MW_HIST_REF_TAG | 0);
+    mw_histogram h;
+    assert_int_equal(mw_store_get_histogram(s, sel.series[0].v[0], &h), 0);
+    check_decoded(&h);
+    mw_hist_free(&h);
+    mw_select_result_free(&sel);
+    mw_matcher_free(&m);
+    mw_store_close(s);
+    char cmd[64];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -229,6 +299,7 @@ int main(void)
         cmocka_unit_test(float_refs_cleaned),
         cmocka_unit_test(encoding_round_trip_and_size),
         cmocka_unit_test(store_keeps_them_across_a_restart),
+        cmocka_unit_test(resent_histogram_is_a_duplicate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
