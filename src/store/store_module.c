@@ -15,6 +15,7 @@
 #include "../core/util.h"
 #include "../core/worker.h"
 #include "../serve/http.h"
+#include "histogram.h"
 
 #include <limits.h>
 #include <malloc.h>
@@ -188,9 +189,39 @@ static int64_t arg_ms(const mw_http_request *req, const char *name, int64_t def)
     return *end ? def : (int64_t)x;
 }
 
+static void export_buckets(mw_buf *b, const int32_t *idx, const double *c, size_t n)
+{
+    mw_buf_putc(b, '|');
+    for (size_t i = 0; i < n; i++)
+        mw_buf_printf(b, "%s%d:%.17g", i ? "," : "", idx[i], c[i]);
+}
+
+/* A histogram sample's line ends with the histogram itself (the value is
+ * only the NaN that refers to it): H|schema|hint|zero_threshold|
+ * zero_count|count|sum|POS|NEG|CUSTOM, POS and NEG `index:count,...`
+ * (absolute counts, as the store keeps them), CUSTOM `bound,...`; a
+ * reference whose record cannot be read (a torn tail) says
+ * H|missing. */
+static void export_histogram(mw_buf *b, mw_store *st, double ref)
+{
+    mw_histogram h;
+    if (mw_store_get_histogram(st, ref, &h) < 0) {
+        mw_buf_printf(b, " H|missing");
+        return;
+    }
+    mw_buf_printf(b, " H|%d|%d|%.17g|%.17g|%.17g|%.17g", (int)h.schema, h.hint, h.zero_threshold,
+                  h.zero_count, h.count, h.sum);
+    export_buckets(b, h.pos_idx, h.pos, h.npos);
+    export_buckets(b, h.neg_idx, h.neg, h.nneg);
+    mw_buf_putc(b, '|');
+    for (size_t i = 0; i < h.ncustom; i++)
+        mw_buf_printf(b, "%s%.17g", i ? "," : "", h.custom[i]);
+    mw_hist_free(&h);
+}
+
 /* GET /api/v1/store/export?match=NAME&start=MS&end=MS (text, one sample a
- * line) and /api/v1/store/count (totals): a window into the store for
- * tests and benchmarks until the query API arrives. */
+ * line, a histogram's with the histogram: export_histogram) and /api/v1/store/count (totals): a
+ * window into the store for tests and benchmarks until the query API arrives. */
 static void read_handler(void *cls, const mw_http_request *req, mw_http_response *resp)
 {
     store_module *m = cls;
@@ -241,8 +272,10 @@ static void read_handler(void *cls, const mw_http_request *req, mw_http_response
                                   d->labels[j].value);
                 uint64_t bits;
                 memcpy(&bits, &d->v[k], sizeof(bits));
-                mw_buf_printf(&b, "} %lld %.17g 0x%016llx\n", (long long)d->t[k], d->v[k],
+                mw_buf_printf(&b, "} %lld %.17g 0x%016llx", (long long)d->t[k], d->v[k],
                               (unsigned long long)bits);
+                if ((bits & MW_HIST_TAG_MASK) == MW_HIST_REF_TAG) export_histogram(&b, st, d->v[k]);
+                mw_buf_putc(&b, '\n');
             }
         }
     }
