@@ -4,7 +4,8 @@
  * per-window aggregates (count, sum, min, max) and the few raw samples that
  * counter functions and plain selectors need (mw_ds_series), kept for its
  * own time; and the reads of those blocks for a selection, with each
- * sample's weight (how many raw samples it stands for).
+ * sample's weight (how many raw samples it stands for). Native histogram
+ * samples are not downsampled (downsample_block).
  *
  * Windows are (k*res, (k+1)*res], as PromQL's left-open range windows: a
  * window of a query whose step and range are multiples of res, evaluated at
@@ -15,6 +16,7 @@
 #include "../core/series_memory.h"
 #include "../core/units.h"
 #include "../core/util.h"
+#include "histogram.h"
 #include "store_internal.h"
 
 #include <errno.h>
@@ -326,6 +328,21 @@ static int downsample_block(mw_store *s, mw_block *src, int64_t res)
         if (mw_block_labels(src, (uint32_t)id, lab, 256, &nl) < 0) continue;
         mw_samples raw = {0};
         mw_block_read(src, (uint32_t)id, INT64_MIN, INT64_MAX, &raw);
+        /* Native histograms have no float aggregates (their values are the
+         * NaNs that refer to them): they are left out, kept raw until
+         * --retention only; a series of nothing else is not written. */
+        size_t kept = 0;
+        for (size_t i = 0; i < raw.n; i++)
+            if ((mw_hist_bits(raw.v[i]) & MW_HIST_TAG_MASK) != MW_HIST_REF_TAG) {
+                raw.t[kept] = raw.t[i];
+                raw.v[kept++] = raw.v[i];
+            }
+        raw.n = kept;
+        if (!raw.n) {
+            free(raw.t);
+            free(raw.v);
+            continue;
+        }
         mw_ds_series d;
         mw_ds_compute(raw.t, raw.v, raw.n, res, &d);
         mw_block_stream st[5] = {{MW_AGGR_COUNT, d.at, d.cnt, d.na},

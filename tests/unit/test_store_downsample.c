@@ -5,11 +5,13 @@
  * ranges that are multiples of the resolution (counter resets, negative
  * values, a staleness marker and a gap included); the answer names the
  * resolution; retention per resolution; kill -9 during downsampling loses
- * and doubles nothing; --downsample's errors. */
+ * and doubles nothing; native histograms left out; --downsample's
+ * errors. */
 #include "core/series_memory.h"
 #include "core/util.h"
 #include "query/promql.h"
 #include "store/block.h"
+#include "store/histogram.h"
 #include "store/inspect.h"
 #include "store/store.h"
 
@@ -619,6 +621,53 @@ static void option_values(void **state)
     expect_error("1m:2d,2m:3d,3m:4d,4m:5d,5m:6d", "at most 4 resolutions");
 }
 
+/* Native histogram samples are not downsampled (their values are the
+ * NaNs that refer to them): a series of histograms has no downsampled
+ * data, and one mixing floats and histograms keeps its floats' aggregates
+ * only. Raw, both count 20 samples in the window. */
+static void histograms_not_downsampled(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mw-ds-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    mw_store *s = open_store(dir, "1m:1000d,5m:2000d");
+    int32_t idx[1] = {0};
+    double cnt[1] = {3};
+    mw_histogram h = {.schema = 0, .count = 3, .sum = 1.5, .npos = 1, .pos_idx = idx, .pos = cnt};
+    int64_t t[20];
+    double vh[20], vm[20];
+    char err[256];
+    for (int i = 0; i < 20; i++) {
+        t[i] = base_ms + 1 + (int64_t)i * 15000; /* all in (base, base + 5m] */
+        assert_int_equal(mw_store_put_histogram(s, &h, &vh[i], err, sizeof(err)), 0);
+        vm[i] = i % 2 ? vh[i] : (double)i; /* floats 0, 2, ..., 18: sum 90 */
+    }
+    append(s, "ds_h", "hist", t, vh, 20);
+    append(s, "ds_h", "mixed", t, vm, 20);
+    assert_int_equal(mw_store_compact(s, 1), 0);
+    int raw, m1, m5;
+    count_blocks(dir, &raw, &m1, &m5);
+    assert_int_equal(raw, 0);
+    assert_int_equal(m5, 1);
+    const char *q[] = {"count_over_time(ds_h[5m])", "sum_over_time(ds_h[5m])"};
+    const double want[] = {10, 90};
+    for (int k = 0; k < 2; k++) {
+        pq_result a;
+        eval_at(s, q[k], base_ms + 300000, base_ms + 300000, 300000, &a);
+        assert_int_equal(a.nseries, 1);
+        assert_int_equal(a.series[0].nlabels, 1);
+        assert_string_equal(a.series[0].labels[0].value, "mixed");
+        assert_int_equal(a.series[0].n, 1);
+        if (a.series[0].v[0] != want[k]) fail_msg("%s: %.17g", q[k], a.series[0].v[0]);
+        assert_int_equal(a.nannots, 1);
+        assert_string_equal(a.annots[0].msg, "PromQL info: samples older than the raw retention "
+                                             "were read from the 5m downsampled resolution");
+        pq_result_free(&a);
+    }
+    mw_store_close(s);
+    rmdir_all(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -629,6 +678,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(kill9_during_downsampling, setup, teardown),
         cmocka_unit_test(size_retention_across_resolutions),
         cmocka_unit_test(merged_downsampled_blocks),
+        cmocka_unit_test(histograms_not_downsampled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
