@@ -42,13 +42,18 @@ static char *duration_text(int64_t ms, char *out, size_t size)
 
 static int64_t started_ms; /* when the API was registered: the agent's start */
 
+/* The version of the Prometheus whose PromQL the engine follows (its
+ * semantics and test files, docs/promql.md): what Grafana reads to choose
+ * the features of its query editor. */
+#define PROMQL_DIALECT_VERSION "3.14.0"
+
 static void buildinfo(mw_query_api *api, mw_http_response *resp)
 {
     (void)api;
-    api_respond_data(resp,
-                     json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "version", "2.42.0", "revision",
-                               MLWATCH_REVISION, "branch", "mlwatch", "buildUser", "mlwatch",
-                               "buildDate", "", "goVersion", "mlwatch " MLWATCH_VERSION));
+    api_respond_data(resp, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "version",
+                                     PROMQL_DIALECT_VERSION, "revision", MLWATCH_REVISION, "branch",
+                                     "mlwatch", "buildUser", "mlwatch", "buildDate", "",
+                                     "goVersion", "mlwatch " MLWATCH_VERSION));
 }
 
 static void runtimeinfo(mw_query_api *api, mw_http_response *resp)
