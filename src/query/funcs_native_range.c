@@ -22,7 +22,19 @@ int q_hist_in_range(const rangearg *ra)
     return 0;
 }
 
-enum { RK_FLOAT, RK_RATE, RK_INCREASE, RK_DELTA, RK_IRATE, RK_IDELTA, RK_SUM, RK_AVG, RK_BOTH };
+enum {
+    RK_FLOAT,
+    RK_RATE,
+    RK_INCREASE,
+    RK_DELTA,
+    RK_IRATE,
+    RK_IDELTA,
+    RK_SUM,
+    RK_AVG,
+    RK_BOTH,
+    RK_RESETS,
+    RK_CHANGES
+};
 
 static int kind_of(const pq_func *f)
 {
@@ -34,70 +46,208 @@ static int kind_of(const pq_func *f)
     if (w == pq_window_idelta) return RK_IDELTA;
     if (w == pq_window_sum) return RK_SUM;
     if (w == pq_window_avg) return RK_AVG;
-    if (w == pq_window_count || w == pq_window_present || w == pq_window_last) return RK_BOTH;
+    if (w == pq_window_resets) return RK_RESETS;
+    if (w == pq_window_changes) return RK_CHANGES;
+    if (w == pq_window_count || w == pq_window_present || w == pq_window_last ||
+        w == pq_window_first || w == pq_window_ts_of_first || w == pq_window_ts_of_last)
+        return RK_BOTH;
     return RK_FLOAT;
 }
 
 static const char *name_of(const pq_series *s)
 {
-    return lbl_get(s->labels, s->nlabels, "__name__");
+    const char *n = lbl_get(s->labels, s->nlabels, "__name__");
+    return n ? n : "";
 }
 
-/* rate/increase/delta of histograms h[0..n) at times t over the window. */
+static void warn_mixed_schemas(qctx *c, int pos, const char *name)
+{
+    q_annot(c, 0, pos,
+            "PromQL warning: vector contains a mix of histograms with exponential and custom "
+            "buckets schemas for metric name \"%s\"",
+            name);
+}
+
+static void warn_not_counter(qctx *c, int pos, const char *name)
+{
+    q_annot(c, 0, pos, "PromQL warning: this native histogram metric is not a counter: \"%s\"",
+            name);
+}
+
+static void warn_not_gauge(qctx *c, int pos, const char *name)
+{
+    q_annot(c, 0, pos, "PromQL warning: this native histogram metric is not a gauge: \"%s\"", name);
+}
+
+static void info_reconciled(qctx *c, int pos, const char *what)
+{
+    q_annot(c, 1, pos, "PromQL info: mismatched custom buckets were reconciled during %s", what);
+}
+
+/* rate/increase/delta of histograms h[0..n) at times t over the window,
+ * as Prometheus 3's histogramRate and extrapolatedRate. */
 static int hist_rate(qctx *c, int kind, const mw_histogram *const *h, const int64_t *t, size_t n,
-                     int64_t ws, int64_t we, int64_t range_ms, const char *name, int pos,
-                     mw_histogram *out)
+                     int64_t ws, int64_t we, int64_t range_ms, int extended, const char *name,
+                     int pos, mw_histogram *out)
 {
     if (n < 2) return 0;
     int counter = kind != RK_DELTA;
-    int custom = h[0]->schema == MW_HIST_SCHEMA_CUSTOM;
-    int32_t minschema = h[0]->schema;
-    for (size_t i = 1; i < n; i++) {
-        if ((h[i]->schema == MW_HIST_SCHEMA_CUSTOM) != custom) {
-            q_annot(c, 0, pos,
-                    "PromQL warning: vector contains a mix of histograms with exponential and "
-                    "custom buckets schemas for metric name \"%s\"",
-                    name);
-            return 0;
-        }
+    const mw_histogram *prev = h[0], *last = h[n - 1];
+    mw_histogram empty = {0};
+    if (counter && (prev->hint == MW_HINT_GAUGE || last->hint == MW_HINT_GAUGE))
+        warn_not_counter(c, pos, name);
+    /* A reset between the first two: the first is not looked at (beyond
+     * its count, below), so its layout may differ. */
+    if (counter && !extended && q_hist_detect_reset(h[1], prev)) {
+        empty.schema = h[1]->schema;
+        empty.custom = h[1]->custom;
+        empty.ncustom = h[1]->ncustom;
+        prev = &empty;
+    }
+    int custom = prev->schema == MW_HIST_SCHEMA_CUSTOM;
+    if ((last->schema == MW_HIST_SCHEMA_CUSTOM) != custom) {
+        warn_mixed_schemas(c, pos, name);
+        return 0;
+    }
+    int32_t minschema = last->schema < prev->schema ? last->schema : prev->schema;
+    for (size_t i = 1; counter && i + 1 < n; i++) {
+        if (h[i]->hint == MW_HINT_GAUGE) warn_not_counter(c, pos, name);
         if (h[i]->schema < minschema) minschema = h[i]->schema;
-    }
-    if (counter) {
-        for (size_t i = 0; i < n; i++)
-            if (h[i]->hint == MW_HINT_GAUGE) {
-                q_annot(c, 0, pos,
-                        "PromQL warning: this native histogram metric is not a counter: \"%s\"",
-                        name);
-                break;
-            }
-    } else if (h[0]->hint != MW_HINT_GAUGE || h[n - 1]->hint != MW_HINT_GAUGE) {
-        q_annot(c, 0, pos, "PromQL warning: this native histogram metric is not a gauge: \"%s\"",
-                name);
-    }
-    mw_histogram r;
-    if (q_hist_add(h[n - 1], h[0], -1, &r) < 0) return 0;
-    for (size_t i = 1; counter && i < n; i++) {
-        if (!q_hist_detect_reset(h[i], h[i - 1])) continue;
-        mw_histogram r2;
-        if (q_hist_add(&r, h[i - 1], 1, &r2) < 0) {
-            mw_hist_free(&r);
+        if ((h[i]->schema == MW_HIST_SCHEMA_CUSTOM) != custom) {
+            warn_mixed_schemas(c, pos, name);
             return 0;
         }
+    }
+    if (!counter && (h[0]->hint != MW_HINT_GAUGE || last->hint != MW_HINT_GAUGE))
+        warn_not_gauge(c, pos, name);
+    mw_histogram r;
+    int rc = q_hist_add(last, prev, -1, &r);
+    if (rc < 0) {
+        warn_mixed_schemas(c, pos, name);
+        return 0;
+    }
+    if (rc == Q_HIST_RECONCILED) info_reconciled(c, pos, "subtraction");
+    for (size_t i = 1; counter && i < n; i++) {
+        const mw_histogram *p = i == 1 ? prev : h[i - 1];
+        if (!q_hist_detect_reset(h[i], p)) continue;
+        mw_histogram r2;
+        rc = q_hist_add(&r, p, 1, &r2);
         mw_hist_free(&r);
+        if (rc < 0) {
+            warn_mixed_schemas(c, pos, name);
+            return 0;
+        }
+        if (rc == Q_HIST_RECONCILED) info_reconciled(c, pos, "addition");
         r = r2;
     }
     q_hist_reduce(&r, minschema);
-    /* The float extrapolation (funcs_range.c), without the zero floor. */
+    /* The float extrapolation (funcs_range.c), a counter's floored where
+     * its count would reach zero. */
     double to_start = (double)(t[0] - ws) / 1000, to_end = (double)(we - t[n - 1]) / 1000;
     double sampled = (double)(t[n - 1] - t[0]) / 1000, avg = sampled / (double)(n - 1);
     double threshold = avg * 1.1;
     if (to_start >= threshold) to_start = avg / 2;
+    if (counter && r.count > 0 && h[0]->count >= 0) {
+        double to_zero = sampled * (h[0]->count / r.count);
+        if (to_zero < to_start) to_start = to_zero;
+    }
     if (to_end >= threshold) to_end = avg / 2;
-    double factor = (sampled + to_start + to_end) / sampled;
+    double factor = sampled != 0 ? (sampled + to_start + to_end) / sampled : 1;
     if (kind == RK_RATE) factor /= (double)range_ms / 1000;
     q_hist_scale(&r, factor);
     r.hint = MW_HINT_GAUGE;
     *out = r;
+    return 1;
+}
+
+/* irate and idelta: the last two samples of the window [lo, hi) of s. */
+static int hist_instant(qctx *c, const pq_func *fn, int kind, const pq_series *s, size_t lo,
+                        size_t hi, int pos, double *out)
+{
+    if (hi - lo < 2) return 0;
+    double va = s->v[hi - 2], vb = s->v[hi - 1];
+    const mw_histogram *a = q_hist_get(c, va), *b = q_hist_get(c, vb);
+    int64_t dt = s->t[hi - 1] - s->t[hi - 2];
+    if (dt == 0) return 0;
+    const char *name = name_of(s);
+    if (!a != !b) {
+        q_annot(c, 0, pos,
+                "PromQL warning: encountered a mix of histograms and floats for metric name "
+                "\"%s\"",
+                name);
+        return 0;
+    }
+    if (!a) { /* two floats: the float function */
+        pq_window w = {.t = s->t + hi - 2, .v = s->v + hi - 2, .n = 2};
+        return fn->window(&w, out);
+    }
+    int rate = kind == RK_IRATE;
+    if (rate && (a->hint == MW_HINT_GAUGE || b->hint == MW_HINT_GAUGE))
+        warn_not_counter(c, pos, name);
+    if (!rate && (a->hint != MW_HINT_GAUGE || b->hint != MW_HINT_GAUGE))
+        warn_not_gauge(c, pos, name);
+    mw_histogram r;
+    if (rate && q_hist_detect_reset(b, a)) {
+        mw_hist_copy(&r, b);
+    } else {
+        int rc = q_hist_add(b, a, -1, &r);
+        if (rc < 0) {
+            warn_mixed_schemas(c, pos, name);
+            return 0;
+        }
+        if (rc == Q_HIST_RECONCILED) info_reconciled(c, pos, "subtraction");
+    }
+    if (rate) q_hist_scale(&r, 1000.0 / (double)dt);
+    r.hint = MW_HINT_GAUGE;
+    *out = q_hist_put(c, &r);
+    return 1;
+}
+
+/* resets and changes over every sample of the window, floats and
+ * histograms in their order: a change of kind is both. */
+static double hist_resets_changes(qctx *c, int kind, const pq_series *s, size_t lo, size_t hi)
+{
+    double n = 0;
+    for (size_t x = lo + 1; x < hi; x++) {
+        const mw_histogram *p = q_hist_get(c, s->v[x - 1]), *h = q_hist_get(c, s->v[x]);
+        double pv = s->v[x - 1], v = s->v[x];
+        if (!p != !h)
+            n++;
+        else if (!h)
+            n += kind == RK_RESETS ? v < pv : v != pv && !(isnan(v) && isnan(pv));
+        else
+            n += kind == RK_RESETS ? q_hist_detect_reset(h, p) : !q_hist_equal(h, p);
+    }
+    return n;
+}
+
+/* sum_over_time and avg_over_time of histograms hv[0..nh), compensated
+ * as Prometheus 3's (and its incremental mean for avg). */
+static int hist_sum_avg(qctx *c, int kind, const mw_histogram *const *hv, size_t nh, int pos,
+                        const char *name, mw_histogram *out)
+{
+    q_havg acc;
+    q_havg_start(&acc, hv[0]);
+    int hints = q_hint_seen(hv[0]), reconciled = 0;
+    for (size_t x = 1; x < nh; x++) {
+        hints |= q_hint_seen(hv[x]);
+        int rc = kind == RK_SUM ? q_hsum_add(&acc.s, hv[x], &reconciled)
+                                : q_havg_add(&acc, hv[x], &reconciled);
+        if (rc < 0) {
+            q_havg_free(&acc);
+            warn_mixed_schemas(c, pos, name);
+            return 0;
+        }
+    }
+    if (hints == (Q_HINT_SEEN_RESET | Q_HINT_SEEN_NOT_RESET))
+        q_annot(c, 0, pos,
+                "PromQL warning: conflicting counter resets during histogram aggregation");
+    if (reconciled) info_reconciled(c, pos, "aggregation");
+    if (kind == RK_AVG)
+        q_havg_result(&acc, out);
+    else
+        q_hsum_result(&acc.s, out);
+    out->hint = MW_HINT_GAUGE;
     return 1;
 }
 
@@ -107,6 +257,28 @@ static int window_value(qctx *c, const pq_node *n, int kind, const pq_series *s,
                         const rangearg *ra, double *fv, int64_t *ft, const mw_histogram **hv,
                         pq_extrap_cache *xc, double *out)
 {
+    int pos = q_arg_pos(n->args[0]);
+    if (hi == lo) return 0;
+    if (kind == RK_BOTH) { /* count, present, first, last and their times: every sample */
+        pq_window w = {.t = s->t + lo,
+                       .v = s->v + lo,
+                       .n = hi - lo,
+                       .start = ws,
+                       .end = we,
+                       .ts = ts,
+                       .param = param,
+                       .xc = xc};
+        return n->func->window(&w, out);
+    }
+    if (kind == RK_RESETS || kind == RK_CHANGES) {
+        /* anchored: from the last sample at or before the window's start
+         * (within the lookback), as Prometheus 3 */
+        if (ra->extended && lo > 0 && s->t[lo - 1] > ws - ra->lookback_ms) lo--;
+        *out = hist_resets_changes(c, kind, s, lo, hi);
+        return 1;
+    }
+    if (kind == RK_IRATE || kind == RK_IDELTA)
+        return hist_instant(c, n->func, kind, s, lo, hi, pos, out);
     size_t nf = 0, nh = 0;
     for (size_t x = lo; x < hi; x++) {
         const mw_histogram *h = q_hist_get(c, s->v[x]);
@@ -118,20 +290,14 @@ static int window_value(qctx *c, const pq_node *n, int kind, const pq_series *s,
             ft[nf++] = s->t[x];
         }
     }
-    if (hi == lo) return 0;
-    int pos = q_arg_pos(n->args[0]);
-    if (kind == RK_BOTH || (kind == RK_FLOAT && nh == 0) || (nh == 0 && kind != RK_FLOAT)) {
-        if (kind == RK_BOTH) { /* count, present, last: every sample */
-            pq_window w = {.t = s->t + lo,
-                           .v = s->v + lo,
-                           .n = hi - lo,
-                           .start = ws,
-                           .end = we,
-                           .ts = ts,
-                           .param = param,
-                           .xc = xc};
-            return n->func->window(&w, out);
-        }
+    const char *name = name_of(s);
+    if (kind == RK_FLOAT) { /* histograms left out, with an info when both */
+        if (!nf) return 0;
+        if (nh)
+            q_annot(c, 1, pos,
+                    "PromQL info: ignored histograms in a range containing both floats and "
+                    "histograms for metric name \"%s\"",
+                    name);
         int resets = 0;
         for (size_t x = 1; x < nf && !resets; x++)
             resets = fv[x] < fv[x - 1];
@@ -142,64 +308,37 @@ static int window_value(qctx *c, const pq_node *n, int kind, const pq_series *s,
                        .end = we,
                        .ts = ts,
                        .param = param,
-                       .counter_resets = resets || (nf && fv[0] < 0),
+                       .counter_resets = resets || fv[0] < 0,
                        .xc = xc};
-        return nf > 0 && n->func->window(&w, out);
-    }
-    if (kind == RK_FLOAT) { /* histograms left out */
-        if (!nf) return 0;
-        pq_window w = {
-            .t = ft, .v = fv, .n = nf, .start = ws, .end = we, .ts = ts, .param = param, .xc = xc};
         return n->func->window(&w, out);
     }
-    const char *name = name_of(s);
-    if (nf) {
+    if (nf && nh) {
         q_annot(c, 0, pos,
                 "PromQL warning: encountered a mix of histograms and floats for metric name \"%s\"",
                 name);
         return 0;
     }
+    if (!nh) { /* floats only: the float function */
+        int resets = 0;
+        for (size_t x = 1; x < nf && !resets; x++)
+            resets = fv[x] < fv[x - 1];
+        pq_window w = {.t = ft,
+                       .v = fv,
+                       .n = nf,
+                       .start = ws,
+                       .end = we,
+                       .ts = ts,
+                       .param = param,
+                       .counter_resets = resets || fv[0] < 0,
+                       .xc = xc};
+        return n->func->window(&w, out);
+    }
     const int64_t *ht = ft + s->n;
     mw_histogram r;
-    switch (kind) {
-    case RK_RATE:
-    case RK_INCREASE:
-    case RK_DELTA:
-        if (!hist_rate(c, kind, hv, ht, nh, ws, we, ra->range_ms, name, pos, &r)) return 0;
-        break;
-    case RK_IRATE:
-    case RK_IDELTA: {
-        if (nh < 2) return 0;
-        const mw_histogram *a = hv[nh - 2], *b = hv[nh - 1];
-        if (kind == RK_IRATE && q_hist_detect_reset(b, a))
-            mw_hist_copy(&r, b);
-        else if (q_hist_add(b, a, -1, &r) < 0)
-            return 0;
-        if (kind == RK_IRATE) {
-            if (ht[nh - 1] == ht[nh - 2]) {
-                mw_hist_free(&r);
-                return 0;
-            }
-            q_hist_scale(&r, 1000.0 / (double)(ht[nh - 1] - ht[nh - 2]));
-        }
-        r.hint = MW_HINT_GAUGE;
-        break;
-    }
-    default: { /* sum, avg */
-        mw_hist_copy(&r, hv[0]);
-        for (size_t x = 1; x < nh; x++) {
-            mw_histogram r2;
-            if (q_hist_add(&r, hv[x], 1, &r2) < 0) {
-                mw_hist_free(&r);
-                return 0;
-            }
-            mw_hist_free(&r);
-            r = r2;
-        }
-        if (kind == RK_AVG) q_hist_scale(&r, 1 / (double)nh);
-        r.hint = MW_HINT_GAUGE;
-        break;
-    }
+    if (kind == RK_SUM || kind == RK_AVG) {
+        if (!hist_sum_avg(c, kind, hv, nh, pos, name, &r)) return 0;
+    } else if (!hist_rate(c, kind, hv, ht, nh, ws, we, ra->range_ms, ra->extended, name, pos, &r)) {
+        return 0;
     }
     *out = q_hist_put(c, &r);
     return 1;

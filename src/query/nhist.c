@@ -152,14 +152,6 @@ static void widen_zero(mw_histogram *h, double zt)
     h->zero_threshold = zt;
 }
 
-static int same_custom(const mw_histogram *a, const mw_histogram *b)
-{
-    if (a->ncustom != b->ncustom) return 0;
-    for (size_t i = 0; i < a->ncustom; i++)
-        if (a->custom[i] != b->custom[i]) return 0;
-    return 1;
-}
-
 /* Merge sorted sides: out = a + sign * b. */
 static size_t merge_side(const int32_t *ai, const double *ac, size_t an, const int32_t *bi,
                          const double *bc, size_t bn, double sign, int32_t *oi, double *oc)
@@ -185,7 +177,14 @@ int q_hist_add(const mw_histogram *a0, const mw_histogram *b0, double sign, mw_h
     int ca = a0->schema == MW_HIST_SCHEMA_CUSTOM, cb = b0->schema == MW_HIST_SCHEMA_CUSTOM;
     memset(out, 0, sizeof(*out));
     if (ca != cb) return Q_HIST_MIXED_SCHEMAS;
-    if (ca && !same_custom(a0, b0)) return Q_HIST_MISMATCHED_CUSTOM;
+    if (ca && !q_hist_same_bounds(a0, b0)) {
+        mw_hist_copy(out, a0);
+        out->count += sign * b0->count;
+        out->sum += sign * b0->sum;
+        q_hist_reconcile_add(out, b0, sign);
+        out->hint = MW_HINT_UNKNOWN;
+        return Q_HIST_RECONCILED;
+    }
     mw_histogram a, b;
     mw_hist_copy(&a, a0);
     mw_hist_copy(&b, b0);
@@ -243,7 +242,7 @@ int q_hist_equal(const mw_histogram *a, const mw_histogram *b)
     if (a->schema != b->schema || a->zero_threshold != b->zero_threshold) return 0;
     if (a->count != b->count || a->zero_count != b->zero_count) return 0;
     if (!(a->sum == b->sum || (isnan(a->sum) && isnan(b->sum)))) return 0;
-    if (a->schema == MW_HIST_SCHEMA_CUSTOM && !same_custom(a, b)) return 0;
+    if (a->schema == MW_HIST_SCHEMA_CUSTOM && !q_hist_same_bounds(a, b)) return 0;
     return side_equal(a->pos_idx, a->pos, a->npos, b->pos_idx, b->pos, b->npos) &&
            side_equal(a->neg_idx, a->neg, a->nneg, b->neg_idx, b->neg, b->nneg);
 }
@@ -262,13 +261,33 @@ static double side_at(const int32_t *idx, const double *c, size_t n, int32_t i)
     return lo < n && idx[lo] == i ? c[lo] : -1;
 }
 
+/* Custom bounds that differ: a reset when a bucket on the bounds both
+ * have holds less now than before. */
+static int reset_on_common_bounds(const mw_histogram *cur, const mw_histogram *prev)
+{
+    double *bounds = mw_xmalloc((cur->ncustom + 1) * sizeof(double));
+    size_t nb = q_hist_common_bounds(cur, prev, bounds);
+    double *d = mw_xcalloc(nb + 1, sizeof(double));
+    for (size_t i = 0; i < cur->npos; i++)
+        d[q_hist_map_bucket(cur, cur->pos_idx[i], bounds, nb)] += cur->pos[i];
+    for (size_t i = 0; i < prev->npos; i++)
+        d[q_hist_map_bucket(prev, prev->pos_idx[i], bounds, nb)] -= prev->pos[i];
+    int reset = 0;
+    for (size_t i = 0; i <= nb && !reset; i++)
+        reset = d[i] < 0;
+    free(d);
+    free(bounds);
+    return reset;
+}
+
 int q_hist_detect_reset(const mw_histogram *cur, const mw_histogram *prev)
 {
     if (cur->hint == MW_HINT_YES) return 1;
     if (cur->hint == MW_HINT_NO || cur->hint == MW_HINT_GAUGE) return 0;
     if (cur->count < prev->count) return 1;
     if ((cur->schema == MW_HIST_SCHEMA_CUSTOM) != (prev->schema == MW_HIST_SCHEMA_CUSTOM)) return 1;
-    if (cur->schema == MW_HIST_SCHEMA_CUSTOM && !same_custom(cur, prev)) return 1;
+    if (cur->schema == MW_HIST_SCHEMA_CUSTOM && !q_hist_same_bounds(cur, prev))
+        return reset_on_common_bounds(cur, prev);
     if (cur->schema > prev->schema) return 1;
     if (cur->zero_threshold < prev->zero_threshold) return 1;
     if (cur->zero_threshold == prev->zero_threshold && cur->zero_count < prev->zero_count) return 1;
@@ -309,7 +328,11 @@ double q_hist_arith(qctx *c, int pos, pq_binop op, double a, double b, int *keep
         }
         if (op == PQ_OP_ADD || op == PQ_OP_SUB) {
             int rc = q_hist_add(ha, hb, op == PQ_OP_ADD ? 1 : -1, &r);
-            if (rc == 0) {
+            if (rc == Q_HIST_RECONCILED)
+                q_annot(c, 1, pos,
+                        "PromQL info: mismatched custom buckets were reconciled during %s",
+                        op == PQ_OP_ADD ? "addition" : "subtraction");
+            if (rc >= 0) {
                 *keep = 1;
                 return q_hist_put(c, &r);
             }
@@ -352,11 +375,12 @@ struct q_hagg {
     int op, pos;
     size_t ng, ns;
     /* per group and step: 0 nothing, 1 floats, 2 histograms, 3 both;
-     * the histograms' sum and how many were summed */
+     * sum and avg: the running sum or mean of the histograms (started
+     * when the cell's first sample is one, as Prometheus accumulates only
+     * then), whether two could not be added, the hints seen */
     uint8_t *kind;
-    mw_histogram *acc;
-    double *cnt;
-    uint8_t *failed;
+    q_havg *acc;
+    uint8_t *started, *failed, *hints;
 };
 
 q_hagg *q_hist_agg_pre(qctx *c, const pq_node *n, val *in, const size_t *grp, size_t ng)
@@ -369,17 +393,18 @@ q_hagg *q_hist_agg_pre(qctx *c, const pq_node *n, val *in, const size_t *grp, si
     size_t ns = c->nsteps;
     q_hagg *a = mw_xcalloc(1, sizeof(*a));
     a->op = op;
-    a->pos = n->pos;
+    a->pos = q_arg_pos(n->args[n->nargs - 1]);
     a->ng = ng;
     a->ns = ns;
     int sums = op == PQ_AGG_SUM || op == PQ_AGG_AVG;
     a->kind = mw_xcalloc(ng * ns + 1, 1);
     if (sums) {
-        a->acc = mw_xcalloc(ng * ns + 1, sizeof(mw_histogram));
-        a->cnt = mw_xcalloc(ng * ns + 1, sizeof(double));
+        a->acc = mw_xcalloc(ng * ns + 1, sizeof(q_havg));
+        a->started = mw_xcalloc(ng * ns + 1, 1);
         a->failed = mw_xcalloc(ng * ns + 1, 1);
+        a->hints = mw_xcalloc(ng * ns + 1, 1);
     }
-    int ignored = 0;
+    int ignored = 0, reconciled = 0;
     for (size_t i = 0; i < in->n; i++) {
         sv *s = &in->s[i];
         if (grp[i] == (size_t)-1) continue;
@@ -387,6 +412,7 @@ q_hagg *q_hist_agg_pre(qctx *c, const pq_node *n, val *in, const size_t *grp, si
             if (!s->ok[k]) continue;
             size_t cell = grp[i] * ns + k;
             const mw_histogram *h = q_hist_get(c, s->v[k]);
+            int first = a->kind[cell] == 0;
             if (!h) {
                 a->kind[cell] |= 1;
                 continue;
@@ -398,29 +424,34 @@ q_hagg *q_hist_agg_pre(qctx *c, const pq_node *n, val *in, const size_t *grp, si
             }
             a->kind[cell] |= 2;
             if (a->failed[cell]) continue;
-            if (a->cnt[cell] == 0) {
-                mw_hist_copy(&a->acc[cell], h);
-            } else {
-                mw_histogram r;
-                int rc = q_hist_add(&a->acc[cell], h, 1, &r);
-                mw_hist_free(&a->acc[cell]);
-                if (rc < 0) {
-                    a->failed[cell] = 1;
-                    q_annot(c, 0, n->pos,
-                            "PromQL warning: vector contains a mix of histograms with exponential "
-                            "and custom buckets schemas");
-                    continue;
-                }
-                a->acc[cell] = r;
+            if (first) {
+                q_havg_start(&a->acc[cell], h);
+                a->started[cell] = 1;
+                a->hints[cell] |= q_hint_seen(h);
+                continue;
             }
-            a->cnt[cell]++;
+            if (!a->started[cell]) continue; /* floats came first: no value */
+            a->hints[cell] |= q_hint_seen(h);
+            int rc = op == PQ_AGG_SUM ? q_hsum_add(&a->acc[cell].s, h, &reconciled)
+                                      : q_havg_add(&a->acc[cell], h, &reconciled);
+            if (rc < 0) {
+                a->failed[cell] = 1;
+                const char *name = lbl_get(s->labels, s->nlabels, "__name__");
+                q_annot(c, 0, a->pos,
+                        "PromQL warning: vector contains a mix of histograms with exponential "
+                        "and custom buckets schemas for metric name \"%s\"",
+                        name ? name : "");
+            }
         }
     }
+    if (reconciled)
+        q_annot(c, 1, a->pos,
+                "PromQL info: mismatched custom buckets were reconciled during aggregation");
     if (ignored) {
         static const char *const names[] = {
             "sum",    "avg",  "min",     "max",      "count",        "group",  "stddev",
             "stdvar", "topk", "bottomk", "quantile", "count_values", "limitk", "limit_ratio"};
-        q_annot(c, 1, n->pos, "PromQL info: ignored histogram in %s aggregation", names[op]);
+        q_annot(c, 1, a->pos, "PromQL info: ignored histogram in %s aggregation", names[op]);
     }
     return a;
 }
@@ -429,31 +460,38 @@ void q_hist_agg_post(qctx *c, q_hagg *a, vbuild *b)
 {
     if (!a) return;
     int sums = a->acc != NULL && b;
-    int mixed = 0;
-    for (size_t g = 0; b && g < a->ng && g < b->n; g++)
+    int mixed = 0, collision = 0;
+    for (size_t g = 0; sums && g < a->ng && g < b->n; g++)
         for (size_t k = 0; k < a->ns; k++) {
             size_t cell = g * a->ns + k;
-            if (!sums) continue;
             if (a->kind[cell] == 3) {
                 mixed = 1;
                 b->s[g].ok[k] = 0;
             } else if (a->kind[cell] == 2 && !a->failed[cell]) {
-                mw_histogram *h = &a->acc[cell];
-                if (a->op == PQ_AGG_AVG) q_hist_scale(h, 1 / a->cnt[cell]);
-                h->hint = MW_HINT_UNKNOWN;
+                mw_histogram h;
+                if (a->op == PQ_AGG_AVG)
+                    q_havg_result(&a->acc[cell], &h);
+                else
+                    q_hsum_result(&a->acc[cell].s, &h);
+                h.hint = MW_HINT_UNKNOWN;
                 b->s[g].ok[k] = 1;
-                b->s[g].v[k] = q_hist_put(c, h);
+                b->s[g].v[k] = q_hist_put(c, &h);
+                collision |= a->hints[cell] == (Q_HINT_SEEN_RESET | Q_HINT_SEEN_NOT_RESET);
             }
         }
     if (mixed)
         q_annot(c, 0, a->pos,
                 "PromQL warning: encountered a mix of histograms and floats for aggregation");
+    if (collision)
+        q_annot(c, 0, a->pos,
+                "PromQL warning: conflicting counter resets during histogram aggregation");
     if (a->acc)
         for (size_t i = 0; i < a->ng * a->ns; i++)
-            mw_hist_free(&a->acc[i]);
+            if (a->started[i]) q_havg_free(&a->acc[i]);
     free(a->acc);
-    free(a->cnt);
+    free(a->started);
     free(a->failed);
+    free(a->hints);
     free(a->kind);
     free(a);
 }

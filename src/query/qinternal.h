@@ -361,7 +361,10 @@ void q_hist_import(qctx *c, double *v, size_t n);
 int q_hist_any(const qctx *c, const val *v);
 double q_hist_bound(int32_t idx, const mw_histogram *h);
 void q_hist_reduce(mw_histogram *h, int32_t schema);
-enum { Q_HIST_MIXED_SCHEMAS = -1, Q_HIST_MISMATCHED_CUSTOM = -2 };
+/* out = a + sign * b: 0, Q_HIST_RECONCILED (custom bounds that differ,
+ * out on the common ones) or Q_HIST_MIXED_SCHEMAS (exponential and
+ * custom: no out). */
+enum { Q_HIST_MIXED_SCHEMAS = -1, Q_HIST_RECONCILED = 1 };
 int q_hist_add(const mw_histogram *a, const mw_histogram *b, double sign, mw_histogram *out);
 void q_hist_scale(mw_histogram *h, double f);
 int q_hist_equal(const mw_histogram *a, const mw_histogram *b);
@@ -387,6 +390,53 @@ void q_hist_quantile(qctx *c, const double *q, const char *label, const val *in,
  * labels without the name, and with label (unless NULL) set to q as
  * Prometheus writes it (FormatOpenMetricsFloat). */
 size_t q_quantile_series(qctx *c, vbuild *vb, const sv *s, const char *label, double q);
+
+/* nhsum.c: compensated sums of histograms (Prometheus 3's KahanAdd) and
+ * the reconciliation of custom bounds that differ. same_bounds: 1 when
+ * a's and b's custom bounds are the same; common_bounds: those both have,
+ * into out (room for a's); map_bucket: where bucket idx of h goes among
+ * nb such bounds (nb: the +Inf bucket); reconcile_add: a += sign * b on
+ * their common bounds. */
+int q_hist_same_bounds(const mw_histogram *a, const mw_histogram *b);
+size_t q_hist_common_bounds(const mw_histogram *a, const mw_histogram *b, double *out);
+size_t q_hist_map_bucket(const mw_histogram *h, int32_t idx, const double *bounds, size_t nb);
+void q_hist_reconcile_add(mw_histogram *a, const mw_histogram *b, double sign);
+/* A running sum h with its compensation c (c has h's layout). add: 0, or
+ * Q_HIST_MIXED_SCHEMAS (exponential and custom: s is left as it was);
+ * *reconciled set when custom bounds had to be reconciled. result: h + c
+ * into out (s is spent). */
+typedef struct q_hsum {
+    mw_histogram h, c;
+} q_hsum;
+void q_hsum_start(q_hsum *s, const mw_histogram *first);
+int q_hsum_add(q_hsum *s, const mw_histogram *o, int *reconciled);
+void q_hsum_copy(q_hsum *dst, const q_hsum *src);
+void q_hsum_scale(q_hsum *s, double f);
+void q_hsum_div(q_hsum *s, double d);
+int q_hsum_overflow(const q_hsum *s);
+void q_hsum_result(q_hsum *s, mw_histogram *out);
+void q_hsum_free(q_hsum *s);
+/* A running mean over n histograms: the compensated sum while no field of
+ * it overflows, then a compensated incremental mean (as Prometheus 3's
+ * avg and avg_over_time). */
+typedef struct q_havg {
+    q_hsum s;
+    double n;
+    int incremental;
+} q_havg;
+void q_havg_start(q_havg *a, const mw_histogram *first);
+int q_havg_add(q_havg *a, const mw_histogram *o, int *reconciled);
+void q_havg_result(q_havg *a, mw_histogram *out);
+void q_havg_free(q_havg *a);
+/* The counter-reset hints seen among histograms added up: both a reset
+ * and a non-reset give Prometheus's collision warning. */
+enum { Q_HINT_SEEN_RESET = 1, Q_HINT_SEEN_NOT_RESET = 2 };
+static inline int q_hint_seen(const mw_histogram *h)
+{
+    return h->hint == MW_HINT_YES  ? Q_HINT_SEEN_RESET
+           : h->hint == MW_HINT_NO ? Q_HINT_SEEN_NOT_RESET
+                                   : 0;
+}
 
 /* funcs_native_histogram.c */
 pq_call_fn pq_call_histogram_count, pq_call_histogram_sum, pq_call_histogram_avg,
