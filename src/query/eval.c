@@ -263,6 +263,7 @@ int eval_range_arg(qctx *c, const pq_node *n, rangearg *out)
     if (!q_after_start(c, first, lo)) first += step;
     if (first > hi) return 0;
     qctx sub = *c;
+    sub.hstats = 0; /* a subquery detects resets from whole histograms */
     sub.start = first;
     sub.end = hi;
     sub.step = step;

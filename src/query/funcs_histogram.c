@@ -167,7 +167,10 @@ static val quantiles(qctx *c, const pq_node *vec, pq_node *const *qargs, size_t 
     val q[MAX_QUANTILES] = {{0}};
     for (size_t j = 0; j < nq; j++)
         q[j] = eval_unless_failed(c, qargs[j]);
+    int hstats = c->hstats;
+    c->hstats = 0; /* quantiles need whole histograms (nhist.c) */
     val in = eval_unless_failed(c, vec);
+    c->hstats = hstats;
     val out = {0};
     size_t ns = c->nsteps;
     vbuild vb, groups;

@@ -309,7 +309,10 @@ static val hist_map(qctx *c, const pq_node *n, int what)
         lo = eval_node(c, n->args[0]);
         hi = eval_unless_failed(c, n->args[1]);
     }
+    int hstats = c->hstats;
+    c->hstats = what == HF_COUNT || what == HF_SUM || what == HF_AVG;
     val in = eval_unless_failed(c, n->args[vi]);
+    c->hstats = hstats;
     vbuild vb;
     vb_init(&vb, c);
     for (size_t i = 0; i < in.n && !c->code; i++) {

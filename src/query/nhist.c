@@ -48,6 +48,24 @@ const mw_histogram *q_hist_get(const qctx *c, double v)
     return i < c->ht->n ? &c->ht->h[i] : NULL;
 }
 
+/* As Prometheus's HistogramStatsIterator: a histogram of unknown
+ * counter-reset hint read after another one of its series gets the hint
+ * its counter-reset detection gives (reset or not_reset). v: one series'
+ * values in time order. */
+static void stats_hints(qctx *c, const double *v, size_t n)
+{
+    const mw_histogram *prev = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const mw_histogram *h = q_hist_get(c, v[i]);
+        if (!h) continue;
+        if (h->hint == MW_HINT_UNKNOWN && prev) {
+            mw_histogram *m = &c->ht->h[h - c->ht->h]; /* the query's own copy */
+            m->hint = q_hist_detect_reset(h, prev) ? MW_HINT_YES : MW_HINT_NO;
+        }
+        prev = h;
+    }
+}
+
 void q_hist_import(qctx *c, double *v, size_t n)
 {
     static const uint64_t stale = 0x7ff0000000000002ULL;
@@ -65,6 +83,7 @@ void q_hist_import(qctx *c, double *v, size_t n)
         }
         v[i] = q_hist_put(c, &h);
     }
+    if (c->hstats) stats_hints(c, v, n);
 }
 
 int q_hist_any(const qctx *c, const val *v)

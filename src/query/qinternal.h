@@ -59,6 +59,10 @@ typedef struct qctx {
      * that it may read downsampled data (docs/store.md), what it needs of
      * it (MW_SEL_*), and whether it answers exactly from it. */
     int ds_on, ds_what, ds_exact;
+    /* Inside histogram_count, _sum or _avg (and no subquery, quantile or
+     * fraction between): selectors give their histograms counter-reset
+     * hints as Prometheus's HistogramStatsIterator does (nhist.c). */
+    int hstats;
 } qctx;
 
 void qerr(qctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
