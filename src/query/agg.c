@@ -253,13 +253,22 @@ static val agg_count_values(qctx *c, const pq_node *n, val *in, const char *labe
     vbuild b;
     vb_init(&b, c);
     char num[PQ_VALUE_BUFSIZE];
+    mw_buf text;
+    mw_buf_init(&text, 0);
     for (size_t i = 0; i < in->n && !c->code; i++) {
         for (size_t k = 0; k < c->nsteps && !c->code; k++) {
             if (!in->s[i].ok[k]) continue;
             size_t nl;
             pq_label *l = group_labels(n, &in->s[i], &nl);
-            pq_format_value(in->s[i].v[k], num, sizeof(num));
-            lbl_set(&l, &nl, label, num);
+            const mw_histogram *h = q_hist_get(c, in->s[i].v[k]);
+            if (h) { /* a histogram's value is its text (nhist.c) */
+                mw_buf_clear(&text);
+                q_hist_string(&text, h);
+                lbl_set(&l, &nl, label, text.data);
+            } else {
+                pq_format_value(in->s[i].v[k], num, sizeof(num));
+                lbl_set(&l, &nl, label, num);
+            }
             size_t si = vb_series(&b, l, nl);
             if (si == (size_t)-1) break;
             b.s[si].drop_name |= in->s[i].drop_name;
@@ -267,6 +276,7 @@ static val agg_count_values(qctx *c, const pq_node *n, val *in, const char *labe
             b.s[si].ok[k] = 1;
         }
     }
+    mw_buf_free(&text);
     val out;
     out = vb_finish(&b);
     return out;
@@ -465,7 +475,7 @@ val eval_agg(qctx *c, const pq_node *n)
     val in = eval_unless_failed(c, n->args[n->nargs - 1]);
     if (c->code) goto done;
     if (n->op == PQ_AGG_COUNT_VALUES) {
-        if (!param.str || !*param.str) {
+        if (!param.str || !lbl_name_valid(param.str)) {
             qerr(c, PQ_ERR_EXECUTION, "invalid label name \"%s\"", param.str ? param.str : "");
             goto done;
         }

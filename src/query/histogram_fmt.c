@@ -5,7 +5,8 @@
  * "histograms" for its histograms, each left out when empty. Buckets come
  * negative (most negative first), zero, positive; empty ones are left out;
  * rule 0 is (lo, hi], 1 [lo, hi), 3 [lo, hi]. Numbers as every value
- * (numfmt.c). */
+ * (numfmt.c). And a histogram as text, as Prometheus's
+ * FloatHistogram.String (count_values' label values). */
 #include "api_internal.h"
 #include "qinternal.h"
 
@@ -59,6 +60,36 @@ void pq_hist_json(mw_buf *b, const mw_histogram *h)
         }
     }
     if (!first) mw_buf_putc(b, ']');
+    mw_buf_putc(b, '}');
+}
+
+static void put_text_bucket(mw_buf *b, char open, double lo, double hi, char close, double n)
+{
+    char l[40], u[40], c[40];
+    if (n == 0) return;
+    pq_format_go_g(lo, l, sizeof(l));
+    pq_format_go_g(hi, u, sizeof(u));
+    pq_format_go_g(n, c, sizeof(c));
+    mw_buf_printf(b, ", %c%s,%s%c:%s", open, l, u, close, c);
+}
+
+void q_hist_string(mw_buf *b, const mw_histogram *h)
+{
+    char count[40], sum[40];
+    pq_format_go_g(h->count, count, sizeof(count));
+    pq_format_go_g(h->sum, sum, sizeof(sum));
+    mw_buf_printf(b, "{count:%s, sum:%s", count, sum);
+    if (h->schema != MW_HIST_SCHEMA_CUSTOM) {
+        for (size_t i = h->nneg; i-- > 0;) {
+            int32_t x = h->neg_idx[i];
+            put_text_bucket(b, '[', -q_hist_bound(x, h), -q_hist_bound(x - 1, h), ')', h->neg[i]);
+        }
+        put_text_bucket(b, '[', -h->zero_threshold, h->zero_threshold, ']', h->zero_count);
+    }
+    for (size_t i = 0; i < h->npos; i++) {
+        int32_t x = h->pos_idx[i];
+        put_text_bucket(b, '(', q_hist_bound(x - 1, h), q_hist_bound(x, h), ']', h->pos[i]);
+    }
     mw_buf_putc(b, '}');
 }
 

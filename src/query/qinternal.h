@@ -395,6 +395,10 @@ void q_hist_quantile(qctx *c, const double *q, const char *label, const val *in,
  * Prometheus writes it (FormatOpenMetricsFloat). */
 size_t q_quantile_series(qctx *c, vbuild *vb, const sv *s, const char *label, double q);
 
+/* h as Prometheus's FloatHistogram.String writes it (histogram_fmt.c):
+ * "{count:C, sum:S, [lo,hi):n, ...}", its non-empty buckets in order. */
+void q_hist_string(mw_buf *b, const mw_histogram *h);
+
 /* nhsum.c: compensated sums of histograms (Prometheus 3's KahanAdd) and
  * the reconciliation of custom bounds that differ. same_bounds: 1 when
  * a's and b's custom bounds are the same; common_bounds: those both have,
