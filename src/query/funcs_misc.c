@@ -167,23 +167,11 @@ static int cmp_sv_desc(const void *a, const void *b)
 static val sorted(qctx *c, const pq_node *n, int (*cmp)(const void *, const void *))
 {
     val out = eval_node(c, n->args[0]);
-    /* Histograms are left out, as Prometheus 3's sort filters floats. */
-    size_t o = 0;
-    for (size_t i = 0; i < out.n; i++) {
-        int any = 0;
-        for (size_t k = 0; k < c->nsteps; k++) {
+    /* Histograms are left out, as Prometheus 3's sort filters floats
+     * (a series left without values is not answered). */
+    for (size_t i = 0; i < out.n; i++)
+        for (size_t k = 0; k < c->nsteps; k++)
             if (out.s[i].ok[k] && q_hist_get(c, out.s[i].v[k])) out.s[i].ok[k] = 0;
-            any |= out.s[i].ok[k];
-        }
-        if (any) {
-            out.s[o++] = out.s[i];
-            continue;
-        }
-        lbl_free(out.s[i].labels, out.s[i].nlabels);
-        free(out.s[i].v); /* and ok */
-        qrelease(c, c->nsteps);
-    }
-    out.n = o;
     if (c->nsteps == 1 && out.n > 1) qsort(out.s, out.n, sizeof(sv), cmp);
     return out;
 }
