@@ -370,6 +370,7 @@ double q_hist_arith(qctx *c, int pos, pq_binop op, double a, double b, int *keep
         double f = ha ? b : a;
         mw_hist_copy(&r, h);
         q_hist_scale(&r, op == PQ_OP_DIV ? 1 / f : f);
+        if (op == PQ_OP_DIV && f == 0) r.npos = r.nneg = 0; /* as Prometheus's Div(0) */
         *keep = 1;
         return q_hist_put(c, &r);
     }
