@@ -160,6 +160,54 @@ static int hist_rate(qctx *c, int kind, const mw_histogram *const *h, const int6
     return 1;
 }
 
+/* rate/increase/delta of an anchored selector's histograms h[0..n) at
+ * times t (from up to a lookback before the window): from the last one at
+ * or before the window's start to the last one, counter resets corrected,
+ * nothing extrapolated (Prometheus 3's extendedHistogramRate). */
+static int anchored_hist_rate(qctx *c, int kind, const mw_histogram *const *h, const int64_t *t,
+                              size_t n, int64_t ws, int64_t range_ms, const char *name, int pos,
+                              mw_histogram *out)
+{
+    if (!n || t[n - 1] <= ws) return 0;
+    size_t first = 0, last = n - 1;
+    while (first + 1 < last && t[first + 1] <= ws)
+        first++;
+    int counter = kind != RK_DELTA;
+    int custom = h[first]->schema == MW_HIST_SCHEMA_CUSTOM;
+    for (size_t i = first; i <= last; i++) {
+        if ((h[i]->schema == MW_HIST_SCHEMA_CUSTOM) != custom) {
+            warn_mixed_schemas(c, pos, name);
+            return 0;
+        }
+        if (counter && h[i]->hint == MW_HINT_GAUGE) warn_not_counter(c, pos, name);
+    }
+    if (!counter && (h[first]->hint != MW_HINT_GAUGE || h[last]->hint != MW_HINT_GAUGE))
+        warn_not_gauge(c, pos, name);
+    mw_histogram r;
+    int rc = q_hist_add(h[last], h[first], -1, &r);
+    if (rc < 0) {
+        warn_mixed_schemas(c, pos, name);
+        return 0;
+    }
+    if (rc == Q_HIST_RECONCILED) info_reconciled(c, pos, "subtraction");
+    for (size_t i = first + 1; counter && i <= last; i++) {
+        if (!q_hist_detect_reset(h[i], h[i - 1])) continue;
+        mw_histogram r2;
+        rc = q_hist_add(&r, h[i - 1], 1, &r2);
+        mw_hist_free(&r);
+        if (rc < 0) {
+            warn_mixed_schemas(c, pos, name);
+            return 0;
+        }
+        if (rc == Q_HIST_RECONCILED) info_reconciled(c, pos, "addition");
+        r = r2;
+    }
+    if (kind == RK_RATE) q_hist_scale(&r, 1000.0 / (double)range_ms);
+    r.hint = MW_HINT_GAUGE;
+    *out = r;
+    return 1;
+}
+
 /* irate and idelta: the last two samples of the window [lo, hi) of s. */
 static int hist_instant(qctx *c, const pq_func *fn, int kind, const pq_series *s, size_t lo,
                         size_t hi, int pos, double *out)
@@ -279,6 +327,11 @@ static int window_value(qctx *c, const pq_node *n, int kind, const pq_series *s,
     }
     if (kind == RK_IRATE || kind == RK_IDELTA)
         return hist_instant(c, n->func, kind, s, lo, hi, pos, out);
+    int anchored = ra->extended == PQ_EXT_ANCHORED &&
+                   (kind == RK_RATE || kind == RK_INCREASE || kind == RK_DELTA);
+    if (anchored) /* from up to a lookback before the window */
+        while (lo > 0 && s->t[lo - 1] > ws - ra->lookback_ms)
+            lo--;
     size_t nf = 0, nh = 0;
     for (size_t x = lo; x < hi; x++) {
         const mw_histogram *h = q_hist_get(c, s->v[x]);
@@ -337,6 +390,8 @@ static int window_value(qctx *c, const pq_node *n, int kind, const pq_series *s,
     mw_histogram r;
     if (kind == RK_SUM || kind == RK_AVG) {
         if (!hist_sum_avg(c, kind, hv, nh, pos, name, &r)) return 0;
+    } else if (anchored) {
+        if (!anchored_hist_rate(c, kind, hv, ht, nh, ws, ra->range_ms, name, pos, &r)) return 0;
     } else if (!hist_rate(c, kind, hv, ht, nh, ws, we, ra->range_ms, ra->extended, name, pos, &r)) {
         return 0;
     }
