@@ -515,7 +515,16 @@ def check_annotations(flags, annos, ans):
     return None
 
 
-def eval_one(agent, expr, t_ms, rng, flags, annos, expected, scalar, string, unsupported):
+def compare_matrix(expected, data, rvec):
+    """An instant query's range-vector (matrix) answer against `expect range
+    vector from A to B step S` series, whose k-th value is at A + k*S."""
+    if data["resultType"] != "matrix":
+        return "got a %s, expected a range vector" % data["resultType"]
+    start, _, step = rvec
+    return compare_range(expected, None, data, (start, 0, step))
+
+
+def eval_one(agent, expr, t_ms, rng, flags, annos, expected, scalar, string, unsupported, rvec=None):
     """None when the eval passes, else why not."""
     if unsupported:
         return "expects native histograms or a range vector answer (not supported by this runner)"
@@ -537,6 +546,8 @@ def eval_one(agent, expr, t_ms, rng, flags, annos, expected, scalar, string, uns
     why = check_annotations(flags, annos, ans)
     if why:
         return why
+    if rvec:
+        return compare_matrix(expected, ans["data"], rvec)
     if string is not None:
         d = ans["data"]
         return None if d["resultType"] == "string" and d["result"][1] == string else "string %r" % d
@@ -607,7 +618,7 @@ def run_file(path, agent, loader, verbose, counts):
                 mod, at, expr = m.group(1), m.group(2) or "0", m.group(3)
                 rng = None
                 t_ms = dur_ms(at)
-            expected, scalar, string, unsupported = [], None, None, False
+            expected, scalar, string, unsupported, rvec = [], None, None, False, None
             flags = {mod} if mod else set()
             annos = {}  # warn/info/no_warn/no_info -> [(msg|regex, text or pattern)]
             i += 1
@@ -634,17 +645,21 @@ def run_file(path, agent, loader, verbose, counts):
                         else:
                             annos.setdefault(kind, []).append(("regex", re.compile("")))
                     elif e.startswith("range vector"):
-                        unsupported = True
+                        rv = re.match(r"^range vector\s+from\s+(\S+)\s+to\s+(\S+)\s+step\s+(\S+)$", e)
+                        if rv:
+                            rvec = tuple(dur_ms(rv.group(k)) for k in (1, 2, 3))
+                        else:
+                            unsupported = True
                 else:
                     try:
                         scalar = parse_number(x)
                     except ValueError:
                         labels, vals = parse_series(x)
                         vs = expand(vals)
-                        expected.append((labels, vs if rng else (vs[0] if vs else None)))
+                        expected.append((labels, vs if rng or rvec else (vs[0] if vs else None)))
                 i += 1
             counts["total"] += 1
-            why = eval_one(agent, expr, t_ms, rng, flags, annos, expected, scalar, string, unsupported)
+            why = eval_one(agent, expr, t_ms, rng, flags, annos, expected, scalar, string, unsupported, rvec)
             if why is None:
                 counts["passed"] += 1
             elif verbose:
