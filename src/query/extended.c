@@ -13,6 +13,7 @@
 
 #include "../core/util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,53 +108,6 @@ int q_extended_window(pq_window_fn *fn, int extended, const pq_window *w, double
     return fn(&a, out);
 }
 
-val q_eval_smoothed_vsel(qctx *c, const pq_node *n, const mw_select_result *r, void *shared)
-{
-    val out = {.type = PQ_T_VECTOR};
-    int64_t lb = c->lim.lookback_ms;
-    for (size_t si = 0; si < r->nseries && !c->code; si++) {
-        const mw_series_data *d = &r->series[si];
-        sv *s = NULL;
-        size_t lo = 0; /* the steps' times only grow, unless @ fixes them */
-        for (size_t i = 0; i < c->nsteps; i++) {
-            int64_t t = q_ref_time(c, n, i);
-            /* The samples in (t - lookback, t + lookback], stale markers
-             * skipped: the one at t, or between the last before it and
-             * the first after it, or the last before it. */
-            if (n->has_at) lo = 0;
-            while (lo < d->n && d->t[lo] <= t - lb)
-                lo++;
-            size_t prev = (size_t)-1, next = (size_t)-1;
-            for (size_t k = lo; k < d->n && d->t[k] <= t + lb; k++) {
-                if (is_stale(d->v[k])) continue;
-                if (d->t[k] < t) {
-                    prev = k;
-                } else {
-                    next = k;
-                    break;
-                }
-            }
-            double v;
-            if (next != (size_t)-1 && d->t[next] == t)
-                v = d->v[next];
-            else if (prev != (size_t)-1 && next != (size_t)-1)
-                v = interpolate(d->t[prev], d->v[prev], d->t[next], d->v[next], t, 0);
-            else if (prev != (size_t)-1)
-                v = d->v[prev];
-            else
-                continue;
-            if (!s) {
-                s = sv_new(c, &out, lbl_share(d->labels, d->nlabels, shared), d->nlabels);
-                if (!s) break;
-            }
-            s->ok[i] = 1;
-            s->v[i] = v;
-        }
-        if (qcheck_time(c) < 0) break;
-    }
-    return out;
-}
-
 void q_extend_points(pq_series *s, int64_t mint, int64_t maxt, int smoothed)
 {
     if (s->n == 0) return;
@@ -196,4 +150,316 @@ void q_extend_points(pq_series *s, int64_t mint, int64_t maxt, int smoothed)
     s->t = nt;
     s->v = nv;
     s->n = inner + 2;
+}
+
+/* ---- native histograms ---- */
+
+/* The counter-reset hint of a sum or difference of a and b, as
+ * Prometheus's histogram arithmetic sets it: kept when both agree, a
+ * gauge when either is one, otherwise unknown. */
+static uint8_t hint_join(uint8_t a, uint8_t b)
+{
+    if (a == b) return a;
+    if (a == MW_HINT_GAUGE || b == MW_HINT_GAUGE) return MW_HINT_GAUGE;
+    return MW_HINT_UNKNOWN;
+}
+
+/* Histogram h1 at t1 and h2 at t2 interpolated at t into out: a counter
+ * that reset between them restarts from zero (h2 scaled). 0, or
+ * q_hist_add's error for incompatible histograms. */
+static int hist_interpolate(const mw_histogram *h1, int64_t t1, const mw_histogram *h2, int64_t t2,
+                            int64_t t, int counter, mw_histogram *out)
+{
+    if (t == t1 || t == t2) {
+        mw_hist_copy(out, t == t1 ? h1 : h2);
+        return 0;
+    }
+    double f = (double)(t - t1) / (double)(t2 - t1);
+    if (counter && q_hist_detect_reset(h2, h1)) {
+        mw_hist_copy(out, h2);
+        q_hist_scale(out, f);
+        return 0;
+    }
+    mw_histogram d;
+    int rc = q_hist_add(h2, h1, -1, &d);
+    if (rc < 0) return rc;
+    q_hist_scale(&d, f);
+    rc = q_hist_add(&d, h1, 1, out);
+    mw_hist_free(&d);
+    if (rc == 0) out->hint = hint_join(h2->hint, h1->hint);
+    return rc;
+}
+
+static void warn_mixed_schemas(qctx *c, int pos, const char *name)
+{
+    q_annot(c, 0, pos,
+            "PromQL warning: vector contains a mix of histograms with exponential and custom "
+            "buckets schemas for metric name \"%s\"",
+            name);
+}
+
+static void warn_mixed_types(qctx *c, int pos, const char *name)
+{
+    q_annot(c, 0, pos,
+            "PromQL warning: encountered a mix of histograms and floats for metric name \"%s\"",
+            name);
+}
+
+/* acc += h; the first one (*have 0) is copied. -1 for incompatible ones. */
+static int hist_accumulate(mw_histogram *acc, int *have, const mw_histogram *h)
+{
+    if (!*have) {
+        mw_hist_copy(acc, h);
+        *have = 1;
+        return 0;
+    }
+    mw_histogram r;
+    if (q_hist_add(acc, h, 1, &r) < 0) return -1;
+    mw_hist_free(acc);
+    *acc = r;
+    return 0;
+}
+
+/* Prometheus's extendedHistogramRate: rate/increase/delta of histograms
+ * h[0..n) at t[] over the window (rs, re], the samples reaching a
+ * lookback beyond it. The edges are the anchor (last sample at or before
+ * rs) or, smoothed, values interpolated at rs and re; a counter's resets
+ * between them are corrected. 1 with the result in *out. */
+static int hist_extended_rate(qctx *c, const mw_histogram *const *h, const int64_t *t, size_t n,
+                              int64_t rs, int64_t re, int smoothed, int counter, int per_second,
+                              const char *name, int pos, mw_histogram *out)
+{
+    long last = (long)n - 1, i = 0;
+    while (i < last && t[i] <= rs)
+        i++;
+    long first = i > 0 ? i - 1 : 0;
+    if (smoothed) {
+        long j = 0;
+        while (j < last && t[j] < re)
+            j++;
+        last = j;
+    }
+    if (t[last] <= rs || (smoothed && t[first] > re)) return 0;
+    int custom = h[first]->schema == MW_HIST_SCHEMA_CUSTOM, gauge_seen = 0;
+    for (long k = first; k <= last; k++) {
+        if ((h[k]->schema == MW_HIST_SCHEMA_CUSTOM) != custom) {
+            warn_mixed_schemas(c, pos, name);
+            return 0;
+        }
+        gauge_seen |= h[k]->hint == MW_HINT_GAUGE;
+    }
+    if (counter && gauge_seen)
+        q_annot(c, 0, pos, "PromQL warning: this native histogram metric is not a counter: \"%s\"",
+                name);
+    mw_histogram left, right, r;
+    int rc = smoothed && t[first] < rs ? hist_interpolate(h[first], t[first], h[first + 1],
+                                                          t[first + 1], rs, counter, &left)
+                                       : (mw_hist_copy(&left, h[first]), 0);
+    if (rc < 0) {
+        warn_mixed_schemas(c, pos, name);
+        return 0;
+    }
+    rc = smoothed && last > 0 && t[last] > re
+             ? hist_interpolate(h[last - 1], t[last - 1], h[last], t[last], re, counter, &right)
+             : (mw_hist_copy(&right, h[last]), 0);
+    if (rc < 0) {
+        mw_hist_free(&left);
+        warn_mixed_schemas(c, pos, name);
+        return 0;
+    }
+    if (!counter && (left.hint != MW_HINT_GAUGE || right.hint != MW_HINT_GAUGE))
+        q_annot(c, 0, pos, "PromQL warning: this native histogram metric is not a gauge: \"%s\"",
+                name);
+    int ok = q_hist_add(&right, &left, -1, &r) == 0;
+    if (ok && counter) {
+        /* The samples strictly between the edges, each against the one
+         * before it; a left edge interpolated across a reset has counted
+         * that reset, so the sample after it is the first comparison's
+         * base. The right edge (a copy of h[last] or inheriting its hint)
+         * is compared last. */
+        const mw_histogram *prev = &left;
+        long a = first + 1;
+        if (smoothed && t[first] < rs && q_hist_detect_reset(h[first + 1], h[first])) {
+            prev = h[first + 1];
+            a++;
+        }
+        mw_histogram corr;
+        int have = 0;
+        if (a <= last) {
+            for (long k = a; k < last && ok; k++) {
+                if (q_hist_detect_reset(h[k], prev)) ok = hist_accumulate(&corr, &have, prev) == 0;
+                prev = h[k];
+            }
+            if (ok && q_hist_detect_reset(&right, prev))
+                ok = hist_accumulate(&corr, &have, prev) == 0;
+        }
+        if (ok && have) {
+            mw_histogram r2;
+            ok = q_hist_add(&r, &corr, 1, &r2) == 0;
+            if (ok) {
+                mw_hist_free(&r);
+                r = r2;
+            }
+        }
+        if (have) mw_hist_free(&corr);
+        if (!ok) warn_mixed_schemas(c, pos, name);
+    }
+    mw_hist_free(&left);
+    mw_hist_free(&right);
+    if (!ok) {
+        mw_hist_free(&r);
+        return 0;
+    }
+    if (per_second) q_hist_scale(&r, 1000.0 / (double)(re - rs));
+    r.hint = MW_HINT_GAUGE;
+    *out = r;
+    return 1;
+}
+
+/* changes and resets (anchored) over floats and histograms alike, from the
+ * last sample of either kind at or before the window's start: a change of
+ * kind is a change and a reset. */
+static int mixed_changes(qctx *c, int resets, const pq_series *s, size_t lo, size_t hi, int64_t ws,
+                         double *out)
+{
+    size_t le = lo;
+    while (le < hi && s->t[le] <= ws)
+        le++;
+    if (le >= hi) return 0;
+    size_t from = le > lo ? le - 1 : lo;
+    double n = 0;
+    for (size_t k = from + 1; k < hi; k++) {
+        const mw_histogram *a = q_hist_get(c, s->v[k - 1]), *b = q_hist_get(c, s->v[k]);
+        double x = s->v[k - 1], y = s->v[k];
+        if (!a != !b)
+            n++;
+        else if (a)
+            n += resets ? q_hist_detect_reset(b, a) : !q_hist_equal(b, a);
+        else
+            n += resets ? y < x : x != y && !(isnan(x) && isnan(y));
+    }
+    *out = n;
+    return 1;
+}
+
+int q_hist_extended_window(qctx *c, const pq_node *call, const pq_series *s, size_t lo, size_t hi,
+                           int64_t ws, int64_t we, int extended, double *out)
+{
+    pq_window_fn *fn = call->func->window;
+    if (hi <= lo) return 0;
+    if (fn == pq_window_changes || fn == pq_window_resets)
+        return mixed_changes(c, fn == pq_window_resets, s, lo, hi, ws, out);
+    size_t nh = 0;
+    for (size_t k = lo; k < hi; k++)
+        nh += q_hist_get(c, s->v[k]) != NULL;
+    if (nh == 0) {
+        pq_window w = {.t = s->t + lo, .v = s->v + lo, .n = hi - lo, .start = ws, .end = we};
+        return q_extended_window(fn, extended, &w, out);
+    }
+    const char *name = lbl_get(s->labels, s->nlabels, "__name__");
+    int pos = q_arg_pos(call->args[0]);
+    if (nh != hi - lo) {
+        warn_mixed_types(c, pos, name);
+        return 0;
+    }
+    const mw_histogram **h = mw_xmalloc(nh * sizeof(*h));
+    for (size_t k = lo; k < hi; k++)
+        h[k - lo] = q_hist_get(c, s->v[k]);
+    mw_histogram r;
+    int ok = hist_extended_rate(c, h, s->t + lo, nh, ws, we, extended == PQ_EXT_SMOOTHED,
+                                fn != pq_window_delta, fn == pq_window_rate, name, pos, &r);
+    free(h);
+    if (ok) *out = q_hist_put(c, &r);
+    return ok;
+}
+
+/* A native histogram's smoothed value at t between prev (at tp) and next
+ * (at tn), either absent: 1 with it in *out, 0 (with a warning) when the
+ * two cannot be interpolated. */
+static int smoothed_hist(qctx *c, const mw_histogram *prev, int64_t tp, const mw_histogram *next,
+                         int64_t tn, int64_t t, const char *name, int pos, double *out)
+{
+    mw_histogram r;
+    if (next && tn == t) {
+        mw_hist_copy(&r, next);
+    } else if (prev && next) {
+        if ((prev->schema == MW_HIST_SCHEMA_CUSTOM) != (next->schema == MW_HIST_SCHEMA_CUSTOM) ||
+            hist_interpolate(prev, tp, next, tn, t,
+                             prev->hint != MW_HINT_GAUGE || next->hint != MW_HINT_GAUGE, &r) < 0) {
+            warn_mixed_schemas(c, pos, name);
+            return 0;
+        }
+    } else {
+        /* carried forward: the hint spoke of the sample's predecessor */
+        mw_hist_copy(&r, prev);
+        r.hint = MW_HINT_UNKNOWN;
+    }
+    *out = q_hist_put(c, &r);
+    return 1;
+}
+
+val q_eval_smoothed_vsel(qctx *c, const pq_node *n, const mw_select_result *r, void *shared)
+{
+    val out = {.type = PQ_T_VECTOR};
+    int64_t lb = c->lim.lookback_ms;
+    int pos = q_arg_pos(n);
+    for (size_t si = 0; si < r->nseries && !c->code; si++) {
+        const mw_series_data *d = &r->series[si];
+        q_hist_import(c, d->v, d->n);
+        const char *name = "";
+        for (size_t k = 0; k < d->nlabels; k++)
+            if (!strcmp(d->labels[k].name, "__name__")) name = d->labels[k].value;
+        sv *s = NULL;
+        size_t lo = 0; /* the steps' times only grow, unless @ fixes them */
+        for (size_t i = 0; i < c->nsteps; i++) {
+            int64_t t = q_ref_time(c, n, i);
+            /* The samples in (t - lookback, t + lookback], stale markers
+             * skipped: the one at t, or between the last before it and
+             * the first after it, or the last before it. Floats and
+             * histograms both there give none. */
+            if (n->has_at) lo = 0;
+            while (lo < d->n && d->t[lo] <= t - lb)
+                lo++;
+            size_t prev = (size_t)-1, next = (size_t)-1;
+            int floats = 0, hists = 0;
+            for (size_t k = lo; k < d->n && d->t[k] <= t + lb; k++) {
+                if (is_stale(d->v[k])) continue;
+                if (q_hist_get(c, d->v[k]))
+                    hists = 1;
+                else
+                    floats = 1;
+                if (d->t[k] < t)
+                    prev = k;
+                else if (next == (size_t)-1)
+                    next = k;
+            }
+            if (floats && hists) {
+                warn_mixed_types(c, pos, name);
+                continue;
+            }
+            if (prev == (size_t)-1 && (next == (size_t)-1 || d->t[next] != t)) continue;
+            double v;
+            if (hists) {
+                const mw_histogram *hp = prev != (size_t)-1 ? q_hist_get(c, d->v[prev]) : NULL;
+                const mw_histogram *hn = next != (size_t)-1 ? q_hist_get(c, d->v[next]) : NULL;
+                if (!smoothed_hist(c, hp, hp ? d->t[prev] : 0, hn, hn ? d->t[next] : 0, t, name,
+                                   pos, &v))
+                    continue;
+            } else if (next != (size_t)-1 && d->t[next] == t) {
+                v = d->v[next];
+            } else if (next != (size_t)-1) {
+                v = interpolate(d->t[prev], d->v[prev], d->t[next], d->v[next], t, 0);
+            } else {
+                v = d->v[prev];
+            }
+            if (!s) {
+                s = sv_new(c, &out, lbl_share(d->labels, d->nlabels, shared), d->nlabels);
+                if (!s) break;
+            }
+            s->ok[i] = 1;
+            s->v[i] = v;
+        }
+        if (qcheck_time(c) < 0) break;
+    }
+    return out;
 }

@@ -500,15 +500,22 @@ val q_hist_range_call(qctx *c, const pq_node *n, rangearg *ra, const val *param,
         int64_t *ft = mw_xmalloc((2 * s->n + 1) * sizeof(int64_t));
         const mw_histogram **hv = mw_xmalloc((s->n + 1) * sizeof(*hv));
         size_t lo = 0, hi = 0, si = (size_t)-1;
+        /* anchored/smoothed: the points reach a lookback around the window
+         * (extended.c) */
+        int64_t before = ra->extended ? ra->lookback_ms : 0;
+        int64_t after = ra->extended == PQ_EXT_SMOOTHED ? ra->lookback_ms : 0;
         for (size_t k = 0; k < c->nsteps && !c->code; k++) {
-            while (lo < s->n && (ra->closed ? s->t[lo] < ra->wstart[k] : s->t[lo] <= ra->wstart[k]))
+            int64_t from = ra->wstart[k] - before;
+            while (lo < s->n && (ra->closed ? s->t[lo] < from : s->t[lo] <= from))
                 lo++;
             if (hi < lo) hi = lo;
-            while (hi < s->n && s->t[hi] <= ra->wend[k])
+            while (hi < s->n && s->t[hi] <= ra->wend[k] + after)
                 hi++;
             double p = pi != (size_t)-1 && param->scalar ? param->scalar[k] : 0, v;
-            if (!window_value(c, n, kind, s, lo, hi, ra->wstart[k], ra->wend[k], qts(c, k), p, ra,
-                              fv, ft, hv, xc, &v))
+            if (ra->extended ? !q_hist_extended_window(c, n, s, lo, hi, ra->wstart[k], ra->wend[k],
+                                                       ra->extended, &v)
+                             : !window_value(c, n, kind, s, lo, hi, ra->wstart[k], ra->wend[k],
+                                             qts(c, k), p, ra, fv, ft, hv, xc, &v))
                 continue;
             if (si == (size_t)-1) {
                 pq_label *l = lbl_copy(s->labels, s->nlabels);

@@ -342,6 +342,12 @@ int q_extended_check(qctx *c, const pq_node *call, const pq_node *sel);
 /* The value of range function fn over w, whose points reach up to a
  * lookback before w's start (and after its end when smoothed). */
 int q_extended_window(pq_window_fn *fn, int extended, const pq_window *w, double *out);
+/* The same over series s's points [lo, hi) (a lookback beyond the window
+ * (ws, we]) when the range argument holds native histograms: their
+ * rate/increase/delta, changes and resets of both kinds; a mix of floats
+ * and histograms gives none (with a warning). */
+int q_hist_extended_window(qctx *c, const pq_node *call, const pq_series *s, size_t lo, size_t hi,
+                           int64_t ws, int64_t we, int extended, double *out);
 /* A smoothed instant selector's vector from its selection r. */
 val q_eval_smoothed_vsel(qctx *c, const pq_node *n, const mw_select_result *r, void *shared);
 /* A raw range vector of an anchored or smoothed selector: the points
