@@ -101,6 +101,7 @@ typedef struct info_job {
     int data_need_value; /* a data matcher fails on "": unmatched series go */
     mw_select_result r;  /* the info series */
     int64_t *orig;       /* [series * nsteps]: their sample's time, or INT64_MIN */
+    uint8_t *hist;       /* [series * nsteps]: that sample is a native histogram */
     size_t *sig;         /* [series]: join key id */
     smap sigs;           /* join key -> id */
     smap names_seen;     /* info metric names -> index */
@@ -175,6 +176,7 @@ static void index_info(info_job *j, const info_ref *ref, mw_buf *key)
     qctx *c = j->c;
     size_t ns = j->r.nseries;
     j->orig = mw_xcalloc(ns * c->nsteps + 1, sizeof(int64_t));
+    j->hist = mw_xcalloc(ns * c->nsteps + 1, 1);
     j->sig = mw_xcalloc(ns + 1, sizeof(size_t));
     for (size_t si = 0; si < ns; si++) {
         const mw_series_data *d = &j->r.series[si];
@@ -201,8 +203,10 @@ static void index_info(info_job *j, const info_ref *ref, mw_buf *key)
                 k++;
             int64_t o = INT64_MIN;
             if (k > 0 && q_after_start(c, d->t[k - 1], t - c->lim.lookback_ms) &&
-                !is_stale(d->v[k - 1]))
+                !is_stale(d->v[k - 1])) {
                 o = d->t[k - 1];
+                j->hist[si * c->nsteps + i] = mw_hist_is_ref(d->v[k - 1]);
+            }
             j->orig[si * c->nsteps + i] = o;
         }
     }
@@ -273,9 +277,18 @@ static val combine(info_job *j, val *base, const uint8_t *ignored, mw_buf *key)
     vbuild vb;
     vb_init(&vb, c);
     for (size_t i = 0; i < c->nsteps && !c->code; i++) {
-        for (size_t si = 0; si < j->r.nseries; si++) {
+        /* An info series' sample must be a float, where there is a base
+         * sample at the step to join it to (Prometheus: an error). */
+        int based = 0;
+        for (size_t b = 0; b < nb && !based; b++)
+            based = base->s[b].ok[i];
+        for (size_t si = 0; si < j->r.nseries && !c->code; si++) {
             int64_t o = j->orig[si * c->nsteps + i];
             if (o == INT64_MIN) continue;
+            if (based && j->hist[si * c->nsteps + i]) {
+                qerr(c, PQ_ERR_EXECUTION, "info sample should be float");
+                break;
+            }
             size_t id = j->sig[si];
             if (stamp[id] != i + 1) {
                 stamp[id] = i + 1;
@@ -402,6 +415,7 @@ val pq_call_info(qctx *c, const pq_node *n)
     qrelease(c, j.r.nsamples);
     mw_select_result_free(&j.r);
     free(j.orig);
+    free(j.hist);
     free(j.sig);
     for (size_t k = 0; k < j.ninfo_names; k++)
         free(j.info_names[k]);
