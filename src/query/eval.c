@@ -295,10 +295,27 @@ int eval_range_arg(qctx *c, const pq_node *n, rangearg *out)
         v.s[i].nlabels = 0;
         p->t = mw_xmalloc(sub.nsteps * sizeof(int64_t));
         p->v = mw_xmalloc(sub.nsteps * sizeof(double));
+        /* Histograms lose a reset or not-reset hint, as in Prometheus: the
+         * subquery may skip the sample after a reset, or repeat the one
+         * with it (each repeat would count it again). */
+        uint64_t was = 0;
+        double now = 0;
         for (size_t k = 0; k < sub.nsteps; k++)
             if (v.s[i].ok[k]) {
+                double x = v.s[i].v[k];
+                const mw_histogram *h = q_hist_get(c, x);
+                if (h && (h->hint == MW_HINT_YES || h->hint == MW_HINT_NO)) {
+                    if (mw_hist_bits(x) != was) {
+                        mw_histogram u;
+                        mw_hist_copy(&u, h);
+                        u.hint = MW_HINT_UNKNOWN;
+                        was = mw_hist_bits(x);
+                        now = q_hist_put(c, &u);
+                    }
+                    x = now;
+                }
                 p->t[p->n] = qts(&sub, k);
-                p->v[p->n++] = v.s[i].v[k];
+                p->v[p->n++] = x;
             }
     }
     /* The points stay charged until rangearg_free; the grid is released. */
