@@ -8,7 +8,9 @@
  * the samples around them (up to the lookback outside), and `x smoothed`
  * interpolates the instant value between the samples around the step.
  * Only rate, increase, delta (and for anchored changes and resets) take
- * them; other functions are an error, as in Prometheus. */
+ * them; other functions are an error, as in Prometheus. Native histograms
+ * take them too (q_hist_extended_window, from funcs_native_range.c, and
+ * the smoothed selector), with histogram arithmetic from nhist.c. */
 #include "qinternal.h"
 
 #include "../core/util.h"
