@@ -3,7 +3,7 @@
  * Prometheus 3: rate, increase and delta (histogramRate: counter resets
  * detected bucket by bucket, a first sample followed by a reset left out,
  * the extrapolation floored where the count reaches zero; anchored and
- * smoothed ones from the window's boundaries), irate and idelta, the
+ * smoothed selectors go to extended.c), irate and idelta, the
  * compensated sum_over_time and avg_over_time, resets and changes; count,
  * present, first, last and the times of first and last take floats and
  * histograms alike; every other function its window's floats, with an
@@ -163,135 +163,6 @@ static int hist_rate(qctx *c, int kind, const mw_histogram *const *h, const int6
     return 1;
 }
 
-/* h at time t between h1 (t1) and h2 (t2), linearly; a counter that
- * resets in between starts from zero (Prometheus 3's
- * interpolateHistograms). 0, or -1 for exponential and custom buckets. */
-static int interpolate(qctx *c, int pos, const mw_histogram *h1, int64_t t1, const mw_histogram *h2,
-                       int64_t t2, int64_t t, int counter, mw_histogram *out)
-{
-    if (t == t1 || t == t2) {
-        mw_hist_copy(out, t == t1 ? h1 : h2);
-        return 0;
-    }
-    double f = (double)(t - t1) / (double)(t2 - t1);
-    if (counter && q_hist_detect_reset(h2, h1)) {
-        mw_hist_copy(out, h2);
-        q_hist_scale(out, f);
-        return 0;
-    }
-    mw_histogram d;
-    int rc = q_hist_add(h2, h1, -1, &d);
-    if (rc < 0) return -1;
-    if (rc == Q_HIST_RECONCILED) info_reconciled(c, pos, "subtraction");
-    q_hist_scale(&d, f);
-    rc = q_hist_add(&d, h1, 1, out);
-    mw_hist_free(&d);
-    if (rc < 0) return -1;
-    if (rc == Q_HIST_RECONCILED) info_reconciled(c, pos, "addition");
-    out->hint = h2->hint;
-    return 0;
-}
-
-/* *acc += h (a copy of h when *has is 0): 0, or -1 (mixed schemas). */
-static int add_to(qctx *c, int pos, mw_histogram *acc, int *has, const mw_histogram *h)
-{
-    if (!*has) {
-        mw_hist_copy(acc, h);
-        *has = 1;
-        return 0;
-    }
-    mw_histogram r;
-    int rc = q_hist_add(acc, h, 1, &r);
-    mw_hist_free(acc);
-    if (rc < 0) return -1;
-    if (rc == Q_HIST_RECONCILED) info_reconciled(c, pos, "addition");
-    *acc = r;
-    return 0;
-}
-
-/* rate/increase/delta of an anchored or smoothed selector's histograms
- * h[0..n) at times t (from up to a lookback around the window): from the
- * last one at or before the window's start (smoothed: interpolated at the
- * start) to the last one in it (smoothed: interpolated at the end),
- * counter resets corrected, nothing extrapolated (Prometheus 3's
- * extendedHistogramRate). */
-static int extended_hist_rate(qctx *c, int kind, int smoothed, const mw_histogram *const *h,
-                              const int64_t *t, size_t n, int64_t ws, int64_t we, int64_t range_ms,
-                              const char *name, int pos, mw_histogram *out)
-{
-    if (!n) return 0;
-    size_t last = n - 1, first = 0;
-    while (first + 1 < last && t[first + 1] <= ws)
-        first++;
-    if (smoothed) {
-        size_t l = 0;
-        while (l < n - 1 && t[l] < we)
-            l++;
-        last = l;
-    }
-    if (t[last] <= ws || (smoothed && t[first] > we)) return 0;
-    int counter = kind != RK_DELTA;
-    int custom = h[first]->schema == MW_HIST_SCHEMA_CUSTOM;
-    for (size_t i = first; i <= last; i++) {
-        if ((h[i]->schema == MW_HIST_SCHEMA_CUSTOM) != custom) {
-            warn_mixed_schemas(c, pos, name);
-            return 0;
-        }
-        if (counter && h[i]->hint == MW_HINT_GAUGE) warn_not_counter(c, pos, name);
-    }
-    mw_histogram left, right, r;
-    int lint = smoothed && t[first] < ws, rint = smoothed && last > 0 && t[last] > we;
-    if (lint ? interpolate(c, pos, h[first], t[first], h[first + 1], t[first + 1], ws, counter,
-                           &left) < 0
-             : (mw_hist_copy(&left, h[first]), 0)) {
-        warn_mixed_schemas(c, pos, name);
-        return 0;
-    }
-    if (rint ? interpolate(c, pos, h[last - 1], t[last - 1], h[last], t[last], we, counter,
-                           &right) < 0
-             : (mw_hist_copy(&right, h[last]), 0)) {
-        mw_hist_free(&left);
-        warn_mixed_schemas(c, pos, name);
-        return 0;
-    }
-    if (!counter && (left.hint != MW_HINT_GAUGE || right.hint != MW_HINT_GAUGE))
-        warn_not_gauge(c, pos, name);
-    int rc = q_hist_add(&right, &left, -1, &r), ok = rc >= 0;
-    if (rc == Q_HIST_RECONCILED) info_reconciled(c, pos, "subtraction");
-    if (ok && counter) {
-        size_t start = first + 1;
-        const mw_histogram *prev = &left;
-        if (lint && q_hist_detect_reset(h[first + 1], h[first])) {
-            prev = h[first + 1]; /* the interpolation spanned this reset */
-            start++;
-        }
-        mw_histogram corr;
-        int has = 0;
-        if (start <= last) {
-            for (size_t i = start; ok && i < last; i++) {
-                if (q_hist_detect_reset(h[i], prev)) ok = add_to(c, pos, &corr, &has, prev) == 0;
-                prev = h[i];
-            }
-            if (ok && q_hist_detect_reset(&right, prev))
-                ok = add_to(c, pos, &corr, &has, prev) == 0;
-        }
-        int whole = 1; /* r is there to add to */
-        if (ok && has) ok = add_to(c, pos, &r, &whole, &corr) == 0;
-        if (has) mw_hist_free(&corr);
-    }
-    mw_hist_free(&left);
-    mw_hist_free(&right);
-    if (!ok) {
-        if (rc >= 0) mw_hist_free(&r);
-        warn_mixed_schemas(c, pos, name);
-        return 0;
-    }
-    if (kind == RK_RATE) q_hist_scale(&r, 1000.0 / (double)range_ms);
-    r.hint = MW_HINT_GAUGE;
-    *out = r;
-    return 1;
-}
-
 /* irate and idelta: the last two samples of the window [lo, hi) of s. */
 static int hist_instant(qctx *c, const pq_func *fn, int kind, const pq_series *s, size_t lo,
                         size_t hi, int pos, double *out)
@@ -403,21 +274,11 @@ static int window_value(qctx *c, const pq_node *n, int kind, const pq_series *s,
         return n->func->window(&w, out);
     }
     if (kind == RK_RESETS || kind == RK_CHANGES) {
-        /* anchored: from the last sample at or before the window's start
-         * (within the lookback), as Prometheus 3 */
-        if (ra->extended && lo > 0 && s->t[lo - 1] > ws - ra->lookback_ms) lo--;
         *out = hist_resets_changes(c, kind, s, lo, hi);
         return 1;
     }
     if (kind == RK_IRATE || kind == RK_IDELTA)
         return hist_instant(c, n->func, kind, s, lo, hi, pos, out);
-    int extended = ra->extended && (kind == RK_RATE || kind == RK_INCREASE || kind == RK_DELTA);
-    if (extended) { /* from up to a lookback before the window (smoothed: and after) */
-        while (lo > 0 && s->t[lo - 1] > ws - ra->lookback_ms)
-            lo--;
-        while (ra->extended == PQ_EXT_SMOOTHED && hi < s->n && s->t[hi] <= we + ra->lookback_ms)
-            hi++;
-    }
     size_t nf = 0, nh = 0;
     for (size_t x = lo; x < hi; x++) {
         const mw_histogram *h = q_hist_get(c, s->v[x]);
@@ -476,10 +337,6 @@ static int window_value(qctx *c, const pq_node *n, int kind, const pq_series *s,
     mw_histogram r;
     if (kind == RK_SUM || kind == RK_AVG) {
         if (!hist_sum_avg(c, kind, hv, nh, pos, name, &r)) return 0;
-    } else if (extended) {
-        if (!extended_hist_rate(c, kind, ra->extended == PQ_EXT_SMOOTHED, hv, ht, nh, ws, we,
-                                ra->range_ms, name, pos, &r))
-            return 0;
     } else if (!hist_rate(c, kind, hv, ht, nh, ws, we, ra->range_ms, ra->extended, name, pos, &r)) {
         return 0;
     }
