@@ -77,6 +77,32 @@ void q_annot(qctx *c, int info, int pos, const char *f, ...)
     if (a) a->pos = pos;
 }
 
+void q_warn_mixed_schemas(qctx *c, int pos, const char *name)
+{
+    q_annot(c, 0, pos,
+            "PromQL warning: vector contains a mix of histograms with exponential and custom "
+            "buckets schemas for metric name \"%s\"",
+            name);
+}
+
+void q_warn_mixed_types(qctx *c, int pos, const char *name)
+{
+    q_annot(c, 0, pos,
+            "PromQL warning: encountered a mix of histograms and floats for metric name \"%s\"",
+            name);
+}
+
+void q_warn_not_counter(qctx *c, int pos, const char *name)
+{
+    q_annot(c, 0, pos, "PromQL warning: this native histogram metric is not a counter: \"%s\"",
+            name);
+}
+
+void q_warn_not_gauge(qctx *c, int pos, const char *name)
+{
+    q_annot(c, 0, pos, "PromQL warning: this native histogram metric is not a gauge: \"%s\"", name);
+}
+
 void q_annot_quantile(qctx *c, double q, int pos)
 {
     if (!isnan(q) && q >= 0 && q <= 1) return;

@@ -192,21 +192,6 @@ static int hist_interpolate(const mw_histogram *h1, int64_t t1, const mw_histogr
     return rc;
 }
 
-static void warn_mixed_schemas(qctx *c, int pos, const char *name)
-{
-    q_annot(c, 0, pos,
-            "PromQL warning: vector contains a mix of histograms with exponential and custom "
-            "buckets schemas for metric name \"%s\"",
-            name);
-}
-
-static void warn_mixed_types(qctx *c, int pos, const char *name)
-{
-    q_annot(c, 0, pos,
-            "PromQL warning: encountered a mix of histograms and floats for metric name \"%s\"",
-            name);
-}
-
 /* acc += h; the first one (*have 0) is copied. -1 for incompatible ones. */
 static int hist_accumulate(mw_histogram *acc, int *have, const mw_histogram *h)
 {
@@ -245,20 +230,18 @@ static int hist_extended_rate(qctx *c, const mw_histogram *const *h, const int64
     int custom = h[first]->schema == MW_HIST_SCHEMA_CUSTOM, gauge_seen = 0;
     for (long k = first; k <= last; k++) {
         if ((h[k]->schema == MW_HIST_SCHEMA_CUSTOM) != custom) {
-            warn_mixed_schemas(c, pos, name);
+            q_warn_mixed_schemas(c, pos, name);
             return 0;
         }
         gauge_seen |= h[k]->hint == MW_HINT_GAUGE;
     }
-    if (counter && gauge_seen)
-        q_annot(c, 0, pos, "PromQL warning: this native histogram metric is not a counter: \"%s\"",
-                name);
+    if (counter && gauge_seen) q_warn_not_counter(c, pos, name);
     mw_histogram left, right, r;
     int rc = smoothed && t[first] < rs ? hist_interpolate(h[first], t[first], h[first + 1],
                                                           t[first + 1], rs, counter, &left)
                                        : (mw_hist_copy(&left, h[first]), 0);
     if (rc < 0) {
-        warn_mixed_schemas(c, pos, name);
+        q_warn_mixed_schemas(c, pos, name);
         return 0;
     }
     rc = smoothed && last > 0 && t[last] > re
@@ -266,12 +249,11 @@ static int hist_extended_rate(qctx *c, const mw_histogram *const *h, const int64
              : (mw_hist_copy(&right, h[last]), 0);
     if (rc < 0) {
         mw_hist_free(&left);
-        warn_mixed_schemas(c, pos, name);
+        q_warn_mixed_schemas(c, pos, name);
         return 0;
     }
     if (!counter && (left.hint != MW_HINT_GAUGE || right.hint != MW_HINT_GAUGE))
-        q_annot(c, 0, pos, "PromQL warning: this native histogram metric is not a gauge: \"%s\"",
-                name);
+        q_warn_not_gauge(c, pos, name);
     int ok = q_hist_add(&right, &left, -1, &r) == 0;
     if (ok && counter) {
         /* The samples strictly between the edges, each against the one
@@ -304,7 +286,7 @@ static int hist_extended_rate(qctx *c, const mw_histogram *const *h, const int64
             }
         }
         if (have) mw_hist_free(&corr);
-        if (!ok) warn_mixed_schemas(c, pos, name);
+        if (!ok) q_warn_mixed_schemas(c, pos, name);
     }
     mw_hist_free(&left);
     mw_hist_free(&right);
@@ -361,7 +343,7 @@ int q_hist_extended_window(qctx *c, const pq_node *call, const pq_series *s, siz
     const char *name = lbl_get(s->labels, s->nlabels, "__name__");
     int pos = q_arg_pos(call->args[0]);
     if (nh != hi - lo) {
-        warn_mixed_types(c, pos, name);
+        q_warn_mixed_types(c, pos, name);
         return 0;
     }
     const mw_histogram **h = mw_xmalloc(nh * sizeof(*h));
@@ -388,7 +370,7 @@ static int smoothed_hist(qctx *c, const mw_histogram *prev, int64_t tp, const mw
         if ((prev->schema == MW_HIST_SCHEMA_CUSTOM) != (next->schema == MW_HIST_SCHEMA_CUSTOM) ||
             hist_interpolate(prev, tp, next, tn, t,
                              prev->hint != MW_HINT_GAUGE || next->hint != MW_HINT_GAUGE, &r) < 0) {
-            warn_mixed_schemas(c, pos, name);
+            q_warn_mixed_schemas(c, pos, name);
             return 0;
         }
     } else {
@@ -436,7 +418,7 @@ val q_eval_smoothed_vsel(qctx *c, const pq_node *n, const mw_select_result *r, v
                     next = k;
             }
             if (floats && hists) {
-                warn_mixed_types(c, pos, name);
+                q_warn_mixed_types(c, pos, name);
                 continue;
             }
             if (prev == (size_t)-1 && (next == (size_t)-1 || d->t[next] != t)) continue;

@@ -63,25 +63,6 @@ static const char *name_of(const pq_series *s)
     return n ? n : "";
 }
 
-static void warn_mixed_schemas(qctx *c, int pos, const char *name)
-{
-    q_annot(c, 0, pos,
-            "PromQL warning: vector contains a mix of histograms with exponential and custom "
-            "buckets schemas for metric name \"%s\"",
-            name);
-}
-
-static void warn_not_counter(qctx *c, int pos, const char *name)
-{
-    q_annot(c, 0, pos, "PromQL warning: this native histogram metric is not a counter: \"%s\"",
-            name);
-}
-
-static void warn_not_gauge(qctx *c, int pos, const char *name)
-{
-    q_annot(c, 0, pos, "PromQL warning: this native histogram metric is not a gauge: \"%s\"", name);
-}
-
 static void info_reconciled(qctx *c, int pos, const char *what)
 {
     q_annot(c, 1, pos, "PromQL info: mismatched custom buckets were reconciled during %s", what);
@@ -98,7 +79,7 @@ static int hist_rate(qctx *c, int kind, const mw_histogram *const *h, const int6
     const mw_histogram *prev = h[0], *last = h[n - 1];
     mw_histogram empty = {0};
     if (counter && (prev->hint == MW_HINT_GAUGE || last->hint == MW_HINT_GAUGE))
-        warn_not_counter(c, pos, name);
+        q_warn_not_counter(c, pos, name);
     /* A reset between the first two: the first is not looked at (beyond
      * its count, below), so its layout may differ. */
     if (counter && !extended && q_hist_detect_reset(h[1], prev)) {
@@ -109,24 +90,24 @@ static int hist_rate(qctx *c, int kind, const mw_histogram *const *h, const int6
     }
     int custom = prev->schema == MW_HIST_SCHEMA_CUSTOM;
     if ((last->schema == MW_HIST_SCHEMA_CUSTOM) != custom) {
-        warn_mixed_schemas(c, pos, name);
+        q_warn_mixed_schemas(c, pos, name);
         return 0;
     }
     int32_t minschema = last->schema < prev->schema ? last->schema : prev->schema;
     for (size_t i = 1; counter && i + 1 < n; i++) {
-        if (h[i]->hint == MW_HINT_GAUGE) warn_not_counter(c, pos, name);
+        if (h[i]->hint == MW_HINT_GAUGE) q_warn_not_counter(c, pos, name);
         if (h[i]->schema < minschema) minschema = h[i]->schema;
         if ((h[i]->schema == MW_HIST_SCHEMA_CUSTOM) != custom) {
-            warn_mixed_schemas(c, pos, name);
+            q_warn_mixed_schemas(c, pos, name);
             return 0;
         }
     }
     if (!counter && (h[0]->hint != MW_HINT_GAUGE || last->hint != MW_HINT_GAUGE))
-        warn_not_gauge(c, pos, name);
+        q_warn_not_gauge(c, pos, name);
     mw_histogram r;
     int rc = q_hist_add(last, prev, -1, &r);
     if (rc < 0) {
-        warn_mixed_schemas(c, pos, name);
+        q_warn_mixed_schemas(c, pos, name);
         return 0;
     }
     if (rc == Q_HIST_RECONCILED) info_reconciled(c, pos, "subtraction");
@@ -137,7 +118,7 @@ static int hist_rate(qctx *c, int kind, const mw_histogram *const *h, const int6
         rc = q_hist_add(&r, p, 1, &r2);
         mw_hist_free(&r);
         if (rc < 0) {
-            warn_mixed_schemas(c, pos, name);
+            q_warn_mixed_schemas(c, pos, name);
             return 0;
         }
         if (rc == Q_HIST_RECONCILED) info_reconciled(c, pos, "addition");
@@ -174,10 +155,7 @@ static int hist_instant(qctx *c, const pq_func *fn, int kind, const pq_series *s
     if (dt == 0) return 0;
     const char *name = name_of(s);
     if (!a != !b) {
-        q_annot(c, 0, pos,
-                "PromQL warning: encountered a mix of histograms and floats for metric name "
-                "\"%s\"",
-                name);
+        q_warn_mixed_types(c, pos, name);
         return 0;
     }
     if (!a) { /* two floats: the float function */
@@ -186,16 +164,16 @@ static int hist_instant(qctx *c, const pq_func *fn, int kind, const pq_series *s
     }
     int rate = kind == RK_IRATE;
     if (rate && (a->hint == MW_HINT_GAUGE || b->hint == MW_HINT_GAUGE))
-        warn_not_counter(c, pos, name);
+        q_warn_not_counter(c, pos, name);
     if (!rate && (a->hint != MW_HINT_GAUGE || b->hint != MW_HINT_GAUGE))
-        warn_not_gauge(c, pos, name);
+        q_warn_not_gauge(c, pos, name);
     mw_histogram r;
     if (rate && q_hist_detect_reset(b, a)) {
         mw_hist_copy(&r, b);
     } else {
         int rc = q_hist_add(b, a, -1, &r);
         if (rc < 0) {
-            warn_mixed_schemas(c, pos, name);
+            q_warn_mixed_schemas(c, pos, name);
             return 0;
         }
         if (rc == Q_HIST_RECONCILED) info_reconciled(c, pos, "subtraction");
@@ -238,7 +216,7 @@ static int hist_sum_avg(qctx *c, int kind, const mw_histogram *const *hv, size_t
                                 : q_havg_add(&acc, hv[x], &reconciled);
         if (rc < 0) {
             q_havg_free(&acc);
-            warn_mixed_schemas(c, pos, name);
+            q_warn_mixed_schemas(c, pos, name);
             return 0;
         }
     }
@@ -255,6 +233,25 @@ static int hist_sum_avg(qctx *c, int kind, const mw_histogram *const *hv, size_t
 }
 
 /* One window of series s, [lo, hi) of its points: 1 with its value. */
+/* The float function over the window's floats t, v (n of them). */
+static int float_window(const pq_node *n, const int64_t *t, const double *v, size_t nv, int64_t ws,
+                        int64_t we, int64_t ts, double param, pq_extrap_cache *xc, double *out)
+{
+    int resets = 0;
+    for (size_t x = 1; x < nv && !resets; x++)
+        resets = v[x] < v[x - 1];
+    pq_window w = {.t = t,
+                   .v = v,
+                   .n = nv,
+                   .start = ws,
+                   .end = we,
+                   .ts = ts,
+                   .param = param,
+                   .counter_resets = resets || v[0] < 0,
+                   .xc = xc};
+    return n->func->window(&w, out);
+}
+
 static int window_value(qctx *c, const pq_node *n, int kind, const pq_series *s, size_t lo,
                         size_t hi, int64_t ws, int64_t we, int64_t ts, double param,
                         const rangearg *ra, double *fv, int64_t *ft, const mw_histogram **hv,
@@ -298,40 +295,14 @@ static int window_value(qctx *c, const pq_node *n, int kind, const pq_series *s,
                     "PromQL info: ignored histograms in a range containing both floats and "
                     "histograms for metric name \"%s\"",
                     name);
-        int resets = 0;
-        for (size_t x = 1; x < nf && !resets; x++)
-            resets = fv[x] < fv[x - 1];
-        pq_window w = {.t = ft,
-                       .v = fv,
-                       .n = nf,
-                       .start = ws,
-                       .end = we,
-                       .ts = ts,
-                       .param = param,
-                       .counter_resets = resets || fv[0] < 0,
-                       .xc = xc};
-        return n->func->window(&w, out);
+        return float_window(n, ft, fv, nf, ws, we, ts, param, xc, out);
     }
     if (nf && nh) {
-        q_annot(c, 0, pos,
-                "PromQL warning: encountered a mix of histograms and floats for metric name \"%s\"",
-                name);
+        q_warn_mixed_types(c, pos, name);
         return 0;
     }
     if (!nh) { /* floats only: the float function */
-        int resets = 0;
-        for (size_t x = 1; x < nf && !resets; x++)
-            resets = fv[x] < fv[x - 1];
-        pq_window w = {.t = ft,
-                       .v = fv,
-                       .n = nf,
-                       .start = ws,
-                       .end = we,
-                       .ts = ts,
-                       .param = param,
-                       .counter_resets = resets || fv[0] < 0,
-                       .xc = xc};
-        return n->func->window(&w, out);
+        return float_window(n, ft, fv, nf, ws, we, ts, param, xc, out);
     }
     const int64_t *ht = ft + s->n;
     mw_histogram r;

@@ -457,10 +457,7 @@ q_hagg *q_hist_agg_pre(qctx *c, const pq_node *n, val *in, const size_t *grp, si
             if (rc < 0) {
                 a->failed[cell] = 1;
                 const char *name = lbl_get(s->labels, s->nlabels, "__name__");
-                q_annot(c, 0, a->pos,
-                        "PromQL warning: vector contains a mix of histograms with exponential "
-                        "and custom buckets schemas for metric name \"%s\"",
-                        name ? name : "");
+                q_warn_mixed_schemas(c, a->pos, name ? name : "");
             }
         }
     }

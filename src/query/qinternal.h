@@ -78,6 +78,12 @@ void q_annot(qctx *c, int info, int pos, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* "quantile value should be between 0 and 1, got Q" when q is NaN or out of [0, 1]. */
 void q_annot_quantile(qctx *c, double q, int pos);
+/* The native-histogram warnings Prometheus words the same wherever they
+ * arise (name: the metric name, "" when dropped). */
+void q_warn_mixed_schemas(qctx *c, int pos, const char *name);
+void q_warn_mixed_types(qctx *c, int pos, const char *name);
+void q_warn_not_counter(qctx *c, int pos, const char *name);
+void q_warn_not_gauge(qctx *c, int pos, const char *name);
 /* histogram_quantile's input fixed for monotonicity at step time ts:
  * merged with the earlier ones of the same metric name. */
 void q_annot_mono(qctx *c, const char *metric, int pos, int64_t ts, double min_bucket,
