@@ -45,6 +45,12 @@ wait_ready "http://127.0.0.1:$MP/-/ready" "$ML"
 SERVERS="mlwatch:$ML:$MP prometheus:$PR:$PP vm:$VM:$VP"
 if [ -n "${MLWATCH_BASE:-}" ]; then
     BP=$(free_port)
+    # A base that knows --query-max-samples gets the same limit as mlwatch
+    # (left at its 20M default, every heavy 1M-series query was refused,
+    # and its "latency" was that of the refusal: seen on 2026-12-04).
+    if [ -z "${MLWATCH_BASE_ARGS+x}" ] && "$MLWATCH_BASE" help 2>&1 | grep -q -- '--query-max-samples'; then
+        MLWATCH_BASE_ARGS="--query-max-samples 500000000"
+    fi
     "$MLWATCH_BASE" agent --listen "127.0.0.1:$BP" --data-dir "$D/mlb" --interval 10s \
         --disable-collectors gpu ${MLWATCH_BASE_ARGS:-} >"$D/mlb.log" 2>&1 &
     MB=$!

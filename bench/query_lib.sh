@@ -54,13 +54,14 @@ qc_run_queries() {
     : >"$D/results"
     for q in "${QUERIES[@]}"; do
         qi=$((qi + 1))
-        declare -A before=() times=() walls=()
+        declare -A before=() times=() walls=() errors=()
         for s in $SERVERS; do
             IFS=: read -r name pid port <<<"$s"
             before[$name]=$(rss_kb "$pid")
             echo 5 >"/proc/$pid/clear_refs" 2>/dev/null
             times[$name]=""
             walls[$name]=""
+            errors[$name]=0
         done
         for _ in $(seq "$RUNS"); do
             for s in $SERVERS; do
@@ -71,7 +72,10 @@ qc_run_queries() {
                     --data-urlencode "query=$q" -d "start=$start" -d "end=$end" -d step=15)
                 walls[$name]="${walls[$name]} $((($(date +%s%N) - t0) / 1000000))"
                 times[$name]="${times[$name]} $(awk -v t="$tt" 'BEGIN{printf "%.1f", t * 1000}')"
-                [ "$code" = 200 ] || echo "$name HTTP $code: $(head -c 300 "$D/$name.json")"
+                if [ "$code" != 200 ]; then
+                    echo "$name HTTP $code: $(head -c 300 "$D/$name.json")"
+                    errors[$name]=$((${errors[$name]} + 1))
+                fi
             done
         done
         for s in $SERVERS; do
@@ -81,13 +85,17 @@ qc_run_queries() {
             nser=$(grep -o '"metric"' "$D/$name.json" | wc -l)
             runs=$(echo "${times[$name]}" | sed 's/^ //' | tr ' ' ,)
             # shellcheck disable=SC2086 # the runs' times, split into words
-            echo "q$qi $name median_ms=$(qc_median ${times[$name]}) wall_median_ms=$(qc_median ${walls[$name]}) runs_ms=$runs series_out=$nser peak_MB=$((hwm / 1024)) growth_MB=$(((hwm - ${before[$name]}) / 1024))" |
+            echo "q$qi $name median_ms=$(qc_median ${times[$name]}) wall_median_ms=$(qc_median ${walls[$name]}) runs_ms=$runs series_out=$nser errors=${errors[$name]} peak_MB=$((hwm / 1024)) growth_MB=$(((hwm - ${before[$name]}) / 1024))" |
                 tee -a "$D/results"
         done
         # Beyond the series count: each mlwatch build's answer against the
         # reference's, label sets and every point (values within 1e-9).
         for mj in mlwatch mlbase; do
             [ "$mj" != "$QC_REF" ] && [ -f "$D/$mj.json" ] && [ -f "$D/$QC_REF.json" ] || continue
+            if [ "${errors[$mj]:-0}" != 0 ] || [ "${errors[$QC_REF]:-0}" != 0 ]; then
+                echo "q$qi $mj compare_with_$QC_REF skipped: an error answer"
+                continue
+            fi
             python3 - "$D/$mj.json" "$D/$QC_REF.json" <<'PY' | sed "s/^/q$qi $mj /"
 import json, math, sys
 def load(f):
@@ -133,10 +141,14 @@ print("|---|" + "---:|" * (len(order) + len(others)) + "---|---|")
 for q in sorted(rows):
     r = rows[q]
     ms = lambda o: float(r[o]['median_ms'])
+    # a server that refused the query (any run not 200) has no latency
+    ok = lambda o: r[o].get('errors', '0') == '0'
+    cell = lambda o: "%.1f" % ms(o) if ok(o) else "refused"
+    ratio = lambda o: "%.2f" % (ms("mlwatch") / max(ms(o), 0.1)) if ok(o) and ok("mlwatch") else "-"
     mem = " / ".join("%s (%s)" % (r[o]['peak_MB'], r[o]['growth_MB']) for o in order)
     series = "/".join(r[o]['series_out'] for o in order)
     print("| `%s` | %s | %s | %s | %s |" % (
-        names[q], " | ".join("%.1f" % ms(o) for o in order),
-        " | ".join("%.2f" % (ms("mlwatch") / max(ms(o), 0.1)) for o in others), mem, series))
+        names[q], " | ".join(cell(o) for o in order),
+        " | ".join(ratio(o) for o in others), mem, series))
 PY
 }
