@@ -367,8 +367,8 @@ int q_hsum_add(q_hsum *s, const mw_histogram *o, int *reconciled)
     if (!is_custom(h) && b.schema < h->schema) {
         kahan_reduce(h->pos_idx, h->pos, c->pos, &h->npos, h->schema, b.schema);
         kahan_reduce(h->neg_idx, h->neg, c->neg, &h->nneg, h->schema, b.schema);
-        memcpy(c->pos_idx, h->pos_idx, h->npos * sizeof(int32_t));
-        memcpy(c->neg_idx, h->neg_idx, h->nneg * sizeof(int32_t));
+        if (h->npos) memcpy(c->pos_idx, h->pos_idx, h->npos * sizeof(int32_t));
+        if (h->nneg) memcpy(c->neg_idx, h->neg_idx, h->nneg * sizeof(int32_t));
         c->npos = h->npos;
         c->nneg = h->nneg;
         h->schema = c->schema = b.schema;
@@ -385,8 +385,10 @@ int q_hsum_add(q_hsum *s, const mw_histogram *o, int *reconciled)
     rc.pos_idx = rc.neg_idx = NULL;
     rc.pos = rc.neg = rc.custom = NULL;
     mw_hist_alloc(&rc, h->npos + b.npos, h->nneg + b.nneg, h->ncustom);
-    memcpy(r.custom, h->custom, h->ncustom * sizeof(double));
-    memcpy(rc.custom, h->custom, h->ncustom * sizeof(double));
+    if (h->ncustom) { /* NULL arrays when empty: not for memcpy */
+        memcpy(r.custom, h->custom, h->ncustom * sizeof(double));
+        memcpy(rc.custom, h->custom, h->ncustom * sizeof(double));
+    }
     r.npos = kahan_merge(h->pos_idx, h->pos, c->pos, h->npos, b.pos_idx, b.pos, bpc, b.npos, h,
                          r.pos_idx, r.pos, rc.pos);
     r.nneg = kahan_merge(h->neg_idx, h->neg, c->neg, h->nneg, b.neg_idx, b.neg, bnc, b.nneg, h,

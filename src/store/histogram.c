@@ -66,11 +66,13 @@ void mw_hist_copy(mw_histogram *dst, const mw_histogram *src)
 {
     mw_histogram t = *src;
     mw_hist_alloc(&t, src->npos, src->nneg, src->ncustom);
-    memcpy(t.pos, src->pos, src->npos * sizeof(double));
-    memcpy(t.neg, src->neg, src->nneg * sizeof(double));
-    memcpy(t.custom, src->custom, src->ncustom * sizeof(double));
-    memcpy(t.pos_idx, src->pos_idx, src->npos * sizeof(int32_t));
-    memcpy(t.neg_idx, src->neg_idx, src->nneg * sizeof(int32_t));
+    /* An empty histogram's arrays are NULL, which memcpy may not be given
+     * even for 0 bytes. */
+    if (src->npos) memcpy(t.pos, src->pos, src->npos * sizeof(double));
+    if (src->nneg) memcpy(t.neg, src->neg, src->nneg * sizeof(double));
+    if (src->ncustom) memcpy(t.custom, src->custom, src->ncustom * sizeof(double));
+    if (src->npos) memcpy(t.pos_idx, src->pos_idx, src->npos * sizeof(int32_t));
+    if (src->nneg) memcpy(t.neg_idx, src->neg_idx, src->nneg * sizeof(int32_t));
     *dst = t;
 }
 
