@@ -245,6 +245,9 @@ def with_nhcb(defs, labels_of):
         groups.setdefault(fmt_labels(base), (base, []))[1].append((le, defs[key]))
     for bkey, (base, buckets) in groups.items():
         buckets.sort(key=lambda b: b[0])
+        # Bounds spelt differently ("0.2", "2e-1") are one bucket: Prometheus's
+        # converter keeps the first it sees and ignores the others.
+        buckets = [b for i, b in enumerate(buckets) if i == 0 or b[0] != buckets[i - 1][0]]
         other = lambda suffix: defs.get(fmt_labels(dict(base, __name__=base["__name__"] + suffix)))
         cnt, sm = other("_count"), other("_sum")
         n = max(len(v) for _, v in buckets)
