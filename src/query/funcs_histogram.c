@@ -1,7 +1,9 @@
 /* funcs_histogram.c - PromQL's histogram_quantile and Prometheus 3's
  * histogram_quantiles (several quantiles, one output series each, told
  * apart by a label) over classic histograms (cumulative buckets with an le
- * label), as Prometheus computes them; the native histograms' part is in
+ * label), as Prometheus computes them, and the split of a histogram
+ * function's vector argument into native histograms and classic bucket
+ * groups that histogram_fraction shares; the native histograms' part is in
  * funcs_native_histogram.c. */
 #include "qinternal.h"
 
@@ -150,6 +152,79 @@ size_t q_quantile_series(qctx *c, vbuild *vb, const sv *s, const char *label, do
     return vb_series_dn(vb, l, nl, dn);
 }
 
+void q_hist_split(qctx *c, val *in, int pos, q_hsplit *hs)
+{
+    size_t ns = c->nsteps;
+    vb_init(&hs->groups, c);
+    hs->grp = mw_xcalloc(in->n ? in->n : 1, sizeof(size_t));
+    hs->le = mw_xcalloc(in->n ? in->n : 1, sizeof(double));
+    hs->hist = mw_xcalloc(in->n * ns + 1, 1);
+    size_t *hgrp = mw_xcalloc(in->n ? in->n : 1, sizeof(size_t));
+    /* Native histograms aside (not classic buckets, whatever their le). */
+    for (size_t i = 0; i < in->n && !c->code; i++)
+        for (size_t k = 0; k < ns; k++)
+            if (in->s[i].ok[k] && q_hist_get(c, in->s[i].v[k])) {
+                hs->hist[i * ns + k] = 1;
+                in->s[i].ok[k] = 0;
+            }
+    for (size_t i = 0; i < in->n && !c->code; i++) {
+        const char *ls = lbl_get(in->s[i].labels, in->s[i].nlabels, "le");
+        char *end;
+        hs->le[i] = strtod(ls, &end);
+        /* Go's ParseFloat takes no leading space, which strtod skips */
+        if (!*ls || *end || isspace((unsigned char)*ls)) {
+            hs->grp[i] = (size_t)-1; /* no or bad le: ignored, with a warning */
+            bad_le(c, &in->s[i], ls, ns, pos);
+            continue;
+        }
+        pq_label *l = lbl_copy(in->s[i].labels, in->s[i].nlabels);
+        size_t nl = in->s[i].nlabels;
+        lbl_del(&l, &nl, "le");
+        /* grouped by these labels, so le="1" and le="1.0" (one float)
+         * are one bucket, which the interpolations coalesce */
+        hs->grp[i] = vb_series(&hs->groups, l, nl);
+    }
+    /* The group a histogram's labels would be classic buckets of (for
+     * series that hold one; the others none). */
+    hs->nclassic = hs->groups.n;
+    for (size_t i = 0; i < in->n && !c->code; i++) {
+        hgrp[i] = (size_t)-1;
+        int any = 0;
+        for (size_t k = 0; k < ns && !any; k++)
+            any = hs->hist[i * ns + k];
+        if (any)
+            hgrp[i] = vb_series(&hs->groups, lbl_copy(in->s[i].labels, in->s[i].nlabels),
+                                in->s[i].nlabels);
+    }
+    hs->mixed = mw_xcalloc(hs->groups.n * ns + 1, 1);
+    for (size_t i = 0; i < in->n && !c->code; i++) {
+        size_t g = hgrp[i];
+        for (size_t k = 0; g < hs->nclassic && k < ns; k++) {
+            if (!hs->hist[i * ns + k]) continue;
+            int classic = 0;
+            for (size_t m = 0; m < in->n && !classic; m++)
+                classic = hs->grp[m] == g && in->s[m].ok[k];
+            if (!classic) continue;
+            hs->hist[i * ns + k] = 0;
+            hs->mixed[g * ns + k] = 1;
+            const char *name = lbl_get(in->s[i].labels, in->s[i].nlabels, "__name__");
+            q_annot(c, 0, pos,
+                    "PromQL warning: vector contains a mix of classic and native histograms%s%s%s",
+                    *name ? " for metric name \"" : "", name, *name ? "\"" : "");
+        }
+    }
+    free(hgrp);
+}
+
+void q_hist_split_free(q_hsplit *hs)
+{
+    vb_free(&hs->groups);
+    free(hs->grp);
+    free(hs->le);
+    free(hs->hist);
+    free(hs->mixed);
+}
+
 /* The most quantiles histogram_quantiles takes (Prometheus's limit). */
 #define MAX_QUANTILES 10
 
@@ -160,7 +235,7 @@ size_t q_quantile_series(qctx *c, vbuild *vb, const sv *s, const char *label, do
  * histograms whose labels differ only in their names collide, an error as
  * in Prometheus) and, for histogram_quantiles, sets label to the quantile.
  * A native histogram and classic buckets under the same labels at a step
- * give nothing there, with Prometheus's warning. */
+ * give nothing there, with Prometheus's warning (q_hist_split). */
 static val quantiles(qctx *c, const pq_node *vec, pq_node *const *qargs, size_t nq,
                      const char *label)
 {
@@ -173,69 +248,20 @@ static val quantiles(qctx *c, const pq_node *vec, pq_node *const *qargs, size_t 
     c->hstats = hstats;
     val out = {0};
     size_t ns = c->nsteps;
-    vbuild vb, groups;
+    vbuild vb;
     vb_init(&vb, c);
-    vb_init(&groups, c);
-    size_t *grp = mw_xcalloc(in.n ? in.n : 1, sizeof(size_t));
-    size_t *hgrp = mw_xcalloc(in.n ? in.n : 1, sizeof(size_t));
-    double *le = mw_xcalloc(in.n ? in.n : 1, sizeof(double));
-    uint8_t *hist = mw_xcalloc(in.n * ns + 1, 1);
     int bpos = q_arg_pos(vec);
     /* Prometheus warns of q out of [0, 1] at every step, input or none. */
     for (size_t j = 0; j < nq && !c->code; j++)
         for (size_t k = 0; k < ns && q[j].scalar; k++)
             q_annot_quantile(c, q[j].scalar[k], q_arg_pos(qargs[j]));
-    /* Native histograms aside (not classic buckets, whatever their le). */
-    for (size_t i = 0; i < in.n && !c->code; i++)
-        for (size_t k = 0; k < ns; k++)
-            if (in.s[i].ok[k] && q_hist_get(c, in.s[i].v[k])) {
-                hist[i * ns + k] = 1;
-                in.s[i].ok[k] = 0;
-            }
-    for (size_t i = 0; i < in.n && !c->code; i++) {
-        const char *ls = lbl_get(in.s[i].labels, in.s[i].nlabels, "le");
-        char *end;
-        le[i] = strtod(ls, &end);
-        /* Go's ParseFloat takes no leading space, which strtod skips */
-        if (!*ls || *end || isspace((unsigned char)*ls)) {
-            grp[i] = (size_t)-1; /* no or bad le: ignored, with a warning */
-            bad_le(c, &in.s[i], ls, ns, bpos);
-            continue;
-        }
-        pq_label *l = lbl_copy(in.s[i].labels, in.s[i].nlabels);
-        size_t nl = in.s[i].nlabels;
-        lbl_del(&l, &nl, "le");
-        grp[i] = vb_series(&groups, l, nl);
-    }
-    /* The group a histogram's labels would be classic buckets of (for
-     * series that hold one; the others none). */
-    size_t nclassic = groups.n;
-    for (size_t i = 0; i < in.n && !c->code; i++) {
-        hgrp[i] = (size_t)-1;
-        int any = 0;
-        for (size_t k = 0; k < ns && !any; k++)
-            any = hist[i * ns + k];
-        if (any)
-            hgrp[i] =
-                vb_series(&groups, lbl_copy(in.s[i].labels, in.s[i].nlabels), in.s[i].nlabels);
-    }
-    uint8_t *mixed = mw_xcalloc(groups.n * ns + 1, 1);
-    for (size_t i = 0; i < in.n && !c->code; i++) {
-        size_t g = hgrp[i];
-        for (size_t k = 0; g < nclassic && k < ns; k++) {
-            if (!hist[i * ns + k]) continue;
-            int classic = 0;
-            for (size_t m = 0; m < in.n && !classic; m++)
-                classic = grp[m] == g && in.s[m].ok[k];
-            if (!classic) continue;
-            hist[i * ns + k] = 0;
-            mixed[g * ns + k] = 1;
-            const char *name = lbl_get(in.s[i].labels, in.s[i].nlabels, "__name__");
-            q_annot(c, 0, bpos,
-                    "PromQL warning: vector contains a mix of classic and native histograms%s%s%s",
-                    *name ? " for metric name \"" : "", name, *name ? "\"" : "");
-        }
-    }
+    q_hsplit hs;
+    q_hist_split(c, &in, bpos, &hs);
+    const size_t *grp = hs.grp;
+    const double *le = hs.le;
+    const uint8_t *hist = hs.hist, *mixed = hs.mixed;
+    size_t nclassic = hs.nclassic;
+    const vbuild *groups = &hs.groups;
     bucket *b = mw_xcalloc(in.n ? in.n : 1, sizeof(bucket));
     for (size_t j = 0; j < nq && !c->code; j++) {
         const double *qv = q[j].scalar;
@@ -251,13 +277,13 @@ static val quantiles(qctx *c, const pq_node *vec, pq_node *const *qargs, size_t 
                 mono_fix fix;
                 double v = bucket_quantile(qv[k], b, m, &fix);
                 if (fix.forced)
-                    q_annot_mono(c, lbl_get(groups.s[g].labels, groups.s[g].nlabels, "__name__"),
+                    q_annot_mono(c, lbl_get(groups->s[g].labels, groups->s[g].nlabels, "__name__"),
                                  bpos, qts(c, k), fix.min_bucket, fix.max_bucket, fix.max_diff);
                 /* The series depends on the step only through the
                  * quantile's label value. */
                 if (si == (size_t)-1 ||
                     (label && !(qv[k] == last_q || (isnan(qv[k]) && isnan(last_q))))) {
-                    si = q_quantile_series(c, &vb, &groups.s[g], label, qv[k]);
+                    si = q_quantile_series(c, &vb, &groups->s[g], label, qv[k]);
                     if (si == (size_t)-1) break;
                     last_q = qv[k];
                 }
@@ -266,12 +292,7 @@ static val quantiles(qctx *c, const pq_node *vec, pq_node *const *qargs, size_t 
         }
     }
     free(b);
-    free(mixed);
-    vb_free(&groups);
-    free(grp);
-    free(hgrp);
-    free(le);
-    free(hist);
+    q_hist_split_free(&hs);
     for (size_t j = 0; j < nq; j++)
         val_free(c, &q[j]);
     val_free(c, &in);

@@ -398,6 +398,25 @@ void q_hist_agg_post(qctx *c, q_hagg *a, vbuild *b);
 /* A range function over windows holding histograms (funcs_native_histogram.c). */
 val q_hist_range_call(qctx *c, const pq_node *n, rangearg *ra, const val *param, size_t pi);
 int q_hist_in_range(const rangearg *ra);
+/* A histogram function's vector argument split as Prometheus's
+ * resetHistograms splits it (funcs_histogram.c), for histogram_quantile(s)
+ * and histogram_fraction alike: native histograms aside (hist, their
+ * points taken out of in's ok); classic buckets grouped by their labels
+ * without le (grp into groups, the first nclassic of groups.s; le parsed,
+ * so two spellings of one bound are one bucket), a missing or bad le
+ * ignored with Prometheus's warning; a native histogram and buckets under
+ * the same labels at a step both left out there (mixed, per group and
+ * step), with Prometheus's warning. pos is the vector argument's. */
+typedef struct q_hsplit {
+    uint8_t *hist; /* in->n * nsteps: series i's native histogram at step k answers */
+    size_t *grp;   /* series i's classic group, or (size_t)-1 */
+    double *le;    /* series i's bound */
+    vbuild groups; /* the groups' labels (and, past nclassic, the histograms') */
+    size_t nclassic;
+    uint8_t *mixed; /* groups.n * nsteps: group g gives nothing at step k */
+} q_hsplit;
+void q_hist_split(qctx *c, val *in, int pos, q_hsplit *hs);
+void q_hist_split_free(q_hsplit *hs);
 /* histogram_quantile(s)' native part, one quantile (q per step): the
  * histograms hist marks (series i, step k at i * nsteps + k) into vb. */
 void q_hist_quantile(qctx *c, const double *q, const char *label, const val *in,
