@@ -113,8 +113,11 @@ static double fraction_below(const qbucket *b, double v, int linear)
     return 1 - ((lv - lu) / (ll - lu));
 }
 
-static double h_fraction(double lower, double upper, const mw_histogram *h)
+/* The fraction of h's observations in [lower, upper]; *nan_info 1 when
+ * some are NaN (in h->count but in no bucket: in no fraction). */
+static double h_fraction(double lower, double upper, const mw_histogram *h, int *nan_info)
 {
+    *nan_info = 0;
     if (h->count == 0 || isnan(lower) || isnan(upper)) return NAN;
     if (lower >= upper) return 0;
     size_t nb;
@@ -162,6 +165,7 @@ static double h_fraction(double lower, double upper, const mw_histogram *h)
     if (isnan(h->sum)) {
         for (j++; j < nb; j++)
             count += bs[j].count;
+        *nan_info = count < h->count;
     } else {
         count = h->count;
     }
@@ -195,7 +199,7 @@ static double h_variance(const mw_histogram *h)
     return (var + comp) / h->count;
 }
 
-enum { HF_COUNT, HF_SUM, HF_AVG, HF_STDDEV, HF_STDVAR, HF_FRACTION };
+enum { HF_COUNT, HF_SUM, HF_AVG, HF_STDDEV, HF_STDVAR };
 
 typedef struct cbucket {
     double upper, count;
@@ -255,63 +259,81 @@ static double bucket_fraction(double lower, double upper, cbucket *b, size_t n)
     return (ur - lr) / count;
 }
 
-/* histogram_fraction over classic buckets: the series with an le label,
- * grouped by their other labels, into vb (the name dropped). */
-static void classic_fraction(qctx *c, const val *lo, const val *hi, const val *in, vbuild *vb)
+/* A histogram_fraction answer's series for s: its labels without the
+ * name. */
+static size_t fraction_series(vbuild *vb, const sv *s)
 {
-    vbuild groups;
-    vb_init(&groups, c);
-    size_t *grp = mw_xcalloc(in->n + 1, sizeof(size_t));
-    double *le = mw_xcalloc(in->n + 1, sizeof(double));
-    for (size_t i = 0; i < in->n; i++) {
-        const char *ls = lbl_get(in->s[i].labels, in->s[i].nlabels, "le");
-        char *end;
-        le[i] = strtod(ls, &end);
-        grp[i] = (size_t)-1;
-        if (!*ls || *end) continue;
-        pq_label *l = lbl_copy(in->s[i].labels, in->s[i].nlabels);
-        size_t nl = in->s[i].nlabels;
-        lbl_del(&l, &nl, "le");
-        grp[i] = vb_series(&groups, l, nl);
-    }
-    cbucket *b = mw_xcalloc(in->n + 1, sizeof(cbucket));
-    for (size_t g = 0; g < groups.n && !c->code; g++) {
+    pq_label *l = lbl_copy(s->labels, s->nlabels);
+    size_t nl = s->nlabels;
+    lbl_del(&l, &nl, "__name__");
+    return vb_series(vb, l, nl);
+}
+
+/* histogram_fraction(lower, upper, v): the native histograms' fractions
+ * (those with NaN observations, which no bucket holds, said so: they are
+ * in no fraction) and the classic buckets', grouped as histogram_quantile
+ * groups them, with its warnings (q_hist_split). */
+static val fraction(qctx *c, const pq_node *n)
+{
+    val lo = eval_node(c, n->args[0]);
+    val hi = eval_unless_failed(c, n->args[1]);
+    int hstats = c->hstats;
+    c->hstats = 0; /* fractions need whole histograms (nhist.c) */
+    val in = eval_unless_failed(c, n->args[2]);
+    c->hstats = hstats;
+    vbuild vb;
+    vb_init(&vb, c);
+    size_t ns = c->nsteps;
+    int pos = q_arg_pos(n->args[2]);
+    q_hsplit hs;
+    q_hist_split(c, &in, pos, &hs);
+    for (size_t i = 0; i < in.n && !c->code; i++) {
         size_t si = (size_t)-1;
-        for (size_t k = 0; k < c->nsteps; k++) {
-            size_t m = 0;
-            for (size_t i = 0; i < in->n; i++)
-                if (grp[i] == g && in->s[i].ok[k] && !mw_hist_is_ref(in->s[i].v[k]))
-                    b[m++] = (cbucket){le[i], in->s[i].v[k]};
-            if (!m) continue;
-            if (si == (size_t)-1) {
-                pq_label *l = lbl_copy(groups.s[g].labels, groups.s[g].nlabels);
-                size_t nl = groups.s[g].nlabels;
-                lbl_del(&l, &nl, "__name__");
-                si = vb_series(vb, l, nl);
-                if (si == (size_t)-1) break;
+        for (size_t k = 0; k < ns; k++) {
+            if (!hs.hist[i * ns + k]) continue;
+            int nan_info;
+            double v =
+                h_fraction(lo.scalar[k], hi.scalar[k], q_hist_get(c, in.s[i].v[k]), &nan_info);
+            if (nan_info) {
+                const char *name = lbl_get(in.s[i].labels, in.s[i].nlabels, "__name__");
+                q_annot(c, 1, pos,
+                        "PromQL info: input to histogram_fraction has NaN observations, which are "
+                        "excluded from all fractions%s%s%s",
+                        *name ? " for metric name \"" : "", name, *name ? "\"" : "");
             }
-            if (vb_set(vb, si, k, bucket_fraction(lo->scalar[k], hi->scalar[k], b, m)) < 0) break;
+            if (si == (size_t)-1 && (si = fraction_series(&vb, &in.s[i])) == (size_t)-1) break;
+            if (vb_set(&vb, si, k, v) < 0) break;
+        }
+    }
+    cbucket *b = mw_xcalloc(in.n + 1, sizeof(cbucket));
+    for (size_t g = 0; g < hs.nclassic && !c->code; g++) {
+        size_t si = (size_t)-1;
+        for (size_t k = 0; k < ns; k++) {
+            size_t m = 0;
+            for (size_t i = 0; !hs.mixed[g * ns + k] && i < in.n; i++)
+                if (hs.grp[i] == g && in.s[i].ok[k]) b[m++] = (cbucket){hs.le[i], in.s[i].v[k]};
+            if (!m) continue;
+            if (si == (size_t)-1 && (si = fraction_series(&vb, &hs.groups.s[g])) == (size_t)-1)
+                break;
+            if (vb_set(&vb, si, k, bucket_fraction(lo.scalar[k], hi.scalar[k], b, m)) < 0) break;
         }
     }
     free(b);
-    free(le);
-    free(grp);
-    vb_free(&groups);
+    q_hist_split_free(&hs);
+    val out = vb_finish(&vb);
+    val_free(c, &in);
+    val_free(c, &lo);
+    val_free(c, &hi);
+    return out;
 }
 
 /* An element-wise function of the histograms of the vector argument
  * (floats are left out); the metric name goes. */
 static val hist_map(qctx *c, const pq_node *n, int what)
 {
-    val lo = {0}, hi = {0};
-    size_t vi = what == HF_FRACTION ? 2 : 0;
-    if (what == HF_FRACTION) {
-        lo = eval_node(c, n->args[0]);
-        hi = eval_unless_failed(c, n->args[1]);
-    }
     int hstats = c->hstats;
     c->hstats = what == HF_COUNT || what == HF_SUM || what == HF_AVG;
-    val in = eval_unless_failed(c, n->args[vi]);
+    val in = eval_unless_failed(c, n->args[0]);
     c->hstats = hstats;
     vbuild vb;
     vb_init(&vb, c);
@@ -335,11 +357,8 @@ static val hist_map(qctx *c, const pq_node *n, int what)
             case HF_STDDEV:
                 v = sqrt(h_variance(h));
                 break;
-            case HF_STDVAR:
-                v = h_variance(h);
-                break;
             default:
-                v = h_fraction(lo.scalar[k], hi.scalar[k], h);
+                v = h_variance(h);
                 break;
             }
             if (si == (size_t)-1) {
@@ -352,11 +371,8 @@ static val hist_map(qctx *c, const pq_node *n, int what)
             if (vb_set(&vb, si, k, v) < 0) break;
         }
     }
-    if (what == HF_FRACTION && !c->code) classic_fraction(c, &lo, &hi, &in, &vb);
     val out = vb_finish(&vb);
     val_free(c, &in);
-    val_free(c, &lo);
-    val_free(c, &hi);
     return out;
 }
 
@@ -382,7 +398,7 @@ val pq_call_histogram_stdvar(qctx *c, const pq_node *n)
 }
 val pq_call_histogram_fraction(qctx *c, const pq_node *n)
 {
-    return hist_map(c, n, HF_FRACTION);
+    return fraction(c, n);
 }
 
 void q_hist_quantile(qctx *c, const double *q, const char *label, const val *in,
