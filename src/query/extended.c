@@ -373,10 +373,12 @@ static int smoothed_hist(qctx *c, const mw_histogram *prev, int64_t tp, const mw
             q_warn_mixed_schemas(c, pos, name);
             return 0;
         }
-    } else {
+    } else if (prev) {
         /* carried forward: the hint spoke of the sample's predecessor */
         mw_hist_copy(&r, prev);
         r.hint = MW_HINT_UNKNOWN;
+    } else {
+        return 0; /* neither side holds a histogram */
     }
     *out = q_hist_put(c, &r);
     return 1;

@@ -110,7 +110,7 @@ static const struct sym {
     S(event_set_free, "nvmlEventSetFree", NULL, 0),
     S(register_events, "nvmlDeviceRegisterEvents", NULL, 0),
     S(event_wait, "nvmlEventSetWait_v2", NULL, 0),
-    /* clang-format on */
+/* clang-format on */
 #undef S
 #undef F
 };
