@@ -38,8 +38,8 @@ expect_eq "test files" 2 "$n"
 # group_eval_order (tests/rules/eval_order): both tools evaluate the groups
 # named first, in that order; a group named twice is refused with the same
 # message, a name no file has is ignored; a changed expectation fails both.
-# Groups not named: mlwatch evaluates them in file order, as Prometheus's
-# server does (fileorder.test.yml); promtool takes them from a Go map, in
+# Groups not named: mlwatch evaluates them in file order
+# (fileorder.test.yml); promtool takes them from a Go map, in
 # an order that changes from run to run (7 of 40 runs of fileorder failed
 # under promtool 2.42), so only mlwatch is held to it.
 EO=$MLWATCH_SRC/tests/rules/eval_order
